@@ -1,0 +1,73 @@
+package manifest
+
+import (
+	"sync/atomic"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// NumLevelsMax bounds Options.NumLevels.
+const NumLevelsMax = 16
+
+// FileMetadata describes one SST of a version. Everything but the fields
+// under "runtime" is recorded in the MANIFEST.
+type FileMetadata struct {
+	FileNum base.FileNum
+	Size    uint64
+	// Smallest and Largest bound every point entry and range tombstone of
+	// the file. Largest may be a range-delete sentinel
+	// (base.MakeRangeDeleteSentinel), whose user key is excluded.
+	Smallest, Largest         base.InternalKey
+	SmallestSeq, LargestSeq   base.SeqNum
+	NumEntries, NumDeletions  uint64
+	NumRangeDeletions         uint64
+	// OldestTombstoneTime is the unix time (seconds) at which the oldest
+	// tombstone of the file was written, 0 when it has none; delete-aware
+	// compaction uses it.
+	OldestTombstoneTime uint64
+	// MarkedForCompaction is set by a table property collector.
+	MarkedForCompaction bool
+
+	// runtime
+
+	// refs counts the versions that hold this file; when it drops to zero
+	// the file may be deleted (if no newer version holds it).
+	refs atomic.Int32
+	// Compacting is true while a compaction has this file as an input; it is
+	// only read and written with the DB mutex held.
+	Compacting bool
+}
+
+// Version is an immutable set of live files by level. L0 files are ordered
+// newest first (by LargestSeq descending); in L1 and below files are ordered
+// by Smallest and do not overlap in user keys.
+type Version struct {
+	Levels [][]*FileMetadata
+	refs   atomic.Int32
+}
+
+// NewFileEntry is a file added to a level by a version edit.
+type NewFileEntry struct {
+	Level int
+	Meta  *FileMetadata
+}
+
+// DeletedFileEntry names a file removed from a level by a version edit.
+type DeletedFileEntry struct {
+	Level   int
+	FileNum base.FileNum
+}
+
+// VersionEdit is a delta between two versions; the MANIFEST is a log of them.
+// A zero field (and a false Has* flag) means "unchanged".
+type VersionEdit struct {
+	ComparerName      string
+	HasLogNumber      bool
+	LogNumber         base.FileNum // WALs numbered below this are obsolete
+	HasNextFileNumber bool
+	NextFileNumber    base.FileNum
+	HasLastSeq        bool
+	LastSeq           base.SeqNum
+	DeletedFiles      map[DeletedFileEntry]bool
+	NewFiles          []NewFileEntry
+}
