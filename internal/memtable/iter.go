@@ -1,0 +1,79 @@
+package memtable
+
+import "github.com/shaledb/shale/internal/base"
+
+// searchTrailer sorts before every entry of a user key.
+var searchTrailer = base.MakeSearchKey(nil).Trailer
+
+// NewIter returns an iterator over the point entries in internal-key order.
+// It may run concurrently with Add and sees entries added before or during
+// iteration. Next and Prev on an unpositioned iterator return false.
+func (m *Memtable) NewIter() base.InternalIterator {
+	return &iterator{m: m}
+}
+
+// iterator walks the point skiplist; n is the current node, 0 when
+// unpositioned.
+type iterator struct {
+	m   *Memtable
+	n   uint32
+	key base.InternalKey
+}
+
+var _ base.InternalIterator = (*iterator)(nil)
+
+func (it *iterator) setNode(n uint32) bool {
+	it.n = n
+	if n == 0 {
+		it.key = base.InternalKey{}
+		return false
+	}
+	it.key = base.InternalKey{UserKey: it.m.key(n), Trailer: it.m.trailer(n)}
+	return true
+}
+
+func (it *iterator) SeekGE(key []byte) bool {
+	return it.setNode(it.m.seekGE(&it.m.points, key, searchTrailer))
+}
+
+func (it *iterator) SeekLT(key []byte) bool {
+	return it.setNode(it.m.seekLT(&it.m.points, key, searchTrailer))
+}
+
+func (it *iterator) First() bool {
+	return it.setNode(it.m.nextOf(it.m.points.head, 0))
+}
+
+func (it *iterator) Last() bool {
+	return it.setNode(it.m.last(&it.m.points))
+}
+
+func (it *iterator) Next() bool {
+	if it.n == 0 {
+		return false
+	}
+	return it.setNode(it.m.nextOf(it.n, 0))
+}
+
+func (it *iterator) Prev() bool {
+	if it.n == 0 {
+		return false
+	}
+	return it.setNode(it.m.seekLT(&it.m.points, it.key.UserKey, it.key.Trailer))
+}
+
+func (it *iterator) Key() base.InternalKey { return it.key }
+
+func (it *iterator) Value() []byte {
+	if it.n == 0 {
+		return nil
+	}
+	return it.m.value(it.n)
+}
+
+func (it *iterator) Error() error { return nil }
+
+func (it *iterator) Close() error {
+	it.setNode(0)
+	return nil
+}

@@ -1,0 +1,293 @@
+package rangedel
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+func formatSpans(spans []Span) string {
+	var sb strings.Builder
+	for _, s := range spans {
+		fmt.Fprintf(&sb, "[%s,%s)%v ", s.Start, s.End, s.Seqs)
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+func tomb(start, end string, seq base.SeqNum) Tombstone {
+	return Tombstone{Start: []byte(start), End: []byte(end), Seq: seq}
+}
+
+func TestFragmentExample(t *testing.T) {
+	cases := []struct {
+		in   []Tombstone
+		want string
+	}{
+		{nil, ""},
+		{[]Tombstone{tomb("c", "a", 3), tomb("b", "b", 4)}, ""},
+		{[]Tombstone{tomb("a", "e", 7), tomb("c", "g", 9), tomb("e", "g", 4)},
+			"[a,c)[7] [c,e)[9 7] [e,g)[9 4]"},
+		{[]Tombstone{tomb("a", "b", 1), tomb("c", "d", 2)}, "[a,b)[1] [c,d)[2]"},
+		{[]Tombstone{tomb("a", "d", 5), tomb("a", "d", 5), tomb("b", "c", 6)},
+			"[a,b)[5] [b,c)[6 5] [c,d)[5]"},
+		{[]Tombstone{tomb("a", "b", 1), tomb("b", "c", 2)}, "[a,b)[1] [b,c)[2]"},
+	}
+	for i, c := range cases {
+		got := formatSpans(Fragment(bytes.Compare, c.in))
+		if got != c.want {
+			t.Errorf("case %d: got %q, want %q", i, got, c.want)
+		}
+	}
+}
+
+// keySpace returns every key of one or two letters over "abcdef": single
+// letters are tombstone boundaries, two-letter keys fall between them.
+func keySpace() [][]byte {
+	var keys [][]byte
+	const letters = "abcdef"
+	for _, a := range letters {
+		keys = append(keys, []byte{byte(a)})
+		for _, b := range letters {
+			keys = append(keys, []byte{byte(a), byte(b)})
+		}
+	}
+	return keys
+}
+
+func randTombstones(rng *rand.Rand, maxSeq int) []Tombstone {
+	n := rng.IntN(10)
+	ts := make([]Tombstone, n)
+	for i := range ts {
+		ts[i] = Tombstone{
+			Start: []byte{byte('a' + rng.IntN(6))},
+			End:   []byte{byte('a' + rng.IntN(7))},
+			Seq:   base.SeqNum(1 + rng.IntN(maxSeq)),
+		}
+	}
+	return ts
+}
+
+// modelMax is the brute-force answer: the largest t.Seq <= snapshot of a
+// tombstone covering key.
+func modelMax(ts []Tombstone, key []byte, snapshot base.SeqNum) base.SeqNum {
+	var best base.SeqNum
+	for _, t := range ts {
+		if bytes.Compare(t.Start, key) <= 0 && bytes.Compare(key, t.End) < 0 && t.Seq <= snapshot && t.Seq > best {
+			best = t.Seq
+		}
+	}
+	return best
+}
+
+func modelCovers(ts []Tombstone, key []byte, seq, snapshot base.SeqNum) bool {
+	for _, t := range ts {
+		if bytes.Compare(t.Start, key) <= 0 && bytes.Compare(key, t.End) < 0 && seq < t.Seq && t.Seq <= snapshot {
+			return true
+		}
+	}
+	return false
+}
+
+func cloneTombstones(ts []Tombstone) []Tombstone {
+	out := make([]Tombstone, len(ts))
+	for i, t := range ts {
+		out[i] = Tombstone{Start: slices.Clone(t.Start), End: slices.Clone(t.End), Seq: t.Seq}
+	}
+	return out
+}
+
+func TestFragmentRandom(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 0))
+	t.Logf("seed %d", seed)
+	keys := keySpace()
+	const maxSeq = 12
+	for iter := 0; iter < 300; iter++ {
+		ts := randTombstones(rng, maxSeq)
+		orig := cloneTombstones(ts)
+		spans := Fragment(bytes.Compare, ts)
+		if !reflect.DeepEqual(ts, orig) {
+			t.Fatalf("seed %d: Fragment modified its input", seed)
+		}
+		if err := CheckFragmented(bytes.Compare, spans); err != nil {
+			t.Fatalf("seed %d: %v\n%s", seed, err, formatSpans(spans))
+		}
+		// The output owns its keys: scribbling over the input changes nothing.
+		before := formatSpans(spans)
+		for _, tt := range ts {
+			for i := range tt.Start {
+				tt.Start[i] = 'z'
+			}
+			for i := range tt.End {
+				tt.End[i] = 'z'
+			}
+		}
+		if after := formatSpans(spans); after != before {
+			t.Fatalf("seed %d: output aliases input keys: %s became %s", seed, before, after)
+		}
+		ts = orig
+		l := NewList(bytes.Compare, spans)
+		if l.Empty() != (len(spans) == 0) {
+			t.Fatalf("seed %d: Empty() wrong", seed)
+		}
+		for _, k := range keys {
+			for snap := base.SeqNum(0); snap <= maxSeq+1; snap++ {
+				if got, want := l.MaxCoveringSeq(k, snap), modelMax(ts, k, snap); got != want {
+					t.Fatalf("seed %d: MaxCoveringSeq(%s, %d) = %d, want %d\ntombstones %v\nspans %s",
+						seed, k, snap, got, want, ts, formatSpans(spans))
+				}
+				for seq := base.SeqNum(0); seq <= maxSeq+1; seq++ {
+					if got, want := l.Covers(k, seq, snap), modelCovers(ts, k, seq, snap); got != want {
+						t.Fatalf("seed %d: Covers(%s, %d, %d) = %v, want %v\nspans %s",
+							seed, k, seq, snap, got, want, formatSpans(spans))
+					}
+				}
+			}
+		}
+
+		// Merge of fragmented parts equals fragmenting the whole.
+		var parts []*List
+		for rest := ts; len(rest) > 0; {
+			n := 1 + rng.IntN(len(rest))
+			parts = append(parts, NewList(bytes.Compare, Fragment(bytes.Compare, rest[:n])))
+			rest = rest[n:]
+		}
+		parts = append(parts, nil)
+		merged := Merge(bytes.Compare, parts...)
+		if got, want := formatSpans(merged.Spans()), formatSpans(spans); got != want {
+			t.Fatalf("seed %d: Merge = %s, want %s", seed, got, want)
+		}
+
+		// Truncate behaves as intersecting every tombstone with [start, end).
+		var start, end []byte
+		if rng.IntN(4) > 0 {
+			start = keys[rng.IntN(len(keys))]
+		}
+		if rng.IntN(4) > 0 {
+			end = keys[rng.IntN(len(keys))]
+		}
+		tl := NewList(bytes.Compare, Truncate(bytes.Compare, spans, start, end))
+		if err := CheckFragmented(bytes.Compare, tl.Spans()); err != nil {
+			t.Fatalf("seed %d: Truncate: %v", seed, err)
+		}
+		for _, k := range keys {
+			inside := (start == nil || bytes.Compare(start, k) <= 0) && (end == nil || bytes.Compare(k, end) < 0)
+			for snap := base.SeqNum(0); snap <= maxSeq+1; snap++ {
+				want := base.SeqNum(0)
+				if inside {
+					want = modelMax(ts, k, snap)
+				}
+				if got := tl.MaxCoveringSeq(k, snap); got != want {
+					t.Fatalf("seed %d: truncated to [%q,%q): MaxCoveringSeq(%s, %d) = %d, want %d",
+						seed, start, end, k, snap, got, want)
+				}
+			}
+		}
+
+		// Coalesce keeps what every real reader sees.
+		var snaps []base.SeqNum
+		for s := base.SeqNum(1); s <= maxSeq; s++ {
+			if rng.IntN(4) == 0 {
+				snaps = append(snaps, s)
+			}
+		}
+		readers := append(slices.Clone(snaps), base.SeqNumMax)
+		for _, s := range spans {
+			c := Coalesce(s, snaps)
+			if err := CheckFragmented(bytes.Compare, []Span{c}); err != nil {
+				t.Fatalf("seed %d: Coalesce: %v", seed, err)
+			}
+			cl, sl := NewList(bytes.Compare, []Span{c}), NewList(bytes.Compare, []Span{s})
+			for _, r := range readers {
+				if got, want := cl.MaxCoveringSeq(s.Start, r), sl.MaxCoveringSeq(s.Start, r); got != want {
+					t.Fatalf("seed %d: Coalesce(%v, snaps %v) = %v: reader at %d sees %d, want %d",
+						seed, s.Seqs, snaps, c.Seqs, r, got, want)
+				}
+			}
+			// Minimal: no two kept seqnums share a stripe.
+			for i := 1; i < len(c.Seqs); i++ {
+				separated := false
+				for _, x := range snaps {
+					if c.Seqs[i] <= x && x < c.Seqs[i-1] {
+						separated = true
+					}
+				}
+				if !separated {
+					t.Fatalf("seed %d: Coalesce(%v, snaps %v) = %v keeps %d and %d in one stripe",
+						seed, s.Seqs, snaps, c.Seqs, c.Seqs[i-1], c.Seqs[i])
+				}
+			}
+		}
+	}
+}
+
+func TestCoalesce(t *testing.T) {
+	s := Span{Start: []byte("a"), End: []byte("b"), Seqs: []base.SeqNum{20, 15, 10, 5, 3}}
+	cases := []struct {
+		snaps []base.SeqNum
+		want  []base.SeqNum
+	}{
+		{nil, []base.SeqNum{20}},
+		{[]base.SeqNum{10}, []base.SeqNum{20, 10}},
+		{[]base.SeqNum{9}, []base.SeqNum{20, 5}},
+		{[]base.SeqNum{3, 4, 15, 100}, []base.SeqNum{20, 15, 3}},
+		{[]base.SeqNum{5, 12}, []base.SeqNum{20, 10, 5}},
+		{[]base.SeqNum{1, 2}, []base.SeqNum{20}},
+	}
+	for _, c := range cases {
+		got := Coalesce(s, c.snaps)
+		if !slices.Equal(got.Seqs, c.want) {
+			t.Errorf("Coalesce(%v, %v) = %v, want %v", s.Seqs, c.snaps, got.Seqs, c.want)
+		}
+	}
+	if !slices.Equal(s.Seqs, []base.SeqNum{20, 15, 10, 5, 3}) {
+		t.Errorf("Coalesce modified its input: %v", s.Seqs)
+	}
+}
+
+func TestNilList(t *testing.T) {
+	var l *List
+	if !l.Empty() || l.Spans() != nil || l.MaxCoveringSeq([]byte("a"), base.SeqNumMax) != 0 || l.Covers([]byte("a"), 0, 10) {
+		t.Fatal("nil list must behave as empty")
+	}
+	if got := Merge(bytes.Compare); !got.Empty() {
+		t.Fatalf("Merge of nothing = %s", formatSpans(got.Spans()))
+	}
+}
+
+func TestCheckFragmented(t *testing.T) {
+	seqs := []base.SeqNum{3}
+	bad := map[string][]Span{
+		"empty":    {{Start: []byte("b"), End: []byte("b"), Seqs: seqs}},
+		"overlap":  {{Start: []byte("a"), End: []byte("c"), Seqs: seqs}, {Start: []byte("b"), End: []byte("d"), Seqs: seqs}},
+		"disorder": {{Start: []byte("c"), End: []byte("d"), Seqs: seqs}, {Start: []byte("a"), End: []byte("b"), Seqs: seqs}},
+		"noseqs":   {{Start: []byte("a"), End: []byte("b")}},
+		"seqorder": {{Start: []byte("a"), End: []byte("b"), Seqs: []base.SeqNum{3, 3}}},
+	}
+	for name, spans := range bad {
+		if err := CheckFragmented(bytes.Compare, spans); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	good := []Span{{Start: []byte("a"), End: []byte("b"), Seqs: []base.SeqNum{5, 2}}, {Start: []byte("b"), End: []byte("c"), Seqs: seqs}}
+	if err := CheckFragmented(bytes.Compare, good); err != nil {
+		t.Errorf("good spans: %v", err)
+	}
+}
+
+func TestMaxCoveringSeqNoAlloc(t *testing.T) {
+	l := NewList(bytes.Compare, Fragment(bytes.Compare, []Tombstone{tomb("a", "m", 5), tomb("c", "z", 9)}))
+	key := []byte("d")
+	var got base.SeqNum
+	allocs := testing.AllocsPerRun(100, func() { got = l.MaxCoveringSeq(key, 100) })
+	if allocs != 0 || got != 9 {
+		t.Fatalf("allocs %v, seq %d", allocs, got)
+	}
+}
