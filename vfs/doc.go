@@ -1,9 +1,40 @@
-// Package vfs owns the file-system interface every shale file goes through
-// (FS, File) and its implementations: the OS file system (POSIX and Windows
-// behind build tags), and an in-memory file system that keeps synced and
-// unsynced state apart so tests can simulate a crash.
+// Package vfs owns the file-system interface every shale package does its IO
+// through (FS, File) and its implementations:
 //
-// No other shale package touches the os package's files; that is what makes
-// crash simulation and fault injection possible. vfs never interprets file
-// contents.
+//   - Default, the operating system's file system. POSIX code lives in files
+//     built for !windows, Linux-only code (fallocate) in _linux.go files, and
+//     Windows code in _windows.go files. On Windows every file is opened with
+//     FILE_SHARE_READ|FILE_SHARE_WRITE|FILE_SHARE_DELETE, so that, as on POSIX,
+//     a file may be renamed or deleted while another handle reads it; OpenDir
+//     returns a handle whose Sync is a no-op there (NTFS has no directory
+//     fsync), and Preallocate is a no-op outside Linux.
+//   - MemFS (NewMem), an in-memory file system that keeps synced and unsynced
+//     state apart, so a test can take a CrashClone and reopen from what a
+//     power loss would have left.
+//
+// Lock takes an exclusive, non-blocking lock: flock(LOCK_EX|LOCK_NB) on POSIX,
+// LockFileEx on Windows, and in addition a process-wide registry of locked
+// paths, so a second Lock of the same path in one process fails on every
+// platform with an error wrapping ErrLocked.
+//
+// Write semantics are those of os.File on every implementation: Write writes
+// at the handle's position, which starts at 0 after Create and at the end of
+// the file after OpenReadWrite, and which Truncate does not move. ReadAt is
+// positional, safe for concurrent use (also while another handle appends),
+// and returns io.EOF with a short read.
+//
+// MemFS crash model (a strict POSIX file system):
+//
+//   - a file's data becomes durable at File.Sync; bytes written after the
+//     last Sync are lost in a crash;
+//   - a directory's entries become durable when the directory is synced
+//     through OpenDir(dir).Sync(); until then Create, Rename and Remove change
+//     only the current entries, and a crash reverts them;
+//   - directories made by MkdirAll are durable at once (a simplification:
+//     crash tests are about the files of a database, not its directory).
+//
+// vfs never interprets file contents, and no other shale package touches the
+// os package's files; that is what makes crash simulation and fault injection
+// possible. The asynchronous read interface, fault-injecting and
+// latency-injecting file systems are not built yet.
 package vfs

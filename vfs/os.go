@@ -1,0 +1,71 @@
+package vfs
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Default is the operating system's file system. On Windows, files are opened
+// with sharing flags that let another handle rename or delete them, as POSIX
+// allows.
+var Default FS = osFS{}
+
+// osFS implements FS on the os package; the platform-specific parts (how files
+// are opened, how directories are synced, how locks are taken) live in
+// os_unix.go, os_windows.go and the lock_*.go files.
+type osFS struct{}
+
+var _ FS = osFS{}
+
+func (osFS) Create(name string) (File, error) {
+	return openOSFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+}
+
+func (osFS) Open(name string) (File, error) {
+	return openOSFile(name, os.O_RDONLY)
+}
+
+func (osFS) OpenReadWrite(name string) (File, error) {
+	f, err := openOSFile(name, os.O_RDWR)
+	if err != nil {
+		return nil, err
+	}
+	// Write appends: start the handle's position at the end of the file.
+	if _, err := f.file.Seek(0, io.SeekEnd); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osFS) OpenDir(name string) (File, error) { return openOSDir(name) }
+
+func (osFS) Remove(name string) error { return os.Remove(name) }
+
+func (osFS) RemoveAll(name string) error { return os.RemoveAll(name) }
+
+// Rename replaces newname if it exists: rename(2) on POSIX, MoveFileEx with
+// MOVEFILE_REPLACE_EXISTING on Windows (both through os.Rename).
+func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
+
+func (osFS) List(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
+
+func (osFS) Lock(name string) (io.Closer, error) { return lockOSFile(name) }
+
+func (osFS) PathJoin(elem ...string) string { return filepath.Join(elem...) }
+
+func (osFS) PathBase(path string) string { return filepath.Base(path) }
+
+func (osFS) PathDir(path string) string { return filepath.Dir(path) }
