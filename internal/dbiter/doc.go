@@ -1,0 +1,21 @@
+// Package dbiter owns the user-visible iteration logic over a merged
+// internal iterator: it turns the stream of internal entries (every version
+// of every key, tombstones included) into the user keys and values a reader
+// at one snapshot sees, within optional bounds, in both directions.
+//
+// Per user key, the newest entry with a seqnum at or below the snapshot
+// decides: Set, Merge and BlobIndex make the key present (Merge and
+// BlobIndex values pass through Options.ValueResolver, identity when nil),
+// Delete and SingleDelete make it absent, and so does a range tombstone that
+// covers that entry (Options.RangeDels). RangeDelete and LogData entries in
+// the point stream are ignored. An entry of an unknown kind stops iteration
+// with an error matching base.ErrCorruption.
+//
+// The package never merges sources, opens files or fragments range
+// tombstones: the caller supplies a merged internal iterator (package
+// mergeiter) and a RangeDelChecker (package rangedel).
+//
+// Positions: after iteration ran off the end, Prev returns the last key;
+// after it ran off the start, Next returns the first; on a new iterator Next
+// is First and Prev is Last.
+package dbiter

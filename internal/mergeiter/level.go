@@ -1,0 +1,259 @@
+package mergeiter
+
+import (
+	"sort"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// FileBounds is the key range of one file of a level: every entry of the
+// file lies in [Smallest, Largest]. A Largest that is a range-delete sentinel
+// excludes its user key.
+type FileBounds struct {
+	Smallest, Largest base.InternalKey
+}
+
+// LevelIter iterates the sorted, non-overlapping files of one level as one
+// internal iterator. It yields exactly the entries whose user keys lie in
+// [lower, upper) and keeps at most one file iterator open.
+type LevelIter struct {
+	cmp   base.Compare
+	files []FileBounds
+	open  func(i int) (base.InternalIterator, error)
+	lower []byte
+	upper []byte
+	// lo and hi delimit the files that may hold keys in [lower, upper).
+	lo, hi int
+	// index is the file iter belongs to; iter is nil when no file is open.
+	index int
+	iter  base.InternalIterator
+	// checkLower and checkUpper say whether the open file straddles a bound,
+	// so that its keys must be compared with it; files wholly inside the
+	// bounds cost no comparison per entry.
+	checkLower, checkUpper bool
+	valid                  bool
+	err                    error
+}
+
+var _ base.InternalIterator = (*LevelIter)(nil)
+
+// NewLevelIter returns an iterator over files, which must be sorted and not
+// overlap. open(i) opens the iterator of files[i]; it is called only when the
+// iterator is positioned into that file, and the previous file's iterator is
+// closed first. lower (inclusive) and upper (exclusive) bound the user keys
+// returned; nil means unbounded.
+func NewLevelIter(cmp base.Compare, files []FileBounds, open func(i int) (base.InternalIterator, error), lower, upper []byte) *LevelIter {
+	l := &LevelIter{cmp: cmp, files: files, open: open, lower: lower, upper: upper, index: -1}
+	l.hi = len(files)
+	if lower != nil {
+		l.lo = sort.Search(len(files), func(i int) bool { return !l.endsBefore(i, lower) })
+	}
+	if upper != nil {
+		l.hi = l.lo + sort.Search(len(files)-l.lo, func(i int) bool {
+			return cmp(files[l.lo+i].Smallest.UserKey, upper) >= 0
+		})
+	}
+	return l
+}
+
+// endsBefore reports whether files[i] holds no entry with user key >= key.
+func (l *LevelIter) endsBefore(i int, key []byte) bool {
+	largest := l.files[i].Largest
+	c := l.cmp(largest.UserKey, key)
+	return c < 0 || (c == 0 && largest.IsExclusiveSentinel())
+}
+
+// load makes files[i] the open file, closing the previous one. It returns
+// false, with the iterator unpositioned, when i is outside the bounds or on
+// error.
+func (l *LevelIter) load(i int) bool {
+	if i == l.index && l.iter != nil {
+		return true
+	}
+	l.closeFile()
+	if i < l.lo || i >= l.hi || l.err != nil {
+		return false
+	}
+	it, err := l.open(i)
+	if err != nil {
+		l.err = err
+		return false
+	}
+	l.index, l.iter = i, it
+	l.checkLower = l.lower != nil && l.cmp(l.files[i].Smallest.UserKey, l.lower) < 0
+	l.checkUpper = l.upper != nil && !l.endsBefore(i, l.upper)
+	return true
+}
+
+func (l *LevelIter) closeFile() {
+	if l.iter == nil {
+		return
+	}
+	if err := l.iter.Close(); err != nil && l.err == nil {
+		l.err = err
+	}
+	l.iter, l.index = nil, -1
+}
+
+// forward settles after the open file was positioned (ok) moving forward:
+// it skips to the following files while the current one is exhausted.
+func (l *LevelIter) forward(ok bool) bool {
+	for {
+		if ok {
+			if l.checkUpper && l.cmp(l.iter.Key().UserKey, l.upper) >= 0 {
+				break
+			}
+			l.valid = true
+			return true
+		}
+		if err := l.iter.Error(); err != nil {
+			if l.err == nil {
+				l.err = err
+			}
+			break
+		}
+		if !l.load(l.index + 1) {
+			break
+		}
+		if l.checkLower {
+			ok = l.iter.SeekGE(l.lower)
+		} else {
+			ok = l.iter.First()
+		}
+	}
+	l.valid = false
+	return false
+}
+
+// backward is the mirror image of forward.
+func (l *LevelIter) backward(ok bool) bool {
+	for {
+		if ok {
+			if l.checkLower && l.cmp(l.iter.Key().UserKey, l.lower) < 0 {
+				break
+			}
+			l.valid = true
+			return true
+		}
+		if err := l.iter.Error(); err != nil {
+			if l.err == nil {
+				l.err = err
+			}
+			break
+		}
+		if !l.load(l.index - 1) {
+			break
+		}
+		if l.checkUpper {
+			ok = l.iter.SeekLT(l.upper)
+		} else {
+			ok = l.iter.Last()
+		}
+	}
+	l.valid = false
+	return false
+}
+
+// SeekGE positions at the first entry whose user key is >= key.
+func (l *LevelIter) SeekGE(key []byte) bool {
+	l.err, l.valid = nil, false
+	if l.lower != nil && l.cmp(key, l.lower) < 0 {
+		key = l.lower
+	}
+	if l.upper != nil && l.cmp(key, l.upper) >= 0 {
+		return false
+	}
+	i := l.lo + sort.Search(l.hi-l.lo, func(j int) bool { return !l.endsBefore(l.lo+j, key) })
+	if !l.load(i) {
+		return false
+	}
+	return l.forward(l.iter.SeekGE(key))
+}
+
+// SeekLT positions at the last entry whose user key is < key.
+func (l *LevelIter) SeekLT(key []byte) bool {
+	l.err, l.valid = nil, false
+	if l.upper != nil && l.cmp(key, l.upper) > 0 {
+		key = l.upper
+	}
+	if l.lower != nil && l.cmp(key, l.lower) <= 0 {
+		return false
+	}
+	// The last file whose smallest user key is < key.
+	i := l.lo + sort.Search(l.hi-l.lo, func(j int) bool {
+		return l.cmp(l.files[l.lo+j].Smallest.UserKey, key) >= 0
+	}) - 1
+	if !l.load(i) {
+		return false
+	}
+	return l.backward(l.iter.SeekLT(key))
+}
+
+// First positions at the first entry.
+func (l *LevelIter) First() bool {
+	l.err, l.valid = nil, false
+	if !l.load(l.lo) {
+		return false
+	}
+	if l.checkLower {
+		return l.forward(l.iter.SeekGE(l.lower))
+	}
+	return l.forward(l.iter.First())
+}
+
+// Last positions at the last entry.
+func (l *LevelIter) Last() bool {
+	l.err, l.valid = nil, false
+	if !l.load(l.hi - 1) {
+		return false
+	}
+	if l.checkUpper {
+		return l.backward(l.iter.SeekLT(l.upper))
+	}
+	return l.backward(l.iter.Last())
+}
+
+// Next moves to the next entry.
+func (l *LevelIter) Next() bool {
+	if !l.valid {
+		return false
+	}
+	return l.forward(l.iter.Next())
+}
+
+// Prev moves to the previous entry.
+func (l *LevelIter) Prev() bool {
+	if !l.valid {
+		return false
+	}
+	return l.backward(l.iter.Prev())
+}
+
+// Key returns the current entry's internal key; the zero key when not
+// positioned.
+func (l *LevelIter) Key() base.InternalKey {
+	if !l.valid {
+		return base.InternalKey{}
+	}
+	return l.iter.Key()
+}
+
+// Value returns the current entry's value; nil when not positioned.
+func (l *LevelIter) Value() []byte {
+	if !l.valid {
+		return nil
+	}
+	return l.iter.Value()
+}
+
+// Error returns the error that stopped iteration: from opening, reading or
+// closing a file.
+func (l *LevelIter) Error() error { return l.err }
+
+// Close closes the open file, if any, and returns the iteration error or the
+// error from closing.
+func (l *LevelIter) Close() error {
+	l.closeFile()
+	l.valid = false
+	return l.err
+}

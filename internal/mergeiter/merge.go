@@ -1,0 +1,256 @@
+package mergeiter
+
+import "github.com/shaledb/shale/internal/base"
+
+// child is one input of a merging iterator with its current key cached, so
+// that heap comparisons do not go through the interface.
+type child struct {
+	iter  base.InternalIterator
+	key   base.InternalKey
+	index int
+	// valid is true while iter is positioned at an entry. The merge keeps the
+	// invariant that, in forward mode, every entry of a child before its
+	// position (all entries, when !valid) sorts at or before the merged
+	// iterator's current entry; in reverse mode the mirror image holds. This
+	// is what lets a direction switch move each child by a single step.
+	valid bool
+}
+
+// Iter merges any number of internal iterators into one, in internal-key
+// order. Entries with equal internal keys in several children are all
+// returned, the child passed first to New coming first.
+type Iter struct {
+	cmp      base.Compare
+	children []child
+	// heap holds the valid children: a min-heap in forward mode, a max-heap in
+	// reverse mode; heap[0] is the current entry.
+	heap    []*child
+	reverse bool
+	err     error
+}
+
+var _ base.InternalIterator = (*Iter)(nil)
+
+// New returns an iterator merging iters, ordered by cmp on user keys. The
+// merged iterator takes ownership of iters: Close closes them.
+func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
+	m := &Iter{
+		cmp:      cmp,
+		children: make([]child, len(iters)),
+		heap:     make([]*child, 0, len(iters)),
+	}
+	for i, it := range iters {
+		m.children[i] = child{iter: it, index: i}
+	}
+	return m
+}
+
+// less orders heap entries: by internal key, then by child index, reversed in
+// reverse mode.
+func (m *Iter) less(a, b *child) bool {
+	c := base.InternalCompare(m.cmp, a.key, b.key)
+	if c == 0 {
+		c = a.index - b.index
+	}
+	if m.reverse {
+		return c > 0
+	}
+	return c < 0
+}
+
+func (m *Iter) down(i int) {
+	h := m.heap
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && m.less(h[r], h[l]) {
+			j = r
+		}
+		if !m.less(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+// add records the outcome of positioning c: a positioned child joins the
+// heap, an exhausted one is left out, a failed one records the error.
+func (m *Iter) add(c *child, ok bool) {
+	if ok {
+		c.valid = true
+		c.key = c.iter.Key()
+		m.heap = append(m.heap, c)
+		return
+	}
+	c.valid = false
+	if err := c.iter.Error(); err != nil && m.err == nil {
+		m.err = err
+	}
+}
+
+// build heapifies after every child has been positioned.
+func (m *Iter) build() bool {
+	if m.err != nil {
+		m.heap = m.heap[:0]
+		return false
+	}
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return len(m.heap) > 0
+}
+
+func (m *Iter) reset(reverse bool) {
+	m.err = nil
+	m.reverse = reverse
+	m.heap = m.heap[:0]
+}
+
+// SeekGE positions at the first entry whose user key is >= key.
+func (m *Iter) SeekGE(key []byte) bool {
+	m.reset(false)
+	for i := range m.children {
+		c := &m.children[i]
+		m.add(c, c.iter.SeekGE(key))
+	}
+	return m.build()
+}
+
+// SeekLT positions at the last entry whose user key is < key.
+func (m *Iter) SeekLT(key []byte) bool {
+	m.reset(true)
+	for i := range m.children {
+		c := &m.children[i]
+		m.add(c, c.iter.SeekLT(key))
+	}
+	return m.build()
+}
+
+// First positions at the first entry.
+func (m *Iter) First() bool {
+	m.reset(false)
+	for i := range m.children {
+		c := &m.children[i]
+		m.add(c, c.iter.First())
+	}
+	return m.build()
+}
+
+// Last positions at the last entry.
+func (m *Iter) Last() bool {
+	m.reset(true)
+	for i := range m.children {
+		c := &m.children[i]
+		m.add(c, c.iter.Last())
+	}
+	return m.build()
+}
+
+// step moves the current child one entry in the current direction and
+// restores the heap.
+func (m *Iter) step(ok bool) bool {
+	top := m.heap[0]
+	if ok {
+		top.key = top.iter.Key()
+		m.down(0)
+		return true
+	}
+	top.valid = false
+	if err := top.iter.Error(); err != nil {
+		m.err = err
+		m.heap = m.heap[:0]
+		return false
+	}
+	n := len(m.heap) - 1
+	m.heap[0] = m.heap[n]
+	m.heap[n] = nil
+	m.heap = m.heap[:n]
+	if n == 0 {
+		return false
+	}
+	m.down(0)
+	return true
+}
+
+// Next moves to the next entry.
+func (m *Iter) Next() bool {
+	if len(m.heap) == 0 {
+		return false
+	}
+	if m.reverse {
+		// By the child invariant, a valid child's next entry is the first
+		// one after the current entry, and every entry of an exhausted child
+		// sorts after it.
+		m.reset(false)
+		for i := range m.children {
+			c := &m.children[i]
+			if c.valid {
+				m.add(c, c.iter.Next())
+			} else {
+				m.add(c, c.iter.First())
+			}
+		}
+		return m.build()
+	}
+	return m.step(m.heap[0].iter.Next())
+}
+
+// Prev moves to the previous entry.
+func (m *Iter) Prev() bool {
+	if len(m.heap) == 0 {
+		return false
+	}
+	if !m.reverse {
+		m.reset(true)
+		for i := range m.children {
+			c := &m.children[i]
+			if c.valid {
+				m.add(c, c.iter.Prev())
+			} else {
+				m.add(c, c.iter.Last())
+			}
+		}
+		return m.build()
+	}
+	return m.step(m.heap[0].iter.Prev())
+}
+
+// Key returns the current entry's internal key; the zero key when the
+// iterator is not positioned.
+func (m *Iter) Key() base.InternalKey {
+	if len(m.heap) == 0 {
+		return base.InternalKey{}
+	}
+	return m.heap[0].key
+}
+
+// Value returns the current entry's value; nil when not positioned.
+func (m *Iter) Value() []byte {
+	if len(m.heap) == 0 {
+		return nil
+	}
+	return m.heap[0].iter.Value()
+}
+
+// Error returns the first error a child reported since the last absolute
+// positioning call.
+func (m *Iter) Error() error { return m.err }
+
+// Close closes every child and returns the first error: the iteration error
+// if any, else the first error from a child's Close.
+func (m *Iter) Close() error {
+	err := m.err
+	for i := range m.children {
+		if cerr := m.children[i].iter.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		m.children[i].valid = false
+	}
+	m.heap = m.heap[:0]
+	return err
+}

@@ -1,0 +1,366 @@
+package mergeiter
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: time-based)")
+
+// testSeed returns the seed for run i of a randomized test.
+func testSeed(i int) uint64 {
+	if *seedFlag != 0 {
+		return *seedFlag
+	}
+	return uint64(time.Now().UnixNano()) + uint64(i)
+}
+
+// refEntry is an entry of the reference list with the child it came from.
+type refEntry struct {
+	entry
+	child int
+}
+
+func userKey(i int) []byte { return []byte(fmt.Sprintf("k%03d", i)) }
+
+// randomSeekKey returns a key that may or may not exist: an existing one,
+// one just after it, or one beyond the key space.
+func randomSeekKey(rng *rand.Rand, nkeys int) []byte {
+	k := userKey(rng.IntN(nkeys+2) - 1)
+	switch rng.IntN(4) {
+	case 0:
+		k = append(k, 'a')
+	case 1:
+		k = k[:len(k)-1]
+	}
+	return k
+}
+
+// randomEntries returns n distinct entries sorted in internal order, with
+// unique seqnums.
+func randomEntries(rng *rand.Rand, n, nkeys int) []entry {
+	kinds := []base.Kind{base.KindSet, base.KindDelete, base.KindMerge, base.KindSingleDelete, base.KindBlobIndex}
+	seqs := rng.Perm(n * 2)
+	es := make([]entry, n)
+	for i := range es {
+		k := userKey(rng.IntN(nkeys))
+		seq := base.SeqNum(seqs[i] + 1)
+		es[i] = entry{
+			key:   base.MakeInternalKey(k, seq, kinds[rng.IntN(len(kinds))]),
+			value: []byte(fmt.Sprintf("v%s@%d", k, seq)),
+		}
+	}
+	sortEntries(es)
+	return es
+}
+
+func sortEntries(es []entry) {
+	sort.SliceStable(es, func(i, j int) bool {
+		return base.InternalCompare(bytes.Compare, es[i].key, es[j].key) < 0
+	})
+}
+
+// splitRandom distributes entries over k children; with dupes, some entries
+// are put into two children, producing equal internal keys.
+func splitRandom(rng *rand.Rand, es []entry, k int, dupes bool) ([][]entry, []refEntry) {
+	parts := make([][]entry, k)
+	var ref []refEntry
+	for _, e := range es {
+		c := rng.IntN(k)
+		parts[c] = append(parts[c], e)
+		ref = append(ref, refEntry{e, c})
+		if dupes && k > 1 && rng.IntN(10) == 0 {
+			d := (c + 1 + rng.IntN(k-1)) % k
+			// A distinct value tells the copies apart.
+			dup := entry{key: e.key, value: fmt.Appendf(nil, "%s/dup%d", e.value, d)}
+			parts[d] = append(parts[d], dup)
+			ref = append(ref, refEntry{dup, d})
+		}
+	}
+	for _, p := range parts {
+		sortEntries(p)
+	}
+	sort.SliceStable(ref, func(i, j int) bool {
+		c := base.InternalCompare(bytes.Compare, ref[i].key, ref[j].key)
+		if c == 0 {
+			return ref[i].child < ref[j].child
+		}
+		return c < 0
+	})
+	return parts, ref
+}
+
+// refCursor models an InternalIterator over a flat sorted list.
+type refCursor struct {
+	n     int
+	pos   int
+	valid bool
+	keyOf func(i int) []byte
+}
+
+func (r *refCursor) set(p int) bool {
+	r.pos = p
+	r.valid = p >= 0 && p < r.n
+	return r.valid
+}
+
+func (r *refCursor) seekGE(k []byte) bool {
+	return r.set(sort.Search(r.n, func(i int) bool { return bytes.Compare(r.keyOf(i), k) >= 0 }))
+}
+
+func (r *refCursor) seekLT(k []byte) bool {
+	return r.set(sort.Search(r.n, func(i int) bool { return bytes.Compare(r.keyOf(i), k) >= 0 }) - 1)
+}
+
+func (r *refCursor) next() bool {
+	if !r.valid {
+		return false
+	}
+	return r.set(r.pos + 1)
+}
+
+func (r *refCursor) prev() bool {
+	if !r.valid {
+		return false
+	}
+	return r.set(r.pos - 1)
+}
+
+// runRandomOps drives it and the reference through the same random
+// operations and fails on the first difference.
+func runRandomOps(t *testing.T, seed uint64, rng *rand.Rand, it base.InternalIterator, ref []entry, nkeys, nops int) {
+	t.Helper()
+	rc := &refCursor{n: len(ref), keyOf: func(i int) []byte { return ref[i].key.UserKey }}
+	var trace []string
+	for op := 0; op < nops; op++ {
+		var got, want bool
+		var desc string
+		switch r := rng.IntN(10); {
+		case r == 0:
+			desc, got, want = "First", it.First(), rc.set(0)
+		case r == 1:
+			desc, got, want = "Last", it.Last(), rc.set(len(ref)-1)
+		case r == 2:
+			k := randomSeekKey(rng, nkeys)
+			desc, got, want = fmt.Sprintf("SeekGE(%s)", k), it.SeekGE(k), rc.seekGE(k)
+		case r == 3:
+			k := randomSeekKey(rng, nkeys)
+			desc, got, want = fmt.Sprintf("SeekLT(%s)", k), it.SeekLT(k), rc.seekLT(k)
+		case r < 7:
+			desc, got, want = "Next", it.Next(), rc.next()
+		default:
+			desc, got, want = "Prev", it.Prev(), rc.prev()
+		}
+		trace = append(trace, desc)
+		if len(trace) > 12 {
+			trace = trace[1:]
+		}
+		if err := it.Error(); err != nil {
+			t.Fatalf("seed %d: %s: unexpected error %v", seed, desc, err)
+		}
+		if got != want {
+			t.Fatalf("seed %d: op %d %s: got valid=%v, want %v (ref pos %d)\nlast ops: %v", seed, op, desc, got, want, rc.pos, trace)
+		}
+		if !got {
+			continue
+		}
+		e := ref[rc.pos]
+		k := it.Key()
+		if !bytes.Equal(k.UserKey, e.key.UserKey) || k.Trailer != e.key.Trailer || !bytes.Equal(it.Value(), e.value) {
+			t.Fatalf("seed %d: op %d %s: got %s=%q, want %s=%q\nlast ops: %v", seed, op, desc, k, it.Value(), e.key, e.value, trace)
+		}
+	}
+}
+
+func TestMergeRandom(t *testing.T) {
+	for iter := 0; iter < 200; iter++ {
+		seed := testSeed(iter)
+		rng := rand.New(rand.NewPCG(seed, 0))
+		nkeys := 1 + rng.IntN(40)
+		es := randomEntries(rng, rng.IntN(150), nkeys)
+		k := 1 + rng.IntN(5)
+		parts, ref := splitRandom(rng, es, k, rng.IntN(2) == 0)
+		iters := make([]base.InternalIterator, k)
+		for i := range parts {
+			iters[i] = &sliceIter{entries: parts[i]}
+		}
+		m := New(bytes.Compare, iters...)
+		flat := make([]entry, len(ref))
+		for i := range ref {
+			flat[i] = ref[i].entry
+		}
+		runRandomOps(t, seed, rng, m, flat, nkeys, 300)
+		if err := m.Close(); err != nil {
+			t.Fatalf("seed %d: close: %v", seed, err)
+		}
+		for i, it := range iters {
+			if !it.(*sliceIter).closed {
+				t.Fatalf("seed %d: child %d not closed", seed, i)
+			}
+		}
+	}
+}
+
+// TestMergeFullScans checks complete scans in both directions, and a
+// direction switch at every position, against the reference.
+func TestMergeFullScans(t *testing.T) {
+	seed := testSeed(0)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	es := randomEntries(rng, 300, 50)
+	parts, ref := splitRandom(rng, es, 4, true)
+	iters := make([]base.InternalIterator, len(parts))
+	for i := range parts {
+		iters[i] = &sliceIter{entries: parts[i]}
+	}
+	m := New(bytes.Compare, iters...)
+	check := func(i int, what string) {
+		t.Helper()
+		if k := m.Key(); base.InternalCompare(bytes.Compare, k, ref[i].key) != 0 || !bytes.Equal(m.Value(), ref[i].value) {
+			t.Fatalf("seed %d: %s at %d: got %s, want %s", seed, what, i, k, ref[i].key)
+		}
+	}
+	n := 0
+	for ok := m.First(); ok; ok = m.Next() {
+		check(n, "forward")
+		n++
+	}
+	if n != len(ref) {
+		t.Fatalf("seed %d: forward scan saw %d entries, want %d", seed, n, len(ref))
+	}
+	n = len(ref) - 1
+	for ok := m.Last(); ok; ok = m.Prev() {
+		check(n, "backward")
+		n--
+	}
+	if n != -1 {
+		t.Fatalf("seed %d: backward scan stopped at %d", seed, n)
+	}
+	for p := 0; p < len(ref); p++ {
+		m.First()
+		for j := 0; j < p; j++ {
+			m.Next()
+		}
+		if p > 0 {
+			if !m.Prev() {
+				t.Fatalf("seed %d: Prev at %d failed", seed, p)
+			}
+			check(p-1, "prev-after-next")
+			if !m.Next() {
+				t.Fatalf("seed %d: Next at %d failed", seed, p-1)
+			}
+			check(p, "next-after-prev")
+		}
+	}
+}
+
+func TestMergeEmpty(t *testing.T) {
+	m := New(bytes.Compare)
+	if m.First() || m.Last() || m.SeekGE([]byte("a")) || m.SeekLT([]byte("a")) || m.Next() || m.Prev() {
+		t.Fatal("empty merge positioned")
+	}
+	m = New(bytes.Compare, &sliceIter{}, &sliceIter{})
+	if m.First() || m.Last() || m.Next() || m.Prev() || m.Error() != nil {
+		t.Fatal("merge of empty children positioned or failed")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMergeErrors(t *testing.T) {
+	seed := testSeed(0)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for trial := 0; trial < 50; trial++ {
+		es := randomEntries(rng, 100, 30)
+		parts, _ := splitRandom(rng, es, 3, false)
+		iters := make([]base.InternalIterator, 3)
+		bad := rng.IntN(3)
+		for i := range parts {
+			s := &sliceIter{entries: parts[i]}
+			if i == bad {
+				s.failAfter = 1 + rng.IntN(len(parts[i])+2)
+			}
+			iters[i] = s
+		}
+		m := New(bytes.Compare, iters...)
+		ok := m.First()
+		steps := 0
+		for ok {
+			ok = m.Next()
+			steps++
+		}
+		// The failing child's op budget ran out before the scan ended
+		// unless the scan never reached it; when it did, the error must
+		// surface and stop the scan.
+		s := iters[bad].(*sliceIter)
+		if s.err != nil && !errors.Is(m.Error(), errInjected) {
+			t.Fatalf("seed %d: child failed but Error() = %v", seed, m.Error())
+		}
+		if s.err == nil && m.Error() != nil {
+			t.Fatalf("seed %d: spurious error %v", seed, m.Error())
+		}
+		if m.Next() || m.Prev() {
+			t.Fatalf("seed %d: moved after exhaustion/failure", seed)
+		}
+		if err := m.Close(); s.err != nil && !errors.Is(err, errInjected) {
+			t.Fatalf("seed %d: Close = %v, want injected", seed, err)
+		}
+	}
+	// Close returns the first close error.
+	e1, e2 := errors.New("close 1"), errors.New("close 2")
+	m := New(bytes.Compare, &sliceIter{}, &sliceIter{closeErr: e1}, &sliceIter{closeErr: e2})
+	if err := m.Close(); err != e1 {
+		t.Fatalf("Close = %v, want %v", err, e1)
+	}
+}
+
+func TestMergeNextNoAlloc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	parts, _ := splitRandom(rng, randomEntries(rng, 1000, 200), 4, false)
+	iters := make([]base.InternalIterator, 4)
+	for i := range parts {
+		iters[i] = &sliceIter{entries: parts[i]}
+	}
+	m := New(bytes.Compare, iters...)
+	m.First()
+	allocs := testing.AllocsPerRun(500, func() {
+		if !m.Next() {
+			m.First()
+		}
+		m.Prev()
+		m.Next()
+	})
+	if allocs != 0 {
+		t.Fatalf("Next/Prev allocate: %v per run", allocs)
+	}
+}
+
+func BenchmarkMergeNext4(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	es := make([]entry, 100000)
+	for i := range es {
+		es[i] = entry{key: base.MakeInternalKey([]byte(fmt.Sprintf("key%08d", i)), base.SeqNum(i+1), base.KindSet), value: []byte("value")}
+	}
+	parts, _ := splitRandom(rng, es, 4, false)
+	iters := make([]base.InternalIterator, 4)
+	for i := range parts {
+		iters[i] = &sliceIter{entries: parts[i], alias: true}
+	}
+	m := New(bytes.Compare, iters...)
+	m.First()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if !m.Next() {
+			m.First()
+		}
+	}
+}
