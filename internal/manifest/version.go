@@ -17,10 +17,10 @@ type FileMetadata struct {
 	// Smallest and Largest bound every point entry and range tombstone of
 	// the file. Largest may be a range-delete sentinel
 	// (base.MakeRangeDeleteSentinel), whose user key is excluded.
-	Smallest, Largest         base.InternalKey
-	SmallestSeq, LargestSeq   base.SeqNum
-	NumEntries, NumDeletions  uint64
-	NumRangeDeletions         uint64
+	Smallest, Largest        base.InternalKey
+	SmallestSeq, LargestSeq  base.SeqNum
+	NumEntries, NumDeletions uint64
+	NumRangeDeletions        uint64
 	// OldestTombstoneTime is the unix time (seconds) at which the oldest
 	// tombstone of the file was written, 0 when it has none; delete-aware
 	// compaction uses it.
@@ -44,6 +44,14 @@ type FileMetadata struct {
 type Version struct {
 	Levels [][]*FileMetadata
 	refs   atomic.Int32
+
+	// tracker receives this version's file references; nil for a version
+	// that belongs to no VersionSet (file refs are then counted only in
+	// FileMetadata). Versions made by Apply share their base's tracker.
+	tracker *fileTracker
+	// released is set when refs drops to zero; a released version holds no
+	// file references and must never be referenced again.
+	released atomic.Bool
 }
 
 // NewFileEntry is a file added to a level by a version edit.
@@ -61,6 +69,9 @@ type DeletedFileEntry struct {
 // VersionEdit is a delta between two versions; the MANIFEST is a log of them.
 // A zero field (and a false Has* flag) means "unchanged".
 type VersionEdit struct {
+	// ManifestFormat is the MANIFEST format version, written in the first
+	// record of each MANIFEST; 0 means absent.
+	ManifestFormat    uint64
 	ComparerName      string
 	HasLogNumber      bool
 	LogNumber         base.FileNum // WALs numbered below this are obsolete

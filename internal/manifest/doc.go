@@ -1,0 +1,80 @@
+// Package manifest owns the description of which tables make up the
+// database: FileMetadata, immutable Versions (files by level) with their
+// reference counts, VersionEdits (deltas between versions) and their
+// encoding, and the VersionSet, which owns the MANIFEST and CURRENT files,
+// the current version, and the file-number, log-number and seqnum counters.
+//
+// It never reads or writes tables, never deletes them (tables that no
+// referenced version holds are handed to the DB by TakeObsoleteTables), and
+// never picks compactions. All IO goes through vfs.
+//
+// # Files
+//
+// CURRENT holds the name of the live MANIFEST and a newline
+// ("MANIFEST-000007\n"). It is replaced atomically: write NNNNNN.dbtmp, sync
+// it, rename it over CURRENT, sync the directory.
+//
+// A MANIFEST is a file of internal/record records (32 KiB blocks, CRC32C per
+// fragment), one encoded VersionEdit per record. The first record of every
+// MANIFEST is a snapshot: format version, comparer name, log number, next
+// file number, last seqnum and every file of the version; later records are
+// deltas. Replay applies them in order. A torn tail (a crash mid-append) is
+// dropped; damage followed by intact records is corruption. After Load, and
+// when a MANIFEST grows past Options.MaxManifestFileSize, and after a failed
+// write or sync, the next state goes to a new MANIFEST starting with a
+// snapshot, so a possibly partial record is never appended to.
+//
+// # VersionEdit encoding
+//
+// An edit is a sequence of fields, each a uvarint tag followed by its
+// payload. Numbers are uvarints; strings and keys are a uvarint length and
+// the bytes; internal keys are encoded as in internal/base (user key, 8-byte
+// little-endian trailer). Tag values follow RocksDB's where the field is the
+// same, but the format is shale's own.
+//
+//	tag    field             payload
+//	20     manifest format   format version (1)
+//	1      comparer name     len | bytes
+//	2      log number        filenum
+//	3      next file number  filenum
+//	4      last seqnum       seqnum (< 2^56)
+//	6      deleted file      level | filenum
+//	103    new file          level | filenum | size |
+//	                         len | smallest ikey | len | largest ikey |
+//	                         smallest seqnum | largest seqnum |
+//	                         custom field* | 1 (terminator)
+//	t|8192 unknown, ignored  len | bytes
+//
+// A new-file record ends with custom fields, so fields can be added without
+// a new tag; each is a uvarint tag, a uvarint length and the value:
+//
+//	tag    field                   value
+//	2      num entries             uvarint
+//	3      num deletions           uvarint
+//	4      num range deletions     uvarint
+//	5      oldest tombstone time   uvarint (unix seconds)
+//	6      marked for compaction   one byte, 0 or 1
+//	t|64   unknown, ignored        any
+//
+// Absent custom fields read as zero, and zero ones are not written. An
+// unknown top-level tag without the 1<<13 bit, or an unknown custom tag
+// without the 1<<6 bit, is corruption: it carries meaning this reader would
+// lose.
+//
+// # References
+//
+// A Version holds a reference on each of its files while it has references
+// itself. Files are counted by file number, so a file that an edit moves
+// between levels stays live throughout. When a file's count drops to zero it
+// goes on the VersionSet's obsolete list. The VersionSet holds a reference
+// on the current version; readers take their own with Current.
+//
+// # Decisions
+//
+//   - LogAndApply takes ownership of the edit's FileMetadata, which become
+//     part of the new version: do not modify them afterwards.
+//   - File numbers allocated but not yet recorded by an edit may be handed
+//     out again after a crash; the DB removes unreferenced files found at
+//     open (or marks their numbers used) before writing new ones.
+//   - Close does not release the current version: its files stay live.
+package manifest

@@ -1,0 +1,354 @@
+package manifest
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// Top-level tags of an encoded VersionEdit. The values of the fields shared
+// with RocksDB match its VersionEdit tags.
+const (
+	tagComparer       = 1
+	tagLogNumber      = 2
+	tagNextFileNumber = 3
+	tagLastSeq        = 4
+	tagDeletedFile    = 6
+	tagManifestFormat = 20
+	tagNewFile        = 103
+
+	// tagSafeToIgnore marks a top-level tag that a reader which does not know
+	// it may skip; its payload is then a length-prefixed byte string.
+	tagSafeToIgnore = 1 << 13
+)
+
+// Custom-field tags inside a new-file record.
+const (
+	customTerminate           = 1
+	customNumEntries          = 2
+	customNumDeletions        = 3
+	customNumRangeDeletions   = 4
+	customOldestTombstoneTime = 5
+	customMarkedForCompaction = 6
+
+	// customSafeToIgnore marks a custom field that a reader which does not
+	// know it may skip; an unknown field without it is corruption.
+	customSafeToIgnore = 1 << 6
+)
+
+// ManifestFormatV1 is the MANIFEST format version this package writes and
+// the newest it reads.
+const ManifestFormatV1 = 1
+
+// Encode appends the encoding of e to dst and returns the result. Deleted
+// files are written in (level, file number) order, so equal edits encode to
+// equal bytes.
+func (e *VersionEdit) Encode(dst []byte) []byte {
+	if e.ManifestFormat != 0 {
+		dst = binary.AppendUvarint(dst, tagManifestFormat)
+		dst = binary.AppendUvarint(dst, e.ManifestFormat)
+	}
+	if e.ComparerName != "" {
+		dst = binary.AppendUvarint(dst, tagComparer)
+		dst = binary.AppendUvarint(dst, uint64(len(e.ComparerName)))
+		dst = append(dst, e.ComparerName...)
+	}
+	if e.HasLogNumber {
+		dst = binary.AppendUvarint(dst, tagLogNumber)
+		dst = binary.AppendUvarint(dst, uint64(e.LogNumber))
+	}
+	if e.HasNextFileNumber {
+		dst = binary.AppendUvarint(dst, tagNextFileNumber)
+		dst = binary.AppendUvarint(dst, uint64(e.NextFileNumber))
+	}
+	if e.HasLastSeq {
+		dst = binary.AppendUvarint(dst, tagLastSeq)
+		dst = binary.AppendUvarint(dst, uint64(e.LastSeq))
+	}
+	for _, d := range e.sortedDeletedFiles() {
+		dst = binary.AppendUvarint(dst, tagDeletedFile)
+		dst = binary.AppendUvarint(dst, uint64(d.Level))
+		dst = binary.AppendUvarint(dst, uint64(d.FileNum))
+	}
+	for _, nf := range e.NewFiles {
+		m := nf.Meta
+		dst = binary.AppendUvarint(dst, tagNewFile)
+		dst = binary.AppendUvarint(dst, uint64(nf.Level))
+		dst = binary.AppendUvarint(dst, uint64(m.FileNum))
+		dst = binary.AppendUvarint(dst, m.Size)
+		dst = binary.AppendUvarint(dst, uint64(m.Smallest.Size()))
+		dst = m.Smallest.AppendEncoded(dst)
+		dst = binary.AppendUvarint(dst, uint64(m.Largest.Size()))
+		dst = m.Largest.AppendEncoded(dst)
+		dst = binary.AppendUvarint(dst, uint64(m.SmallestSeq))
+		dst = binary.AppendUvarint(dst, uint64(m.LargestSeq))
+		dst = appendCustomUvarint(dst, customNumEntries, m.NumEntries)
+		dst = appendCustomUvarint(dst, customNumDeletions, m.NumDeletions)
+		dst = appendCustomUvarint(dst, customNumRangeDeletions, m.NumRangeDeletions)
+		dst = appendCustomUvarint(dst, customOldestTombstoneTime, m.OldestTombstoneTime)
+		if m.MarkedForCompaction {
+			dst = append(dst, customMarkedForCompaction, 1, 1)
+		}
+		dst = binary.AppendUvarint(dst, customTerminate)
+	}
+	return dst
+}
+
+// appendCustomUvarint appends a custom field holding v, or nothing when v is
+// zero (absent fields decode as zero).
+func appendCustomUvarint(dst []byte, tag uint64, v uint64) []byte {
+	if v == 0 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, tag)
+	dst = binary.AppendUvarint(dst, uint64(uvarintLen(v)))
+	return binary.AppendUvarint(dst, v)
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func (e *VersionEdit) sortedDeletedFiles() []DeletedFileEntry {
+	if len(e.DeletedFiles) == 0 {
+		return nil
+	}
+	ds := make([]DeletedFileEntry, 0, len(e.DeletedFiles))
+	for d := range e.DeletedFiles {
+		ds = append(ds, d)
+	}
+	slices.SortFunc(ds, func(a, b DeletedFileEntry) int {
+		if c := cmp.Compare(a.Level, b.Level); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.FileNum, b.FileNum)
+	})
+	return ds
+}
+
+// editDecoder reads the fields of one encoded edit. Errors name the record's
+// file and offset, and give the position inside the record in the message.
+type editDecoder struct {
+	data   []byte
+	pos    int
+	file   string
+	offset int64
+}
+
+func (d *editDecoder) errorf(format string, args ...any) error {
+	return base.CorruptionErrorf(d.file, d.offset, "manifest: version edit byte %d: "+format,
+		append([]any{d.pos}, args...)...)
+}
+
+func (d *editDecoder) uvarint(what string) (uint64, error) {
+	v, n := binary.Uvarint(d.data[d.pos:])
+	if n <= 0 {
+		return 0, d.errorf("bad varint for %s", what)
+	}
+	d.pos += n
+	return v, nil
+}
+
+// bytes returns a length-prefixed byte string, aliasing the input.
+func (d *editDecoder) bytes(what string) ([]byte, error) {
+	n, err := d.uvarint(what + " length")
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(len(d.data)-d.pos) {
+		return nil, d.errorf("%s length %d exceeds the %d remaining bytes", what, n, len(d.data)-d.pos)
+	}
+	b := d.data[d.pos : d.pos+int(n)]
+	d.pos += int(n)
+	return b, nil
+}
+
+func (d *editDecoder) level() (int, error) {
+	l, err := d.uvarint("level")
+	if err != nil {
+		return 0, err
+	}
+	if l >= NumLevelsMax {
+		return 0, d.errorf("level %d out of range (max %d)", l, NumLevelsMax-1)
+	}
+	return int(l), nil
+}
+
+func (d *editDecoder) seqNum(what string) (base.SeqNum, error) {
+	s, err := d.uvarint(what)
+	if err != nil {
+		return 0, err
+	}
+	if base.SeqNum(s) > base.SeqNumMax {
+		return 0, d.errorf("%s %d exceeds the 56-bit maximum", what, s)
+	}
+	return base.SeqNum(s), nil
+}
+
+// Decode replaces e with the edit encoded in data. fileName and offset (of
+// the record holding data) name the place in errors: anything malformed
+// returns a *base.CorruptionError. e does not alias data.
+func (e *VersionEdit) Decode(data []byte, fileName string, offset int64) error {
+	*e = VersionEdit{}
+	d := editDecoder{data: data, file: fileName, offset: offset}
+	for d.pos < len(d.data) {
+		tag, err := d.uvarint("tag")
+		if err != nil {
+			return err
+		}
+		switch tag {
+		case tagManifestFormat:
+			v, err := d.uvarint("manifest format")
+			if err != nil {
+				return err
+			}
+			if v == 0 {
+				return d.errorf("manifest format 0")
+			}
+			e.ManifestFormat = v
+		case tagComparer:
+			b, err := d.bytes("comparer name")
+			if err != nil {
+				return err
+			}
+			if len(b) == 0 {
+				return d.errorf("empty comparer name")
+			}
+			e.ComparerName = string(b)
+		case tagLogNumber:
+			v, err := d.uvarint("log number")
+			if err != nil {
+				return err
+			}
+			e.HasLogNumber, e.LogNumber = true, base.FileNum(v)
+		case tagNextFileNumber:
+			v, err := d.uvarint("next file number")
+			if err != nil {
+				return err
+			}
+			e.HasNextFileNumber, e.NextFileNumber = true, base.FileNum(v)
+		case tagLastSeq:
+			s, err := d.seqNum("last seqnum")
+			if err != nil {
+				return err
+			}
+			e.HasLastSeq, e.LastSeq = true, s
+		case tagDeletedFile:
+			level, err := d.level()
+			if err != nil {
+				return err
+			}
+			num, err := d.uvarint("deleted file number")
+			if err != nil {
+				return err
+			}
+			if e.DeletedFiles == nil {
+				e.DeletedFiles = make(map[DeletedFileEntry]bool)
+			}
+			e.DeletedFiles[DeletedFileEntry{Level: level, FileNum: base.FileNum(num)}] = true
+		case tagNewFile:
+			nf, err := d.newFile()
+			if err != nil {
+				return err
+			}
+			e.NewFiles = append(e.NewFiles, nf)
+		default:
+			if tag&tagSafeToIgnore == 0 {
+				return d.errorf("unknown tag %d", tag)
+			}
+			if _, err := d.bytes("ignorable field"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (d *editDecoder) newFile() (NewFileEntry, error) {
+	level, err := d.level()
+	if err != nil {
+		return NewFileEntry{}, err
+	}
+	m := &FileMetadata{}
+	num, err := d.uvarint("file number")
+	if err != nil {
+		return NewFileEntry{}, err
+	}
+	m.FileNum = base.FileNum(num)
+	if m.Size, err = d.uvarint("file size"); err != nil {
+		return NewFileEntry{}, err
+	}
+	smallest, err := d.bytes("smallest key")
+	if err != nil {
+		return NewFileEntry{}, err
+	}
+	largest, err := d.bytes("largest key")
+	if err != nil {
+		return NewFileEntry{}, err
+	}
+	if len(smallest) < 8 || len(largest) < 8 {
+		return NewFileEntry{}, d.errorf("file %s: internal key shorter than its trailer", m.FileNum)
+	}
+	// One allocation holds both keys, so the metadata does not alias data.
+	buf := make([]byte, 0, len(smallest)+len(largest))
+	buf = append(append(buf, smallest...), largest...)
+	m.Smallest, _ = base.DecodeInternalKey(buf[:len(smallest)])
+	m.Largest, _ = base.DecodeInternalKey(buf[len(smallest):])
+	if m.SmallestSeq, err = d.seqNum("smallest seqnum"); err != nil {
+		return NewFileEntry{}, err
+	}
+	if m.LargestSeq, err = d.seqNum("largest seqnum"); err != nil {
+		return NewFileEntry{}, err
+	}
+	if m.SmallestSeq > m.LargestSeq {
+		return NewFileEntry{}, d.errorf("file %s: smallest seqnum %d > largest seqnum %d",
+			m.FileNum, m.SmallestSeq, m.LargestSeq)
+	}
+	for {
+		tag, err := d.uvarint("custom field tag")
+		if err != nil {
+			return NewFileEntry{}, err
+		}
+		if tag == customTerminate {
+			return NewFileEntry{Level: level, Meta: m}, nil
+		}
+		field, err := d.bytes("custom field")
+		if err != nil {
+			return NewFileEntry{}, err
+		}
+		var dst *uint64
+		switch tag {
+		case customNumEntries:
+			dst = &m.NumEntries
+		case customNumDeletions:
+			dst = &m.NumDeletions
+		case customNumRangeDeletions:
+			dst = &m.NumRangeDeletions
+		case customOldestTombstoneTime:
+			dst = &m.OldestTombstoneTime
+		case customMarkedForCompaction:
+			if len(field) != 1 || field[0] > 1 {
+				return NewFileEntry{}, d.errorf("file %s: bad marked-for-compaction field", m.FileNum)
+			}
+			m.MarkedForCompaction = field[0] == 1
+			continue
+		default:
+			if tag&customSafeToIgnore == 0 {
+				return NewFileEntry{}, d.errorf("file %s: unknown custom field %d", m.FileNum, tag)
+			}
+			continue
+		}
+		v, n := binary.Uvarint(field)
+		if n <= 0 || n != len(field) {
+			return NewFileEntry{}, d.errorf("file %s: bad custom field %d", m.FileNum, tag)
+		}
+		*dst = v
+	}
+}

@@ -1,0 +1,118 @@
+package manifest
+
+import (
+	"sync"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// fileTracker counts, per file number, the referenced versions (refs > 0)
+// that hold a table, and collects the tables whose count drops to zero.
+// Counting by file number rather than by *FileMetadata keeps a table that an
+// edit moves between levels (possibly as a fresh FileMetadata) live
+// throughout.
+type fileTracker struct {
+	mu       sync.Mutex
+	live     map[base.FileNum]trackedFile
+	obsolete []*FileMetadata
+}
+
+type trackedFile struct {
+	meta *FileMetadata
+	refs int32
+}
+
+func newFileTracker() *fileTracker {
+	return &fileTracker{live: make(map[base.FileNum]trackedFile)}
+}
+
+// Ref adds a reference to v. The first reference makes v hold a reference on
+// each of its files; it must be taken before v is shared.
+func (v *Version) Ref() {
+	if v.refs.Add(1) != 1 {
+		return
+	}
+	if v.released.Load() {
+		base.AssertionFailedf("manifest: Ref of a version whose refs already dropped to zero")
+	}
+	t := v.tracker
+	if t != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+	}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			f.refs.Add(1)
+			if t != nil {
+				tf := t.live[f.FileNum]
+				tf.refs++
+				if tf.meta == nil {
+					tf.meta = f
+				}
+				t.live[f.FileNum] = tf
+			}
+		}
+	}
+}
+
+// Unref drops a reference to v. The last one releases v's references on its
+// files; a file no referenced version holds any more goes to the owning
+// VersionSet's obsolete list (see VersionSet.TakeObsoleteTables).
+func (v *Version) Unref() {
+	n := v.refs.Add(-1)
+	if n > 0 {
+		return
+	}
+	if n < 0 {
+		base.AssertionFailedf("manifest: version refs dropped below zero")
+	}
+	v.released.Store(true)
+	t := v.tracker
+	if t != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+	}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if f.refs.Add(-1) < 0 {
+				base.AssertionFailedf("manifest: file %s refs dropped below zero", f.FileNum)
+			}
+			if t == nil {
+				continue
+			}
+			tf, ok := t.live[f.FileNum]
+			if !ok || tf.refs <= 0 {
+				base.AssertionFailedf("manifest: file %s unreferenced but not tracked", f.FileNum)
+			}
+			tf.refs--
+			if tf.refs == 0 {
+				delete(t.live, f.FileNum)
+				t.obsolete = append(t.obsolete, tf.meta)
+			} else {
+				t.live[f.FileNum] = tf
+			}
+		}
+	}
+}
+
+// Refs returns the current number of references to v; for tests and
+// invariant checks.
+func (v *Version) Refs() int32 { return v.refs.Load() }
+
+func (t *fileTracker) takeObsolete() []*FileMetadata {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o := t.obsolete
+	t.obsolete = nil
+	return o
+}
+
+func (t *fileTracker) liveFileNums() map[base.FileNum]struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := make(map[base.FileNum]struct{}, len(t.live))
+	for n := range t.live {
+		m[n] = struct{}{}
+	}
+	return m
+}

@@ -1,0 +1,536 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/record"
+	"github.com/shaledb/shale/vfs"
+)
+
+// Options configures a VersionSet.
+type Options struct {
+	// FS is the file system of the database directory. Required.
+	FS vfs.FS
+	// Dir is the database directory.
+	Dir string
+	// Comparer orders user keys; its name is recorded in the MANIFEST and
+	// must match on Load. Default: base.DefaultComparer.
+	Comparer *base.Comparer
+	// NumLevels is the number of LSM levels. Default 7 (RocksDB num_levels);
+	// at most NumLevelsMax.
+	NumLevels int
+	// MaxManifestFileSize is the size past which the next edit starts a new
+	// MANIFEST holding a snapshot of the current version. Default 64 MiB
+	// (RocksDB max_manifest_file_size).
+	MaxManifestFileSize int64
+	// Logger receives MANIFEST events (rotations, removal failures).
+	// Default: discards.
+	Logger *slog.Logger
+}
+
+func (o *Options) ensureDefaults() error {
+	if o.FS == nil {
+		return base.InvalidArgumentf("shale: manifest.Options.FS must be set")
+	}
+	if o.Comparer == nil {
+		o.Comparer = base.DefaultComparer
+	}
+	if o.NumLevels == 0 {
+		o.NumLevels = 7
+	}
+	if o.NumLevels < 1 || o.NumLevels > NumLevelsMax {
+		return base.InvalidArgumentf("shale: Options.NumLevels must be between 1 and %d, got %d", NumLevelsMax, o.NumLevels)
+	}
+	if o.MaxManifestFileSize <= 0 {
+		o.MaxManifestFileSize = 64 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// VersionSet owns the MANIFEST and CURRENT files of a database directory,
+// the current version, and the file-number and seqnum counters.
+type VersionSet struct {
+	opts    Options
+	tracker *fileTracker
+
+	nextFileNum atomic.Uint64
+	lastSeq     atomic.Uint64
+	logNum      atomic.Uint64
+	manifestNum atomic.Uint64
+
+	// writeMu serializes LogAndApply and Close; it is held across MANIFEST
+	// IO, so it never guards anything readers need.
+	writeMu struct {
+		sync.Mutex
+		manifestFile vfs.File
+		manifest     *record.Writer
+		// broken is set after a failed write or sync: the MANIFEST may end
+		// with a partial record, so the next edit starts a new one.
+		broken bool
+		// staleManifests are older MANIFESTs to remove after the next
+		// successful switch of CURRENT.
+		staleManifests []base.FileNum
+		closed         bool
+		buf            []byte
+	}
+
+	// mu guards current; held only briefly.
+	mu struct {
+		sync.Mutex
+		current *Version
+	}
+}
+
+// Create initializes a new database directory: MANIFEST-000001 holding the
+// comparer name and an empty version (next file number 2), then CURRENT. It
+// fails if CURRENT already exists.
+func Create(o Options) (*VersionSet, error) {
+	if err := o.ensureDefaults(); err != nil {
+		return nil, err
+	}
+	currentPath := o.FS.PathJoin(o.Dir, base.MakeFilename(base.FileTypeCurrent, 0))
+	if _, err := o.FS.Stat(currentPath); err == nil {
+		return nil, fmt.Errorf("shale: creating database in %s: %w", o.Dir, os.ErrExist)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("shale: creating database in %s: %w", o.Dir, err)
+	}
+	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("shale: creating database in %s: %w", o.Dir, err)
+	}
+	vs := newVersionSet(o)
+	vs.nextFileNum.Store(1)
+	v := &Version{Levels: make([][]*FileMetadata, o.NumLevels), tracker: vs.tracker}
+	vs.writeMu.Lock()
+	defer vs.writeMu.Unlock()
+	if err := vs.switchManifestLocked(v, vs.NewFileNum(), vs.LogNumber(), vs.LastSeq()); err != nil {
+		return nil, err
+	}
+	v.Ref()
+	vs.mu.current = v
+	return vs, nil
+}
+
+func newVersionSet(o Options) *VersionSet {
+	return &VersionSet{opts: o, tracker: newFileTracker()}
+}
+
+// Load opens the version set of an existing database: it reads CURRENT and
+// replays the MANIFEST it names, then starts a fresh MANIFEST holding a
+// snapshot of the recovered version, so a torn tail of the old one is never
+// appended to. A missing CURRENT returns an error wrapping os.ErrNotExist; a
+// damaged CURRENT or MANIFEST returns base.ErrCorruption naming the file.
+func Load(o Options) (*VersionSet, error) {
+	if err := o.ensureDefaults(); err != nil {
+		return nil, err
+	}
+	manifestNum, err := readCurrent(o)
+	if err != nil {
+		return nil, err
+	}
+	vs := newVersionSet(o)
+	v, err := vs.replay(manifestNum)
+	if err != nil {
+		return nil, err
+	}
+	v.tracker = vs.tracker
+	vs.writeMu.Lock()
+	defer vs.writeMu.Unlock()
+	vs.writeMu.staleManifests = append(vs.writeMu.staleManifests, manifestNum)
+	if err := vs.switchManifestLocked(v, vs.NewFileNum(), vs.LogNumber(), vs.LastSeq()); err != nil {
+		return nil, err
+	}
+	v.Ref()
+	vs.mu.current = v
+	return vs, nil
+}
+
+// readCurrent returns the number of the MANIFEST that CURRENT names.
+func readCurrent(o Options) (base.FileNum, error) {
+	name := base.MakeFilename(base.FileTypeCurrent, 0)
+	f, err := o.FS.Open(o.FS.PathJoin(o.Dir, name))
+	if err != nil {
+		return 0, fmt.Errorf("shale: opening %s in %s: %w", name, o.Dir, err)
+	}
+	defer f.Close()
+	var buf [256]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if err != nil && err != io.EOF {
+		return 0, fmt.Errorf("shale: reading %s in %s: %w", name, o.Dir, err)
+	}
+	s := string(buf[:n])
+	if !strings.HasSuffix(s, "\n") {
+		return 0, base.CorruptionErrorf(name, 0, "manifest: CURRENT is not a MANIFEST name and a newline")
+	}
+	t, num, ok := base.ParseFilename(s[:len(s)-1])
+	if !ok || t != base.FileTypeManifest || base.MakeFilename(t, num) != s[:len(s)-1] {
+		return 0, base.CorruptionErrorf(name, 0, "manifest: CURRENT names %q, not a MANIFEST", s[:len(s)-1])
+	}
+	return num, nil
+}
+
+// replay reads MANIFEST manifestNum and builds its final version, setting the
+// counters from it.
+func (vs *VersionSet) replay(manifestNum base.FileNum) (*Version, error) {
+	o := &vs.opts
+	name := base.MakeFilename(base.FileTypeManifest, manifestNum)
+	f, err := o.FS.Open(o.FS.PathJoin(o.Dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("%w (%w)", base.CorruptionErrorf(name, 0, "manifest: CURRENT names %s, which cannot be opened", name), err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("shale: reading %s: %w", name, err)
+	}
+	rr := record.NewReader(io.NewSectionReader(f, 0, size), name)
+	b, err := newVersionBuilder(o.Comparer, o.NumLevels, nil)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		e            VersionEdit
+		haveNext     bool
+		next, logNum base.FileNum
+		lastSeq      base.SeqNum
+		maxFileNum   base.FileNum
+	)
+	for i := 0; ; i++ {
+		rec, err := rr.Next()
+		if err == io.EOF {
+			if off, dropped := rr.TornTail(); dropped > 0 {
+				o.Logger.Warn("shale: ignoring torn tail of MANIFEST", "file", name, "offset", off, "bytes", dropped)
+			}
+			if i == 0 {
+				return nil, base.CorruptionErrorf(name, 0, "manifest: MANIFEST holds no records")
+			}
+			break
+		}
+		if err != nil {
+			if errors.Is(err, base.ErrCorruption) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("shale: reading %s: %w", name, err)
+		}
+		off := rr.Offset()
+		if err := e.Decode(rec, name, off); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			if e.ComparerName == "" {
+				return nil, base.CorruptionErrorf(name, off, "manifest: first record names no comparer; not a shale MANIFEST")
+			}
+			if e.ManifestFormat > ManifestFormatV1 {
+				return nil, base.CorruptionErrorf(name, off, "manifest: format %d is newer than this shale supports (%d)", e.ManifestFormat, ManifestFormatV1)
+			}
+		}
+		if e.ComparerName != "" && e.ComparerName != o.Comparer.Name {
+			return nil, base.InvalidArgumentf("shale: %s was written with comparer %q, but Options.Comparer is %q",
+				name, e.ComparerName, o.Comparer.Name)
+		}
+		if err := b.apply(&e); err != nil {
+			return nil, fmt.Errorf("%w: %w", base.CorruptionErrorf(name, off, "manifest record %d does not apply", i), err)
+		}
+		if e.HasNextFileNumber {
+			haveNext, next = true, e.NextFileNumber
+		}
+		if e.HasLogNumber {
+			logNum = e.LogNumber
+		}
+		if e.HasLastSeq {
+			lastSeq = e.LastSeq
+		}
+		for _, nf := range e.NewFiles {
+			maxFileNum = max(maxFileNum, nf.Meta.FileNum)
+		}
+	}
+	if !haveNext {
+		return nil, base.CorruptionErrorf(name, 0, "manifest: no next file number recorded")
+	}
+	v, err := b.finish()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", base.CorruptionErrorf(name, 0, "manifest: replayed version is invalid"), err)
+	}
+	vs.nextFileNum.Store(uint64(max(next, manifestNum+1, maxFileNum+1, logNum+1)))
+	vs.logNum.Store(uint64(logNum))
+	vs.lastSeq.Store(uint64(lastSeq))
+	vs.manifestNum.Store(uint64(manifestNum))
+	return v, nil
+}
+
+// snapshotEdit returns an edit that recreates v and the counters from
+// nothing: the first record of every MANIFEST.
+func (vs *VersionSet) snapshotEdit(v *Version, logNum base.FileNum, lastSeq base.SeqNum) *VersionEdit {
+	e := &VersionEdit{
+		ManifestFormat:    ManifestFormatV1,
+		ComparerName:      vs.opts.Comparer.Name,
+		HasLogNumber:      true,
+		LogNumber:         logNum,
+		HasNextFileNumber: true,
+		NextFileNumber:    base.FileNum(vs.nextFileNum.Load()),
+		HasLastSeq:        true,
+		LastSeq:           lastSeq,
+	}
+	for level, files := range v.Levels {
+		for _, f := range files {
+			e.NewFiles = append(e.NewFiles, NewFileEntry{Level: level, Meta: f})
+		}
+	}
+	return e
+}
+
+// switchManifestLocked writes MANIFEST num holding a snapshot of v and the
+// counters, syncs it, and points CURRENT at it. On success it becomes the
+// MANIFEST edits are appended to and stale MANIFESTs are removed. On failure
+// before CURRENT changed the new file is removed and nothing changes; after
+// CURRENT changed (directory sync failed) the new MANIFEST is kept as the
+// active one but marked broken, since it is unknown which CURRENT is durable.
+func (vs *VersionSet) switchManifestLocked(v *Version, num, logNum base.FileNum, lastSeq base.SeqNum) error {
+	fs, dir := vs.opts.FS, vs.opts.Dir
+	name := base.MakeFilename(base.FileTypeManifest, num)
+	path := fs.PathJoin(dir, name)
+	f, err := fs.Create(path)
+	if err != nil {
+		return fmt.Errorf("shale: creating %s: %w", name, err)
+	}
+	w := record.NewWriter(f)
+	snap := vs.snapshotEdit(v, logNum, lastSeq)
+	vs.writeMu.buf = snap.Encode(vs.writeMu.buf[:0])
+	err = writeAndSync(w, f, vs.writeMu.buf)
+	if err == nil {
+		err = setCurrent(fs, dir, num)
+		if errors.Is(err, errDirSync) {
+			// CURRENT may name either MANIFEST after a crash: keep both.
+			vs.installManifestLocked(f, w, num)
+			vs.writeMu.broken = true
+			return fmt.Errorf("shale: switching CURRENT to %s: %w", name, err)
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		if rmErr := fs.Remove(path); rmErr != nil {
+			vs.opts.Logger.Warn("shale: removing unused MANIFEST", "file", name, "error", rmErr)
+		}
+		return fmt.Errorf("shale: writing %s: %w", name, err)
+	}
+	vs.installManifestLocked(f, w, num)
+	vs.writeMu.broken = false
+	for _, stale := range vs.writeMu.staleManifests {
+		staleName := base.MakeFilename(base.FileTypeManifest, stale)
+		if err := fs.Remove(fs.PathJoin(dir, staleName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			vs.opts.Logger.Warn("shale: removing old MANIFEST", "file", staleName, "error", err)
+		}
+	}
+	vs.writeMu.staleManifests = vs.writeMu.staleManifests[:0]
+	vs.opts.Logger.Info("shale: MANIFEST started", "file", name, "snapshot-bytes", len(vs.writeMu.buf))
+	return nil
+}
+
+// installManifestLocked makes f the MANIFEST edits are appended to; the
+// previous one becomes stale.
+func (vs *VersionSet) installManifestLocked(f vfs.File, w *record.Writer, num base.FileNum) {
+	if old := vs.writeMu.manifestFile; old != nil {
+		_ = old.Close()
+		vs.writeMu.staleManifests = append(vs.writeMu.staleManifests, vs.ManifestFileNum())
+	}
+	vs.writeMu.manifestFile, vs.writeMu.manifest = f, w
+	vs.manifestNum.Store(uint64(num))
+}
+
+func writeAndSync(w *record.Writer, f vfs.File, rec []byte) error {
+	if _, err := w.WriteRecord(rec); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// errDirSync marks a failure after CURRENT was renamed into place.
+var errDirSync = errors.New("syncing the directory after renaming CURRENT")
+
+// setCurrent atomically points CURRENT at MANIFEST num: write a temp file,
+// sync it, rename it over CURRENT, sync the directory.
+func setCurrent(fs vfs.FS, dir string, num base.FileNum) error {
+	contents := base.MakeFilename(base.FileTypeManifest, num) + "\n"
+	tmp := fs.PathJoin(dir, base.MakeFilename(base.FileTypeTemp, num))
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte(contents))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, fs.PathJoin(dir, base.MakeFilename(base.FileTypeCurrent, 0)))
+	}
+	if err != nil {
+		_ = fs.Remove(tmp)
+		return err
+	}
+	d, err := fs.OpenDir(dir)
+	if err == nil {
+		err = d.Sync()
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", errDirSync, err)
+	}
+	return nil
+}
+
+// Current returns the current version with a reference taken for the
+// caller, who must Unref it.
+func (vs *VersionSet) Current() *Version {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	v := vs.mu.current
+	v.Ref()
+	return v
+}
+
+// LogAndApply applies edit to the current version, records it durably in the
+// MANIFEST and installs the result as the current version. It fills
+// NextFileNumber and LastSeq from the set's counters when unset, and raises
+// them when the edit names higher ones. Concurrent callers are serialized. On
+// any error the current version is unchanged; after a write or sync error the
+// next call starts a new MANIFEST.
+func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
+	vs.writeMu.Lock()
+	defer vs.writeMu.Unlock()
+	if vs.writeMu.closed {
+		return base.ErrClosed
+	}
+	if edit.HasLogNumber && edit.LogNumber < vs.LogNumber() {
+		return base.InvalidArgumentf("shale: manifest: log number %s is below the current %s", edit.LogNumber, vs.LogNumber())
+	}
+	vs.mu.Lock()
+	cur := vs.mu.current
+	vs.mu.Unlock()
+	// cur cannot be released while writeMu is held: only LogAndApply
+	// replaces (and so unrefs) the current version.
+	next, err := Apply(vs.opts.Comparer, vs.opts.NumLevels, cur, edit)
+	if err != nil {
+		return err
+	}
+
+	// Every file number the edit mentions must stay below the recorded
+	// next file number.
+	for _, nf := range edit.NewFiles {
+		vs.MarkFileNumUsed(nf.Meta.FileNum)
+	}
+	if edit.HasLogNumber {
+		vs.MarkFileNumUsed(edit.LogNumber)
+	}
+	if edit.HasNextFileNumber && edit.NextFileNumber > 0 {
+		vs.MarkFileNumUsed(edit.NextFileNumber - 1)
+	}
+	logNum := vs.LogNumber()
+	if edit.HasLogNumber {
+		logNum = edit.LogNumber
+	}
+	lastSeq := max(vs.LastSeq(), edit.LastSeq)
+	edit.HasLastSeq, edit.LastSeq = true, lastSeq
+
+	if vs.writeMu.broken || vs.writeMu.manifest.Size() >= vs.opts.MaxManifestFileSize {
+		// The snapshot in the new MANIFEST includes the edit.
+		num := vs.NewFileNum()
+		edit.HasNextFileNumber, edit.NextFileNumber = true, base.FileNum(vs.nextFileNum.Load())
+		if err := vs.switchManifestLocked(next, num, logNum, lastSeq); err != nil {
+			return err
+		}
+	} else {
+		edit.HasNextFileNumber, edit.NextFileNumber = true, base.FileNum(vs.nextFileNum.Load())
+		vs.writeMu.buf = edit.Encode(vs.writeMu.buf[:0])
+		if err := writeAndSync(vs.writeMu.manifest, vs.writeMu.manifestFile, vs.writeMu.buf); err != nil {
+			vs.writeMu.broken = true
+			return fmt.Errorf("shale: writing %s: %w",
+				base.MakeFilename(base.FileTypeManifest, vs.ManifestFileNum()), err)
+		}
+	}
+	vs.logNum.Store(uint64(logNum))
+	vs.SetLastSeq(lastSeq)
+
+	next.Ref()
+	vs.mu.Lock()
+	vs.mu.current = next
+	vs.mu.Unlock()
+	cur.Unref()
+	return nil
+}
+
+// NewFileNum allocates a new file number.
+func (vs *VersionSet) NewFileNum() base.FileNum {
+	return base.FileNum(vs.nextFileNum.Add(1) - 1)
+}
+
+// MarkFileNumUsed makes sure n is never allocated by NewFileNum.
+func (vs *VersionSet) MarkFileNumUsed(n base.FileNum) {
+	for {
+		cur := vs.nextFileNum.Load()
+		if uint64(n) < cur || vs.nextFileNum.CompareAndSwap(cur, uint64(n)+1) {
+			return
+		}
+	}
+}
+
+// LastSeq returns the last sequence number assigned.
+func (vs *VersionSet) LastSeq() base.SeqNum { return base.SeqNum(vs.lastSeq.Load()) }
+
+// SetLastSeq raises the last sequence number to s (it never goes back); it is
+// persisted by the next LogAndApply.
+func (vs *VersionSet) SetLastSeq(s base.SeqNum) {
+	for {
+		cur := vs.lastSeq.Load()
+		if uint64(s) <= cur || vs.lastSeq.CompareAndSwap(cur, uint64(s)) {
+			return
+		}
+	}
+}
+
+// LogNumber returns the recorded log number: WALs numbered below it are
+// obsolete.
+func (vs *VersionSet) LogNumber() base.FileNum { return base.FileNum(vs.logNum.Load()) }
+
+// ManifestFileNum returns the number of the MANIFEST edits are appended to.
+func (vs *VersionSet) ManifestFileNum() base.FileNum { return base.FileNum(vs.manifestNum.Load()) }
+
+// TakeObsoleteTables returns the tables that no referenced version holds any
+// more, each once; the caller deletes them.
+func (vs *VersionSet) TakeObsoleteTables() []*FileMetadata { return vs.tracker.takeObsolete() }
+
+// LiveFileNums returns the tables held by any version with references.
+func (vs *VersionSet) LiveFileNums() map[base.FileNum]struct{} { return vs.tracker.liveFileNums() }
+
+// Close closes the MANIFEST. It does not release the current version, whose
+// files stay live. LogAndApply after Close returns base.ErrClosed.
+func (vs *VersionSet) Close() error {
+	vs.writeMu.Lock()
+	defer vs.writeMu.Unlock()
+	if vs.writeMu.closed {
+		return base.ErrClosed
+	}
+	vs.writeMu.closed = true
+	if f := vs.writeMu.manifestFile; f != nil {
+		vs.writeMu.manifestFile, vs.writeMu.manifest = nil, nil
+		return f.Close()
+	}
+	return nil
+}
