@@ -1,0 +1,87 @@
+package compact
+
+import (
+	"math"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// Options configures picking. Zero fields take the defaults EnsureDefaults
+// documents; names follow RocksDB's options of the same meaning.
+type Options struct {
+	// Comparer orders user keys (default base.DefaultComparer).
+	Comparer *base.Comparer
+	// NumLevels is the number of levels including L0 (num_levels; default 7,
+	// clamped to [2, manifest.NumLevelsMax]).
+	NumLevels int
+	// L0CompactionTrigger is the number of L0 files that gives L0 a score of
+	// 1 (level0_file_num_compaction_trigger; default 4).
+	L0CompactionTrigger int
+	// MaxBytesForLevelBase is the target size of the base level
+	// (max_bytes_for_level_base; default 256 MiB).
+	MaxBytesForLevelBase uint64
+	// MaxBytesForLevelMultiplier is the size ratio of adjacent levels
+	// (max_bytes_for_level_multiplier; default 10).
+	MaxBytesForLevelMultiplier float64
+	// DynamicLevelBytes derives level targets from the size of the last
+	// level (level_compaction_dynamic_level_bytes; default false here, the
+	// DB decides).
+	DynamicLevelBytes bool
+	// TargetFileSizeBase is the output file size of compactions into the base
+	// level (target_file_size_base; default 64 MiB).
+	TargetFileSizeBase uint64
+	// TargetFileSizeMultiplier grows the output file size per level below the
+	// base level (target_file_size_multiplier; default 1).
+	TargetFileSizeMultiplier int
+	// MaxCompactionBytes bounds input expansion (max_compaction_bytes;
+	// default 25*TargetFileSizeBase).
+	MaxCompactionBytes uint64
+}
+
+// EnsureDefaults fills zero fields with their defaults and clamps NumLevels.
+func (o *Options) EnsureDefaults() {
+	if o.Comparer == nil {
+		o.Comparer = base.DefaultComparer
+	}
+	if o.NumLevels <= 0 {
+		o.NumLevels = 7
+	}
+	o.NumLevels = min(max(o.NumLevels, 2), numLevelsMax)
+	if o.L0CompactionTrigger <= 0 {
+		o.L0CompactionTrigger = 4
+	}
+	if o.MaxBytesForLevelBase == 0 {
+		o.MaxBytesForLevelBase = 256 << 20
+	}
+	if !(o.MaxBytesForLevelMultiplier > 0) {
+		o.MaxBytesForLevelMultiplier = 10
+	}
+	if o.TargetFileSizeBase == 0 {
+		o.TargetFileSizeBase = 64 << 20
+	}
+	if o.TargetFileSizeMultiplier <= 0 {
+		o.TargetFileSizeMultiplier = 1
+	}
+	if o.MaxCompactionBytes == 0 {
+		o.MaxCompactionBytes = mulSat(o.TargetFileSizeBase, 25)
+	}
+}
+
+// targetFileSize returns the output file size for level: the base size at
+// the base level (and L0), multiplied once per level below it.
+func (o *Options) targetFileSize(level, baseLevel int) uint64 {
+	size := o.TargetFileSizeBase
+	for l := baseLevel; l < level; l++ {
+		size = mulSat(size, float64(o.TargetFileSizeMultiplier))
+	}
+	return size
+}
+
+// mulSat returns v*f rounded down, saturating at math.MaxUint64.
+func mulSat(v uint64, f float64) uint64 {
+	r := float64(v) * f
+	if r >= math.MaxUint64 {
+		return math.MaxUint64
+	}
+	return uint64(r)
+}

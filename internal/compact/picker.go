@@ -1,0 +1,477 @@
+package compact
+
+import (
+	"math"
+	"sort"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+)
+
+const numLevelsMax = manifest.NumLevelsMax
+
+// The values of Compaction.Reason.
+const (
+	ReasonL0     = "L0"     // L0 score >= 1 (file count or bytes)
+	ReasonSize   = "size"   // level size over its target
+	ReasonMarked = "marked" // a file marked for compaction by a property collector
+	ReasonManual = "manual" // PickManual
+)
+
+// Compaction is one picked compaction: input files from Level and OutputLevel,
+// written into OutputLevel. The caller sets Compacting on every input.
+type Compaction struct {
+	Level, OutputLevel int
+	// Inputs[0] are the files from Level, Inputs[1] those from OutputLevel
+	// (empty when Level == OutputLevel, a bottom-level rewrite).
+	Inputs [2][]*manifest.FileMetadata
+	// Grandparents are the files of OutputLevel+1 overlapping the inputs;
+	// outputs are cut to bound their overlap with them.
+	Grandparents []*manifest.FileMetadata
+	// Score is the score of Level when picked.
+	Score float64
+	// Reason is one of the Reason* constants.
+	Reason string
+	// MaxOutputFileSize is the target size of the output files.
+	MaxOutputFileSize uint64
+	// Smallest and Largest bound the user keys of all inputs (inclusive; a
+	// Largest taken from a range-delete sentinel makes the bound loose).
+	Smallest, Largest []byte
+}
+
+// IsTrivialMove reports whether the compaction can move its single input
+// file to OutputLevel without rewriting it.
+func (c *Compaction) IsTrivialMove() bool {
+	// L0 inputs are the closure of overlapping L0 files (see pickL0), so a
+	// single L0 input has no other L0 file overlapping it.
+	if c.Level == c.OutputLevel || len(c.Inputs[0]) != 1 || len(c.Inputs[1]) != 0 ||
+		c.Reason == ReasonMarked {
+		return false
+	}
+	limit := mulSat(c.MaxOutputFileSize, 10)
+	var overlap uint64
+	for _, f := range c.Grandparents {
+		overlap += f.Size
+		if overlap > limit {
+			return false
+		}
+	}
+	return true
+}
+
+// userRange is a range of user keys, inclusive unless endExclusive (its end
+// came from a range-delete sentinel). An unbounded side has its flag set (an
+// empty or nil slice is a valid user key, so flags, not nils).
+type userRange struct {
+	start, end     []byte
+	endExclusive   bool
+	noStart, noEnd bool
+}
+
+func fileOverlaps(cmp base.Compare, f *manifest.FileMetadata, r userRange) bool {
+	if !r.noEnd {
+		if c := cmp(f.Smallest.UserKey, r.end); c > 0 || (c == 0 && r.endExclusive) {
+			return false
+		}
+	}
+	if r.noStart {
+		return true
+	}
+	c := cmp(f.Largest.UserKey, r.start)
+	if f.Largest.IsExclusiveSentinel() {
+		return c > 0
+	}
+	return c >= 0
+}
+
+// extend widens r to cover f and reports whether it grew.
+func (r *userRange) extend(cmp base.Compare, f *manifest.FileMetadata) bool {
+	grown := false
+	if !r.noStart && cmp(f.Smallest.UserKey, r.start) < 0 {
+		r.start, grown = f.Smallest.UserKey, true
+	}
+	if !r.noEnd {
+		excl := f.Largest.IsExclusiveSentinel()
+		if c := cmp(f.Largest.UserKey, r.end); c > 0 || (c == 0 && r.endExclusive && !excl) {
+			r.end, r.endExclusive, grown = f.Largest.UserKey, excl, true
+		}
+	}
+	return grown
+}
+
+// rangeOf returns r extended by files; without extend, r is replaced by the
+// range of files, which must be non-empty.
+func rangeOf(cmp base.Compare, r userRange, files []*manifest.FileMetadata, extend bool) userRange {
+	if !extend {
+		f := files[0]
+		r = userRange{start: f.Smallest.UserKey, end: f.Largest.UserKey, endExclusive: f.Largest.IsExclusiveSentinel()}
+	}
+	for _, f := range files {
+		r.extend(cmp, f)
+	}
+	return r
+}
+
+func levelFiles(v *manifest.Version, level int) []*manifest.FileMetadata {
+	if level < 0 || level >= len(v.Levels) {
+		return nil
+	}
+	return v.Levels[level]
+}
+
+func totalSize(files []*manifest.FileMetadata) (n uint64) {
+	for _, f := range files {
+		n += f.Size
+	}
+	return n
+}
+
+func anyCompacting(files []*manifest.FileMetadata) bool {
+	for _, f := range files {
+		if f.Compacting {
+			return true
+		}
+	}
+	return false
+}
+
+// overlapping returns the files of level overlapping r. In L0 it returns the
+// transitive closure: files overlapping r, extended by files overlapping
+// those, in the level's (newest first) order. In L1+ it returns a clean cut:
+// since neighbours may share a boundary user key, r is widened until no file
+// straddles its ends.
+func overlapping(cmp base.Compare, v *manifest.Version, level int, r userRange) []*manifest.FileMetadata {
+	files := levelFiles(v, level)
+	var out []*manifest.FileMetadata
+	for {
+		out = out[:0]
+		grown := false
+		for _, f := range files {
+			if !fileOverlaps(cmp, f, r) {
+				continue
+			}
+			out = append(out, f)
+			if r.extend(cmp, f) {
+				grown = true
+			}
+		}
+		if !grown {
+			return out
+		}
+	}
+}
+
+// TargetSizes returns the base level (where L0 compacts into) and the target
+// size of every level. targets[0] is MaxBytesForLevelBase (L0 is scored by
+// it); a level kept empty, and in the dynamic mode with no data the whole
+// tree, has target math.MaxUint64.
+//
+// With DynamicLevelBytes this is RocksDB's algorithm: the largest level keeps
+// its actual size; each level above gets the one below divided by the
+// multiplier, up to the first level whose target is at most
+// MaxBytesForLevelBase, which becomes the base level (never below the first
+// non-empty level); a backlogged L0 raises the base target and flattens the
+// multiplier; no target is below MaxBytesForLevelBase.
+func TargetSizes(v *manifest.Version, o *Options) (baseLevel int, targets []uint64) {
+	opts := *o
+	opts.EnsureDefaults()
+	return targetSizes(v, &opts)
+}
+
+func targetSizes(v *manifest.Version, o *Options) (int, []uint64) {
+	n := o.NumLevels
+	targets := make([]uint64, n)
+	targets[0] = o.MaxBytesForLevelBase
+	mult := o.MaxBytesForLevelMultiplier
+	if !o.DynamicLevelBytes {
+		t := o.MaxBytesForLevelBase
+		for l := 1; l < n; l++ {
+			targets[l] = t
+			t = mulSat(t, mult)
+		}
+		return 1, targets
+	}
+	for l := 1; l < n; l++ {
+		targets[l] = math.MaxUint64
+	}
+	var maxSize uint64
+	firstNonEmpty := -1
+	for l := 1; l < n; l++ {
+		s := totalSize(levelFiles(v, l))
+		if s > 0 && firstNonEmpty < 0 {
+			firstNonEmpty = l
+		}
+		maxSize = max(maxSize, s)
+	}
+	if maxSize == 0 {
+		// Nothing below L0: L0 compacts straight into the last level.
+		return n - 1, targets
+	}
+	baseMax := o.MaxBytesForLevelBase
+	baseMin := uint64(float64(baseMax) / mult)
+	// The size the first non-empty level would have if the largest level
+	// were the last one and every level above were 1/mult of the next.
+	cur := maxSize
+	for l := n - 2; l >= firstNonEmpty; l-- {
+		cur = uint64(float64(cur) / mult)
+	}
+	baseLevel := firstNonEmpty
+	var baseSize uint64
+	if cur <= baseMin {
+		// More levels hold data than the size needs; the multiplier cannot
+		// be kept, keep the existing base level.
+		baseSize = baseMin + 1
+	} else {
+		for baseLevel > 1 && cur > baseMax {
+			baseLevel--
+			cur = uint64(float64(cur) / mult)
+		}
+		baseSize = max(1, min(cur, baseMax))
+	}
+	levelMult := mult
+	l0 := levelFiles(v, 0)
+	if l0Size := totalSize(l0); l0Size > baseSize &&
+		(l0Size > baseMax || len(l0)/2 >= o.L0CompactionTrigger) {
+		// L0 is backlogged: size the base level like L0 so that L0->base is
+		// not starved by scores below, and spread the rest evenly.
+		baseSize = l0Size
+		if baseLevel == n-1 {
+			levelMult = 1
+		} else {
+			levelMult = math.Pow(float64(maxSize)/float64(baseSize), 1/float64(n-baseLevel-1))
+		}
+	}
+	size := baseSize
+	for l := baseLevel; l < n; l++ {
+		if l > baseLevel {
+			size = mulSat(size, levelMult)
+		}
+		// A target below the base size would make L1+ look fuller than L0
+		// and starve L0 compactions (an hourglass-shaped tree).
+		targets[l] = max(size, baseMax)
+	}
+	return baseLevel, targets
+}
+
+// Scores returns the compaction score of every level: L0's is the larger of
+// (files not being compacted)/L0CompactionTrigger and their bytes over
+// MaxBytesForLevelBase; Ln's is its bytes not being compacted over its
+// target. The last level is never a size-compaction source and scores 0.
+func Scores(v *manifest.Version, o *Options) []float64 {
+	opts := *o
+	opts.EnsureDefaults()
+	_, targets := targetSizes(v, &opts)
+	return scores(v, &opts, targets)
+}
+
+func scores(v *manifest.Version, o *Options, targets []uint64) []float64 {
+	s := make([]float64, o.NumLevels)
+	for l := 0; l < o.NumLevels-1; l++ {
+		var size uint64
+		var count int
+		for _, f := range levelFiles(v, l) {
+			if !f.Compacting {
+				size += f.Size
+				count++
+			}
+		}
+		if l == 0 {
+			s[0] = max(float64(count)/float64(o.L0CompactionTrigger),
+				float64(size)/float64(o.MaxBytesForLevelBase))
+		} else if targets[l] != math.MaxUint64 {
+			s[l] = float64(size) / float64(targets[l])
+		}
+	}
+	return s
+}
+
+// Picker picks automatic compactions. It remembers, per level, where the
+// last size compaction of that level ended, so that successive compactions
+// sweep the key space round-robin (RocksDB's compact cursor). It is used with
+// the DB mutex held, like the versions it reads.
+type Picker struct {
+	opts Options
+	// cursor[l] is the largest user key of the last inputs picked from l.
+	cursor [][]byte
+}
+
+// NewPicker returns a Picker for o (zero fields take their defaults).
+func NewPicker(o Options) *Picker {
+	o.EnsureDefaults()
+	return &Picker{opts: o, cursor: make([][]byte, o.NumLevels)}
+}
+
+// PickAuto picks with a fresh Picker: see (*Picker).PickAuto.
+func PickAuto(v *manifest.Version, o *Options) *Compaction {
+	return NewPicker(*o).PickAuto(v)
+}
+
+// PickAuto returns the compaction of the highest-scoring level with score
+// >= 1 whose inputs are not already being compacted, or else one for a file
+// marked for compaction, or nil when there is nothing to do.
+func (p *Picker) PickAuto(v *manifest.Version) *Compaction {
+	o := &p.opts
+	baseLevel, targets := targetSizes(v, o)
+	sc := scores(v, o, targets)
+	order := make([]int, 0, o.NumLevels)
+	for l := 0; l < o.NumLevels-1; l++ {
+		if sc[l] >= 1 {
+			order = append(order, l)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return sc[order[i]] > sc[order[j]] })
+	for _, l := range order {
+		var c *Compaction
+		if l == 0 {
+			c = p.pickL0(v, baseLevel, nil, ReasonL0)
+		} else {
+			c = p.pickLevel(v, l, baseLevel, ReasonSize, false)
+		}
+		if c != nil {
+			c.Score = sc[l]
+			return c
+		}
+	}
+	// No level needs compaction by size: rewrite marked files.
+	for l := 0; l < o.NumLevels; l++ {
+		var c *Compaction
+		if l == 0 {
+			for _, f := range levelFiles(v, 0) {
+				if f.MarkedForCompaction && !f.Compacting {
+					c = p.pickL0(v, baseLevel, f, ReasonMarked)
+					break
+				}
+			}
+		} else {
+			c = p.pickLevel(v, l, baseLevel, ReasonMarked, true)
+		}
+		if c != nil {
+			c.Score = sc[l]
+			return c
+		}
+	}
+	return nil
+}
+
+// pickL0 compacts the L0 files overlapping seed (the oldest file when nil),
+// transitively, into the base level. Nothing is picked while any L0 file is
+// compacting: a second L0 compaction could move newer data below older data.
+func (p *Picker) pickL0(v *manifest.Version, baseLevel int, seed *manifest.FileMetadata, reason string) *Compaction {
+	l0 := levelFiles(v, 0)
+	if len(l0) == 0 || anyCompacting(l0) {
+		return nil
+	}
+	if seed == nil {
+		seed = l0[len(l0)-1]
+	}
+	return p.setup(v, 0, baseLevel, baseLevel, []*manifest.FileMetadata{seed}, reason)
+}
+
+// pickLevel picks one file of level (starting after the level's cursor,
+// wrapping around) whose compaction does not conflict with running ones, and
+// compacts it into the next level (into itself at the last level). With
+// markedOnly only files marked for compaction are candidates.
+func (p *Picker) pickLevel(v *manifest.Version, level, baseLevel int, reason string, markedOnly bool) *Compaction {
+	files := levelFiles(v, level)
+	if len(files) == 0 || level < baseLevel {
+		return nil
+	}
+	cmp := p.opts.Comparer.Compare
+	start := 0
+	if cur := p.cursor[level]; cur != nil {
+		start = sort.Search(len(files), func(i int) bool {
+			return cmp(files[i].Smallest.UserKey, cur) > 0
+		})
+	}
+	out := min(level+1, p.opts.NumLevels-1)
+	for k := range files {
+		f := files[(start+k)%len(files)]
+		if f.Compacting || (markedOnly && !f.MarkedForCompaction) {
+			continue
+		}
+		if c := p.setup(v, level, out, baseLevel, []*manifest.FileMetadata{f}, reason); c != nil {
+			if !markedOnly {
+				p.cursor[level] = append(p.cursor[level][:0], c.inputs0Largest(cmp)...)
+			}
+			return c
+		}
+	}
+	return nil
+}
+
+func (c *Compaction) inputs0Largest(cmp base.Compare) []byte {
+	return rangeOf(cmp, userRange{}, c.Inputs[0], false).end
+}
+
+// setup builds a compaction from seed files of level: it widens them to a
+// clean cut (the closure in L0), adds the overlapping files of out, then
+// widens the level's inputs once more to the range of everything when that
+// adds no output-level file and stays under MaxCompactionBytes. It returns nil
+// when any needed file is being compacted.
+func (p *Picker) setup(v *manifest.Version, level, out, baseLevel int, seed []*manifest.FileMetadata, reason string) *Compaction {
+	cmp := p.opts.Comparer.Compare
+	o := &p.opts
+	inputs0 := overlapping(cmp, v, level, rangeOf(cmp, userRange{}, seed, false))
+	if len(inputs0) == 0 || anyCompacting(inputs0) {
+		return nil
+	}
+	r := rangeOf(cmp, userRange{}, inputs0, false)
+	var inputs1 []*manifest.FileMetadata
+	if out != level {
+		inputs1 = overlapping(cmp, v, out, r)
+		if anyCompacting(inputs1) {
+			return nil
+		}
+		if len(inputs1) > 0 {
+			all := rangeOf(cmp, r, inputs1, true)
+			exp0 := overlapping(cmp, v, level, all)
+			if len(exp0) > len(inputs0) && !anyCompacting(exp0) &&
+				totalSize(exp0)+totalSize(inputs1) < o.MaxCompactionBytes {
+				exp1 := overlapping(cmp, v, out, rangeOf(cmp, userRange{}, exp0, false))
+				if len(exp1) == len(inputs1) {
+					inputs0 = exp0
+					r = rangeOf(cmp, userRange{}, inputs0, false)
+				}
+			}
+		}
+	}
+	c := &Compaction{
+		Level:             level,
+		OutputLevel:       out,
+		Inputs:            [2][]*manifest.FileMetadata{inputs0, inputs1},
+		Reason:            reason,
+		MaxOutputFileSize: o.targetFileSize(out, baseLevel),
+	}
+	if len(inputs1) > 0 {
+		r = rangeOf(cmp, r, inputs1, true)
+	}
+	c.Smallest, c.Largest = r.start, r.end
+	if out != level && out+1 < o.NumLevels {
+		c.Grandparents = overlapping(cmp, v, out+1, r)
+	}
+	return c
+}
+
+// PickManual returns a compaction of the files of level overlapping
+// [start, end] (nil = unbounded) into the next level: L0 into the base
+// level, the last level into itself. It returns nil when no file overlaps or
+// when a needed file is being compacted; the caller retries the latter once
+// running compactions finish. Inputs are not bounded by MaxCompactionBytes.
+func PickManual(v *manifest.Version, o *Options, level int, start, end []byte) *Compaction {
+	p := NewPicker(*o)
+	if level < 0 || level >= p.opts.NumLevels {
+		return nil
+	}
+	cmp := p.opts.Comparer.Compare
+	baseLevel, _ := targetSizes(v, &p.opts)
+	r := userRange{start: start, end: end, noStart: start == nil, noEnd: end == nil}
+	seed := overlapping(cmp, v, level, r)
+	if len(seed) == 0 {
+		return nil
+	}
+	out := min(level+1, p.opts.NumLevels-1)
+	if level == 0 {
+		out = baseLevel
+	}
+	return p.setup(v, level, out, baseLevel, seed, ReasonManual)
+}

@@ -1,0 +1,350 @@
+package compact
+
+import (
+	"errors"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/rangedel"
+)
+
+// OutputWriter receives the entries of one output file. The DB implements it
+// around sstable.Writer. Add is called in internal-key order; the key and
+// value are only valid during the call. AddRangeTombstone is called after the
+// last Add of the file, with fragments in Start order and, within a fragment,
+// seqnums newest first.
+type OutputWriter interface {
+	// Add appends a point entry.
+	Add(key base.InternalKey, value []byte) error
+	// AddRangeTombstone records the tombstone [start, end) at seq.
+	AddRangeTombstone(start, end []byte, seq base.SeqNum) error
+	// EstimatedSize returns the file size if it were closed now.
+	EstimatedSize() uint64
+	// Close finishes the file.
+	Close() error
+}
+
+// RunOptions describes one compaction or flush for Run.
+type RunOptions struct {
+	// Cmp orders user keys (nil = base.DefaultComparer).
+	Cmp *base.Comparer
+	// Input yields the merged point entries of all inputs in internal-key
+	// order. Run positions it with First and Next; the caller closes it.
+	Input base.InternalIterator
+	// RangeDels are the fragmented tombstones of all inputs, sorted by Start.
+	RangeDels []rangedel.Span
+	// Snapshots are the live snapshots, ascending.
+	Snapshots []base.SeqNum
+	// ElideTombstone reports that no entry of userKey can exist below the
+	// output level (nil = never).
+	ElideTombstone func(userKey []byte) bool
+	// ElideRangeTombstone reports the same for every key of [start, end)
+	// (nil = never).
+	ElideRangeTombstone func(start, end []byte) bool
+	// NewOutput opens the next output file.
+	NewOutput func() (OutputWriter, error)
+	// TargetFileSize cuts an output once its EstimatedSize reaches it.
+	TargetFileSize uint64
+	// Grandparents are the files of the level below the output level; an
+	// output is cut once the grandparent bytes it spans exceed
+	// 10*TargetFileSize, bounding the cost of compacting it later.
+	Grandparents []*manifest.FileMetadata
+}
+
+// Stats counts what Run did with point entries. InputEntries equals
+// OutputEntries plus the three Dropped counts.
+type Stats struct {
+	// InputEntries and OutputEntries count point entries read and written.
+	InputEntries, OutputEntries int64
+	// DroppedShadowed counts versions hidden by a newer version of the same
+	// stripe, including a Set annihilated by a SingleDelete.
+	DroppedShadowed int64
+	// DroppedTombstones counts Delete and SingleDelete entries dropped.
+	DroppedTombstones int64
+	// DroppedByRangeDel counts entries covered by a range tombstone of the
+	// same stripe.
+	DroppedByRangeDel int64
+}
+
+// inputName names the merged input in corruption errors: Run does not know
+// which input file an entry came from.
+const inputName = "compaction input"
+
+// runner holds the state of one Run.
+type runner struct {
+	o     *RunOptions
+	cmp   base.Compare
+	stats Stats
+
+	// spans are the coalesced, elided tombstones to write; spanIdx is the
+	// first not fully written; lower is the cut key that starts the current
+	// output (nil before the first cut).
+	spans    []rangedel.Span
+	spanIdx  int
+	lower    []byte
+	hasLower bool
+
+	out       OutputWriter
+	outOpened bool // any output was ever opened
+
+	// grandparent cursor: gpIdx is the first grandparent not yet passed;
+	// gpBytes the grandparent bytes the current output has passed.
+	gpIdx   int
+	gpBytes uint64
+	gpLimit uint64
+
+	// rdIdx is the first input span whose End is above the current key.
+	rdIdx int
+
+	// curKey is a copy of the current user key, keyEmitted whether an entry
+	// of it was written.
+	curKey     []byte
+	keyEmitted bool
+}
+
+// Run turns the entries of o.Input into output files, keeping what some
+// snapshot (or the latest state) can see and dropping the rest. It Closes
+// every output it opened, even on error. It opens no output when nothing
+// survives.
+func Run(o RunOptions) (Stats, error) {
+	r := &runner{o: &o}
+	if o.Cmp == nil {
+		o.Cmp = base.DefaultComparer
+	}
+	r.cmp = o.Cmp.Compare
+	r.gpLimit = mulSat(o.TargetFileSize, 10)
+	r.spans = r.outputSpans()
+	err := r.run()
+	if r.out != nil {
+		if err == nil {
+			err = r.finishOutput(nil, false)
+		} else {
+			_ = r.out.Close()
+			r.out = nil
+		}
+	}
+	if err == nil && !r.outOpened && len(r.spans) > 0 {
+		// Only range tombstones survive: they need a file of their own.
+		if err = r.openOutput(); err == nil {
+			err = r.finishOutput(nil, false)
+		}
+	}
+	return r.stats, err
+}
+
+// stripe returns the index of the smallest snapshot >= seq, or
+// len(Snapshots) for the latest stripe.
+func (r *runner) stripe(seq base.SeqNum) int {
+	s := r.o.Snapshots
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m] < seq {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// outputSpans coalesces each input fragment to the newest seqnum per stripe
+// and elides the oldest stripe's seqnum where ElideRangeTombstone allows.
+func (r *runner) outputSpans() []rangedel.Span {
+	var out []rangedel.Span
+	for _, sp := range r.o.RangeDels {
+		seqs := rangedel.Coalesce(sp, r.o.Snapshots).Seqs
+		// Seqs are newest first: the last one is the oldest stripe's, if any.
+		if n := len(seqs); n > 0 && r.stripe(seqs[n-1]) == 0 && r.o.ElideRangeTombstone != nil &&
+			r.o.ElideRangeTombstone(sp.Start, sp.End) {
+			seqs = seqs[:n-1]
+		}
+		if len(seqs) > 0 {
+			out = append(out, rangedel.Span{Start: sp.Start, End: sp.End, Seqs: seqs})
+		}
+	}
+	return out
+}
+
+// coveredSameStripe reports whether a range tombstone of the same stripe as
+// the entry (key, seq) covers it. Keys arrive in ascending order.
+func (r *runner) coveredSameStripe(key []byte, seq base.SeqNum, stripe int) bool {
+	rd := r.o.RangeDels
+	for r.rdIdx < len(rd) && r.cmp(rd[r.rdIdx].End, key) <= 0 {
+		r.rdIdx++
+	}
+	if r.rdIdx == len(rd) || r.cmp(rd[r.rdIdx].Start, key) > 0 {
+		return false
+	}
+	// Seqs are newest first: find the oldest tombstone newer than seq.
+	seqs := rd[r.rdIdx].Seqs
+	i := len(seqs) - 1
+	for i >= 0 && seqs[i] <= seq {
+		i--
+	}
+	return i >= 0 && r.stripe(seqs[i]) == stripe
+}
+
+func (r *runner) run() error {
+	it := r.o.Input
+	var sdKey base.InternalKey
+	var sdValue []byte
+	decided := -1 // stripe of curKey already decided by a newer version
+	var prevTrailer uint64
+	valid := it.First()
+	for valid {
+		key := it.Key()
+		r.stats.InputEntries++
+		if c := r.cmp(key.UserKey, r.curKey); c != 0 || r.curKey == nil {
+			if c < 0 && r.curKey != nil {
+				return base.CorruptionErrorf(inputName, 0, "key %s after user key %q: out of order", key, r.curKey)
+			}
+			r.curKey = append(r.curKey[:0], key.UserKey...)
+			if r.curKey == nil {
+				r.curKey = []byte{}
+			}
+			r.keyEmitted = false
+			decided = -1
+		} else if key.Trailer >= prevTrailer {
+			return base.CorruptionErrorf(inputName, 0, "key %s not older than previous version: out of order", key)
+		}
+		prevTrailer = key.Trailer
+		seq, kind := key.SeqNum(), key.Kind()
+		switch kind {
+		case base.KindSet, base.KindDelete, base.KindSingleDelete, base.KindMerge, base.KindBlobIndex:
+		default:
+			return base.CorruptionErrorf(inputName, 0, "key %s: kind %s cannot be a point entry", key, kind)
+		}
+		st := r.stripe(seq)
+		if st == decided {
+			r.stats.DroppedShadowed++
+			valid = it.Next()
+			continue
+		}
+		if r.coveredSameStripe(key.UserKey, seq, st) {
+			r.stats.DroppedByRangeDel++
+			decided = st
+			valid = it.Next()
+			continue
+		}
+		elide := kind.IsTombstone() && st == 0 && r.o.ElideTombstone != nil && r.o.ElideTombstone(r.curKey)
+		if kind == base.KindSingleDelete {
+			// Look at the next older version: a Set of the same stripe is
+			// annihilated together with the SingleDelete.
+			sdKey = base.InternalKey{UserKey: r.curKey, Trailer: key.Trailer}
+			sdValue = append(sdValue[:0], it.Value()...)
+			valid = it.Next()
+			if valid {
+				next := it.Key()
+				if r.cmp(next.UserKey, r.curKey) == 0 && next.Kind() == base.KindSet &&
+					next.Trailer < prevTrailer && r.stripe(next.SeqNum()) == st {
+					r.stats.InputEntries++
+					r.stats.DroppedTombstones++
+					r.stats.DroppedShadowed++
+					prevTrailer = next.Trailer
+					valid = it.Next()
+					continue
+				}
+			}
+			decided = st
+			if elide {
+				r.stats.DroppedTombstones++
+			} else if err := r.emit(sdKey, sdValue); err != nil {
+				return err
+			}
+			continue
+		}
+		decided = st
+		if elide {
+			r.stats.DroppedTombstones++
+		} else if err := r.emit(key, it.Value()); err != nil {
+			return err
+		}
+		valid = it.Next()
+	}
+	return it.Error()
+}
+
+// emit writes a surviving entry, first cutting the current output when this
+// starts a new user key and the output is full or spans too many
+// grandparent bytes.
+func (r *runner) emit(key base.InternalKey, value []byte) error {
+	if !r.keyEmitted {
+		gp := r.o.Grandparents
+		for r.gpIdx < len(gp) && r.cmp(key.UserKey, gp[r.gpIdx].Largest.UserKey) > 0 {
+			if r.out != nil {
+				r.gpBytes += gp[r.gpIdx].Size
+			}
+			r.gpIdx++
+		}
+		if r.out != nil && (r.out.EstimatedSize() >= r.o.TargetFileSize || r.gpBytes > r.gpLimit) {
+			if err := r.finishOutput(key.UserKey, true); err != nil {
+				return err
+			}
+		}
+	}
+	if r.out == nil {
+		if err := r.openOutput(); err != nil {
+			return err
+		}
+	}
+	r.keyEmitted = true
+	r.stats.OutputEntries++
+	return r.out.Add(key, value)
+}
+
+func (r *runner) openOutput() error {
+	if r.o.NewOutput == nil {
+		return errors.New("shale: compact.RunOptions.NewOutput is nil")
+	}
+	w, err := r.o.NewOutput()
+	if err != nil {
+		return err
+	}
+	r.out, r.outOpened = w, true
+	r.gpBytes = 0
+	return nil
+}
+
+// finishOutput writes the range tombstones of the current output, those
+// starting before cut (all of them without one), truncated to
+// [lower, cut), and closes it. The output is closed even on error.
+func (r *runner) finishOutput(cut []byte, hasCut bool) error {
+	err := r.writeSpans(cut, hasCut)
+	if cerr := r.out.Close(); err == nil {
+		err = cerr
+	}
+	r.out = nil
+	if hasCut {
+		r.lower = append(r.lower[:0], cut...)
+		r.hasLower = true
+	}
+	return err
+}
+
+func (r *runner) writeSpans(cut []byte, hasCut bool) error {
+	for r.spanIdx < len(r.spans) {
+		sp := &r.spans[r.spanIdx]
+		start := sp.Start
+		if r.hasLower && r.cmp(start, r.lower) < 0 {
+			start = r.lower
+		}
+		if hasCut && r.cmp(start, cut) >= 0 {
+			return nil
+		}
+		end, done := sp.End, true
+		if hasCut && r.cmp(end, cut) > 0 {
+			end, done = cut, false
+		}
+		for _, seq := range sp.Seqs {
+			if err := r.out.AddRangeTombstone(start, end, seq); err != nil {
+				return err
+			}
+		}
+		if !done {
+			return nil
+		}
+		r.spanIdx++
+	}
+	return nil
+}
