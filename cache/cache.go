@@ -1,0 +1,222 @@
+package cache
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// entryOverhead is charged per cached block on top of its length: the entry
+// struct, its map slots and the slice header, rounded up.
+const entryOverhead = 128
+
+// CacheMetrics is a snapshot of a Cache's counters.
+type CacheMetrics struct {
+	// Hits and Misses count Get calls that found, and did not find, a block.
+	Hits, Misses uint64
+	// Size is the charged size of the cached blocks, in bytes.
+	Size int64
+	// Count is the number of cached blocks.
+	Count int
+	// Capacity is the byte budget the cache was created with.
+	Capacity int64
+}
+
+type key struct {
+	id, offset uint64
+}
+
+// entry is one cached block. It sits on its shard's LRU list and on the
+// per-id list that EvictID walks.
+type entry struct {
+	key              key
+	block            []byte
+	charge           int64
+	lruPrev, lruNext *entry
+	idPrev, idNext   *entry
+}
+
+// shard is one lock domain of the cache. The LRU list is circular around
+// the sentinel lru: lru.lruNext is the most recently used entry.
+type shard struct {
+	mu       sync.Mutex
+	entries  map[key]*entry
+	byID     map[uint64]*entry // head of each id's list of entries
+	lru      entry
+	size     int64
+	capacity int64
+	hits     uint64
+	misses   uint64
+	_        [64]byte // keep shards on separate cache lines
+}
+
+// Cache is a sharded block cache bounded in bytes. It is safe for
+// concurrent use.
+type Cache struct {
+	capacity int64
+	mask     uint64
+	shards   []shard
+	nextID   atomic.Uint64
+	// disabledMisses counts misses of a zero-capacity cache.
+	disabledMisses atomic.Uint64
+}
+
+// New returns a cache holding at most capacity bytes of blocks (charged as
+// len(block) plus a fixed per-block overhead). Capacity 0 disables caching:
+// Get always misses and Set does nothing.
+func New(capacity int64) *Cache {
+	if capacity < 0 {
+		capacity = 0
+	}
+	n := 16
+	for n < 4*runtime.GOMAXPROCS(0) {
+		n *= 2
+	}
+	c := &Cache{capacity: capacity, mask: uint64(n - 1), shards: make([]shard, n)}
+	per := capacity / int64(n)
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.capacity = per
+		if i == 0 {
+			// The remainder goes to shard 0 so the shards add up to capacity.
+			s.capacity += capacity - per*int64(n)
+		}
+		s.entries = make(map[key]*entry)
+		s.byID = make(map[uint64]*entry)
+		s.lru.lruNext, s.lru.lruPrev = &s.lru, &s.lru
+	}
+	return c
+}
+
+// NewID returns a fresh namespace for the blocks of one table reader.
+func (c *Cache) NewID() uint64 { return c.nextID.Add(1) }
+
+func (c *Cache) shard(id, offset uint64) *shard {
+	// A multiply-xorshift mix of both halves; offsets are multiples of
+	// block sizes, so their low bits alone would pick few shards.
+	h := id*0x9E3779B97F4A7C15 ^ offset*0xC2B2AE3D27D4EB4F
+	h ^= h >> 29
+	h *= 0xBF58476D1CE4E5B9
+	h ^= h >> 32
+	return &c.shards[h&c.mask]
+}
+
+// Get returns the block cached for (id, offset). The block must not be
+// modified. Get does not allocate.
+func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
+	if c.capacity == 0 {
+		c.disabledMisses.Add(1)
+		return nil, false
+	}
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	e := s.entries[key{id, offset}]
+	if e == nil {
+		s.misses++
+		s.mu.Unlock()
+		return nil, false
+	}
+	s.hits++
+	if s.lru.lruNext != e {
+		s.unlinkLRU(e)
+		s.pushFront(e)
+	}
+	b := e.block
+	s.mu.Unlock()
+	return b, true
+}
+
+// Set caches block for (id, offset), replacing any block cached there. The
+// cache keeps the slice: the caller must never modify it afterwards. A block
+// larger than a shard's share of the capacity is not cached.
+func (c *Cache) Set(id, offset uint64, block []byte) {
+	if c.capacity == 0 {
+		return
+	}
+	charge := int64(len(block)) + entryOverhead
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key{id, offset}
+	if old := s.entries[k]; old != nil {
+		s.remove(old)
+	}
+	if charge > s.capacity {
+		return
+	}
+	for s.size+charge > s.capacity {
+		s.remove(s.lru.lruPrev)
+	}
+	e := &entry{key: k, block: block, charge: charge}
+	s.entries[k] = e
+	s.pushFront(e)
+	if head := s.byID[id]; head != nil {
+		e.idNext = head
+		head.idPrev = e
+	}
+	s.byID[id] = e
+	s.size += charge
+}
+
+// EvictID drops every block cached under id; the table cache calls it when
+// a file is deleted.
+func (c *Cache) EvictID(id uint64) {
+	if c.capacity == 0 {
+		return
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for e := s.byID[id]; e != nil; e = s.byID[id] {
+			s.remove(e)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Metrics returns the cache's counters.
+func (c *Cache) Metrics() CacheMetrics {
+	m := CacheMetrics{Capacity: c.capacity, Misses: c.disabledMisses.Load()}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		m.Hits += s.hits
+		m.Misses += s.misses
+		m.Size += s.size
+		m.Count += len(s.entries)
+		s.mu.Unlock()
+	}
+	return m
+}
+
+func (s *shard) pushFront(e *entry) {
+	e.lruPrev = &s.lru
+	e.lruNext = s.lru.lruNext
+	e.lruNext.lruPrev = e
+	s.lru.lruNext = e
+}
+
+func (s *shard) unlinkLRU(e *entry) {
+	e.lruPrev.lruNext = e.lruNext
+	e.lruNext.lruPrev = e.lruPrev
+	e.lruPrev, e.lruNext = nil, nil
+}
+
+// remove takes e out of the shard entirely. s.mu is held.
+func (s *shard) remove(e *entry) {
+	s.unlinkLRU(e)
+	if e.idPrev != nil {
+		e.idPrev.idNext = e.idNext
+	} else if e.idNext != nil {
+		s.byID[e.key.id] = e.idNext
+	} else {
+		delete(s.byID, e.key.id)
+	}
+	if e.idNext != nil {
+		e.idNext.idPrev = e.idPrev
+	}
+	e.idPrev, e.idNext = nil, nil
+	delete(s.entries, e.key)
+	s.size -= e.charge
+	e.block = nil
+}

@@ -1,0 +1,184 @@
+package cache
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestHitMissAndReplace(t *testing.T) {
+	c := New(1 << 20)
+	id := c.NewID()
+	if id2 := c.NewID(); id2 == id {
+		t.Fatalf("NewID returned %d twice", id)
+	}
+	if _, ok := c.Get(id, 0); ok {
+		t.Fatal("empty cache hit")
+	}
+	c.Set(id, 0, []byte("a"))
+	c.Set(id, 4096, []byte("b"))
+	if b, ok := c.Get(id, 0); !ok || string(b) != "a" {
+		t.Fatalf("Get(0) = %q, %v", b, ok)
+	}
+	if _, ok := c.Get(id+1, 0); ok {
+		t.Fatal("hit in another namespace")
+	}
+	c.Set(id, 0, []byte("aa"))
+	if b, ok := c.Get(id, 0); !ok || string(b) != "aa" {
+		t.Fatalf("after replace Get(0) = %q, %v", b, ok)
+	}
+	m := c.Metrics()
+	if m.Hits != 2 || m.Misses != 2 || m.Count != 2 || m.Size != 3+2*entryOverhead || m.Capacity != 1<<20 {
+		t.Fatalf("metrics %+v", m)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	c := New(0)
+	c.Set(1, 0, []byte("x"))
+	if _, ok := c.Get(1, 0); ok {
+		t.Fatal("disabled cache hit")
+	}
+	if m := c.Metrics(); m.Misses != 1 || m.Count != 0 || m.Size != 0 {
+		t.Fatalf("metrics %+v", m)
+	}
+}
+
+// TestRandomAgainstModel checks the byte bound under random inserts, and
+// that every hit returns the block last set for that key.
+func TestRandomAgainstModel(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 0))
+	const capacity = 256 << 10
+	c := New(capacity)
+	model := map[key][]byte{}
+	ids := []uint64{c.NewID(), c.NewID(), c.NewID()}
+	for i := 0; i < 20000; i++ {
+		k := key{ids[rng.IntN(len(ids))], uint64(rng.IntN(500)) * 4096}
+		switch op := rng.IntN(1000); {
+		case op < 3:
+			c.EvictID(k.id)
+			for mk := range model {
+				if mk.id == k.id {
+					delete(model, mk)
+				}
+			}
+		case op < 400:
+			b := bytes.Repeat([]byte{byte(i)}, rng.IntN(4000))
+			c.Set(k.id, k.offset, b)
+			model[k] = b
+		default:
+			b, ok := c.Get(k.id, k.offset)
+			if ok && !bytes.Equal(b, model[k]) {
+				t.Fatalf("seed %d: Get(%v) returned a stale block", seed, k)
+			}
+		}
+		if m := c.Metrics(); m.Size > capacity {
+			t.Fatalf("seed %d: size %d over capacity %d", seed, m.Size, capacity)
+		}
+	}
+	c.Set(ids[0], 1<<40, make([]byte, 100)) // an id-level eviction may just have run
+	m := c.Metrics()
+	if m.Count < 10 || m.Size < capacity/8 {
+		t.Fatalf("seed %d: cache nearly empty after random inserts: %+v", seed, m)
+	}
+}
+
+func TestEvictID(t *testing.T) {
+	c := New(64 << 20)
+	a, b := c.NewID(), c.NewID()
+	for off := uint64(0); off < 1000; off++ {
+		c.Set(a, off, []byte("a"))
+		c.Set(b, off, []byte("b"))
+	}
+	c.EvictID(a)
+	for off := uint64(0); off < 1000; off++ {
+		if _, ok := c.Get(a, off); ok {
+			t.Fatalf("block %d of evicted id still cached", off)
+		}
+		if v, ok := c.Get(b, off); !ok || string(v) != "b" {
+			t.Fatalf("block %d of other id lost", off)
+		}
+	}
+	if m := c.Metrics(); m.Count != 1000 {
+		t.Fatalf("count %d after EvictID, want 1000", m.Count)
+	}
+}
+
+func TestLRUOrder(t *testing.T) {
+	c := New(0)
+	c = New(int64(len(c.shards)) * (2*entryOverhead + 20))
+	// Find three offsets of id 1 in the same shard.
+	var offs []uint64
+	s0 := c.shard(1, 0)
+	for off := uint64(0); len(offs) < 3; off++ {
+		if c.shard(1, off) == s0 {
+			offs = append(offs, off)
+		}
+	}
+	c.Set(1, offs[0], make([]byte, 10))
+	c.Set(1, offs[1], make([]byte, 10))
+	c.Get(1, offs[0]) // offs[1] is now least recently used
+	c.Set(1, offs[2], make([]byte, 10))
+	if _, ok := c.Get(1, offs[1]); ok {
+		t.Fatal("least recently used block survived")
+	}
+	if _, ok := c.Get(1, offs[0]); !ok {
+		t.Fatal("recently used block evicted")
+	}
+}
+
+func TestGetDoesNotAllocate(t *testing.T) {
+	c := New(1 << 20)
+	c.Set(1, 2, []byte("x"))
+	if n := testing.AllocsPerRun(100, func() { c.Get(1, 2); c.Get(1, 3) }); n != 0 {
+		t.Fatalf("Get allocates %v times", n)
+	}
+}
+
+func TestConcurrent(t *testing.T) {
+	c := New(128 << 10)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for i := 0; i < 5000; i++ {
+				id, off := uint64(rng.IntN(4)), uint64(rng.IntN(200))
+				switch rng.IntN(20) {
+				case 0:
+					c.EvictID(id)
+				case 1, 2, 3, 4:
+					c.Set(id, off, []byte{byte(id), byte(off)})
+				default:
+					if b, ok := c.Get(id, off); ok && (b[0] != byte(id) || b[1] != byte(off)) {
+						t.Errorf("wrong block for (%d,%d)", id, off)
+						return
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if m := c.Metrics(); m.Size > 128<<10 || m.Hits+m.Misses == 0 {
+		t.Fatalf("metrics %+v", m)
+	}
+}
+
+func BenchmarkGetHit(b *testing.B) {
+	c := New(64 << 20)
+	for off := uint64(0); off < 1024; off++ {
+		c.Set(7, off*4096, make([]byte, 4096))
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		off := uint64(0)
+		for pb.Next() {
+			c.Get(7, (off%1024)*4096)
+			off++
+		}
+	})
+}

@@ -1,0 +1,94 @@
+// Package sstable owns the block-based table format (SST): the Writer that
+// builds a table from sorted internal keys, and the Reader that opens one,
+// answers point lookups (Get, with the bloom filter checked first) and
+// iterates it (a two-level index -> data block iterator with bounds pushed
+// down). It also owns block checksums and compression, the full-file bloom
+// filter, table properties and property collectors.
+//
+// It never decides which tables exist or which entries are live: it does not
+// apply range tombstones (it only stores and returns them), merge tables, or
+// delete files. It does all IO through a vfs.File, and caches data blocks in
+// a cache.Cache under the Reader's CacheID; the index, filter, properties and
+// range tombstones are read once at open and kept in the Reader.
+//
+// # File layout
+//
+//	+--------------------+  offset 0
+//	| data block 0       |  each block is followed by its 5-byte trailer
+//	| data block 1       |
+//	| ...                |
+//	+--------------------+
+//	| filter block       |  optional: full-file bloom filter over user keys
+//	| range-del block    |  optional: fragmented range tombstones
+//	| index block        |  one entry per data block
+//	| properties block   |
+//	| metaindex block    |  meta block name -> handle
+//	+--------------------+
+//	| footer (53 bytes)  |
+//	+--------------------+
+//
+// A block handle is uvarint(offset) uvarint(length); length excludes the
+// trailer.
+//
+// # Blocks
+//
+// Data, index, range-del, properties and metaindex blocks share one format
+// (RocksDB's and LevelDB's):
+//
+//	entry:    uvarint shared | uvarint unshared | uvarint value length |
+//	          key[shared:] (unshared bytes) | value
+//	block:    entry* | restart offset (uint32 LE)* | restart count (uint32 LE)
+//
+// Each entry's key shares its first `shared` bytes with the previous key;
+// entries at restart points (every BlockRestartInterval entries in data
+// blocks, every entry in the other blocks) have shared = 0 and are the
+// binary-search points.
+//
+//	data block:       key = encoded internal key, value = the value
+//	index block:      key = encoded internal key sep with
+//	                  last key of block i <= sep < first key of block i+1
+//	                  (Comparer.Separator, or Successor for the last block,
+//	                  with trailer (SeqNumMax, KindMax) when shortened;
+//	                  otherwise the block's last key), value = block handle
+//	range-del block:  key = internal key (start, seq, RangeDelete),
+//	                  value = end; sorted, fragmented (equal starts have
+//	                  equal ends, seqs descending)
+//	properties block: key = property name, value = uvarint for numbers,
+//	                  raw bytes for strings and user properties
+//	metaindex block:  "fullfilter.shale.bloom", "rocksdb.properties",
+//	                  "rocksdb.range_del" -> block handle
+//
+// # Block trailer
+//
+//	+------------------+-------------------------------------------+
+//	| type (1 byte)    | checksum (uint32 LE) of block bytes + type |
+//	+------------------+-------------------------------------------+
+//
+// type: 0 none, 1 snappy, 7 zstd (a zstd block starts with the uvarint
+// decompressed length). A block is stored compressed only when that saves at
+// least 1/8 of its size; filter, range-del, properties and metaindex blocks
+// are never compressed. Checksum: the footer's type, 1 = CRC32C masked as in
+// LevelDB, 3 = low 32 bits of xxhash64.
+//
+// # Filter block
+//
+//	+----------------------------------+-----------+
+//	| bit array (n bytes, 8n bits)     | k (1 byte)|
+//	+----------------------------------+-----------+
+//
+// Each distinct user key h = xxhash64(key) sets k bits at (h + i*d) mod 8n,
+// i < k, d = h rotated by 31 bits; k = round(bitsPerKey * ln 2) in [1, 30].
+//
+// # Footer
+//
+//	+----------+---------------------------------------+---------+---------+
+//	| checksum | metaindex handle, index handle,       | format  | magic   |
+//	| type (1) | zero padding to 40 bytes              | version | uint64  |
+//	|          |                                       | uint32  | LE      |
+//	+----------+---------------------------------------+---------+---------+
+//
+// Format version is 1; magic is 0x7368616c65535354 ("shaleSST"). An unknown
+// magic, version or checksum type, a bad checksum or a malformed block is
+// reported as a base.CorruptionError naming the file and block offset; the
+// reader never panics on a damaged file.
+package sstable

@@ -1,0 +1,267 @@
+package sstable
+
+import (
+	"sync"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// iterPos is where a tableIter stands.
+type iterPos int8
+
+const (
+	posInvalid     iterPos = iota // unpositioned, or stopped by an error
+	posValid                      // at an entry
+	posBeforeFirst                // moved before the first entry in bounds
+	posAfterLast                  // moved after the last entry in bounds
+)
+
+// tableIter is the two-level iterator of a table: a position in the index
+// (kept decoded in the Reader) and a blockIter over the current data block.
+//
+// Bounds are pushed down: moving forward stops at the first block whose
+// separator is already >= Upper without reading it, and per-key bound
+// checks are skipped within blocks that lie wholly inside the bounds.
+// After a Next or Prev has run off the end, the opposite move returns to
+// the last (or first) entry in bounds.
+type tableIter struct {
+	r            *Reader
+	cmp          base.Compare
+	lower, upper []byte
+	fillCache    bool
+	idx          int // index entry of the current block
+	loaded       int // index entry of the block in data, -1 if none
+	data         blockIter
+	// withinUpper (withinLower) is true when every key of the loaded block
+	// is below Upper (at or above Lower).
+	withinUpper, withinLower bool
+	pos                      iterPos
+	err                      error
+}
+
+var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
+
+// NewIter returns an iterator over the table's point entries. Range
+// tombstones are not included; see RangeTombstones. Close returns the
+// iterator to a pool: it must not be used afterwards.
+func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
+	it := tableIterPool.Get().(*tableIter)
+	it.r = r
+	it.cmp = r.cmp
+	it.lower, it.upper = o.Lower, o.Upper
+	it.fillCache = o.FillCache
+	it.idx, it.loaded = 0, -1
+	it.pos = posInvalid
+	it.err = nil
+	return it
+}
+
+func (it *tableIter) load(i int) bool {
+	it.idx = i
+	if i == it.loaded {
+		return true
+	}
+	h := it.r.index[i].handle
+	b, err := it.r.dataBlock(h, it.fillCache)
+	if err != nil {
+		it.loaded = -1
+		it.err = err
+		it.pos = posInvalid
+		return false
+	}
+	it.data.init(b, true)
+	it.loaded = i
+	it.withinUpper = it.upper == nil || it.cmp(it.r.index[i].sep.UserKey, it.upper) < 0
+	it.withinLower = it.lower == nil || (i > 0 && it.cmp(it.r.index[i-1].sep.UserKey, it.lower) >= 0)
+	return true
+}
+
+func (it *tableIter) corrupt() bool {
+	it.err = it.r.corruptf(it.r.index[it.idx].handle, "bad data block entry")
+	it.loaded = -1
+	it.pos = posInvalid
+	return false
+}
+
+func (it *tableIter) stop(p iterPos) bool {
+	it.pos = p
+	return false
+}
+
+// settleForward moves to the first entry at or after the data iterator's
+// position (ok says whether it has one in the current block) and applies
+// the upper bound.
+func (it *tableIter) settleForward(ok bool) bool {
+	for !ok {
+		if it.data.corrupt {
+			return it.corrupt()
+		}
+		if it.upper != nil && it.cmp(it.r.index[it.idx].sep.UserKey, it.upper) >= 0 {
+			return it.stop(posAfterLast)
+		}
+		if it.idx+1 >= len(it.r.index) {
+			return it.stop(posAfterLast)
+		}
+		if !it.load(it.idx + 1) {
+			return false
+		}
+		ok = it.data.first()
+	}
+	if !it.withinUpper && it.upper != nil && it.cmp(it.data.ikey.UserKey, it.upper) >= 0 {
+		return it.stop(posAfterLast)
+	}
+	it.pos = posValid
+	return true
+}
+
+// settleBackward is settleForward in reverse, applying the lower bound.
+func (it *tableIter) settleBackward(ok bool) bool {
+	for !ok {
+		if it.data.corrupt {
+			return it.corrupt()
+		}
+		i := it.idx - 1
+		if i < 0 {
+			return it.stop(posBeforeFirst)
+		}
+		// Block i holds keys <= its separator: if that is below Lower, so
+		// is all of the block.
+		if it.lower != nil && it.cmp(it.r.index[i].sep.UserKey, it.lower) < 0 {
+			return it.stop(posBeforeFirst)
+		}
+		if !it.load(i) {
+			return false
+		}
+		ok = it.data.last()
+	}
+	if !it.withinLower && it.lower != nil && it.cmp(it.data.ikey.UserKey, it.lower) < 0 {
+		return it.stop(posBeforeFirst)
+	}
+	it.pos = posValid
+	return true
+}
+
+// SeekGE positions at the first entry whose user key is >= key (and >=
+// Lower).
+func (it *tableIter) SeekGE(key []byte) bool {
+	it.err = nil
+	if it.lower != nil && it.cmp(key, it.lower) < 0 {
+		key = it.lower
+	}
+	if it.upper != nil && it.cmp(key, it.upper) >= 0 {
+		return it.stop(posAfterLast)
+	}
+	search := base.MakeSearchKey(key)
+	i := it.r.seekIndex(search)
+	if i == len(it.r.index) {
+		return it.stop(posAfterLast)
+	}
+	if !it.load(i) {
+		return false
+	}
+	return it.settleForward(it.data.seekGE(search, it.cmp))
+}
+
+// SeekLT positions at the last entry whose user key is < key (and < Upper).
+func (it *tableIter) SeekLT(key []byte) bool {
+	it.err = nil
+	if it.upper != nil && it.cmp(key, it.upper) > 0 {
+		key = it.upper
+	}
+	if it.lower != nil && it.cmp(key, it.lower) <= 0 {
+		return it.stop(posBeforeFirst)
+	}
+	search := base.MakeSearchKey(key)
+	i := it.r.seekIndex(search)
+	if i == len(it.r.index) {
+		// Every entry sorts before search: the answer is the last one.
+		if i == 0 {
+			return it.stop(posBeforeFirst)
+		}
+		if !it.load(i - 1) {
+			return false
+		}
+		return it.settleBackward(it.data.last())
+	}
+	if !it.load(i) {
+		return false
+	}
+	var ok bool
+	if it.data.seekGE(search, it.cmp) {
+		ok = it.data.prev()
+	} else if !it.data.corrupt {
+		ok = it.data.last()
+	}
+	return it.settleBackward(ok)
+}
+
+// First positions at the first entry (at or above Lower).
+func (it *tableIter) First() bool {
+	it.err = nil
+	if it.lower != nil {
+		return it.SeekGE(it.lower)
+	}
+	if len(it.r.index) == 0 {
+		return it.stop(posAfterLast)
+	}
+	if !it.load(0) {
+		return false
+	}
+	return it.settleForward(it.data.first())
+}
+
+// Last positions at the last entry (below Upper).
+func (it *tableIter) Last() bool {
+	it.err = nil
+	if it.upper != nil {
+		return it.SeekLT(it.upper)
+	}
+	if len(it.r.index) == 0 {
+		return it.stop(posBeforeFirst)
+	}
+	if !it.load(len(it.r.index) - 1) {
+		return false
+	}
+	return it.settleBackward(it.data.last())
+}
+
+// Next moves to the next entry.
+func (it *tableIter) Next() bool {
+	switch it.pos {
+	case posValid:
+		return it.settleForward(it.data.next())
+	case posBeforeFirst:
+		return it.First()
+	}
+	return false
+}
+
+// Prev moves to the previous entry.
+func (it *tableIter) Prev() bool {
+	switch it.pos {
+	case posValid:
+		return it.settleBackward(it.data.prev())
+	case posAfterLast:
+		return it.Last()
+	}
+	return false
+}
+
+// Key returns the current entry's internal key.
+func (it *tableIter) Key() base.InternalKey { return it.data.ikey }
+
+// Value returns the current entry's value; it may alias a cached block.
+func (it *tableIter) Value() []byte { return it.data.val }
+
+// Error returns the error that stopped iteration, if any.
+func (it *tableIter) Error() error { return it.err }
+
+// Close returns the iterator to the pool and returns its error.
+func (it *tableIter) Close() error {
+	err := it.err
+	keyBuf := it.data.keyBuf
+	*it = tableIter{}
+	it.data.keyBuf = keyBuf[:0]
+	tableIterPool.Put(it)
+	return err
+}

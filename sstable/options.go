@@ -1,0 +1,148 @@
+package sstable
+
+import (
+	"fmt"
+
+	"github.com/shaledb/shale/cache"
+	"github.com/shaledb/shale/internal/base"
+)
+
+// Compression selects the block compression of a table.
+type Compression int
+
+// The compressions. The zero value, DefaultCompression, means snappy.
+const (
+	DefaultCompression Compression = iota
+	NoCompression
+	SnappyCompression
+	ZstdCompression
+)
+
+// String returns "none", "snappy" or "zstd" ("default" for the zero value).
+func (c Compression) String() string {
+	switch c {
+	case DefaultCompression:
+		return "default"
+	case NoCompression:
+		return "none"
+	case SnappyCompression:
+		return "snappy"
+	case ZstdCompression:
+		return "zstd"
+	}
+	return fmt.Sprintf("Compression(%d)", int(c))
+}
+
+// ParseCompression parses the output of Compression.String.
+func ParseCompression(s string) (Compression, error) {
+	switch s {
+	case "none":
+		return NoCompression, nil
+	case "snappy":
+		return SnappyCompression, nil
+	case "zstd":
+		return ZstdCompression, nil
+	case "default":
+		return DefaultCompression, nil
+	}
+	return 0, base.InvalidArgumentf("shale: unknown compression %q (want none, snappy or zstd)", s)
+}
+
+// ChecksumType selects the block checksum of a table; the values are the
+// codes stored in the footer (RocksDB's).
+type ChecksumType uint8
+
+// The checksum types. The zero value means CRC32C.
+const (
+	ChecksumDefault  ChecksumType = 0
+	ChecksumCRC32C   ChecksumType = 1
+	ChecksumXXHash64 ChecksumType = 3
+)
+
+// String returns "crc32c" or "xxhash64".
+func (c ChecksumType) String() string {
+	switch c {
+	case ChecksumDefault:
+		return "default"
+	case ChecksumCRC32C:
+		return "crc32c"
+	case ChecksumXXHash64:
+		return "xxhash64"
+	}
+	return fmt.Sprintf("ChecksumType(%d)", uint8(c))
+}
+
+// PropertyCollector gathers user properties of a table while it is written.
+// Add sees every point entry and every range tombstone (with the tombstone's
+// end key as value) in the order they are added; Finish adds the collected
+// properties to props, which are stored in the properties block.
+type PropertyCollector interface {
+	Name() string
+	Add(key base.InternalKey, value []byte)
+	Finish(props map[string]string)
+}
+
+// NoFilter as WriterOptions.BloomBitsPerKey writes a table without a bloom
+// filter (any negative value does).
+const NoFilter = -1
+
+// WriterOptions configure a Writer. Zero values take the defaults.
+type WriterOptions struct {
+	// BlockSize is the target uncompressed size of a data block. Default 4096.
+	BlockSize int
+	// BlockRestartInterval is the number of entries between restart points
+	// of a data block. Default 16.
+	BlockRestartInterval int
+	// BloomBitsPerKey sizes the full-file bloom filter. Default 10; negative
+	// (NoFilter) writes no filter.
+	BloomBitsPerKey int
+	// Compression of data and index blocks. Default snappy.
+	Compression Compression
+	// Comparer orders user keys. Default base.DefaultComparer.
+	Comparer *base.Comparer
+	// Checksum is the block checksum. Default CRC32C.
+	Checksum ChecksumType
+	// Collectors gather user properties.
+	Collectors []PropertyCollector
+}
+
+func (o *WriterOptions) ensureDefaults() {
+	if o.BlockSize <= 0 {
+		o.BlockSize = 4096
+	}
+	if o.BlockRestartInterval <= 0 {
+		o.BlockRestartInterval = 16
+	}
+	if o.BloomBitsPerKey == 0 {
+		o.BloomBitsPerKey = 10
+	}
+	if o.Compression == DefaultCompression {
+		o.Compression = SnappyCompression
+	}
+	if o.Comparer == nil {
+		o.Comparer = base.DefaultComparer
+	}
+	if o.Checksum == ChecksumDefault {
+		o.Checksum = ChecksumCRC32C
+	}
+}
+
+// ReaderOptions configure a Reader.
+type ReaderOptions struct {
+	// Comparer must have the name recorded in the table. Default
+	// base.DefaultComparer.
+	Comparer *base.Comparer
+	// Cache caches data blocks; nil reads every block from the file.
+	Cache *cache.Cache
+	// FileName names the file in errors.
+	FileName string
+}
+
+// IterOptions configure a table iterator.
+type IterOptions struct {
+	// Lower and Upper bound the user keys the iterator returns:
+	// Lower <= key < Upper. nil is unbounded.
+	Lower, Upper []byte
+	// FillCache adds the data blocks the iterator reads to the cache.
+	FillCache bool
+}

@@ -1,0 +1,135 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"sort"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// Properties describe a table; they are stored in its properties block.
+type Properties struct {
+	// NumEntries counts point entries and range tombstones, as RocksDB does.
+	NumEntries uint64
+	// NumDeletions counts Delete, SingleDelete and range tombstone entries.
+	NumDeletions uint64
+	// NumRangeDeletions counts range tombstone entries.
+	NumRangeDeletions uint64
+	// RawKeySize and RawValueSize sum the encoded internal keys and the
+	// values of all entries (tombstone ends count as values).
+	RawKeySize, RawValueSize uint64
+	// NumDataBlocks counts the data blocks.
+	NumDataBlocks uint64
+	// DataSize, IndexSize and FilterSize are the on-disk sizes of the data
+	// blocks, the index block and the filter block, trailers included.
+	DataSize, IndexSize, FilterSize uint64
+	// ComparerName names the user key order the table was written with.
+	ComparerName string
+	// CompressionName is the Compression.String of the writer's setting.
+	CompressionName string
+	// CreationTime is the unix time (seconds) the writer was created.
+	CreationTime uint64
+	// SmallestSeq and LargestSeq bound the seqnums of all entries.
+	SmallestSeq, LargestSeq base.SeqNum
+	// User holds the properties of the PropertyCollectors.
+	User map[string]string
+}
+
+// Property names, RocksDB's where RocksDB has one.
+const (
+	propNumEntries        = "rocksdb.num.entries"
+	propNumDeletions      = "rocksdb.deleted.keys"
+	propNumRangeDeletions = "rocksdb.num.range-deletions"
+	propRawKeySize        = "rocksdb.raw.key.size"
+	propRawValueSize      = "rocksdb.raw.value.size"
+	propNumDataBlocks     = "rocksdb.num.data.blocks"
+	propDataSize          = "rocksdb.data.size"
+	propIndexSize         = "rocksdb.index.size"
+	propFilterSize        = "rocksdb.filter.size"
+	propComparer          = "rocksdb.comparator"
+	propCompression       = "rocksdb.compression"
+	propCreationTime      = "rocksdb.creation.time"
+	propSmallestSeq       = "shale.smallest.seqno"
+	propLargestSeq        = "shale.largest.seqno"
+)
+
+// uintProps maps the numeric property names to their fields.
+func (p *Properties) uintProps() map[string]*uint64 {
+	return map[string]*uint64{
+		propNumEntries:        &p.NumEntries,
+		propNumDeletions:      &p.NumDeletions,
+		propNumRangeDeletions: &p.NumRangeDeletions,
+		propRawKeySize:        &p.RawKeySize,
+		propRawValueSize:      &p.RawValueSize,
+		propNumDataBlocks:     &p.NumDataBlocks,
+		propDataSize:          &p.DataSize,
+		propIndexSize:         &p.IndexSize,
+		propFilterSize:        &p.FilterSize,
+		propCreationTime:      &p.CreationTime,
+		propSmallestSeq:       (*uint64)(&p.SmallestSeq),
+		propLargestSeq:        (*uint64)(&p.LargestSeq),
+	}
+}
+
+// encode builds the properties block: sorted names, numbers as uvarints,
+// strings as raw bytes. Built-in names win over user properties that reuse
+// them.
+func (p *Properties) encode(restartInterval int) []byte {
+	vals := make(map[string][]byte, len(p.User)+14)
+	for k, v := range p.User {
+		vals[k] = []byte(v)
+	}
+	for k, v := range p.uintProps() {
+		vals[k] = binary.AppendUvarint(nil, *v)
+	}
+	vals[propComparer] = []byte(p.ComparerName)
+	vals[propCompression] = []byte(p.CompressionName)
+	names := make([]string, 0, len(vals))
+	for k := range vals {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	bw := blockWriter{restartInterval: restartInterval}
+	for _, k := range names {
+		bw.add([]byte(k), vals[k])
+	}
+	return bw.finish()
+}
+
+// decodeProperties parses a properties block; the error message is empty on
+// success.
+func decodeProperties(block []byte) (*Properties, string) {
+	p := &Properties{User: map[string]string{}}
+	nums := p.uintProps()
+	var it blockIter
+	if !it.init(block, false) {
+		return nil, "bad properties block"
+	}
+	var prev []byte
+	for ok := it.first(); ok; ok = it.next() {
+		if prev != nil && string(it.key) <= string(prev) {
+			return nil, "properties out of order"
+		}
+		prev = append(prev[:0], it.key...)
+		if dst, ok := nums[string(it.key)]; ok {
+			v, n := binary.Uvarint(it.val)
+			if n <= 0 || n != len(it.val) {
+				return nil, "bad property " + string(it.key)
+			}
+			*dst = v
+			continue
+		}
+		switch string(it.key) {
+		case propComparer:
+			p.ComparerName = string(it.val)
+		case propCompression:
+			p.CompressionName = string(it.val)
+		default:
+			p.User[string(it.key)] = string(it.val)
+		}
+	}
+	if it.corrupt {
+		return nil, "bad properties block"
+	}
+	return p, ""
+}

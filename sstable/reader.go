@@ -1,0 +1,372 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/shaledb/shale/cache"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/vfs"
+)
+
+// indexItem is one decoded index entry: every key of the block is <= sep,
+// and every key of the next block is > sep.
+type indexItem struct {
+	sep    base.InternalKey
+	handle blockHandle
+}
+
+// Reader reads one table. The index, filter, properties and range
+// tombstones are read at open and kept in the Reader; data blocks go
+// through the cache. A Reader is safe for concurrent use.
+type Reader struct {
+	f        vfs.File
+	name     string
+	cmp      base.Compare
+	cache    *cache.Cache
+	cacheID  uint64
+	checksum ChecksumType
+	// metaStart is where the blocks after the data blocks begin; every data
+	// block lies below it.
+	metaStart uint64
+	footOff   uint64
+	dataEnd   uint64
+	index     []indexItem
+	filter    []byte
+	props     *Properties
+	rangeDels []rangedel.Span
+}
+
+// getIterPool holds the block iterators of Get calls; with it, a Get whose
+// block is cached does not allocate.
+var getIterPool = sync.Pool{New: func() any { return new(blockIter) }}
+
+// NewReader opens the table in f, which the Reader owns from now on (it is
+// closed on error too). A damaged or foreign file returns an error matching
+// base.ErrCorruption; a table written with another comparer returns an
+// error matching base.ErrInvalidArgument.
+func NewReader(f vfs.File, o ReaderOptions) (*Reader, error) {
+	r, err := newReader(f, o)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
+	if o.Comparer == nil {
+		o.Comparer = base.DefaultComparer
+	}
+	r := &Reader{f: f, name: o.FileName, cmp: o.Comparer.Compare, cache: o.Cache}
+	if r.cache != nil {
+		r.cacheID = r.cache.NewID()
+	}
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size < footerLen {
+		return nil, base.CorruptionErrorf(r.name, 0, "file of %d bytes is too short for a table", size)
+	}
+	footOff := size - footerLen
+	var fb [footerLen]byte
+	if err := r.readAt(fb[:], footOff); err != nil {
+		return nil, err
+	}
+	ft, err := decodeFooter(r.name, footOff, fb[:])
+	if err != nil {
+		return nil, err
+	}
+	r.checksum = ft.checksum
+	r.footOff = uint64(footOff)
+	r.metaStart = r.footOff // narrowed below once the meta blocks are known
+	meta, err := r.readBlock(ft.metaindex, false)
+	if err != nil {
+		return nil, err
+	}
+	handles := map[string]blockHandle{}
+	var it blockIter
+	if !it.init(meta, false) {
+		return nil, r.corruptf(ft.metaindex, "bad metaindex block")
+	}
+	for ok := it.first(); ok; ok = it.next() {
+		h, n := decodeHandle(it.val)
+		if n <= 0 || n != len(it.val) {
+			return nil, r.corruptf(ft.metaindex, "bad handle for %q in metaindex", it.key)
+		}
+		handles[string(it.key)] = h
+	}
+	if it.corrupt {
+		return nil, r.corruptf(ft.metaindex, "bad metaindex block")
+	}
+	ph, ok := handles[metaPropertiesName]
+	if !ok {
+		return nil, r.corruptf(ft.metaindex, "no properties block")
+	}
+	pb, err := r.readBlock(ph, false)
+	if err != nil {
+		return nil, err
+	}
+	props, msg := decodeProperties(pb)
+	if msg != "" {
+		return nil, r.corruptf(ph, "%s", msg)
+	}
+	r.props = props
+	if props.ComparerName != o.Comparer.Name {
+		return nil, fmt.Errorf("shale: table %s was written with comparer %q, not %q: %w",
+			r.name, props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
+	}
+	if h, ok := handles[metaFilterName]; ok {
+		if r.filter, err = r.readBlock(h, false); err != nil {
+			return nil, err
+		}
+		r.metaStart = min(r.metaStart, h.offset)
+	}
+	if h, ok := handles[metaRangeDelName]; ok {
+		b, err := r.readBlock(h, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.decodeRangeDels(h, b); err != nil {
+			return nil, err
+		}
+		r.metaStart = min(r.metaStart, h.offset)
+	}
+	r.metaStart = min(r.metaStart, ft.index.offset, ph.offset, ft.metaindex.offset)
+	ib, err := r.readBlock(ft.index, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.decodeIndex(ft.index, ib); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) corruptf(h blockHandle, format string, args ...any) error {
+	return base.CorruptionErrorf(r.name, int64(h.offset), format, args...)
+}
+
+func (r *Reader) readAt(b []byte, off int64) error {
+	n, err := r.f.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return base.CorruptionErrorf(r.name, off, "short read: %d of %d bytes", n, len(b))
+	}
+	return fmt.Errorf("shale: reading %s at offset %d: %w", r.name, off, err)
+}
+
+// readBlock reads, verifies and decompresses the block at h, bypassing the
+// cache.
+func (r *Reader) readBlock(h blockHandle, dataBlock bool) ([]byte, error) {
+	limit := r.footOff
+	if dataBlock {
+		limit = r.metaStart
+	}
+	if h.length > maxBlockLen || h.offset > limit || h.length+blockTrailerLen > limit-h.offset {
+		return nil, r.corruptf(h, "block handle (offset %d, length %d) out of bounds", h.offset, h.length)
+	}
+	buf := make([]byte, h.length+blockTrailerLen)
+	if err := r.readAt(buf, int64(h.offset)); err != nil {
+		return nil, err
+	}
+	n := int(h.length)
+	if want, got := binary.LittleEndian.Uint32(buf[n+1:]), checksum(r.checksum, buf[:n+1]); want != got {
+		return nil, r.corruptf(h, "block checksum mismatch: stored %#x, computed %#x", want, got)
+	}
+	b, msg := decompressBlock(buf[n], buf[:n])
+	if msg != "" {
+		return nil, r.corruptf(h, "%s", msg)
+	}
+	return b, nil
+}
+
+// dataBlock returns the data block at h, from the cache when it is there.
+// Blocks returned are well formed (blockValid).
+func (r *Reader) dataBlock(h blockHandle, fillCache bool) ([]byte, error) {
+	if r.cache != nil {
+		if b, ok := r.cache.Get(r.cacheID, h.offset); ok {
+			return b, nil
+		}
+	}
+	b, err := r.readBlock(h, true)
+	if err != nil {
+		return nil, err
+	}
+	if !blockValid(b) {
+		return nil, r.corruptf(h, "bad data block restart array")
+	}
+	if fillCache && r.cache != nil {
+		r.cache.Set(r.cacheID, h.offset, b)
+	}
+	return b, nil
+}
+
+func (r *Reader) decodeIndex(h blockHandle, b []byte) error {
+	var it blockIter
+	if !it.init(b, true) {
+		return r.corruptf(h, "bad index block")
+	}
+	var arena []byte
+	type pos struct{ start, end int }
+	var keys []pos
+	var prevEnd uint64
+	for ok := it.first(); ok; ok = it.next() {
+		bh, n := decodeHandle(it.val)
+		if n <= 0 || n != len(it.val) {
+			return r.corruptf(h, "bad block handle in index entry %d", len(r.index))
+		}
+		if bh.offset != prevEnd || bh.length > maxBlockLen || bh.length+blockTrailerLen > r.metaStart-min(bh.offset, r.metaStart) {
+			return r.corruptf(h, "index entry %d: data block (offset %d, length %d) out of place", len(r.index), bh.offset, bh.length)
+		}
+		prevEnd = bh.offset + bh.length + blockTrailerLen
+		if len(r.index) > 0 {
+			prev, _ := base.DecodeInternalKey(arena[keys[len(keys)-1].start:keys[len(keys)-1].end])
+			if base.InternalCompare(r.cmp, prev, it.ikey) >= 0 {
+				return r.corruptf(h, "index entries out of order")
+			}
+		}
+		start := len(arena)
+		arena = append(arena, it.key...)
+		keys = append(keys, pos{start, len(arena)})
+		r.index = append(r.index, indexItem{handle: bh})
+	}
+	if it.corrupt {
+		return r.corruptf(h, "bad index block")
+	}
+	for i, p := range keys {
+		r.index[i].sep, _ = base.DecodeInternalKey(arena[p.start:p.end:p.end])
+	}
+	r.dataEnd = prevEnd
+	return nil
+}
+
+func (r *Reader) decodeRangeDels(h blockHandle, b []byte) error {
+	var it blockIter
+	if !it.init(b, true) {
+		return r.corruptf(h, "bad range-del block")
+	}
+	for ok := it.first(); ok; ok = it.next() {
+		k := it.ikey
+		if k.Kind() != base.KindRangeDelete || r.cmp(k.UserKey, it.val) >= 0 {
+			return r.corruptf(h, "bad range tombstone %s", k)
+		}
+		if n := len(r.rangeDels); n > 0 {
+			last := &r.rangeDels[n-1]
+			if c := r.cmp(last.Start, k.UserKey); c == 0 {
+				if r.cmp(last.End, it.val) != 0 || last.Seqs[len(last.Seqs)-1] <= k.SeqNum() {
+					return r.corruptf(h, "range tombstones at %q not fragmented", k.UserKey)
+				}
+				last.Seqs = append(last.Seqs, k.SeqNum())
+				continue
+			} else if c > 0 || r.cmp(last.End, k.UserKey) > 0 {
+				return r.corruptf(h, "range tombstones out of order at %q", k.UserKey)
+			}
+		}
+		r.rangeDels = append(r.rangeDels, rangedel.Span{
+			Start: append([]byte(nil), k.UserKey...),
+			End:   append([]byte(nil), it.val...),
+			Seqs:  []base.SeqNum{k.SeqNum()},
+		})
+	}
+	if it.corrupt {
+		return r.corruptf(h, "bad range-del block")
+	}
+	return nil
+}
+
+// MayContain probes the bloom filter: false means the table has no entry
+// for userKey. It does not allocate.
+func (r *Reader) MayContain(userKey []byte) bool {
+	if r.filter == nil {
+		return true
+	}
+	return bloomMayContain(r.filter, bloomHash(userKey))
+}
+
+// seekIndex returns the first index entry whose separator is >= k, or
+// len(r.index).
+func (r *Reader) seekIndex(k base.InternalKey) int {
+	lo, hi := 0, len(r.index)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if base.InternalCompare(r.cmp, r.index[m].sep, k) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// Get returns the newest point entry of key with seqnum <= snapshot. It
+// checks the bloom filter first and does not allocate when the block is
+// cached. value may alias a cached block and must not be modified.
+func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+	if !r.MayContain(key) {
+		return nil, 0, 0, false, nil
+	}
+	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
+	bi := getIterPool.Get().(*blockIter)
+	defer putGetIter(bi)
+	for i := r.seekIndex(search); i < len(r.index); i++ {
+		h := r.index[i].handle
+		b, err := r.dataBlock(h, fillCache)
+		if err != nil {
+			return nil, 0, 0, false, err
+		}
+		bi.init(b, true)
+		if bi.seekGE(search, r.cmp) {
+			k := bi.ikey
+			if r.cmp(k.UserKey, key) != 0 {
+				return nil, 0, 0, false, nil
+			}
+			return bi.val, k.Kind(), k.SeqNum(), true, nil
+		}
+		if bi.corrupt {
+			return nil, 0, 0, false, r.corruptf(h, "bad data block entry")
+		}
+		// Every entry of block i sorts before search; the answer, if any,
+		// starts the next block.
+	}
+	return nil, 0, 0, false, nil
+}
+
+// RangeTombstones returns the table's range tombstones as stored:
+// fragmented, sorted by start, seqnums descending within each span. The
+// caller must not modify them.
+func (r *Reader) RangeTombstones() []rangedel.Span { return r.rangeDels }
+
+// Properties returns the table's properties; the caller must not modify
+// them.
+func (r *Reader) Properties() *Properties { return r.props }
+
+// ApproximateOffset returns the approximate file offset at which the entries
+// of key would be found: the offset of the data block that would hold it, or
+// the end of the data blocks.
+func (r *Reader) ApproximateOffset(key []byte) uint64 {
+	i := r.seekIndex(base.MakeSearchKey(key))
+	if i == len(r.index) {
+		return r.dataEnd
+	}
+	return r.index[i].handle.offset
+}
+
+// CacheID returns the namespace of this table's blocks in the cache; the
+// table cache passes it to Cache.EvictID when the file is deleted.
+func (r *Reader) CacheID() uint64 { return r.cacheID }
+
+// Close closes the file. Cached blocks stay cached.
+func (r *Reader) Close() error { return r.f.Close() }
+
+func putGetIter(bi *blockIter) {
+	bi.data, bi.key, bi.val, bi.ikey = nil, nil, nil, base.InternalKey{}
+	getIterPool.Put(bi)
+}

@@ -1,0 +1,399 @@
+package sstable
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/vfs"
+)
+
+// WriterMetadata describes a finished table.
+type WriterMetadata struct {
+	// Smallest and Largest bound every point entry and range tombstone.
+	// When a tombstone ends after the last point key, Largest is
+	// base.MakeRangeDeleteSentinel(end).
+	Smallest, Largest base.InternalKey
+	// SmallestSeq and LargestSeq bound the seqnums of all entries.
+	SmallestSeq, LargestSeq base.SeqNum
+	// Size is the file size.
+	Size uint64
+	// Props are the properties written to the table.
+	Props Properties
+}
+
+// indexEntry is one finished data block waiting to be described in the
+// index block.
+type indexEntry struct {
+	sep    []byte // encoded internal key
+	handle blockHandle
+}
+
+// Writer writes one table. Entries are added in strictly increasing
+// internal key order; Close writes the meta blocks, index and footer.
+// A Writer is not safe for concurrent use.
+type Writer struct {
+	f        vfs.File
+	name     string
+	o        WriterOptions
+	cmp      base.Compare
+	out      *bufio.Writer
+	offset   uint64
+	err      error
+	closed   bool
+	data     blockWriter
+	index    []indexEntry
+	pending  bool // a data block was flushed; its index entry waits for the next key
+	pendingH blockHandle
+	lastKey  []byte // encoded internal key of the last point entry
+	hasPoint bool
+	hashes   []uint64
+	lastHash []byte // last user key added to hashes
+	compBuf  []byte
+	sepBuf   []byte
+	trailer  [blockTrailerLen]byte
+	xxh      *xxhash.Digest
+
+	rangeDels   blockWriter
+	lastDel     base.InternalKey // owns its bytes
+	lastDelEnd  []byte
+	hasRangeDel bool
+	firstDel    base.InternalKey
+
+	props     Properties
+	firstKey  []byte
+	seqInited bool
+}
+
+// NewWriter returns a Writer that writes a table to f, which it owns from
+// now on; fileName is used in error messages.
+func NewWriter(f vfs.File, fileName string, o WriterOptions) *Writer {
+	o.ensureDefaults()
+	w := &Writer{
+		f:    f,
+		name: fileName,
+		o:    o,
+		cmp:  o.Comparer.Compare,
+		out:  bufio.NewWriterSize(f, 256<<10),
+		xxh:  xxhash.New(),
+	}
+	w.data.restartInterval = o.BlockRestartInterval
+	w.rangeDels.restartInterval = 1
+	w.props.ComparerName = o.Comparer.Name
+	w.props.CompressionName = o.Compression.String()
+	w.props.CreationTime = uint64(time.Now().Unix())
+	return w
+}
+
+func (w *Writer) noteSeq(s base.SeqNum) {
+	if !w.seqInited {
+		w.props.SmallestSeq, w.props.LargestSeq = s, s
+		w.seqInited = true
+		return
+	}
+	w.props.SmallestSeq = min(w.props.SmallestSeq, s)
+	w.props.LargestSeq = max(w.props.LargestSeq, s)
+}
+
+// Add appends a point entry. Keys must be strictly increasing in internal
+// order; range tombstones go through AddRangeTombstone.
+func (w *Writer) Add(key base.InternalKey, value []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return fmt.Errorf("shale: sstable writer for %s is closed", w.name)
+	}
+	kind := key.Kind()
+	if kind == base.KindRangeDelete || !kind.Valid() {
+		return base.InvalidArgumentf("shale: sstable: cannot Add a key of kind %s", kind)
+	}
+	if w.hasPoint {
+		last, _ := base.DecodeInternalKey(w.lastKey)
+		if base.InternalCompare(w.cmp, last, key) >= 0 {
+			return base.InvalidArgumentf("shale: sstable: key %s added after %s (keys must be strictly increasing)", key, last)
+		}
+	}
+	if w.pending {
+		w.addIndexEntry(key.UserKey)
+	}
+	if w.o.BloomBitsPerKey > 0 && (w.lastHash == nil || w.cmp(w.lastHash, key.UserKey) != 0) {
+		w.hashes = append(w.hashes, bloomHash(key.UserKey))
+		w.lastHash = append(w.lastHash[:0], key.UserKey...)
+	}
+	w.lastKey = key.AppendEncoded(w.lastKey[:0])
+	if !w.hasPoint {
+		w.firstKey = append([]byte(nil), w.lastKey...)
+		w.hasPoint = true
+	}
+	w.data.add(w.lastKey, value)
+	w.noteSeq(key.SeqNum())
+	w.props.NumEntries++
+	if kind.IsTombstone() {
+		w.props.NumDeletions++
+	}
+	w.props.RawKeySize += uint64(len(w.lastKey))
+	w.props.RawValueSize += uint64(len(value))
+	for _, c := range w.o.Collectors {
+		c.Add(key, value)
+	}
+	if w.data.estimatedSize() >= w.o.BlockSize {
+		w.flushData()
+	}
+	return w.err
+}
+
+// addIndexEntry records the index entry of the flushed block, whose last
+// key is w.lastKey, now that the next block's first user key is known (nil
+// for the last block).
+func (w *Writer) addIndexEntry(next []byte) {
+	last, _ := base.DecodeInternalKey(w.lastKey)
+	sep := last
+	var u []byte
+	if next == nil {
+		u = w.o.Comparer.Successor(w.sepBuf[:0], last.UserKey)
+	} else if w.cmp(last.UserKey, next) < 0 {
+		u = w.o.Comparer.Separator(w.sepBuf[:0], last.UserKey, next)
+	}
+	w.sepBuf = u
+	// A shortened user key k > last gets the smallest trailer, so that
+	// (k, max) sorts after every entry of the block and, because k < next,
+	// before the next block. Anything else keeps the block's last key.
+	if u != nil && w.cmp(u, last.UserKey) > 0 && (next == nil || w.cmp(u, next) < 0) {
+		sep = base.MakeInternalKey(u, base.SeqNumMax, base.KindMax)
+	}
+	w.index = append(w.index, indexEntry{sep: sep.AppendEncoded(nil), handle: w.pendingH})
+	w.pending = false
+}
+
+func (w *Writer) flushData() {
+	if w.data.entries == 0 {
+		return
+	}
+	h := w.writeBlock(w.data.finish(), true)
+	w.data.reset()
+	w.props.NumDataBlocks++
+	w.props.DataSize += h.length + blockTrailerLen
+	w.pendingH = h
+	w.pending = true
+}
+
+// writeBlock writes a block and its trailer, compressing it if asked.
+func (w *Writer) writeBlock(raw []byte, compress bool) blockHandle {
+	if w.err != nil {
+		return blockHandle{}
+	}
+	b, typ := raw, byte(blockTypeNone)
+	if compress {
+		b, typ, w.compBuf = compressBlock(w.o.Compression, raw, w.compBuf)
+	}
+	h := blockHandle{offset: w.offset, length: uint64(len(b))}
+	w.trailer[0] = typ
+	var sum uint32
+	if w.o.Checksum == ChecksumXXHash64 {
+		w.xxh.Reset()
+		w.xxh.Write(b)
+		w.xxh.Write(w.trailer[:1])
+		sum = uint32(w.xxh.Sum64())
+	} else {
+		c := crc32Update(0, b)
+		sum = maskCRC(crc32Update(c, w.trailer[:1]))
+	}
+	binary.LittleEndian.PutUint32(w.trailer[1:], sum)
+	if _, err := w.out.Write(b); err != nil {
+		w.err = err
+		return h
+	}
+	if _, err := w.out.Write(w.trailer[:]); err != nil {
+		w.err = err
+		return h
+	}
+	w.offset += uint64(len(b)) + blockTrailerLen
+	return h
+}
+
+// AddRangeTombstone adds the tombstone [start, end) at seq. Tombstones come
+// already fragmented, sorted by start and, for one fragment, by seq
+// descending: fragments with the same start have the same end, and a
+// fragment starts at or after the end of the one before.
+func (w *Writer) AddRangeTombstone(start, end []byte, seq base.SeqNum) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return fmt.Errorf("shale: sstable writer for %s is closed", w.name)
+	}
+	if seq > base.SeqNumMax {
+		return base.InvalidArgumentf("shale: sstable: seqnum %d out of range", seq)
+	}
+	if w.cmp(start, end) >= 0 {
+		return base.InvalidArgumentf("shale: sstable: range tombstone [%q, %q) is empty", start, end)
+	}
+	key := base.MakeInternalKey(start, seq, base.KindRangeDelete)
+	if w.hasRangeDel {
+		if c := w.cmp(w.lastDel.UserKey, start); c == 0 {
+			if key.Trailer >= w.lastDel.Trailer {
+				return base.InvalidArgumentf("shale: sstable: range tombstone %s added after %s", key, w.lastDel)
+			}
+			if w.cmp(end, w.lastDelEnd) != 0 {
+				return base.InvalidArgumentf("shale: sstable: range tombstones at %q are not fragmented (ends %q and %q)", start, w.lastDelEnd, end)
+			}
+		} else if c > 0 || w.cmp(start, w.lastDelEnd) < 0 {
+			return base.InvalidArgumentf("shale: sstable: range tombstone [%q, %q) overlaps or precedes [%q, %q)", start, end, w.lastDel.UserKey, w.lastDelEnd)
+		}
+	}
+	enc := key.AppendEncoded(w.sepBuf[:0])
+	w.sepBuf = enc
+	w.rangeDels.add(enc, end)
+	w.lastDel = base.InternalKey{UserKey: append(w.lastDel.UserKey[:0], start...), Trailer: key.Trailer}
+	w.lastDelEnd = append(w.lastDelEnd[:0], end...)
+	if !w.hasRangeDel {
+		w.firstDel = key.Clone()
+		w.hasRangeDel = true
+	}
+	w.noteSeq(seq)
+	w.props.NumEntries++
+	w.props.NumDeletions++
+	w.props.NumRangeDeletions++
+	w.props.RawKeySize += uint64(len(enc))
+	w.props.RawValueSize += uint64(len(end))
+	for _, c := range w.o.Collectors {
+		c.Add(key, end)
+	}
+	return nil
+}
+
+// EstimatedSize returns the size the file would have if closed now, short
+// of the meta blocks.
+func (w *Writer) EstimatedSize() uint64 {
+	return w.offset + uint64(w.data.estimatedSize())
+}
+
+// Close finishes the table: it writes the last data block, the filter,
+// range-del, index, properties and metaindex blocks and the footer, syncs
+// and closes the file. The file is closed even when Close fails.
+func (w *Writer) Close() (*WriterMetadata, error) {
+	if w.closed {
+		return nil, fmt.Errorf("shale: sstable writer for %s is closed", w.name)
+	}
+	w.closed = true
+	meta, err := w.finish()
+	if cerr := w.f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+func (w *Writer) finish() (*WriterMetadata, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	w.flushData()
+	if w.pending {
+		w.addIndexEntry(nil)
+	}
+	var metaNames []string
+	var metaHandles []blockHandle
+	if w.o.BloomBitsPerKey > 0 && len(w.hashes) > 0 {
+		h := w.writeBlock(buildBloom(w.hashes, w.o.BloomBitsPerKey), false)
+		w.props.FilterSize = h.length + blockTrailerLen
+		metaNames = append(metaNames, metaFilterName)
+		metaHandles = append(metaHandles, h)
+	}
+	if w.hasRangeDel {
+		h := w.writeBlock(w.rangeDels.finish(), false)
+		metaNames = append(metaNames, metaRangeDelName)
+		metaHandles = append(metaHandles, h)
+	}
+	ib := blockWriter{restartInterval: 1}
+	var hb []byte
+	for _, e := range w.index {
+		hb = e.handle.append(hb[:0])
+		ib.add(e.sep, hb)
+	}
+	indexH := w.writeBlock(ib.finish(), true)
+	w.props.IndexSize = indexH.length + blockTrailerLen
+	if len(w.o.Collectors) > 0 {
+		w.props.User = map[string]string{}
+		for _, c := range w.o.Collectors {
+			c.Finish(w.props.User)
+		}
+	}
+	propsH := w.writeBlock(w.props.encode(1), false)
+	metaNames = append(metaNames, metaPropertiesName)
+	metaHandles = append(metaHandles, propsH)
+	// The metaindex must be sorted by name; the names above were chosen so
+	// that this insertion order is sorted, but sort anyway.
+	mb := blockWriter{restartInterval: 1}
+	for _, i := range sortedOrder(metaNames) {
+		mb.add([]byte(metaNames[i]), metaHandles[i].append(nil))
+	}
+	metaH := w.writeBlock(mb.finish(), false)
+	if w.err != nil {
+		return nil, w.err
+	}
+	ft := footer{checksum: w.o.Checksum, metaindex: metaH, index: indexH}
+	if _, err := w.out.Write(ft.encode()); err != nil {
+		return nil, err
+	}
+	w.offset += footerLen
+	if err := w.out.Flush(); err != nil {
+		return nil, err
+	}
+	if err := w.f.Sync(); err != nil {
+		return nil, err
+	}
+	m := &WriterMetadata{
+		SmallestSeq: w.props.SmallestSeq,
+		LargestSeq:  w.props.LargestSeq,
+		Size:        w.offset,
+		Props:       w.props,
+	}
+	if w.hasPoint {
+		m.Smallest, _ = base.DecodeInternalKey(w.firstKey)
+		lk, _ := base.DecodeInternalKey(w.lastKey)
+		m.Largest = lk.Clone()
+	}
+	if w.hasRangeDel {
+		if !w.hasPoint || base.InternalCompare(w.cmp, w.firstDel, m.Smallest) < 0 {
+			m.Smallest = w.firstDel
+		}
+		s := base.MakeRangeDeleteSentinel(append([]byte(nil), w.lastDelEnd...))
+		if !w.hasPoint || base.InternalCompare(w.cmp, s, m.Largest) > 0 {
+			m.Largest = s
+		}
+	}
+	return m, nil
+}
+
+// Abort closes the file without finishing the table; the caller removes it.
+func (w *Writer) Abort() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	if w.err == nil {
+		w.err = errors.New("shale: sstable writer aborted")
+	}
+	w.f.Close()
+}
+
+func sortedOrder(names []string) []int {
+	idx := make([]int, len(names))
+	for i := range idx {
+		idx[i] = i
+	}
+	for i := 1; i < len(idx); i++ {
+		for j := i; j > 0 && names[idx[j]] < names[idx[j-1]]; j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+	return idx
+}
