@@ -1,0 +1,609 @@
+package record
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+const testFile = "000042.log"
+
+// payload returns a deterministic payload of n bytes with no zero byte, so
+// that trailing-zero rules never blur expected torn-tail sizes.
+func payload(seed, n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte((seed*131+i*7)%255 + 1)
+	}
+	return p
+}
+
+type written struct {
+	file    []byte
+	recs    [][]byte
+	offsets []int64
+	ends    []int64
+}
+
+// writeRecords frames recs, flushing after every record with probability
+// flushProb.
+func writeRecords(t testing.TB, recs [][]byte, rng *rand.Rand, flushProb float64) written {
+	t.Helper()
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	out := written{recs: recs}
+	for _, r := range recs {
+		off, err := w.WriteRecord(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.offsets = append(out.offsets, off)
+		out.ends = append(out.ends, w.Size())
+		if rng != nil && rng.Float64() < flushProb {
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Size() != int64(buf.Len()) {
+		t.Fatalf("Size %d, file %d bytes", w.Size(), buf.Len())
+	}
+	out.file = buf.Bytes()
+	return out
+}
+
+type readResult struct {
+	recs    [][]byte
+	offsets []int64
+	err     error // the error that ended reading (io.EOF or other)
+}
+
+// readAll reads until the first error.
+func readAll(file []byte) (readResult, *Reader) {
+	r := NewReader(bytes.NewReader(file), testFile)
+	var res readResult
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			res.err = err
+			return res, r
+		}
+		res.recs = append(res.recs, append([]byte(nil), rec...))
+		res.offsets = append(res.offsets, r.Offset())
+	}
+}
+
+func checkPrefix(t *testing.T, got readResult, w written, n int) {
+	t.Helper()
+	if len(got.recs) != n {
+		t.Fatalf("got %d records, want %d", len(got.recs), n)
+	}
+	for i := range n {
+		if !bytes.Equal(got.recs[i], w.recs[i]) {
+			t.Fatalf("record %d: got %d bytes, want %d bytes (content differs)", i, len(got.recs[i]), len(w.recs[i]))
+		}
+		if got.offsets[i] != w.offsets[i] {
+			t.Fatalf("record %d: offset %d, want %d", i, got.offsets[i], w.offsets[i])
+		}
+	}
+}
+
+func TestRoundTripSizes(t *testing.T) {
+	room := BlockSize - HeaderSize
+	sizes := []int{0, 1, room, room - 1, room + 1, BlockSize, 3*BlockSize + 123, 5 * room, 0, 2, BlockSize - 2*HeaderSize - 1}
+	var recs [][]byte
+	for i, n := range sizes {
+		recs = append(recs, payload(i, n))
+	}
+	for i := range 1000 {
+		recs = append(recs, payload(i, i%17))
+	}
+	w := writeRecords(t, recs, nil, 0)
+	got, r := readAll(w.file)
+	if got.err != io.EOF {
+		t.Fatalf("err %v, want io.EOF", got.err)
+	}
+	checkPrefix(t, got, w, len(recs))
+	if off, dropped := r.TornTail(); dropped != 0 || off != int64(len(w.file)) {
+		t.Fatalf("TornTail = %d, %d; want %d, 0", off, dropped, len(w.file))
+	}
+	// A record of exactly room bytes fills its block: the next starts at the
+	// following block boundary, with no empty fragment in between.
+	w = writeRecords(t, [][]byte{payload(0, room), payload(1, 1)}, nil, 0)
+	if w.offsets[1] != BlockSize || len(w.file) != BlockSize+HeaderSize+1 {
+		t.Fatalf("record after a block-filling record starts at %d", w.offsets[1])
+	}
+	got, _ = readAll(w.file)
+	checkPrefix(t, got, w, 2)
+}
+
+func TestRandomRoundTrip(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for iter := range 20 {
+		n := rng.IntN(200)
+		recs := make([][]byte, n)
+		for i := range recs {
+			var size int
+			switch rng.IntN(10) {
+			case 0:
+				size = rng.IntN(4 * BlockSize)
+			case 1:
+				size = BlockSize - HeaderSize - rng.IntN(20)
+			default:
+				size = rng.IntN(300)
+			}
+			recs[i] = make([]byte, size)
+			for j := range recs[i] {
+				recs[i][j] = byte(rng.Uint32())
+			}
+		}
+		w := writeRecords(t, recs, rng, 0.3)
+		got, r := readAll(w.file)
+		if got.err != io.EOF {
+			t.Fatalf("seed %d iter %d: err %v", seed, iter, got.err)
+		}
+		if len(got.recs) != n {
+			t.Fatalf("seed %d iter %d: %d records, want %d", seed, iter, len(got.recs), n)
+		}
+		for i := range n {
+			if !bytes.Equal(got.recs[i], recs[i]) || got.offsets[i] != w.offsets[i] {
+				t.Fatalf("seed %d iter %d: record %d differs", seed, iter, i)
+			}
+		}
+		if n > 0 && r.EndOffset() != w.ends[n-1] {
+			t.Fatalf("seed %d: EndOffset %d, want %d", seed, r.EndOffset(), w.ends[n-1])
+		}
+	}
+}
+
+func TestHeaderEncoding(t *testing.T) {
+	// The standard CRC32C check value, to be sure the table is Castagnoli.
+	if c := crc32.Checksum([]byte("123456789"), castagnoli); c != 0xe3069283 {
+		t.Fatalf("crc32c check value %#x", c)
+	}
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if _, err := w.WriteRecord([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	if len(b) != HeaderSize+5 {
+		t.Fatalf("len %d", len(b))
+	}
+	c := crc32.Checksum([]byte("\x01hello"), crc32.MakeTable(crc32.Castagnoli))
+	want := ((c >> 15) | (c << 17)) + 0xa282ead8
+	if got := binary.LittleEndian.Uint32(b); got != want {
+		t.Fatalf("crc %#x, want %#x", got, want)
+	}
+	if binary.LittleEndian.Uint16(b[4:]) != 5 || b[6] != fullFragment || string(b[7:]) != "hello" {
+		t.Fatalf("header % x", b[:7])
+	}
+}
+
+func TestPaddingAndFragmentTypes(t *testing.T) {
+	// The first record leaves 6 bytes in block 0: they are zero padding.
+	first := payload(1, BlockSize-HeaderSize-6)
+	second := payload(2, 2*BlockSize)
+	w := writeRecords(t, [][]byte{first, second}, nil, 0)
+	if w.offsets[1] != BlockSize {
+		t.Fatalf("second record at %d, want %d", w.offsets[1], BlockSize)
+	}
+	if !bytes.Equal(w.file[BlockSize-6:BlockSize], make([]byte, 6)) {
+		t.Fatal("padding not zero")
+	}
+	// second spans blocks 1..3: FIRST, MIDDLE, LAST.
+	for i, want := range []byte{firstFragment, middleFragment, lastFragment} {
+		if typ := w.file[(1+i)*BlockSize+6]; typ != want {
+			t.Fatalf("block %d: type %d, want %d", 1+i, typ, want)
+		}
+	}
+	got, _ := readAll(w.file)
+	checkPrefix(t, got, w, 2)
+}
+
+// TestTruncateEverywhere truncates a small multi-record file at every offset:
+// the reader returns exactly the records that end before the cut, then io.EOF
+// with the dropped bytes, never an error.
+func TestTruncateEverywhere(t *testing.T) {
+	var recs [][]byte
+	for i := range 12 {
+		recs = append(recs, payload(i, 3+i*11))
+	}
+	w := writeRecords(t, recs, nil, 0)
+	checkTruncation(t, w, func(yield func(int)) {
+		for cut := 0; cut <= len(w.file); cut++ {
+			yield(cut)
+		}
+	})
+}
+
+// TestTruncateMultiBlock cuts a multi-block file near every fragment and block
+// boundary and at a stride in between.
+func TestTruncateMultiBlock(t *testing.T) {
+	recs := [][]byte{payload(0, 100), payload(1, BlockSize+500), payload(2, 10),
+		payload(3, 3*BlockSize), payload(4, 7), payload(5, BlockSize-HeaderSize-3), payload(6, 50)}
+	w := writeRecords(t, recs, nil, 0)
+	checkTruncation(t, w, func(yield func(int)) {
+		seen := map[int]bool{}
+		try := func(c int) {
+			if c >= 0 && c <= len(w.file) && !seen[c] {
+				seen[c] = true
+				yield(c)
+			}
+		}
+		for b := 0; b <= len(w.file); b += BlockSize {
+			for d := -10; d <= 10; d++ {
+				try(b + d)
+			}
+		}
+		for _, o := range append(append([]int64(nil), w.offsets...), w.ends...) {
+			for d := -10; d <= 10; d++ {
+				try(int(o) + d)
+			}
+		}
+		for c := 0; c <= len(w.file); c += 397 {
+			try(c)
+		}
+	})
+}
+
+func checkTruncation(t *testing.T, w written, cuts func(func(int))) {
+	t.Helper()
+	cuts(func(cut int) {
+		got, r := readAll(w.file[:cut])
+		if got.err != io.EOF {
+			t.Fatalf("cut %d: err %v, want io.EOF", cut, got.err)
+		}
+		n := 0
+		for n < len(w.recs) && w.ends[n] <= int64(cut) {
+			n++
+		}
+		checkPrefix(t, got, w, n)
+		off, dropped := r.TornTail()
+		var wantDropped int64
+		if n < len(w.recs) && int64(cut) > w.offsets[n] {
+			// Trailing zeros (here: header bytes) do not count as dropped.
+			wantDropped = int64(len(bytes.TrimRight(w.file[w.offsets[n]:cut], "\x00")))
+			if off != w.offsets[n] {
+				t.Fatalf("cut %d: torn tail at %d, want %d", cut, off, w.offsets[n])
+			}
+		}
+		if dropped != wantDropped {
+			t.Fatalf("cut %d: dropped %d, want %d", cut, dropped, wantDropped)
+		}
+	})
+}
+
+// TestMiddleCorruption flips every byte of the middle record of a one-block
+// file: each flip is reported as corruption at that record, after the records
+// before it, and Next then resumes at the record after it.
+func TestMiddleCorruption(t *testing.T) {
+	recs := [][]byte{payload(0, 40), payload(1, 60), payload(2, 30), payload(3, 20)}
+	w := writeRecords(t, recs, nil, 0)
+	for i := w.offsets[1]; i < w.ends[1]; i++ {
+		for _, x := range []byte{0x01, 0x80, 0xff} {
+			file := bytes.Clone(w.file)
+			file[i] ^= x
+			got, r := readAll(file)
+			var ce *base.CorruptionError
+			if !errors.As(got.err, &ce) || !errors.Is(got.err, base.ErrCorruption) {
+				t.Fatalf("flip %#x at %d: err %v, want corruption", x, i, got.err)
+			}
+			if ce.File != testFile || ce.Offset != w.offsets[1] {
+				t.Fatalf("flip at %d: error names %s at %d, want %s at %d", i, ce.File, ce.Offset, testFile, w.offsets[1])
+			}
+			checkPrefix(t, got, w, 1)
+			rec, err := r.Next()
+			if err != nil || !bytes.Equal(rec, recs[2]) || r.Offset() != w.offsets[2] {
+				t.Fatalf("flip at %d: after skipping got %d bytes, %v", i, len(rec), err)
+			}
+			if r.SkippedBytes() != w.offsets[2]-w.offsets[1] {
+				t.Fatalf("flip at %d: skipped %d", i, r.SkippedBytes())
+			}
+		}
+	}
+}
+
+// TestMultiBlockCorruption damages a MIDDLE fragment of a record spanning
+// blocks, and, separately, the length field of a record whose successors are
+// in later blocks only.
+func TestMultiBlockCorruption(t *testing.T) {
+	recs := [][]byte{payload(0, 10), payload(1, 3*BlockSize), payload(2, 5), payload(3, 2*BlockSize)}
+	w := writeRecords(t, recs, nil, 0)
+
+	file := bytes.Clone(w.file)
+	file[2*BlockSize+100] ^= 0x10 // inside the record's second fragment
+	got, r := readAll(file)
+	var ce *base.CorruptionError
+	if !errors.As(got.err, &ce) || ce.Offset != 2*BlockSize {
+		t.Fatalf("err %v, want corruption at %d", got.err, 2*BlockSize)
+	}
+	checkPrefix(t, got, w, 1)
+	if off, _ := r.TornTail(); off != w.offsets[1] {
+		t.Fatalf("TornTail offset %d, want %d", off, w.offsets[1])
+	}
+	rec, err := r.Next()
+	if err != nil || !bytes.Equal(rec, recs[2]) {
+		t.Fatalf("resume: %v", err)
+	}
+
+	file = bytes.Clone(w.file)
+	file[w.offsets[2]+5] = 0x7f // length of record 2 now crosses its block
+	got, _ = readAll(file)
+	if !errors.As(got.err, &ce) || ce.Offset != w.offsets[2] {
+		t.Fatalf("err %v, want corruption at %d", got.err, w.offsets[2])
+	}
+	checkPrefix(t, got, w, 2)
+}
+
+func TestLastRecordDamageIsTornTail(t *testing.T) {
+	recs := [][]byte{payload(0, 40), payload(1, 60), payload(2, 30)}
+	w := writeRecords(t, recs, nil, 0)
+	for i := w.offsets[2]; i < w.ends[2]; i++ {
+		file := bytes.Clone(w.file)
+		file[i] ^= 0x55
+		got, r := readAll(file)
+		if got.err != io.EOF {
+			t.Fatalf("flip at %d: err %v, want io.EOF", i, got.err)
+		}
+		checkPrefix(t, got, w, 2)
+		off, dropped := r.TornTail()
+		if off != w.offsets[2] || dropped != w.ends[2]-w.offsets[2] {
+			t.Fatalf("flip at %d: TornTail %d, %d", i, off, dropped)
+		}
+	}
+	// A multi-block last record whose LAST fragment is damaged.
+	recs = append(recs, payload(3, 2*BlockSize))
+	w = writeRecords(t, recs, nil, 0)
+	file := bytes.Clone(w.file)
+	file[len(file)-1] ^= 1
+	got, r := readAll(file)
+	if got.err != io.EOF {
+		t.Fatalf("err %v", got.err)
+	}
+	checkPrefix(t, got, w, 3)
+	if off, dropped := r.TornTail(); off != w.offsets[3] || dropped != int64(len(file))-w.offsets[3] {
+		t.Fatalf("TornTail %d, %d", off, dropped)
+	}
+}
+
+func TestZeroTail(t *testing.T) {
+	recs := [][]byte{payload(0, 40), payload(1, BlockSize), payload(2, 30)}
+	w := writeRecords(t, recs, nil, 0)
+	for _, zeros := range []int{1, 6, 7, 100, 3 * BlockSize} {
+		file := append(bytes.Clone(w.file), make([]byte, zeros)...)
+		got, r := readAll(file)
+		if got.err != io.EOF {
+			t.Fatalf("%d zeros: err %v", zeros, got.err)
+		}
+		checkPrefix(t, got, w, 3)
+		if off, dropped := r.TornTail(); off != int64(len(w.file)) || dropped != 0 {
+			t.Fatalf("%d zeros: TornTail %d, %d", zeros, off, dropped)
+		}
+	}
+	// A half-written multi-block record followed by zeros is a torn tail.
+	file := append(bytes.Clone(w.file[:w.offsets[1]+BlockSize]), make([]byte, 2*BlockSize)...)
+	got, r := readAll(file)
+	if got.err != io.EOF {
+		t.Fatalf("err %v", got.err)
+	}
+	checkPrefix(t, got, w, 1)
+	if off, dropped := r.TornTail(); off != w.offsets[1] || dropped != BlockSize {
+		t.Fatalf("TornTail %d, %d", off, dropped)
+	}
+	// Zeros in the middle, with a record after them, are corruption.
+	file = append(bytes.Clone(w.file), make([]byte, BlockSize-len(w.file)%BlockSize)...)
+	file = append(file, writeRecords(t, [][]byte{payload(9, 5)}, nil, 0).file...)
+	got, _ = readAll(file)
+	if !errors.Is(got.err, base.ErrCorruption) {
+		t.Fatalf("err %v, want corruption", got.err)
+	}
+}
+
+func TestGarbageTail(t *testing.T) {
+	recs := [][]byte{payload(0, 40)}
+	w := writeRecords(t, recs, nil, 0)
+	file := append(bytes.Clone(w.file), payload(7, 3000)...)
+	got, r := readAll(file)
+	if got.err != io.EOF {
+		t.Fatalf("err %v", got.err)
+	}
+	checkPrefix(t, got, w, 1)
+	if off, dropped := r.TornTail(); off != w.ends[0] || dropped != 3000 {
+		t.Fatalf("TornTail %d, %d", off, dropped)
+	}
+}
+
+// frag builds one fragment by hand.
+func frag(typ byte, p []byte) []byte {
+	b := []byte{0, 0, 0, 0, byte(len(p)), byte(len(p) >> 8), typ}
+	b = append(b, p...)
+	binary.LittleEndian.PutUint32(b, maskCRC(crc32.Checksum(b[6:], castagnoli)))
+	return b
+}
+
+func TestBadSequences(t *testing.T) {
+	good := frag(fullFragment, []byte("good"))
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, tc := range []struct {
+		name    string
+		file    []byte
+		records int   // records before the error
+		corrOff int64 // -1: torn tail expected
+	}{
+		{"orphan middle", cat(good, frag(middleFragment, []byte("m")), good), 1, 11},
+		{"orphan last", cat(good, frag(lastFragment, []byte("l")), good), 1, 11},
+		{"full inside record", cat(good, frag(firstFragment, []byte("f")), good), 1, 11},
+		{"first inside record", cat(frag(firstFragment, []byte("f")), frag(firstFragment, []byte("g")), frag(lastFragment, []byte("h"))), 0, 0},
+		{"unknown type", cat(good, frag(9, []byte("x")), good), 1, 11},
+		{"zero type", cat(good, frag(0, []byte("x")), good), 1, 11},
+		{"orphan at end", cat(good, frag(lastFragment, []byte("l"))), 1, -1},
+		{"unfinished record", cat(good, frag(firstFragment, []byte("f")), frag(middleFragment, []byte("m"))), 1, -1},
+		{"truncated header", cat(good, []byte{1, 2, 3}), 1, -1},
+	} {
+		got, r := readAll(tc.file)
+		if len(got.recs) != tc.records {
+			t.Errorf("%s: %d records, want %d", tc.name, len(got.recs), tc.records)
+		}
+		var ce *base.CorruptionError
+		switch {
+		case tc.corrOff < 0:
+			if got.err != io.EOF {
+				t.Errorf("%s: err %v, want io.EOF", tc.name, got.err)
+			}
+			if _, dropped := r.TornTail(); dropped == 0 {
+				t.Errorf("%s: nothing dropped", tc.name)
+			}
+		case !errors.As(got.err, &ce) || ce.Offset != tc.corrOff || ce.File != testFile:
+			t.Errorf("%s: err %v, want corruption at %d", tc.name, got.err, tc.corrOff)
+		}
+	}
+}
+
+type failingReader struct {
+	r   io.Reader
+	n   int
+	err error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, f.err
+	}
+	p = p[:min(len(p), f.n)]
+	n, err := f.r.Read(p)
+	f.n -= n
+	return n, err
+}
+
+func TestReadErrorIsNotCorruption(t *testing.T) {
+	w := writeRecords(t, [][]byte{payload(0, 10), payload(1, 2*BlockSize)}, nil, 0)
+	boom := errors.New("disk on fire")
+	r := NewReader(&failingReader{r: bytes.NewReader(w.file), n: BlockSize + 3, err: boom}, testFile)
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := r.Next(); !errors.Is(err, boom) || errors.Is(err, base.ErrCorruption) {
+			t.Fatalf("err %v, want %v", err, boom)
+		}
+	}
+}
+
+type failingWriter struct{ fail bool }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.fail {
+		return 0, errors.New("no space")
+	}
+	return len(p), nil
+}
+
+func TestWriterErrorIsSticky(t *testing.T) {
+	fw := &failingWriter{fail: true}
+	w := NewWriter(fw)
+	if _, err := w.WriteRecord([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err == nil {
+		t.Fatal("Flush succeeded")
+	}
+	fw.fail = false
+	if _, err := w.WriteRecord([]byte("b")); err == nil {
+		t.Fatal("WriteRecord after failed Flush succeeded")
+	}
+	if err := w.Flush(); err == nil {
+		t.Fatal("Flush after failed Flush succeeded")
+	}
+}
+
+func TestNoAllocs(t *testing.T) {
+	w := NewWriter(io.Discard)
+	p := payload(0, 100)
+	allocs := testing.AllocsPerRun(1000, func() {
+		for range 10 {
+			if _, err := w.WriteRecord(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("writer: %v allocs per group", allocs)
+	}
+	var recs [][]byte
+	for i := range 2000 {
+		recs = append(recs, payload(i, 100+i%3*BlockSize/2))
+	}
+	file := writeRecords(t, recs, nil, 0).file
+	r := NewReader(bytes.NewReader(file), testFile)
+	if _, err := r.Next(); err != nil { // warm up buffers
+		t.Fatal(err)
+	}
+	allocs = testing.AllocsPerRun(500, func() {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0.1 { // the record assembly buffer may grow once or twice
+		t.Fatalf("reader: %v allocs per record", allocs)
+	}
+}
+
+// FuzzReader feeds arbitrary bytes to the Reader: it must never panic or
+// loop, and everything it reports must lie inside the file. The multi-block
+// seed makes input minimization slow; fuzz with -fuzzminimizetime=1s.
+func FuzzReader(f *testing.F) {
+	w := writeRecords(f, [][]byte{payload(0, 10), payload(1, BlockSize+10), payload(2, 3)}, nil, 0)
+	f.Add(w.file)
+	f.Add(w.file[:len(w.file)-5])
+	f.Add(append(bytes.Clone(w.file[:20]), w.file[40:]...))
+	f.Add(frag(firstFragment, []byte("abc")))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := NewReader(bytes.NewReader(data), testFile)
+		lastOff := int64(-1)
+		// Each call returns a record, skips damage to an intact record, or
+		// ends; so the number of calls is bounded by the file size.
+		for calls := 0; ; calls++ {
+			if calls > 2*len(data)+2 {
+				t.Fatalf("no progress after %d calls", calls)
+			}
+			rec, err := r.Next()
+			if err == io.EOF {
+				off, dropped := r.TornTail()
+				if off < 0 || dropped < 0 || off+dropped > int64(len(data)) {
+					t.Fatalf("TornTail %d, %d of %d bytes", off, dropped, len(data))
+				}
+				return
+			}
+			if err != nil {
+				var ce *base.CorruptionError
+				if !errors.As(err, &ce) || ce.File != testFile || ce.Offset < 0 || ce.Offset > int64(len(data)) {
+					t.Fatalf("unexpected error %v", err)
+				}
+				continue
+			}
+			if r.Offset() <= lastOff || r.EndOffset() > int64(len(data)) || int64(len(rec)) > r.EndOffset()-r.Offset() {
+				t.Fatalf("record at %d..%d after %d", r.Offset(), r.EndOffset(), lastOff)
+			}
+			lastOff = r.Offset()
+		}
+	})
+}
