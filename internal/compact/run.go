@@ -191,6 +191,24 @@ func (r *runner) run() error {
 	var sdValue []byte
 	decided := -1 // stripe of curKey already decided by a newer version
 	var prevTrailer uint64
+	// A SingleDelete that annihilated its Set is pending: it is written
+	// only if an older version of the key remains (in an older stripe of
+	// the input, or possibly below the output level), which it must keep
+	// hiding. Dropping it then would resurrect that version, which can
+	// exist when an earlier compaction dropped a shadowed SingleDelete.
+	pendingSD := false
+	var pendingSDTrailer uint64
+	flushPendingSD := func(keyDone bool) error {
+		if !pendingSD {
+			return nil
+		}
+		pendingSD = false
+		if keyDone && r.o.ElideTombstone != nil && r.o.ElideTombstone(r.curKey) {
+			r.stats.DroppedTombstones++
+			return nil
+		}
+		return r.emit(base.InternalKey{UserKey: r.curKey, Trailer: pendingSDTrailer}, sdValue)
+	}
 	valid := it.First()
 	for valid {
 		key := it.Key()
@@ -198,6 +216,9 @@ func (r *runner) run() error {
 		if c := r.cmp(key.UserKey, r.curKey); c != 0 || r.curKey == nil {
 			if c < 0 && r.curKey != nil {
 				return base.CorruptionErrorf(inputName, 0, "key %s after user key %q: out of order", key, r.curKey)
+			}
+			if err := flushPendingSD(true); err != nil {
+				return err
 			}
 			r.curKey = append(r.curKey[:0], key.UserKey...)
 			if r.curKey == nil {
@@ -221,6 +242,9 @@ func (r *runner) run() error {
 			valid = it.Next()
 			continue
 		}
+		if err := flushPendingSD(false); err != nil {
+			return err
+		}
 		if r.coveredSameStripe(key.UserKey, seq, st) {
 			r.stats.DroppedByRangeDel++
 			decided = st
@@ -239,9 +263,10 @@ func (r *runner) run() error {
 				if r.cmp(next.UserKey, r.curKey) == 0 && next.Kind() == base.KindSet &&
 					next.Trailer < prevTrailer && r.stripe(next.SeqNum()) == st {
 					r.stats.InputEntries++
-					r.stats.DroppedTombstones++
 					r.stats.DroppedShadowed++
 					prevTrailer = next.Trailer
+					pendingSD, pendingSDTrailer = true, sdKey.Trailer
+					decided = st
 					valid = it.Next()
 					continue
 				}
@@ -262,7 +287,10 @@ func (r *runner) run() error {
 		}
 		valid = it.Next()
 	}
-	return it.Error()
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return flushPendingSD(true)
 }
 
 // emit writes a surviving entry, first cutting the current output when this

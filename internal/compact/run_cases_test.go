@@ -117,7 +117,20 @@ func TestRunCases(t *testing.T) {
 		name:  "single delete annihilates its set only within a stripe",
 		o:     RunOptions{TargetFileSize: 100, Snapshots: []base.SeqNum{4}},
 		input: []entry{{ik("a", 9, base.KindSingleDelete), nil}, set("a", 8), {ik("a", 7, base.KindSingleDelete), nil}, set("a", 3), {ik("b", 6, base.KindSingleDelete), nil}, set("b", 2), {ik("c", 6, base.KindSingleDelete), nil}, {ik("c", 5, base.KindDelete), nil}},
-		want:  "0: a#7,SINGLEDEL a#3,SET b#6,SINGLEDEL b#2,SET c#6,SINGLEDEL\n",
+		want:  "0: a#9,SINGLEDEL a#3,SET b#6,SINGLEDEL b#2,SET c#6,SINGLEDEL\n",
+	}, {
+		// A Set below the output level may outlive the SingleDelete that
+		// was meant for it (dropped earlier as shadowed by a newer Set):
+		// when the newer pair annihilates, the SingleDelete must stay.
+		name:  "single delete kept over data that may exist below",
+		o:     RunOptions{TargetFileSize: 100, ElideTombstone: func(k []byte) bool { return string(k) != "a" }},
+		input: []entry{{ik("a", 331, base.KindSingleDelete), nil}, set("a", 187), {ik("b", 331, base.KindSingleDelete), nil}, set("b", 187)},
+		want:  "0: a#331,SINGLEDEL\n",
+	}, {
+		name:  "annihilated pair hides older versions of its stripe",
+		o:     RunOptions{TargetFileSize: 100, ElideTombstone: always},
+		input: []entry{{ik("a", 331, base.KindSingleDelete), nil}, set("a", 187), set("a", 97)},
+		want:  "",
 	}, {
 		name:  "range tombstone drops only what its stripe hides",
 		o:     RunOptions{TargetFileSize: 100, Snapshots: []base.SeqNum{3}},

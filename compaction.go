@@ -1,0 +1,405 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/compact"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/mergeiter"
+	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/sstable"
+)
+
+// maybeScheduleLocked starts a flush when memtables wait and compactions
+// while the picker finds work and the job budget allows. d.mu is held.
+func (d *DB) maybeScheduleLocked() {
+	if d.mu.closing || d.mu.bgErr != nil {
+		return
+	}
+	if !d.mu.compact.flushing && len(d.mu.mem.queue) > 0 {
+		d.mu.compact.flushing = true
+		go d.backgroundFlush()
+	}
+	if d.opts.DisableAutoCompactions || d.mu.compact.manual > 0 {
+		return
+	}
+	for d.mu.compact.running < d.maxCompactions {
+		v := d.versions.Current()
+		c := d.picker.PickAuto(v)
+		if c == nil {
+			v.Unref()
+			return
+		}
+		d.startCompactionLocked(c)
+		go d.backgroundCompaction(c, v)
+	}
+}
+
+func (d *DB) startCompactionLocked(c *compact.Compaction) {
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			f.Compacting = true
+		}
+	}
+	d.mu.compact.running++
+	d.mu.compact.inProgress[c] = struct{}{}
+}
+
+func (d *DB) finishCompactionLocked(c *compact.Compaction) {
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			f.Compacting = false
+		}
+	}
+	d.mu.compact.running--
+	delete(d.mu.compact.inProgress, c)
+	d.mu.compact.cond.Broadcast()
+}
+
+// backgroundFlush flushes immutable memtables, oldest first, until none wait.
+func (d *DB) backgroundFlush() {
+	for {
+		d.mu.Lock()
+		if len(d.mu.mem.queue) == 0 || d.mu.closing || d.mu.bgErr != nil {
+			d.mu.compact.flushing = false
+			d.mu.compact.cond.Broadcast()
+			d.mu.Unlock()
+			return
+		}
+		m := d.mu.mem.queue[0]
+		nextLog := d.mu.mem.mutable.logNum
+		if len(d.mu.mem.queue) > 1 {
+			nextLog = d.mu.mem.queue[1].logNum
+		}
+		snaps := d.mu.snapshots.seqs()
+		lastSeq := d.mu.lastSeq
+		d.mu.Unlock()
+
+		start := time.Now()
+		metas, err := d.writeLevel0Tables(m, snaps)
+		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog}
+		var bytes uint64
+		for _, meta := range metas {
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: meta})
+			bytes += meta.Size
+		}
+		if err == nil {
+			err = d.logAndApply(edit, lastSeq)
+		}
+		d.mu.Lock()
+		if err != nil {
+			d.removeOutputs(metas)
+			d.setBackgroundErrorLocked(fmt.Errorf("shale: flush failed: %w", err))
+			d.mu.compact.flushing = false
+			d.mu.Unlock()
+			return
+		}
+		d.mu.mem.queue = d.mu.mem.queue[1:]
+		d.mu.log.obsolete = append(d.mu.log.obsolete, m.logNum)
+		close(m.flushed)
+		d.publishReadStateLocked()
+		d.stats.flushes.Add(1)
+		d.stats.flushBytes.Add(bytes)
+		d.logger.Info("flushed memtable", "wal", m.logNum, "tables", len(metas), "bytes", bytes, "duration", time.Since(start))
+		d.mu.compact.cond.Broadcast()
+		d.maybeScheduleLocked()
+		d.mu.Unlock()
+		d.signalObsolete()
+	}
+}
+
+// logAndApply records edit in the MANIFEST with the last seqnum, which
+// never goes backwards (recovery numbers new writes after it).
+func (d *DB) logAndApply(edit *manifest.VersionEdit, lastSeq base.SeqNum) error {
+	d.mu.Lock()
+	if lastSeq > d.versions.LastSeq() {
+		d.versions.SetLastSeq(lastSeq)
+	}
+	d.mu.Unlock()
+	return d.versions.LogAndApply(edit)
+}
+
+func (d *DB) removeOutputs(metas []*manifest.FileMetadata) {
+	for _, m := range metas {
+		_ = d.fs.Remove(d.tablePath(m.FileNum))
+	}
+}
+
+func (d *DB) tablePath(num base.FileNum) string {
+	return d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeTable, num))
+}
+
+// writeLevel0Tables writes a memtable to L0 tables (one, normally).
+func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum) ([]*manifest.FileMetadata, error) {
+	it := m.NewIter()
+	defer it.Close()
+	metas, _, err := d.runToTables(compact.RunOptions{
+		Cmp:            d.cmp,
+		Input:          it,
+		RangeDels:      m.RangeTombstones().Spans(),
+		Snapshots:      snapshots,
+		TargetFileSize: math.MaxUint64,
+	}, uint64(time.Now().Unix()))
+	return metas, err
+}
+
+// tableOutput adapts an sstable.Writer to compact.OutputWriter.
+type tableOutput struct {
+	fileNum base.FileNum
+	w       *sstable.Writer
+	meta    *sstable.WriterMetadata
+	closed  bool
+}
+
+func (o *tableOutput) Add(k base.InternalKey, v []byte) error { return o.w.Add(k, v) }
+func (o *tableOutput) AddRangeTombstone(start, end []byte, seq base.SeqNum) error {
+	return o.w.AddRangeTombstone(start, end, seq)
+}
+func (o *tableOutput) EstimatedSize() uint64 { return o.w.EstimatedSize() }
+func (o *tableOutput) Close() error {
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	m, err := o.w.Close()
+	o.meta = m
+	return err
+}
+
+func (d *DB) writerOptions() sstable.WriterOptions {
+	bits := d.opts.BloomBitsPerKey
+	if bits < 0 {
+		bits = sstable.NoFilter
+	}
+	return sstable.WriterOptions{
+		BlockSize:            d.opts.BlockSize,
+		BlockRestartInterval: d.opts.BlockRestartInterval,
+		BloomBitsPerKey:      bits,
+		Compression:          d.opts.Compression,
+		Comparer:             d.cmp,
+	}
+}
+
+// runToTables runs a flush or compaction into new tables and returns their
+// metadata; on error it removes every table it created. tombstoneTime is the
+// write time recorded for outputs holding tombstones.
+func (d *DB) runToTables(ro compact.RunOptions, tombstoneTime uint64) ([]*manifest.FileMetadata, compact.Stats, error) {
+	var outs []*tableOutput
+	ro.NewOutput = func() (compact.OutputWriter, error) {
+		num := d.versions.NewFileNum()
+		name := d.tablePath(num)
+		f, err := d.fs.Create(name)
+		if err != nil {
+			return nil, err
+		}
+		o := &tableOutput{fileNum: num, w: sstable.NewWriter(f, name, d.writerOptions())}
+		outs = append(outs, o)
+		return o, nil
+	}
+	stats, err := compact.Run(ro)
+	if err == nil && len(outs) > 0 {
+		err = d.syncDir()
+	}
+	if err != nil {
+		for _, o := range outs {
+			if !o.closed {
+				o.w.Abort()
+			}
+			_ = d.fs.Remove(d.tablePath(o.fileNum))
+		}
+		return nil, stats, err
+	}
+	metas := make([]*manifest.FileMetadata, 0, len(outs))
+	for _, o := range outs {
+		m := o.meta
+		fm := &manifest.FileMetadata{
+			FileNum:           o.fileNum,
+			Size:              m.Size,
+			Smallest:          m.Smallest.Clone(),
+			Largest:           m.Largest.Clone(),
+			SmallestSeq:       m.SmallestSeq,
+			LargestSeq:        m.LargestSeq,
+			NumEntries:        m.Props.NumEntries,
+			NumDeletions:      m.Props.NumDeletions,
+			NumRangeDeletions: m.Props.NumRangeDeletions,
+		}
+		if fm.NumDeletions > 0 {
+			fm.OldestTombstoneTime = tombstoneTime
+		}
+		metas = append(metas, fm)
+	}
+	return metas, stats, nil
+}
+
+// backgroundCompaction runs one picked compaction and schedules more.
+func (d *DB) backgroundCompaction(c *compact.Compaction, v *manifest.Version) {
+	err := d.runCompaction(c, v)
+	v.Unref()
+	d.mu.Lock()
+	d.finishCompactionLocked(c)
+	if err != nil && !d.mu.closing {
+		d.setBackgroundErrorLocked(fmt.Errorf("shale: compaction L%d->L%d failed: %w", c.Level, c.OutputLevel, err))
+	}
+	d.maybeScheduleLocked()
+	d.mu.Unlock()
+	d.signalObsolete()
+}
+
+// runCompaction merges the inputs of c into new tables of c.OutputLevel (or
+// moves the single input file there) and installs the result.
+func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
+	start := time.Now()
+	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
+	levels := [2]int{c.Level, c.OutputLevel}
+	var inputBytes uint64
+	var oldestTombstone uint64
+	var inputs []*manifest.FileMetadata
+	for i, files := range c.Inputs {
+		for _, f := range files {
+			edit.DeletedFiles[manifest.DeletedFileEntry{Level: levels[i], FileNum: f.FileNum}] = true
+			inputBytes += f.Size
+			inputs = append(inputs, f)
+			if t := f.OldestTombstoneTime; t != 0 && (oldestTombstone == 0 || t < oldestTombstone) {
+				oldestTombstone = t
+			}
+		}
+	}
+	if c.IsTrivialMove() {
+		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
+		if err := d.applyVersionEdit(edit); err != nil {
+			return err
+		}
+		d.stats.trivialMoves.Add(1)
+		d.logger.Info("trivial move", "file", c.Inputs[0][0].FileNum, "from", c.Level, "to", c.OutputLevel)
+		return nil
+	}
+
+	iters := make([]base.InternalIterator, 0, len(inputs))
+	var tombstones []rangedel.Tombstone
+	closeIters := func() {
+		for _, it := range iters {
+			it.Close()
+		}
+	}
+	for _, f := range inputs {
+		t, err := d.tableCache.get(f.FileNum)
+		if err != nil {
+			closeIters()
+			return err
+		}
+		iters = append(iters, t.reader.NewIter(sstable.IterOptions{}))
+		for _, s := range t.reader.RangeTombstones() {
+			for _, seq := range s.Seqs {
+				tombstones = append(tombstones, rangedel.Tombstone{Start: s.Start, End: s.End, Seq: seq})
+			}
+		}
+	}
+	merged := mergeiter.New(d.cmp.Compare, iters...)
+	d.mu.Lock()
+	snaps := d.mu.snapshots.seqs()
+	d.mu.Unlock()
+	below := func(start, end []byte) bool {
+		for level := c.OutputLevel + 1; level < len(v.Levels); level++ {
+			if len(v.Overlaps(d.cmp.Compare, level, start, end)) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	metas, stats, err := d.runToTables(compact.RunOptions{
+		Cmp:                 d.cmp,
+		Input:               merged,
+		RangeDels:           rangedel.Fragment(d.cmp.Compare, tombstones),
+		Snapshots:           snaps,
+		ElideTombstone:      func(k []byte) bool { return !below(k, k) },
+		ElideRangeTombstone: func(s, e []byte) bool { return !below(s, e) },
+		TargetFileSize:      c.MaxOutputFileSize,
+		Grandparents:        c.Grandparents,
+	}, oldestTombstone)
+	err = errors.Join(err, merged.Close())
+	if err != nil {
+		d.removeOutputs(metas)
+		return err
+	}
+	var outBytes uint64
+	for _, m := range metas {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
+		outBytes += m.Size
+	}
+	if err := d.applyVersionEdit(edit); err != nil {
+		d.removeOutputs(metas)
+		return err
+	}
+	d.stats.compactions.Add(1)
+	d.stats.compactBytesRead.Add(inputBytes)
+	d.stats.compactBytesWritten.Add(outBytes)
+	d.logger.Info("compacted", "reason", c.Reason, "from", c.Level, "to", c.OutputLevel,
+		"inputs", len(inputs), "outputs", len(metas), "bytes_in", inputBytes, "bytes_out", outBytes,
+		"entries_in", stats.InputEntries, "entries_out", stats.OutputEntries,
+		"dropped_tombstones", stats.DroppedTombstones, "duration", time.Since(start))
+	return nil
+}
+
+// applyVersionEdit logs the edit and publishes the new version to readers.
+func (d *DB) applyVersionEdit(edit *manifest.VersionEdit) error {
+	if err := d.versions.LogAndApply(edit); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.publishReadStateLocked()
+	d.mu.Unlock()
+	return nil
+}
+
+// CompactRange compacts every key in [start, end] (nil = unbounded) down the
+// levels: memtables are flushed first, then each level with overlapping
+// files is compacted into the next.
+func (d *DB) CompactRange(start, end []byte) error {
+	if err := d.Flush(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mu.compact.manual++
+	defer func() {
+		d.mu.compact.manual--
+		d.maybeScheduleLocked()
+	}()
+	for d.mu.compact.running > 0 && !d.mu.closing {
+		d.mu.compact.cond.Wait()
+	}
+	co := d.compactOptions()
+	for level := 0; level < d.opts.NumLevels-1; level++ {
+		if d.mu.closing {
+			return ErrClosed
+		}
+		if d.mu.bgErr != nil {
+			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
+		}
+		v := d.versions.Current()
+		c := compact.PickManual(v, &co, level, start, end)
+		if c == nil {
+			v.Unref()
+			continue
+		}
+		d.startCompactionLocked(c)
+		d.mu.Unlock()
+		err := d.runCompaction(c, v)
+		v.Unref()
+		d.mu.Lock()
+		d.finishCompactionLocked(c)
+		if err != nil {
+			d.setBackgroundErrorLocked(fmt.Errorf("shale: manual compaction failed: %w", err))
+			return err
+		}
+		if c.OutputLevel > level {
+			level = c.OutputLevel - 1
+		}
+	}
+	d.signalObsolete()
+	return nil
+}

@@ -1,0 +1,534 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shaledb/shale/cache"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/compact"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/wal"
+	"github.com/shaledb/shale/vfs"
+)
+
+// DB is an open database. All methods are safe for concurrent use.
+type DB struct {
+	// Immutable after Open.
+	dirname    string
+	opts       *Options
+	fs         vfs.FS
+	cmp        *base.Comparer
+	logger     *slog.Logger
+	infoLog    vfs.File // the LOG file when the DB owns the logger
+	fileLock   io.Closer
+	blockCache *cache.Cache
+	tableCache *tableCache
+	versions   *manifest.VersionSet
+	picker     *compact.Picker
+	// maxCompactions bounds concurrent compactions; one flush may run besides.
+	maxCompactions int
+
+	// Atomics.
+	// visibleSeq is the last seqnum readers may see: every entry at or below
+	// it is fully in a memtable. Written by the commit leader only.
+	visibleSeq atomic.Uint64
+	closed     atomic.Bool
+	stats      dbStats
+
+	// readState is what a reader pins: memtables and a version.
+	readState struct {
+		sync.RWMutex
+		val *readState
+	}
+
+	// obsoleteCh wakes the goroutine that deletes obsolete files.
+	obsoleteCh chan struct{}
+	bgDone     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		// writers is the commit queue; writers[0] is the leader.
+		writers []*writer
+		// lastSeq is the last seqnum assigned (>= visibleSeq).
+		lastSeq base.SeqNum
+		mem     struct {
+			mutable *memTable
+			// queue holds immutable memtables, oldest first.
+			queue []*memTable
+		}
+		log struct {
+			w   *wal.Writer
+			num base.FileNum
+			// obsolete lists WAL files whose memtables are flushed.
+			obsolete []base.FileNum
+			// unflushedNoWAL is set when a write skipped the WAL, so Close
+			// must flush the memtable to keep it.
+			unflushedNoWAL bool
+		}
+		compact struct {
+			// cond is broadcast whenever background work finishes or state
+			// that stalled writers wait on changes.
+			cond       sync.Cond
+			flushing   bool
+			running    int // compactions running
+			manual     int // manual compactions waiting or running
+			inProgress map[*compact.Compaction]struct{}
+		}
+		snapshots snapshotList
+		// bgErr, once set, makes the DB read-only until Resume.
+		bgErr   error
+		closing bool
+	}
+}
+
+// memTable is a memtable with the WAL that holds its entries.
+type memTable struct {
+	*memtable.Memtable
+	logNum   base.FileNum
+	capacity int
+	// flushed is closed once the memtable is in an L0 table.
+	flushed chan struct{}
+}
+
+func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
+	capacity := d.opts.WriteBufferSize + d.opts.WriteBufferSize/8 + 1<<20
+	capacity = max(capacity, minCapacity)
+	return &memTable{
+		Memtable: memtable.New(d.cmp, capacity),
+		logNum:   logNum,
+		capacity: capacity,
+		flushed:  make(chan struct{}),
+	}
+}
+
+// readState pins the memtables and the version a reader consults. It is
+// replaced, never modified, when either changes.
+type readState struct {
+	db      *DB
+	refs    atomic.Int32
+	mem     *memTable
+	imms    []*memTable // oldest first
+	version *manifest.Version
+
+	rangeDelsOnce sync.Once
+	// tableRangeDels holds the range tombstones of every table of version.
+	tableRangeDels *rangedel.List
+	rangeDelsErr   error
+}
+
+func (rs *readState) unref() {
+	if rs.refs.Add(-1) == 0 {
+		rs.version.Unref()
+		rs.db.signalObsolete()
+	}
+}
+
+// loadReadState returns the current read state with a reference.
+func (d *DB) loadReadState() *readState {
+	d.readState.RLock()
+	rs := d.readState.val
+	rs.refs.Add(1)
+	d.readState.RUnlock()
+	return rs
+}
+
+// publishReadStateLocked installs a read state for the current memtables and
+// version. d.mu must be held.
+func (d *DB) publishReadStateLocked() {
+	rs := &readState{
+		db:      d,
+		mem:     d.mu.mem.mutable,
+		imms:    append([]*memTable(nil), d.mu.mem.queue...),
+		version: d.versions.Current(),
+	}
+	rs.refs.Store(1)
+	d.readState.Lock()
+	old := d.readState.val
+	d.readState.val = rs
+	d.readState.Unlock()
+	if old != nil {
+		old.unref()
+	}
+}
+
+func (d *DB) signalObsolete() {
+	select {
+	case d.obsoleteCh <- struct{}{}:
+	default:
+	}
+}
+
+// Put sets key to value.
+func (d *DB) Put(key, value []byte, wo *WriteOptions) error {
+	b := newBatch()
+	b.Put(key, value)
+	return d.Write(b, wo)
+}
+
+// Delete removes key.
+func (d *DB) Delete(key []byte, wo *WriteOptions) error {
+	b := newBatch()
+	b.Delete(key)
+	return d.Write(b, wo)
+}
+
+// SingleDelete removes a key that was Put once since its last deletion.
+func (d *DB) SingleDelete(key []byte, wo *WriteOptions) error {
+	b := newBatch()
+	b.SingleDelete(key)
+	return d.Write(b, wo)
+}
+
+// DeleteRange removes every key in [start, end).
+func (d *DB) DeleteRange(start, end []byte, wo *WriteOptions) error {
+	if d.cmp.Compare(start, end) >= 0 {
+		if d.cmp.Compare(start, end) == 0 {
+			return nil
+		}
+		return base.InvalidArgumentf("shale: DeleteRange start %q must be before end %q", start, end)
+	}
+	b := newBatch()
+	b.DeleteRange(start, end)
+	return d.Write(b, wo)
+}
+
+// writer is one caller waiting in the commit queue.
+type writer struct {
+	batch      *Batch // nil for a flush request
+	sync       bool
+	disableWAL bool
+	done       bool
+	err        error
+	cond       sync.Cond
+	// rotated is set for a flush request: the memtable it made immutable
+	// (nil when there was nothing to flush).
+	rotated *memTable
+}
+
+// maxGroupBytes bounds the batches one leader commits together.
+const maxGroupBytes = 1 << 20
+
+// Write applies the batch atomically: all of it or none of it is visible and
+// durable. Concurrent writers are committed in groups: one WAL write and at
+// most one fsync per group.
+func (d *DB) Write(b *Batch, wo *WriteOptions) error {
+	if b == nil || b.Empty() {
+		return d.checkOpen()
+	}
+	if wo == nil {
+		wo = &WriteOptions{}
+	}
+	_, err := d.commit(&writer{batch: b, sync: wo.Sync, disableWAL: wo.DisableWAL})
+	return err
+}
+
+func (d *DB) checkOpen() error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (d *DB) commit(w *writer) (*writer, error) {
+	if err := d.checkOpen(); err != nil {
+		return w, err
+	}
+	w.cond.L = &d.mu
+	d.mu.Lock()
+	d.mu.writers = append(d.mu.writers, w)
+	for !w.done && d.mu.writers[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		d.mu.Unlock()
+		return w, w.err
+	}
+	// w leads: take the group.
+	group := d.mu.writers[:1]
+	need := 0
+	if w.batch != nil {
+		need = w.batch.memBytes
+		size := w.batch.Size()
+		for _, o := range d.mu.writers[1:] {
+			if o.batch == nil || size+o.batch.Size() > maxGroupBytes {
+				break
+			}
+			size += o.batch.Size()
+			need += o.batch.memBytes
+			group = d.mu.writers[:len(group)+1]
+		}
+	}
+	group = append([]*writer(nil), group...)
+	err := d.makeRoomLocked(w.batch == nil, need, w)
+	if err == nil && w.batch != nil {
+		err = d.commitGroupLocked(group)
+	}
+	// Pop the group and hand leadership on.
+	d.mu.writers = d.mu.writers[len(group):]
+	for _, o := range group {
+		o.err = err
+		o.done = true
+		if o != w {
+			o.cond.Signal()
+		}
+	}
+	if len(d.mu.writers) > 0 {
+		d.mu.writers[0].cond.Signal()
+	}
+	d.mu.Unlock()
+	return w, err
+}
+
+// commitGroupLocked assigns seqnums, writes the WAL and applies the group
+// to the memtable. d.mu is held on entry and exit but released for the IO;
+// leadership keeps other writers out meanwhile.
+func (d *DB) commitGroupLocked(group []*writer) error {
+	seq := d.mu.lastSeq + 1
+	first := seq
+	syncWAL, anyWAL := false, false
+	for _, o := range group {
+		o.batch.setSeqNum(seq)
+		seq += base.SeqNum(o.batch.count)
+		if !o.disableWAL {
+			anyWAL = true
+			syncWAL = syncWAL || o.sync
+		} else {
+			d.mu.log.unflushedNoWAL = true
+		}
+	}
+	last := seq - 1
+	d.mu.lastSeq = last
+	mem := d.mu.mem.mutable
+	logw := d.mu.log.w
+	d.mu.Unlock()
+
+	var err error
+	if anyWAL {
+		for _, o := range group {
+			if !o.disableWAL {
+				if err = logw.AddRecord(o.batch.data); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil {
+			err = logw.Flush(syncWAL)
+		}
+		if err == nil {
+			d.stats.walBytes.Add(uint64(logw.Size()))
+		}
+	}
+	if err == nil {
+		for _, o := range group {
+			if err = applyBatch(mem.Memtable, o.batch.data); err != nil {
+				break
+			}
+		}
+	}
+	d.mu.Lock()
+	if err != nil {
+		// The WAL or memtable may now hold part of the group: stop writes.
+		d.setBackgroundErrorLocked(fmt.Errorf("shale: commit of seqnums %d..%d failed: %w", first, last, err))
+		return d.mu.bgErr
+	}
+	d.visibleSeq.Store(uint64(last))
+	n := uint64(0)
+	for _, o := range group {
+		n += uint64(len(o.batch.data))
+	}
+	d.stats.userBytesWritten.Add(n)
+	if syncWAL {
+		d.stats.walSyncs.Add(1)
+	}
+	return nil
+}
+
+// applyBatch inserts an encoded batch into a memtable.
+func applyBatch(m *memtable.Memtable, data []byte) error {
+	r, ok := newBatchReader(data)
+	if !ok {
+		return base.CorruptionErrorf("batch", 0, "batch shorter than its header")
+	}
+	seq := r.seq
+	for {
+		kind, key, value, ok, malformed := r.next()
+		if malformed {
+			return base.CorruptionErrorf("batch", 0, "malformed batch at seqnum %d", seq)
+		}
+		if !ok {
+			return nil
+		}
+		if kind == base.KindLogData {
+			continue
+		}
+		if err := m.Add(seq, kind, key, value); err != nil {
+			return err
+		}
+		seq++
+	}
+}
+
+// makeRoomLocked makes sure the mutable memtable can take need more bytes,
+// rotating it (and the WAL) when full or when force is set, and stalling
+// writes while too many memtables or L0 files wait. d.mu is held.
+func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
+	slowed := false
+	for {
+		if d.mu.closing {
+			return ErrClosed
+		}
+		if d.mu.bgErr != nil {
+			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
+		}
+		mem := d.mu.mem.mutable
+		l0 := len(d.readState.val.version.Levels[0])
+		if !force && !slowed && l0 >= d.opts.Level0SlowdownWritesTrigger {
+			// Slow down by 1 ms per group, as RocksDB's delayed write.
+			d.mu.Unlock()
+			start := time.Now()
+			time.Sleep(time.Millisecond)
+			d.stats.recordStall(time.Since(start), false)
+			d.mu.Lock()
+			slowed = true
+			continue
+		}
+		used := mem.ApproximateMemoryUsage()
+		if !force && used < d.opts.WriteBufferSize && used+need <= mem.capacity {
+			return nil
+		}
+		if force && mem.Empty() {
+			return nil
+		}
+		if len(d.mu.mem.queue) >= d.opts.MaxWriteBufferNumber-1 || l0 >= d.opts.Level0StopWritesTrigger {
+			d.logger.Info("write stall", "immutable_memtables", len(d.mu.mem.queue), "l0_files", l0)
+			start := time.Now()
+			d.mu.compact.cond.Wait()
+			d.stats.recordStall(time.Since(start), true)
+			continue
+		}
+		if err := d.rotateMemtableLocked(need); err != nil {
+			return err
+		}
+		if force {
+			w.rotated = d.mu.mem.queue[len(d.mu.mem.queue)-1]
+			return nil
+		}
+	}
+}
+
+// rotateMemtableLocked makes the mutable memtable immutable, starts a new WAL
+// and a new memtable, and schedules a flush. Only the commit leader calls it.
+func (d *DB) rotateMemtableLocked(need int) error {
+	newLogNum := d.versions.NewFileNum()
+	oldLog := d.mu.log.w
+	d.mu.Unlock()
+	newLog, err := d.createWAL(newLogNum)
+	if err == nil {
+		err = oldLog.Close()
+	}
+	d.mu.Lock()
+	if err != nil {
+		if newLog != nil {
+			newLog.Close()
+		}
+		d.setBackgroundErrorLocked(fmt.Errorf("shale: switching to WAL %s: %w", newLogNum, err))
+		return d.mu.bgErr
+	}
+	d.mu.log.w = newLog
+	d.mu.log.num = newLogNum
+	d.mu.mem.queue = append(d.mu.mem.queue, d.mu.mem.mutable)
+	d.mu.mem.mutable = d.newMemTable(newLogNum, 2*need)
+	d.publishReadStateLocked()
+	d.maybeScheduleLocked()
+	return nil
+}
+
+func (d *DB) createWAL(num base.FileNum) (*wal.Writer, error) {
+	name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeLog, num))
+	f, err := d.fs.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.syncDir(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return wal.NewWriter(f, name), nil
+}
+
+func (d *DB) syncDir() error {
+	dir, err := d.fs.OpenDir(d.dirname)
+	if err != nil {
+		return err
+	}
+	err = dir.Sync()
+	return errors.Join(err, dir.Close())
+}
+
+// setBackgroundErrorLocked puts the DB in the read-only error state.
+func (d *DB) setBackgroundErrorLocked(err error) {
+	if d.mu.bgErr == nil {
+		d.mu.bgErr = err
+		d.logger.Error("background error; writes stop until Resume", "err", err)
+	}
+	d.mu.compact.cond.Broadcast()
+}
+
+// Resume clears a background error after its cause was fixed (for example
+// disk space was freed), and lets writes proceed again.
+func (d *DB) Resume() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mu.closing {
+		return ErrClosed
+	}
+	if d.mu.bgErr == nil {
+		return nil
+	}
+	d.logger.Info("resuming after background error", "err", d.mu.bgErr)
+	d.mu.bgErr = nil
+	d.maybeScheduleLocked()
+	return nil
+}
+
+// Flush flushes the mutable memtable to an L0 table and waits until every
+// memtable written before the call is in a table.
+func (d *DB) Flush() error {
+	w, err := d.commit(&writer{})
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var target *memTable
+	if w.rotated != nil {
+		target = w.rotated
+	} else if n := len(d.mu.mem.queue); n > 0 {
+		target = d.mu.mem.queue[n-1]
+	}
+	if target == nil {
+		return nil
+	}
+	for {
+		select {
+		case <-target.flushed:
+			return nil
+		default:
+		}
+		if d.mu.bgErr != nil {
+			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
+		}
+		if d.mu.closing {
+			return ErrClosed
+		}
+		d.mu.compact.cond.Wait()
+	}
+}

@@ -1,0 +1,232 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/vfs"
+)
+
+func openMem(t *testing.T) (*DB, *vfs.MemFS) {
+	t.Helper()
+	fs := vfs.NewMem()
+	db, err := Open("/db", testOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, fs
+}
+
+func TestBasicOps(t *testing.T) {
+	db, _ := openMem(t)
+	defer db.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(db.Put([]byte("a"), []byte("1"), nil))
+	must(db.Put([]byte("b"), []byte("2"), nil))
+	must(db.Put([]byte("c"), []byte("3"), nil))
+	v, err := db.Get([]byte("b"), nil)
+	if err != nil || string(v) != "2" {
+		t.Fatalf("Get(b) = %q, %v", v, err)
+	}
+	v[0] = 'X' // Get returns a copy
+	if v, _ := db.Get([]byte("b"), nil); string(v) != "2" {
+		t.Fatalf("Get returned memory the DB still uses: %q", v)
+	}
+	must(db.Delete([]byte("b"), nil))
+	if _, err := db.Get([]byte("b"), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(deleted) = %v", err)
+	}
+	must(db.DeleteRange([]byte("a"), []byte("c"), nil))
+	if _, err := db.Get([]byte("a"), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(range-deleted) = %v", err)
+	}
+	if v, err := db.Get([]byte("c"), nil); err != nil || string(v) != "3" {
+		t.Fatalf("DeleteRange end must be exclusive: %q, %v", v, err)
+	}
+	if err := db.DeleteRange([]byte("z"), []byte("a"), nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("DeleteRange with start > end = %v", err)
+	}
+}
+
+func TestBatchAtomicAndSnapshot(t *testing.T) {
+	db, _ := openMem(t)
+	defer db.Close()
+	db.Put([]byte("k1"), []byte("old"), nil)
+	snap := db.NewSnapshot()
+	defer snap.Release()
+	b := db.NewBatch()
+	b.Put([]byte("k1"), []byte("new"))
+	b.Put([]byte("k2"), []byte("v2"))
+	b.Delete([]byte("k3"))
+	if b.Len() != 3 {
+		t.Fatalf("Len = %d", b.Len())
+	}
+	if err := db.Write(b, &WriteOptions{Sync: true}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := db.Get([]byte("k1"), nil); string(v) != "new" {
+		t.Fatalf("k1 = %q", v)
+	}
+	if v, _ := db.Get([]byte("k1"), &ReadOptions{Snapshot: snap}); string(v) != "old" {
+		t.Fatalf("k1 at snapshot = %q", v)
+	}
+	if _, err := db.Get([]byte("k2"), &ReadOptions{Snapshot: snap}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("k2 at snapshot = %v", err)
+	}
+	// The snapshot survives flush and compaction.
+	if err := db.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := db.Get([]byte("k1"), &ReadOptions{Snapshot: snap}); string(v) != "old" {
+		t.Fatalf("k1 at snapshot after compaction = %q", v)
+	}
+	b.Reset()
+	if b.Len() != 0 {
+		t.Fatal("Reset did not empty the batch")
+	}
+}
+
+func TestConcurrentWriters(t *testing.T) {
+	db, _ := openMem(t)
+	defer db.Close()
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				k := fmt.Sprintf("w%d-%04d", w, i)
+				if err := db.Put([]byte(k), []byte(k), &WriteOptions{Sync: i%10 == 0}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	for w := 0; w < 8; w++ {
+		for i := 0; i < 300; i++ {
+			k := fmt.Sprintf("w%d-%04d", w, i)
+			if v, err := db.Get([]byte(k), nil); err != nil || string(v) != k {
+				t.Fatalf("Get(%s) = %q, %v", k, v, err)
+			}
+		}
+	}
+	if m := db.Metrics(); m.WAL.Syncs == 0 || m.WAL.Syncs > 8*30 {
+		t.Fatalf("group commit: %d syncs for 240 sync writes", m.WAL.Syncs)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	fs := vfs.NewMem()
+	if _, err := Open("/nope", &Options{FS: fs}); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "CreateIfMissing") {
+		t.Fatalf("missing DB without CreateIfMissing: %v", err)
+	}
+	db, err := Open("/db", testOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("/db", testOptions(fs)); err == nil || !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("second Open of a held DB: %v", err)
+	}
+	db.Close()
+	o := testOptions(fs)
+	o.ErrorIfExists = true
+	if _, err := Open("/db", o); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("ErrorIfExists: %v", err)
+	}
+	if err := db.Put([]byte("a"), nil, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Put after Close = %v", err)
+	}
+	if _, err := db.Get([]byte("a"), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after Close = %v", err)
+	}
+	for _, tc := range []struct {
+		field string
+		set   func(*Options)
+	}{
+		{"BlockSize", func(o *Options) { o.BlockSize = 3000 }},
+		{"NumLevels", func(o *Options) { o.NumLevels = 99 }},
+		{"Level0StopWritesTrigger", func(o *Options) { o.Level0StopWritesTrigger = 1 }},
+		{"MaxWriteBufferNumber", func(o *Options) { o.MaxWriteBufferNumber = 1 }},
+		{"MaxBytesForLevelMultiplier", func(o *Options) { o.MaxBytesForLevelMultiplier = 1 }},
+	} {
+		o := testOptions(fs)
+		tc.set(o)
+		_, err := Open("/db2", o)
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "Options."+tc.field) {
+			t.Errorf("%s: error must name the option: %v", tc.field, err)
+		}
+	}
+}
+
+func TestDisableWALSurvivesClose(t *testing.T) {
+	db, fs := openMem(t)
+	for i := 0; i < 100; i++ {
+		db.Put([]byte(fmt.Sprint(i)), []byte("v"), &WriteOptions{DisableWAL: true})
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open("/db", testOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.Get([]byte("42"), nil); err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+}
+
+func TestOptionsFileRoundTrip(t *testing.T) {
+	db, fs := openMem(t)
+	db.Close()
+	name := findFile(t, fs, "/db", base.FileTypeOptions)
+	o, err := ParseOptionsFile(readFile(t, fs, "/db/"+name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testOptions(nil).EnsureDefaults()
+	if o.WriteBufferSize != want.WriteBufferSize || o.NumLevels != want.NumLevels ||
+		o.Compression != want.Compression || o.Level0FileNumCompactionTrigger != want.Level0FileNumCompactionTrigger ||
+		o.MaxBytesForLevelMultiplier != want.MaxBytesForLevelMultiplier || o.BlockSize != want.BlockSize {
+		t.Fatalf("parsed options differ: %+v", o)
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	db, fs := openMem(t)
+	for i := 0; i < 3000; i++ {
+		db.Put([]byte(fmt.Sprintf("%06d", i)), []byte(strings.Repeat("v", 100)), nil)
+	}
+	db.Delete([]byte("000007"), nil)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open("/db", testOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n := 0
+	it := db.NewIterator(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	it.Close()
+	if n != 2999 {
+		t.Fatalf("after reopen: %d keys, want 2999", n)
+	}
+	if m := db.Metrics(); m.Levels[0].NumFiles+m.Levels[len(m.Levels)-1].NumFiles == 0 {
+		t.Fatalf("no tables after 300 KB of writes:\n%s", m)
+	}
+}

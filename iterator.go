@@ -1,0 +1,179 @@
+package shale
+
+import (
+	"errors"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/dbiter"
+	"github.com/shaledb/shale/internal/mergeiter"
+	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/sstable"
+)
+
+// Iterator walks the keys of a DB in order, at the snapshot it was created
+// with. It is not safe for concurrent use; Close it to release what it pins.
+type Iterator struct {
+	it     *dbiter.Iter
+	rs     *readState
+	err    error
+	closed bool
+}
+
+// NewIterator returns an iterator over the DB (or over ro.Snapshot), within
+// ro.LowerBound and ro.UpperBound. It is unpositioned: call First, Seek....
+func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
+	if err := d.checkOpen(); err != nil {
+		return &Iterator{err: err}
+	}
+	var lower, upper []byte
+	if ro != nil {
+		lower, upper = ro.LowerBound, ro.UpperBound
+	}
+	rs := d.loadReadState()
+	i := &Iterator{rs: rs}
+	fill := ro.fillCache()
+	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill}
+
+	var children []base.InternalIterator
+	lists := make([]*rangedel.List, 0, 4)
+	addMem := func(m *memTable) {
+		children = append(children, m.NewIter())
+		if rd := m.RangeTombstones(); !rd.Empty() {
+			lists = append(lists, rd)
+		}
+	}
+	addMem(rs.mem)
+	for j := len(rs.imms) - 1; j >= 0; j-- {
+		addMem(rs.imms[j])
+	}
+	fail := func(err error) *Iterator {
+		for _, c := range children {
+			c.Close()
+		}
+		rs.unref()
+		return &Iterator{err: err}
+	}
+	v := rs.version
+	for _, f := range v.Levels[0] {
+		if !overlapsBounds(d.cmp.Compare, f.Smallest.UserKey, f.Largest.UserKey, lower, upper) {
+			continue
+		}
+		t, err := d.tableCache.get(f.FileNum)
+		if err != nil {
+			return fail(err)
+		}
+		children = append(children, t.reader.NewIter(tableIterOpts))
+	}
+	for level := 1; level < len(v.Levels); level++ {
+		files := v.Levels[level]
+		if len(files) == 0 {
+			continue
+		}
+		bounds := make([]mergeiter.FileBounds, len(files))
+		for j, f := range files {
+			bounds[j] = mergeiter.FileBounds{Smallest: f.Smallest, Largest: f.Largest}
+		}
+		children = append(children, mergeiter.NewLevelIter(d.cmp.Compare, bounds, func(j int) (base.InternalIterator, error) {
+			t, err := d.tableCache.get(files[j].FileNum)
+			if err != nil {
+				return nil, err
+			}
+			return t.reader.NewIter(tableIterOpts), nil
+		}, lower, upper))
+	}
+	tableDels, err := rs.rangeDels(d)
+	if err != nil {
+		return fail(err)
+	}
+	if tableDels != nil {
+		lists = append(lists, tableDels)
+	}
+	opts := dbiter.Options{Cmp: d.cmp, Snapshot: d.readSeq(ro), Lower: lower, Upper: upper}
+	switch len(lists) {
+	case 0:
+	case 1:
+		opts.RangeDels = lists[0]
+	default:
+		opts.RangeDels = rangedel.Merge(d.cmp.Compare, lists...)
+	}
+	i.it = dbiter.New(mergeiter.New(d.cmp.Compare, children...), opts)
+	return i
+}
+
+// overlapsBounds reports whether [smallest, largest] meets [lower, upper).
+func overlapsBounds(cmp base.Compare, smallest, largest, lower, upper []byte) bool {
+	if lower != nil && cmp(largest, lower) < 0 {
+		return false
+	}
+	if upper != nil && cmp(smallest, upper) >= 0 {
+		return false
+	}
+	return true
+}
+
+func (i *Iterator) usable() bool { return i.it != nil && !i.closed }
+
+// First moves to the first key; it reports whether the iterator is valid.
+func (i *Iterator) First() bool { return i.usable() && i.it.First() }
+
+// Last moves to the last key.
+func (i *Iterator) Last() bool { return i.usable() && i.it.Last() }
+
+// Seek moves to the first key >= key.
+func (i *Iterator) Seek(key []byte) bool { return i.usable() && i.it.SeekGE(key) }
+
+// SeekForPrev moves to the last key <= key.
+func (i *Iterator) SeekForPrev(key []byte) bool { return i.usable() && i.it.SeekForPrev(key) }
+
+// Next moves to the next key.
+func (i *Iterator) Next() bool { return i.usable() && i.it.Next() }
+
+// Prev moves to the previous key.
+func (i *Iterator) Prev() bool { return i.usable() && i.it.Prev() }
+
+// Valid reports whether the iterator is at a key.
+func (i *Iterator) Valid() bool { return i.usable() && i.it.Valid() }
+
+// Key returns the current key; valid until the iterator moves.
+func (i *Iterator) Key() []byte {
+	if !i.Valid() {
+		return nil
+	}
+	return i.it.Key()
+}
+
+// Value returns the current value; valid until the iterator moves.
+func (i *Iterator) Value() []byte {
+	if !i.Valid() {
+		return nil
+	}
+	return i.it.Value()
+}
+
+// Err returns the error that stopped iteration, if any.
+func (i *Iterator) Err() error {
+	if i.err != nil {
+		return i.err
+	}
+	if i.closed {
+		return ErrClosed
+	}
+	return i.it.Error()
+}
+
+// Close releases the iterator; it returns the iteration error, if any.
+func (i *Iterator) Close() error {
+	if i.closed {
+		return nil
+	}
+	i.closed = true
+	if i.it == nil {
+		if errors.Is(i.err, ErrClosed) {
+			return nil
+		}
+		return i.err
+	}
+	err := i.it.Close()
+	i.rs.unref()
+	return err
+}

@@ -1,0 +1,176 @@
+package shale
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/shaledb/shale/internal/compact"
+)
+
+// dbStats are the running counters behind Metrics.
+type dbStats struct {
+	userBytesWritten    atomic.Uint64
+	walBytes            atomic.Uint64
+	walSyncs            atomic.Uint64
+	flushes             atomic.Uint64
+	flushBytes          atomic.Uint64
+	compactions         atomic.Uint64
+	trivialMoves        atomic.Uint64
+	compactBytesRead    atomic.Uint64
+	compactBytesWritten atomic.Uint64
+	slowdowns           atomic.Uint64
+	stops               atomic.Uint64
+	stallNanos          atomic.Int64
+}
+
+func (s *dbStats) recordStall(d time.Duration, stop bool) {
+	if stop {
+		s.stops.Add(1)
+	} else {
+		s.slowdowns.Add(1)
+	}
+	s.stallNanos.Add(int64(d))
+}
+
+// LevelMetrics describes one level of the LSM tree.
+type LevelMetrics struct {
+	NumFiles int
+	Size     uint64
+	// Score is the compaction score: >= 1 means the level needs compaction.
+	Score float64
+	// NumEntries, NumDeletions and NumRangeDeletions sum the level's tables.
+	NumEntries, NumDeletions, NumRangeDeletions uint64
+}
+
+// Metrics is a snapshot of the DB's shape and counters.
+type Metrics struct {
+	Levels []LevelMetrics
+	// MemtableSize is the bytes used by the mutable and immutable memtables;
+	// MemtableCount counts them.
+	MemtableSize  uint64
+	MemtableCount int
+	Flush         struct{ Count, BytesWritten uint64 }
+	Compact       struct{ Count, TrivialMoves, BytesRead, BytesWritten uint64 }
+	WAL           struct{ BytesWritten, Syncs uint64 }
+	// UserBytesWritten counts the bytes of batches committed.
+	UserBytesWritten uint64
+	// WriteAmp is (flush + compaction bytes written) / user bytes written.
+	WriteAmp float64
+	Stall    struct {
+		Slowdowns, Stops uint64
+		Duration         time.Duration
+	}
+	BlockCache struct {
+		Hits, Misses uint64
+		Size         int64
+		Capacity     int64
+	}
+	NumSnapshots int
+	// Tombstones counts point and range tombstones stored in tables.
+	Tombstones uint64
+	// BackgroundError is the error that made the DB read-only, if any.
+	BackgroundError error
+}
+
+// Metrics returns the current metrics.
+func (d *DB) Metrics() *Metrics {
+	m := &Metrics{}
+	if d.checkOpen() != nil {
+		return m
+	}
+	rs := d.loadReadState()
+	defer rs.unref()
+	v := rs.version
+	co := d.compactOptions()
+	d.mu.Lock()
+	scores := compact.Scores(v, &co)
+	m.NumSnapshots = len(d.mu.snapshots.list)
+	m.BackgroundError = d.mu.bgErr
+	d.mu.Unlock()
+	for level, files := range v.Levels {
+		lm := LevelMetrics{NumFiles: len(files)}
+		if level < len(scores) {
+			lm.Score = scores[level]
+		}
+		for _, f := range files {
+			lm.Size += f.Size
+			lm.NumEntries += f.NumEntries
+			lm.NumDeletions += f.NumDeletions
+			lm.NumRangeDeletions += f.NumRangeDeletions
+		}
+		m.Tombstones += lm.NumDeletions
+		m.Levels = append(m.Levels, lm)
+	}
+	for _, mt := range append([]*memTable{rs.mem}, rs.imms...) {
+		m.MemtableSize += uint64(mt.ApproximateMemoryUsage())
+		m.MemtableCount++
+	}
+	s := &d.stats
+	m.Flush.Count, m.Flush.BytesWritten = s.flushes.Load(), s.flushBytes.Load()
+	m.Compact.Count, m.Compact.TrivialMoves = s.compactions.Load(), s.trivialMoves.Load()
+	m.Compact.BytesRead, m.Compact.BytesWritten = s.compactBytesRead.Load(), s.compactBytesWritten.Load()
+	m.WAL.BytesWritten, m.WAL.Syncs = s.walBytes.Load(), s.walSyncs.Load()
+	m.UserBytesWritten = s.userBytesWritten.Load()
+	if m.UserBytesWritten > 0 {
+		m.WriteAmp = float64(m.Flush.BytesWritten+m.Compact.BytesWritten) / float64(m.UserBytesWritten)
+	}
+	m.Stall.Slowdowns, m.Stall.Stops = s.slowdowns.Load(), s.stops.Load()
+	m.Stall.Duration = time.Duration(s.stallNanos.Load())
+	cm := d.blockCache.Metrics()
+	m.BlockCache.Hits, m.BlockCache.Misses = cm.Hits, cm.Misses
+	m.BlockCache.Size, m.BlockCache.Capacity = cm.Size, cm.Capacity
+	return m
+}
+
+// String renders the metrics as a table, one row per level.
+func (m *Metrics) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "level  files        size   score     entries   tombstones\n")
+	var files int
+	var size uint64
+	for i, l := range m.Levels {
+		fmt.Fprintf(&b, "L%-5d %5d %11s %7.2f %11d %12d\n", i, l.NumFiles, humanBytes(l.Size), l.Score, l.NumEntries, l.NumDeletions)
+		files += l.NumFiles
+		size += l.Size
+	}
+	fmt.Fprintf(&b, "total  %5d %11s\n", files, humanBytes(size))
+	fmt.Fprintf(&b, "memtables: %d, %s\n", m.MemtableCount, humanBytes(m.MemtableSize))
+	fmt.Fprintf(&b, "flushes: %d (%s); compactions: %d (%d trivial moves), read %s, wrote %s\n",
+		m.Flush.Count, humanBytes(m.Flush.BytesWritten), m.Compact.Count, m.Compact.TrivialMoves,
+		humanBytes(m.Compact.BytesRead), humanBytes(m.Compact.BytesWritten))
+	fmt.Fprintf(&b, "user writes: %s, WAL: %s in %d syncs, write amp: %.2f\n",
+		humanBytes(m.UserBytesWritten), humanBytes(m.WAL.BytesWritten), m.WAL.Syncs, m.WriteAmp)
+	fmt.Fprintf(&b, "stalls: %d slowdowns, %d stops, %s\n", m.Stall.Slowdowns, m.Stall.Stops, m.Stall.Duration)
+	hitRate := 0.0
+	if t := m.BlockCache.Hits + m.BlockCache.Misses; t > 0 {
+		hitRate = 100 * float64(m.BlockCache.Hits) / float64(t)
+	}
+	fmt.Fprintf(&b, "block cache: %s of %s, hit rate %.1f%% (%d hits, %d misses)\n",
+		humanBytes(uint64(m.BlockCache.Size)), humanBytes(uint64(m.BlockCache.Capacity)), hitRate, m.BlockCache.Hits, m.BlockCache.Misses)
+	fmt.Fprintf(&b, "snapshots: %d, tombstones in tables: %d\n", m.NumSnapshots, m.Tombstones)
+	if m.BackgroundError != nil {
+		fmt.Fprintf(&b, "background error: %v\n", m.BackgroundError)
+	}
+	return b.String()
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// versionString draws the current LSM shape (for tests and debugging).
+func (d *DB) versionString() string {
+	v := d.versions.Current()
+	defer v.Unref()
+	return v.String()
+}

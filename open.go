@@ -1,0 +1,402 @@
+package shale
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+
+	"github.com/shaledb/shale/cache"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/compact"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/wal"
+)
+
+// Open opens the database in dir, creating it when Options.CreateIfMissing
+// is set (nil opts: defaults, with CreateIfMissing). It replays the WAL
+// files a crash left behind: every acknowledged synced write is there after
+// Open returns.
+func Open(dir string, opts *Options) (_ *DB, err error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	} else {
+		o.CreateIfMissing = true
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	d := &DB{
+		dirname:    dir,
+		opts:       &o,
+		fs:         o.FS,
+		cmp:        o.Comparer,
+		obsoleteCh: make(chan struct{}, 1),
+	}
+	d.mu.compact.cond.L = &d.mu
+	d.mu.compact.inProgress = make(map[*compact.Compaction]struct{})
+	d.maxCompactions = max(1, o.MaxBackgroundJobs-max(1, o.MaxBackgroundJobs/4))
+
+	if o.CreateIfMissing {
+		if err := d.fs.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("shale: creating %s: %w", dir, err)
+		}
+	} else if _, err := d.fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, base.InvalidArgumentf("shale: database %s does not exist (set Options.CreateIfMissing to create it)", dir)
+	}
+	lock, err := d.fs.Lock(d.fs.PathJoin(dir, base.MakeFilename(base.FileTypeLock, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("shale: cannot open %s: %w", dir, err)
+	}
+	d.fileLock = lock
+	defer func() {
+		if err != nil {
+			d.closeResources()
+		}
+	}()
+	if err := d.openInfoLog(); err != nil {
+		return nil, err
+	}
+	if o.BlockCacheSize > 0 {
+		d.blockCache = cache.New(o.BlockCacheSize)
+	} else {
+		d.blockCache = cache.New(0)
+	}
+	d.tableCache = newTableCache(d)
+	d.picker = compact.NewPicker(d.compactOptions())
+
+	vo := manifest.Options{
+		FS: d.fs, Dir: dir, Comparer: d.cmp, NumLevels: o.NumLevels,
+		MaxManifestFileSize: o.MaxManifestFileSize, Logger: d.logger,
+	}
+	_, statErr := d.fs.Stat(d.fs.PathJoin(dir, base.MakeFilename(base.FileTypeCurrent, 0)))
+	switch {
+	case statErr == nil:
+		if o.ErrorIfExists {
+			return nil, base.InvalidArgumentf("shale: database %s already exists (Options.ErrorIfExists is set)", dir)
+		}
+		d.versions, err = manifest.Load(vo)
+	case errors.Is(statErr, os.ErrNotExist):
+		if !o.CreateIfMissing {
+			return nil, base.InvalidArgumentf("shale: database %s does not exist (set Options.CreateIfMissing to create it)", dir)
+		}
+		d.versions, err = manifest.Create(vo)
+	default:
+		err = statErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := d.recover(); err != nil {
+		return nil, err
+	}
+	if err := d.writeOptionsFile(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.publishReadStateLocked()
+	d.mu.Unlock()
+	d.deleteObsoleteFiles(true)
+	d.bgDone.Add(1)
+	go d.obsoleteFileLoop()
+	d.mu.Lock()
+	d.maybeScheduleLocked()
+	d.mu.Unlock()
+	d.logger.Info("opened", "dir", dir, "last_seq", d.visibleSeq.Load())
+	return d, nil
+}
+
+func (d *DB) compactOptions() compact.Options {
+	o := d.opts
+	return compact.Options{
+		Comparer:                   d.cmp,
+		NumLevels:                  o.NumLevels,
+		L0CompactionTrigger:        o.Level0FileNumCompactionTrigger,
+		MaxBytesForLevelBase:       uint64(o.MaxBytesForLevelBase),
+		MaxBytesForLevelMultiplier: o.MaxBytesForLevelMultiplier,
+		DynamicLevelBytes:          o.LevelCompactionDynamicLevelBytes,
+		TargetFileSizeBase:         uint64(o.TargetFileSizeBase),
+		TargetFileSizeMultiplier:   1,
+	}
+}
+
+// openInfoLog sets up the logger: the caller's, or a text log in LOG (the
+// previous LOG is kept as LOG.old).
+func (d *DB) openInfoLog() error {
+	if d.opts.Logger != nil {
+		d.logger = d.opts.Logger
+		return nil
+	}
+	name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeInfoLog, 0))
+	if _, err := d.fs.Stat(name); err == nil {
+		_ = d.fs.Rename(name, name+".old")
+	}
+	f, err := d.fs.Create(name)
+	if err != nil {
+		return fmt.Errorf("shale: creating LOG: %w", err)
+	}
+	d.infoLog = f
+	d.logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return nil
+}
+
+// recover replays the WAL files not yet in tables into L0 tables, then
+// starts a fresh WAL and memtable.
+func (d *DB) recover() error {
+	names, err := d.fs.List(d.dirname)
+	if err != nil {
+		return err
+	}
+	minLog := d.versions.LogNumber()
+	var logs []base.FileNum
+	for _, name := range names {
+		t, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		d.versions.MarkFileNumUsed(num)
+		if t == base.FileTypeLog && num >= minLog {
+			logs = append(logs, num)
+		}
+	}
+	slices.Sort(logs)
+
+	lastSeq := d.versions.LastSeq()
+	edit := &manifest.VersionEdit{}
+	mem := d.newMemTable(0, 0)
+	flushMem := func() error {
+		if mem.Empty() {
+			return nil
+		}
+		metas, err := d.writeLevel0Tables(mem, nil)
+		if err != nil {
+			return err
+		}
+		for _, m := range metas {
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: m})
+		}
+		mem = d.newMemTable(0, 0)
+		return nil
+	}
+	for _, num := range logs {
+		name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeLog, num))
+		res, err := wal.Replay(d.fs, name, d.opts.WALRecoveryMode, func(rec []byte) error {
+			r, ok := newBatchReader(rec)
+			if !ok {
+				return base.CorruptionErrorf(name, 0, "WAL record of %d bytes is shorter than a batch header", len(rec))
+			}
+			if r.count == 0 {
+				return nil
+			}
+			batchLast := r.seq + base.SeqNum(r.count) - 1
+			if mem.ApproximateMemoryUsage()+len(rec)*2+int(r.count)*memtableEntryOverhead > mem.capacity {
+				if err := flushMem(); err != nil {
+					return err
+				}
+				if len(rec)*2 > mem.capacity {
+					mem = d.newMemTable(0, len(rec)*2+int(r.count)*memtableEntryOverhead)
+				}
+			}
+			if err := applyBatch(mem.Memtable, rec); err != nil {
+				if errors.Is(err, ErrCorruption) {
+					return base.CorruptionErrorf(name, 0, "malformed batch at seqnum %d", r.seq)
+				}
+				return err
+			}
+			lastSeq = max(lastSeq, batchLast)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("shale: replaying WAL %s: %w", name, err)
+		}
+		if res.TornTailBytes > 0 {
+			d.logger.Warn("WAL had a torn tail (normal after a crash); dropped it", "wal", name, "offset", res.LastOffset, "bytes", res.TornTailBytes)
+		}
+	}
+	if err := flushMem(); err != nil {
+		return err
+	}
+	newLogNum := d.versions.NewFileNum()
+	w, err := d.createWAL(newLogNum)
+	if err != nil {
+		return err
+	}
+	d.mu.log.w = w
+	d.mu.log.num = newLogNum
+	d.mu.log.obsolete = logs
+	d.mu.mem.mutable = d.newMemTable(newLogNum, 0)
+	d.mu.lastSeq = lastSeq
+	d.visibleSeq.Store(uint64(lastSeq))
+	d.versions.SetLastSeq(lastSeq)
+	edit.HasLogNumber = true
+	edit.LogNumber = newLogNum
+	return d.versions.LogAndApply(edit)
+}
+
+// writeOptionsFile records the options in OPTIONS-NNNNNN and removes older
+// OPTIONS files.
+func (d *DB) writeOptionsFile() error {
+	num := d.versions.NewFileNum()
+	name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeOptions, num))
+	tmp := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeTemp, num))
+	f, err := d.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(d.opts.encodeOptionsFile())
+	if err == nil {
+		err = f.Sync()
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = d.fs.Rename(tmp, name)
+	}
+	if err != nil {
+		return fmt.Errorf("shale: writing %s: %w", name, err)
+	}
+	return nil
+}
+
+// deleteObsoleteFiles removes tables no version references and WALs whose
+// memtables are flushed. At open (full) it also removes any table, WAL,
+// MANIFEST, OPTIONS or temp file the current state does not use.
+func (d *DB) deleteObsoleteFiles(full bool) {
+	type victim struct {
+		t   base.FileType
+		num base.FileNum
+	}
+	var victims []victim
+	for _, f := range d.versions.TakeObsoleteTables() {
+		victims = append(victims, victim{base.FileTypeTable, f.FileNum})
+	}
+	d.mu.Lock()
+	for _, n := range d.mu.log.obsolete {
+		victims = append(victims, victim{base.FileTypeLog, n})
+	}
+	d.mu.log.obsolete = nil
+	curLog := d.mu.log.num
+	var liveLogs []base.FileNum
+	for _, m := range d.mu.mem.queue {
+		liveLogs = append(liveLogs, m.logNum)
+	}
+	d.mu.Unlock()
+	if full {
+		live := d.versions.LiveFileNums()
+		names, _ := d.fs.List(d.dirname)
+		var optionsFiles []base.FileNum
+		for _, name := range names {
+			t, num, ok := base.ParseFilename(name)
+			if !ok {
+				continue
+			}
+			switch t {
+			case base.FileTypeTable:
+				if _, ok := live[num]; !ok {
+					victims = append(victims, victim{t, num})
+				}
+			case base.FileTypeLog:
+				if num != curLog && !slices.Contains(liveLogs, num) && num < d.versions.LogNumber() {
+					victims = append(victims, victim{t, num})
+				}
+			case base.FileTypeManifest:
+				if num != d.versions.ManifestFileNum() {
+					victims = append(victims, victim{t, num})
+				}
+			case base.FileTypeTemp:
+				victims = append(victims, victim{t, num})
+			case base.FileTypeOptions:
+				optionsFiles = append(optionsFiles, num)
+			}
+		}
+		slices.Sort(optionsFiles)
+		for len(optionsFiles) > 1 {
+			victims = append(victims, victim{base.FileTypeOptions, optionsFiles[0]})
+			optionsFiles = optionsFiles[1:]
+		}
+	}
+	slices.SortFunc(victims, func(a, b victim) int { return cmp.Compare(a.num, b.num) })
+	victims = slices.Compact(victims)
+	for _, v := range victims {
+		if v.t == base.FileTypeTable {
+			d.tableCache.evict(v.num)
+		}
+		name := d.fs.PathJoin(d.dirname, base.MakeFilename(v.t, v.num))
+		if err := d.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.logger.Warn("removing obsolete file failed", "file", name, "err", err)
+		} else if err == nil {
+			d.logger.Info("removed obsolete file", "file", base.MakeFilename(v.t, v.num))
+		}
+	}
+}
+
+func (d *DB) obsoleteFileLoop() {
+	defer d.bgDone.Done()
+	for range d.obsoleteCh {
+		d.deleteObsoleteFiles(false)
+	}
+}
+
+// Close waits for background work, syncs the WAL and releases the directory.
+// Iterators and snapshots must be closed and released first.
+func (d *DB) Close() error {
+	if d.closed.Swap(true) {
+		return ErrClosed
+	}
+	d.mu.Lock()
+	// Writes that skipped the WAL live only in memtables: flush them so
+	// Close does not lose them.
+	needFlush := d.mu.log.unflushedNoWAL && d.mu.bgErr == nil
+	d.mu.Unlock()
+	var err error
+	if needFlush {
+		d.closed.Store(false)
+		err = d.Flush()
+		d.closed.Store(true)
+	}
+	d.mu.Lock()
+	d.mu.closing = true
+	d.mu.compact.cond.Broadcast()
+	for d.mu.compact.flushing || d.mu.compact.running > 0 {
+		d.mu.compact.cond.Wait()
+	}
+	logw := d.mu.log.w
+	d.mu.log.w = nil
+	d.mu.Unlock()
+	if logw != nil {
+		err = errors.Join(err, logw.Close())
+	}
+	d.readState.Lock()
+	rs := d.readState.val
+	d.readState.val = nil
+	d.readState.Unlock()
+	if rs != nil {
+		rs.unref()
+	}
+	close(d.obsoleteCh)
+	d.bgDone.Wait()
+	d.deleteObsoleteFiles(false)
+	d.logger.Info("closed")
+	return errors.Join(err, d.closeResources())
+}
+
+// closeResources releases what Open acquired; safe on a half-opened DB.
+func (d *DB) closeResources() error {
+	var err error
+	if d.tableCache != nil {
+		err = errors.Join(err, d.tableCache.close())
+	}
+	if d.versions != nil {
+		err = errors.Join(err, d.versions.Close())
+	}
+	if d.infoLog != nil {
+		err = errors.Join(err, d.infoLog.Close())
+	}
+	if d.fileLock != nil {
+		err = errors.Join(err, d.fileLock.Close())
+	}
+	return err
+}

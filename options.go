@@ -1,0 +1,367 @@
+package shale
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/sstable"
+	"github.com/shaledb/shale/vfs"
+)
+
+// Compression is the block compression of SSTs.
+type Compression = sstable.Compression
+
+// The compressions. RocksDB's default is snappy when it is available.
+const (
+	NoCompression     = sstable.NoCompression
+	SnappyCompression = sstable.SnappyCompression
+	ZstdCompression   = sstable.ZstdCompression
+)
+
+// Comparer defines the order of user keys; see base.Comparer.
+type Comparer = base.Comparer
+
+// DefaultComparer orders keys bytewise (RocksDB's BytewiseComparator).
+var DefaultComparer = base.DefaultComparer
+
+// Options configure a DB. A zero field takes the default named in its comment;
+// names follow RocksDB's options where one exists.
+type Options struct {
+	// CreateIfMissing creates the DB when dir holds none. Default false, as
+	// RocksDB's create_if_missing; Open with nil Options sets it to true.
+	CreateIfMissing bool
+	// ErrorIfExists fails Open when a DB already exists. Default false.
+	ErrorIfExists bool
+	// WriteBufferSize is the size of a memtable before it is flushed.
+	// Default 64 MiB (write_buffer_size).
+	WriteBufferSize int
+	// MaxWriteBufferNumber is the most memtables (mutable + immutable) kept;
+	// writes stop while that many wait for a flush. Default 2.
+	MaxWriteBufferNumber int
+	// Level0FileNumCompactionTrigger: L0 files that trigger a compaction. Default 4.
+	Level0FileNumCompactionTrigger int
+	// Level0SlowdownWritesTrigger: L0 files at which writes are slowed. Default 20.
+	Level0SlowdownWritesTrigger int
+	// Level0StopWritesTrigger: L0 files at which writes stop. Default 36.
+	Level0StopWritesTrigger int
+	// TargetFileSizeBase is the target size of compaction outputs. Default 64 MiB.
+	TargetFileSizeBase int64
+	// MaxBytesForLevelBase is the target size of the base level. Default 256 MiB.
+	MaxBytesForLevelBase int64
+	// MaxBytesForLevelMultiplier is the size ratio of adjacent levels. Default 10.
+	MaxBytesForLevelMultiplier float64
+	// LevelCompactionDynamicLevelBytes sizes levels from the last one up
+	// (level_compaction_dynamic_level_bytes). Default true, as RocksDB >= 8.4.
+	// Set DisableDynamicLevelBytes to turn it off.
+	LevelCompactionDynamicLevelBytes bool
+	// DisableDynamicLevelBytes turns LevelCompactionDynamicLevelBytes off
+	// (needed because a zero bool cannot mean "default true").
+	DisableDynamicLevelBytes bool
+	// NumLevels is the number of levels. Default 7.
+	NumLevels int
+	// MaxBackgroundJobs bounds concurrent flushes and compactions. Default 2.
+	MaxBackgroundJobs int
+	// BlockSize is the uncompressed size of SST data blocks. Default 4 KiB.
+	BlockSize int
+	// BlockRestartInterval: keys between restart points in a block. Default 16.
+	BlockRestartInterval int
+	// BloomBitsPerKey sizes the full-file bloom filter. Default 10; a
+	// negative value disables filters.
+	BloomBitsPerKey int
+	// BlockCacheSize is the block cache capacity in bytes. Default 32 MiB
+	// (RocksDB's default LRU cache); a negative value disables the cache.
+	BlockCacheSize int64
+	// Compression of SST blocks. Default (the zero value) SnappyCompression.
+	Compression Compression
+	// Comparer orders user keys. Default DefaultComparer.
+	Comparer *Comparer
+	// DisableAutoCompactions turns off automatic compactions. Default false.
+	DisableAutoCompactions bool
+	// FS is the file system. Default vfs.Default (the OS).
+	FS vfs.FS
+	// Logger receives the event log. Default: a text log in the DB's LOG file.
+	Logger *slog.Logger
+	// MaxManifestFileSize rotates the MANIFEST past this size. Default 64 MiB
+	// (max_manifest_file_size is 1 GiB in RocksDB; smaller keeps replay fast).
+	MaxManifestFileSize int64
+	// WALRecoveryMode chooses how damage in the WAL is handled at Open.
+	// Default TolerateCorruptedTailRecords.
+	WALRecoveryMode WALRecoveryMode
+}
+
+const (
+	kib = 1 << 10
+	mib = 1 << 20
+)
+
+// EnsureDefaults fills zero fields with their defaults and returns o (a new
+// Options when o is nil, with CreateIfMissing set).
+func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{CreateIfMissing: true}
+	}
+	if o.WriteBufferSize == 0 {
+		o.WriteBufferSize = 64 * mib
+	}
+	if o.MaxWriteBufferNumber == 0 {
+		o.MaxWriteBufferNumber = 2
+	}
+	if o.Level0FileNumCompactionTrigger == 0 {
+		o.Level0FileNumCompactionTrigger = 4
+	}
+	if o.Level0SlowdownWritesTrigger == 0 {
+		o.Level0SlowdownWritesTrigger = 20
+	}
+	if o.Level0StopWritesTrigger == 0 {
+		o.Level0StopWritesTrigger = 36
+	}
+	if o.TargetFileSizeBase == 0 {
+		o.TargetFileSizeBase = 64 * mib
+	}
+	if o.MaxBytesForLevelBase == 0 {
+		o.MaxBytesForLevelBase = 256 * mib
+	}
+	if o.MaxBytesForLevelMultiplier == 0 {
+		o.MaxBytesForLevelMultiplier = 10
+	}
+	o.LevelCompactionDynamicLevelBytes = !o.DisableDynamicLevelBytes
+	if o.NumLevels == 0 {
+		o.NumLevels = 7
+	}
+	if o.MaxBackgroundJobs == 0 {
+		o.MaxBackgroundJobs = 2
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = 4 * kib
+	}
+	if o.BlockRestartInterval == 0 {
+		o.BlockRestartInterval = 16
+	}
+	if o.BloomBitsPerKey == 0 {
+		o.BloomBitsPerKey = 10
+	}
+	if o.BlockCacheSize == 0 {
+		o.BlockCacheSize = 32 * mib
+	}
+	if o.Compression == sstable.DefaultCompression {
+		o.Compression = SnappyCompression
+	}
+	if o.Comparer == nil {
+		o.Comparer = DefaultComparer
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.MaxManifestFileSize == 0 {
+		o.MaxManifestFileSize = 64 * mib
+	}
+	return o
+}
+
+// Validate checks the options after EnsureDefaults; its errors name the field.
+func (o *Options) Validate() error {
+	bad := func(format string, args ...any) error {
+		return base.InvalidArgumentf(format, args...)
+	}
+	switch {
+	case o.WriteBufferSize < 4*kib:
+		return bad("Options.WriteBufferSize must be at least 4 KiB, got %d", o.WriteBufferSize)
+	case o.WriteBufferSize > 1<<30:
+		return bad("Options.WriteBufferSize must be at most 1 GiB, got %d", o.WriteBufferSize)
+	case o.MaxWriteBufferNumber < 2:
+		return bad("Options.MaxWriteBufferNumber must be at least 2, got %d", o.MaxWriteBufferNumber)
+	case o.Level0FileNumCompactionTrigger < 1:
+		return bad("Options.Level0FileNumCompactionTrigger must be positive, got %d", o.Level0FileNumCompactionTrigger)
+	case o.Level0SlowdownWritesTrigger < o.Level0FileNumCompactionTrigger:
+		return bad("Options.Level0SlowdownWritesTrigger (%d) must be >= Level0FileNumCompactionTrigger (%d)",
+			o.Level0SlowdownWritesTrigger, o.Level0FileNumCompactionTrigger)
+	case o.Level0StopWritesTrigger < o.Level0SlowdownWritesTrigger:
+		return bad("Options.Level0StopWritesTrigger (%d) must be >= Level0SlowdownWritesTrigger (%d)",
+			o.Level0StopWritesTrigger, o.Level0SlowdownWritesTrigger)
+	case o.TargetFileSizeBase < 4*kib:
+		return bad("Options.TargetFileSizeBase must be at least 4 KiB, got %d", o.TargetFileSizeBase)
+	case o.MaxBytesForLevelBase < 4*kib:
+		return bad("Options.MaxBytesForLevelBase must be at least 4 KiB, got %d", o.MaxBytesForLevelBase)
+	case o.MaxBytesForLevelMultiplier < 2 || o.MaxBytesForLevelMultiplier > 1000:
+		return bad("Options.MaxBytesForLevelMultiplier must be between 2 and 1000, got %g", o.MaxBytesForLevelMultiplier)
+	case o.NumLevels < 2 || o.NumLevels > manifest.NumLevelsMax:
+		return bad("Options.NumLevels must be between 2 and %d, got %d", manifest.NumLevelsMax, o.NumLevels)
+	case o.MaxBackgroundJobs < 1 || o.MaxBackgroundJobs > 64:
+		return bad("Options.MaxBackgroundJobs must be between 1 and 64, got %d", o.MaxBackgroundJobs)
+	case o.BlockSize < kib || o.BlockSize > 4*mib || o.BlockSize&(o.BlockSize-1) != 0:
+		return bad("Options.BlockSize must be a power of two between 1 KiB and 4 MiB, got %d", o.BlockSize)
+	case o.BlockRestartInterval < 1 || o.BlockRestartInterval > 1024:
+		return bad("Options.BlockRestartInterval must be between 1 and 1024, got %d", o.BlockRestartInterval)
+	case o.BloomBitsPerKey > 64:
+		return bad("Options.BloomBitsPerKey must be at most 64, got %d", o.BloomBitsPerKey)
+	case o.Compression != NoCompression && o.Compression != SnappyCompression && o.Compression != ZstdCompression:
+		return bad("Options.Compression must be none, snappy or zstd, got %d", int(o.Compression))
+	case o.Comparer.Compare == nil || o.Comparer.Name == "":
+		return bad("Options.Comparer must have a Name and a Compare function")
+	case o.MaxManifestFileSize < 4*kib:
+		return bad("Options.MaxManifestFileSize must be at least 4 KiB, got %d", o.MaxManifestFileSize)
+	case o.WALRecoveryMode < TolerateCorruptedTailRecords || o.WALRecoveryMode > SkipAnyCorruptedRecords:
+		return bad("Options.WALRecoveryMode is not a known mode: %d", int(o.WALRecoveryMode))
+	}
+	return nil
+}
+
+// optionsFileFields lists what the OPTIONS file records, by RocksDB name.
+func (o *Options) optionsFileFields() [][2]string {
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return [][2]string{
+		{"write_buffer_size", itoa(int64(o.WriteBufferSize))},
+		{"max_write_buffer_number", itoa(int64(o.MaxWriteBufferNumber))},
+		{"level0_file_num_compaction_trigger", itoa(int64(o.Level0FileNumCompactionTrigger))},
+		{"level0_slowdown_writes_trigger", itoa(int64(o.Level0SlowdownWritesTrigger))},
+		{"level0_stop_writes_trigger", itoa(int64(o.Level0StopWritesTrigger))},
+		{"target_file_size_base", itoa(o.TargetFileSizeBase)},
+		{"max_bytes_for_level_base", itoa(o.MaxBytesForLevelBase)},
+		{"max_bytes_for_level_multiplier", strconv.FormatFloat(o.MaxBytesForLevelMultiplier, 'g', -1, 64)},
+		{"level_compaction_dynamic_level_bytes", strconv.FormatBool(o.LevelCompactionDynamicLevelBytes)},
+		{"num_levels", itoa(int64(o.NumLevels))},
+		{"max_background_jobs", itoa(int64(o.MaxBackgroundJobs))},
+		{"block_size", itoa(int64(o.BlockSize))},
+		{"block_restart_interval", itoa(int64(o.BlockRestartInterval))},
+		{"bloom_bits_per_key", itoa(int64(o.BloomBitsPerKey))},
+		{"block_cache_size", itoa(o.BlockCacheSize)},
+		{"compression", o.Compression.String()},
+		{"comparator", o.Comparer.Name},
+		{"disable_auto_compactions", strconv.FormatBool(o.DisableAutoCompactions)},
+		{"max_manifest_file_size", itoa(o.MaxManifestFileSize)},
+		{"wal_recovery_mode", itoa(int64(o.WALRecoveryMode))},
+	}
+}
+
+// encodeOptionsFile renders the OPTIONS file: an INI-like text RocksDB users
+// can read, parsed back by ParseOptionsFile.
+func (o *Options) encodeOptionsFile() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# shale options, written at Open\n[Version]\n  shale_version=%s\n  go_version=%s\n\n[CFOptions \"default\"]\n", Version, runtime.Version())
+	for _, kv := range o.optionsFileFields() {
+		fmt.Fprintf(&b, "  %s=%s\n", kv[0], kv[1])
+	}
+	return b.Bytes()
+}
+
+// ParseOptionsFile reads an OPTIONS file written by Open back into Options.
+// Keys it does not know are ignored, so newer files still parse.
+func ParseOptionsFile(data []byte) (*Options, error) {
+	o := &Options{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '[' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, base.InvalidArgumentf("shale: OPTIONS line without '=': %q", line)
+		}
+		if err := o.setOptionsFileField(k, v); err != nil {
+			return nil, base.InvalidArgumentf("shale: OPTIONS %s=%s: %v", k, v, err)
+		}
+	}
+	return o, sc.Err()
+}
+
+func (o *Options) setOptionsFileField(k, v string) error {
+	var err error
+	atoi := func(dst *int) {
+		var n int64
+		n, err = strconv.ParseInt(v, 10, 64)
+		*dst = int(n)
+	}
+	atoi64 := func(dst *int64) { *dst, err = strconv.ParseInt(v, 10, 64) }
+	atob := func(dst *bool) { *dst, err = strconv.ParseBool(v) }
+	switch k {
+	case "write_buffer_size":
+		atoi(&o.WriteBufferSize)
+	case "max_write_buffer_number":
+		atoi(&o.MaxWriteBufferNumber)
+	case "level0_file_num_compaction_trigger":
+		atoi(&o.Level0FileNumCompactionTrigger)
+	case "level0_slowdown_writes_trigger":
+		atoi(&o.Level0SlowdownWritesTrigger)
+	case "level0_stop_writes_trigger":
+		atoi(&o.Level0StopWritesTrigger)
+	case "target_file_size_base":
+		atoi64(&o.TargetFileSizeBase)
+	case "max_bytes_for_level_base":
+		atoi64(&o.MaxBytesForLevelBase)
+	case "max_bytes_for_level_multiplier":
+		o.MaxBytesForLevelMultiplier, err = strconv.ParseFloat(v, 64)
+	case "level_compaction_dynamic_level_bytes":
+		atob(&o.LevelCompactionDynamicLevelBytes)
+		o.DisableDynamicLevelBytes = !o.LevelCompactionDynamicLevelBytes
+	case "num_levels":
+		atoi(&o.NumLevels)
+	case "max_background_jobs":
+		atoi(&o.MaxBackgroundJobs)
+	case "block_size":
+		atoi(&o.BlockSize)
+	case "block_restart_interval":
+		atoi(&o.BlockRestartInterval)
+	case "bloom_bits_per_key":
+		atoi(&o.BloomBitsPerKey)
+	case "block_cache_size":
+		atoi64(&o.BlockCacheSize)
+	case "compression":
+		o.Compression, err = sstable.ParseCompression(v)
+	case "comparator":
+		if v != DefaultComparer.Name {
+			err = fmt.Errorf("comparer %q must be supplied by the program", v)
+		}
+	case "disable_auto_compactions":
+		atob(&o.DisableAutoCompactions)
+	case "max_manifest_file_size":
+		atoi64(&o.MaxManifestFileSize)
+	case "wal_recovery_mode":
+		var m int
+		atoi(&m)
+		o.WALRecoveryMode = WALRecoveryMode(m)
+	}
+	return err
+}
+
+// WriteOptions control a single write.
+type WriteOptions struct {
+	// Sync makes the write durable (fsync of the WAL) before it returns.
+	Sync bool
+	// DisableWAL skips the WAL: the write is lost if the process crashes
+	// before its memtable is flushed.
+	DisableWAL bool
+}
+
+// ReadOptions control a single read or iterator.
+type ReadOptions struct {
+	// Snapshot reads the DB as of the snapshot; nil reads the latest state.
+	Snapshot *Snapshot
+	// LowerBound is the inclusive lower bound of an iterator (nil = none).
+	LowerBound []byte
+	// UpperBound is the exclusive upper bound of an iterator (nil = none).
+	UpperBound []byte
+	// FillCache adds blocks read to the block cache. Default (zero) false
+	// would surprise RocksDB users, so SkipFillCache is the switch; FillCache
+	// is kept for RocksDB-named configuration and forces filling when true.
+	FillCache bool
+	// SkipFillCache keeps blocks read by this call out of the block cache.
+	SkipFillCache bool
+	// VerifyChecksums verifies block checksums on every read from disk.
+	// shale always verifies blocks read from disk, so this is always on.
+	VerifyChecksums bool
+}
+
+func (ro *ReadOptions) fillCache() bool {
+	return ro == nil || ro.FillCache || !ro.SkipFillCache
+}
+
+// Version is the shale release.
+const Version = "0.1.0"

@@ -1,0 +1,154 @@
+package shale
+
+import (
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/rangedel"
+)
+
+// readSeq returns the seqnum a read with ro sees.
+func (d *DB) readSeq(ro *ReadOptions) base.SeqNum {
+	if ro != nil && ro.Snapshot != nil {
+		return ro.Snapshot.seq
+	}
+	return base.SeqNum(d.visibleSeq.Load())
+}
+
+// Get returns a copy of the value of key, or ErrNotFound.
+func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	rs := d.loadReadState()
+	defer rs.unref()
+	value, err := d.getFrom(rs, key, d.readSeq(ro), ro.fillCache())
+	if err != nil {
+		return nil, err
+	}
+	return append(make([]byte, 0, len(value)), value...), nil
+}
+
+// getFrom looks key up in the sources of rs, newest first. A source's range
+// tombstones count before its point entries: an entry is hidden by any
+// tombstone seen so far with a higher seqnum. The newest source holding a
+// point entry of the key decides, because for one user key newer versions
+// always sit in newer sources. The value aliases memtable or block memory.
+func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool) ([]byte, error) {
+	var maxTomb base.SeqNum
+	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, error) {
+		if seq < maxTomb || kind.IsTombstone() {
+			return nil, ErrNotFound
+		}
+		return value, nil
+	}
+	for i := -1; i < len(rs.imms); i++ {
+		m := rs.mem
+		if i >= 0 {
+			m = rs.imms[len(rs.imms)-1-i]
+		}
+		if rd := m.RangeTombstones(); !rd.Empty() {
+			maxTomb = max(maxTomb, rd.MaxCoveringSeq(key, snap))
+		}
+		if value, kind, seq, ok := m.Get(key, snap); ok {
+			return result(value, kind, seq)
+		}
+	}
+	v := rs.version
+	probe := func(f *manifest.FileMetadata) (bool, []byte, error) {
+		t, err := d.tableCache.get(f.FileNum)
+		if err != nil {
+			return true, nil, err
+		}
+		if t.rangeDels != nil {
+			maxTomb = max(maxTomb, t.rangeDels.MaxCoveringSeq(key, snap))
+		}
+		value, kind, seq, ok, err := t.reader.Get(key, snap, fillCache)
+		if err != nil {
+			return true, nil, err
+		}
+		if !ok {
+			return false, nil, nil
+		}
+		value, err = result(value, kind, seq)
+		return true, value, err
+	}
+	for _, f := range v.Levels[0] {
+		if !fileContains(d.cmp.Compare, f, key) {
+			continue
+		}
+		if done, value, err := probe(f); done {
+			return value, err
+		}
+	}
+	for level := 1; level < len(v.Levels); level++ {
+		f := v.FindFile(d.cmp.Compare, level, key)
+		if f == nil {
+			continue
+		}
+		if done, value, err := probe(f); done {
+			return value, err
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// fileContains reports whether key is within the file's key range.
+func fileContains(cmp base.Compare, f *manifest.FileMetadata, key []byte) bool {
+	if cmp(key, f.Smallest.UserKey) < 0 {
+		return false
+	}
+	c := cmp(key, f.Largest.UserKey)
+	return c < 0 || (c == 0 && !f.Largest.IsExclusiveSentinel())
+}
+
+// MultiGet looks up several keys at one snapshot. values[i] and errs[i]
+// answer keys[i]; errs[i] is ErrNotFound for an absent key.
+func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
+	values := make([][]byte, len(keys))
+	errs := make([]error, len(keys))
+	if err := d.checkOpen(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return values, errs
+	}
+	rs := d.loadReadState()
+	defer rs.unref()
+	snap := d.readSeq(ro)
+	fill := ro.fillCache()
+	for i, k := range keys {
+		v, err := d.getFrom(rs, k, snap, fill)
+		if err == nil {
+			v = append(make([]byte, 0, len(v)), v...)
+		}
+		values[i], errs[i] = v, err
+	}
+	return values, errs
+}
+
+// rangeDels returns every range tombstone of the read state's sources
+// merged into one list, or nil when there are none.
+func (rs *readState) rangeDels(d *DB) (*rangedel.List, error) {
+	rs.rangeDelsOnce.Do(func() {
+		var lists []*rangedel.List
+		for _, files := range rs.version.Levels {
+			for _, f := range files {
+				if f.NumRangeDeletions == 0 {
+					continue
+				}
+				t, err := d.tableCache.get(f.FileNum)
+				if err != nil {
+					rs.rangeDelsErr = err
+					return
+				}
+				if t.rangeDels != nil {
+					lists = append(lists, t.rangeDels)
+				}
+			}
+		}
+		if len(lists) > 0 {
+			rs.tableRangeDels = rangedel.Merge(d.cmp.Compare, lists...)
+		}
+	})
+	return rs.tableRangeDels, rs.rangeDelsErr
+}

@@ -1,0 +1,58 @@
+package shale
+
+import (
+	"slices"
+
+	"github.com/shaledb/shale/internal/base"
+)
+
+// Snapshot is a consistent, read-only view of the DB at one moment. Reads
+// through ReadOptions.Snapshot see exactly the writes committed before it.
+// Release it when done: compactions keep the versions it can see.
+type Snapshot struct {
+	db       *DB
+	seq      base.SeqNum
+	released bool
+}
+
+// NewSnapshot returns a snapshot of the current state.
+func (d *DB) NewSnapshot() *Snapshot {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := &Snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load())}
+	d.mu.snapshots.list = append(d.mu.snapshots.list, s)
+	return s
+}
+
+// Release lets compactions drop the versions only the snapshot could see.
+func (s *Snapshot) Release() {
+	if s == nil || s.released {
+		return
+	}
+	d := s.db
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s.released = true
+	if i := slices.Index(d.mu.snapshots.list, s); i >= 0 {
+		d.mu.snapshots.list = slices.Delete(d.mu.snapshots.list, i, i+1)
+	}
+}
+
+// SeqNum returns the sequence number the snapshot reads at.
+func (s *Snapshot) SeqNum() uint64 { return uint64(s.seq) }
+
+// snapshotList holds live snapshots in creation order, so seqnums ascend.
+type snapshotList struct {
+	list []*Snapshot
+}
+
+// seqs returns the distinct live snapshot seqnums, ascending.
+func (l *snapshotList) seqs() []base.SeqNum {
+	out := make([]base.SeqNum, 0, len(l.list))
+	for _, s := range l.list {
+		if n := len(out); n == 0 || out[n-1] != s.seq {
+			out = append(out, s.seq)
+		}
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package shale
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/sstable"
+)
+
+// tableCache keeps one open reader per live table. Readers are opened on
+// first use and closed when the table becomes obsolete: a version pins its
+// tables, so no reader is closed while an iterator or Get may use it.
+type tableCache struct {
+	d  *DB
+	mu sync.RWMutex
+	m  map[base.FileNum]*cachedTable
+}
+
+// cachedTable is an open table with its range tombstones ready for lookups.
+type cachedTable struct {
+	once      sync.Once
+	err       error
+	reader    *sstable.Reader
+	rangeDels *rangedel.List // nil when the table has none
+}
+
+func newTableCache(d *DB) *tableCache {
+	return &tableCache{d: d, m: make(map[base.FileNum]*cachedTable)}
+}
+
+// get returns the open table num, opening it if needed.
+func (tc *tableCache) get(num base.FileNum) (*cachedTable, error) {
+	tc.mu.RLock()
+	t := tc.m[num]
+	tc.mu.RUnlock()
+	if t == nil {
+		tc.mu.Lock()
+		if t = tc.m[num]; t == nil {
+			t = &cachedTable{}
+			tc.m[num] = t
+		}
+		tc.mu.Unlock()
+	}
+	t.once.Do(func() { t.err = tc.open(num, t) })
+	if t.err != nil {
+		// Forget the failure so a later call (after repair) may retry.
+		tc.mu.Lock()
+		if tc.m[num] == t {
+			delete(tc.m, num)
+		}
+		tc.mu.Unlock()
+		return nil, t.err
+	}
+	return t, nil
+}
+
+func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
+	d := tc.d
+	name := d.tablePath(num)
+	f, err := d.fs.Open(name)
+	if err != nil {
+		return err
+	}
+	r, err := sstable.NewReader(f, sstable.ReaderOptions{Comparer: d.cmp, Cache: d.blockCache, FileName: name})
+	if err != nil {
+		f.Close()
+		return err
+	}
+	t.reader = r
+	if spans := r.RangeTombstones(); len(spans) > 0 {
+		t.rangeDels = rangedel.NewList(d.cmp.Compare, spans)
+	}
+	return nil
+}
+
+// evict closes the reader of an obsolete table and drops its cached blocks.
+func (tc *tableCache) evict(num base.FileNum) {
+	tc.mu.Lock()
+	t := tc.m[num]
+	delete(tc.m, num)
+	tc.mu.Unlock()
+	if t != nil && t.reader != nil {
+		tc.d.blockCache.EvictID(t.reader.CacheID())
+		t.reader.Close()
+	}
+}
+
+func (tc *tableCache) close() error {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	var err error
+	for num, t := range tc.m {
+		if t.reader != nil {
+			err = errors.Join(err, t.reader.Close())
+		}
+		delete(tc.m, num)
+	}
+	return err
+}
