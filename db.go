@@ -49,8 +49,10 @@ type DB struct {
 		val *readState
 	}
 
-	// obsoleteCh wakes the goroutine that deletes obsolete files.
+	// obsoleteCh wakes the goroutine that deletes obsolete files; it is
+	// never closed (late signals after Close are harmless), closeCh stops it.
 	obsoleteCh chan struct{}
+	closeCh    chan struct{}
 	bgDone     sync.WaitGroup
 
 	mu struct {
@@ -312,6 +314,7 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 
 	var err error
 	if anyWAL {
+		before := logw.Size()
 		for _, o := range group {
 			if !o.disableWAL {
 				if err = logw.AddRecord(o.batch.data); err != nil {
@@ -323,7 +326,7 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 			err = logw.Flush(syncWAL)
 		}
 		if err == nil {
-			d.stats.walBytes.Add(uint64(logw.Size()))
+			d.stats.walBytes.Add(uint64(logw.Size() - before))
 		}
 	}
 	if err == nil {

@@ -36,6 +36,7 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 		fs:         o.FS,
 		cmp:        o.Comparer,
 		obsoleteCh: make(chan struct{}, 1),
+		closeCh:    make(chan struct{}),
 	}
 	d.mu.compact.cond.L = &d.mu
 	d.mu.compact.inProgress = make(map[*compact.Compaction]struct{})
@@ -335,8 +336,13 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 
 func (d *DB) obsoleteFileLoop() {
 	defer d.bgDone.Done()
-	for range d.obsoleteCh {
-		d.deleteObsoleteFiles(false)
+	for {
+		select {
+		case <-d.obsoleteCh:
+			d.deleteObsoleteFiles(false)
+		case <-d.closeCh:
+			return
+		}
 	}
 }
 
@@ -376,7 +382,7 @@ func (d *DB) Close() error {
 	if rs != nil {
 		rs.unref()
 	}
-	close(d.obsoleteCh)
+	close(d.closeCh)
 	d.bgDone.Wait()
 	d.deleteObsoleteFiles(false)
 	d.logger.Info("closed")

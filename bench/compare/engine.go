@@ -1,0 +1,31 @@
+package main
+
+// engine is the little each workload needs from a key-value store; the
+// workloads are written once against it.
+type engine interface {
+	name() string
+	put(key, value []byte) error
+	// get reports whether key exists.
+	get(key []byte) (bool, error)
+	newIter() (engineIter, error)
+	flush() error
+	close() error
+}
+
+// engineIter is a forward iterator.
+type engineIter interface {
+	seekGE(key []byte) bool
+	next() bool
+	key() []byte
+	close() error
+}
+
+// engineConfig holds the settings both engines are opened with.
+type engineConfig struct {
+	cacheSize       int64
+	writeBufferSize int
+	bloomBits       int
+}
+
+// opener opens a fresh engine in dir.
+type opener func(dir string, cfg engineConfig) (engine, error)

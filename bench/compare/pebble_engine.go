@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
+)
+
+type pebbleEngine struct {
+	db *pebble.DB
+}
+
+func openPebble(dir string, cfg engineConfig) (engine, error) {
+	cache := pebble.NewCache(cfg.cacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	opts := &pebble.Options{
+		Cache:              cache,
+		MemTableSize:       uint64(cfg.writeBufferSize),
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             quietLogger{},
+	}
+	for i := range opts.Levels {
+		l := &opts.Levels[i]
+		l.BlockSize = 4 << 10
+		l.BlockRestartInterval = 16
+		l.FilterPolicy = bloom.FilterPolicy(cfg.bloomBits)
+		l.FilterType = pebble.TableFilter
+		l.Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleEngine{db: db}, nil
+}
+
+func (e *pebbleEngine) name() string { return "pebble" }
+
+func (e *pebbleEngine) put(key, value []byte) error { return e.db.Set(key, value, pebble.NoSync) }
+
+func (e *pebbleEngine) get(key []byte) (bool, error) {
+	_, closer, err := e.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, closer.Close()
+}
+
+func (e *pebbleEngine) newIter() (engineIter, error) {
+	it, err := e.db.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleIter{it: it}, nil
+}
+
+func (e *pebbleEngine) flush() error { return e.db.Flush() }
+func (e *pebbleEngine) close() error { return e.db.Close() }
+
+type pebbleIter struct{ it *pebble.Iterator }
+
+func (i *pebbleIter) seekGE(key []byte) bool { return i.it.SeekGE(key) }
+func (i *pebbleIter) next() bool             { return i.it.Next() }
+func (i *pebbleIter) key() []byte            { return i.it.Key() }
+func (i *pebbleIter) close() error           { return i.it.Close() }
+
+// quietLogger drops Pebble's informational messages (shale logs to its LOG
+// file, not the terminal) and keeps errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+
+func (quietLogger) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: fatal: "+format+"\n", args...)
+	os.Exit(1)
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/shaledb/shale"
+)
+
+type shaleEngine struct {
+	db *shale.DB
+	wo *shale.WriteOptions
+}
+
+func openShale(dir string, cfg engineConfig) (engine, error) {
+	db, err := shale.Open(dir, &shale.Options{
+		CreateIfMissing: true,
+		WriteBufferSize: cfg.writeBufferSize,
+		BloomBitsPerKey: cfg.bloomBits,
+		BlockCacheSize:  cfg.cacheSize,
+		Compression:     shale.SnappyCompression,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &shaleEngine{db: db, wo: &shale.WriteOptions{}}, nil
+}
+
+func (e *shaleEngine) name() string { return "shale" }
+
+func (e *shaleEngine) put(key, value []byte) error { return e.db.Put(key, value, e.wo) }
+
+func (e *shaleEngine) get(key []byte) (bool, error) {
+	_, err := e.db.Get(key, nil)
+	if errors.Is(err, shale.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (e *shaleEngine) newIter() (engineIter, error) {
+	return &shaleIter{it: e.db.NewIterator(nil)}, nil
+}
+
+func (e *shaleEngine) flush() error { return e.db.Flush() }
+func (e *shaleEngine) close() error { return e.db.Close() }
+
+type shaleIter struct{ it *shale.Iterator }
+
+func (i *shaleIter) seekGE(key []byte) bool { return i.it.Seek(key) }
+func (i *shaleIter) next() bool             { return i.it.Next() }
+func (i *shaleIter) key() []byte            { return i.it.Key() }
+func (i *shaleIter) close() error           { return i.it.Close() }

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/shaledb/shale"
+	"github.com/spf13/cobra"
+)
+
+// errNotFound is returned by get for a missing key; main prints it as
+// "shale: not found" on stderr and exits 1.
+var errNotFound = errors.New("not found")
+
+// adminFlags are the flags every admin verb shares.
+type adminFlags struct {
+	db  string
+	hex bool
+}
+
+func (f *adminFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.db, "db", "", "database directory (required)")
+	cmd.Flags().BoolVar(&f.hex, "hex", false, "keys and values are hex-encoded on input and output")
+}
+
+// open opens the database; only writing verbs create a missing one, so that
+// a mistyped --db fails instead of creating an empty database.
+func (f *adminFlags) open(create bool) (*shale.DB, error) {
+	if f.db == "" {
+		return nil, errors.New("--db is required")
+	}
+	db, err := shale.Open(f.db, &shale.Options{CreateIfMissing: create})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", f.db, err)
+	}
+	return db, nil
+}
+
+// decode turns a command-line argument into bytes; what names the argument in
+// error messages.
+func (f *adminFlags) decode(what, s string) ([]byte, error) {
+	if !f.hex {
+		return []byte(s), nil
+	}
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q is not valid hex: %v", what, s, err)
+	}
+	return b, nil
+}
+
+func (f *adminFlags) encode(b []byte) string {
+	if f.hex {
+		return hex.EncodeToString(b)
+	}
+	return string(b)
+}
+
+// withDB opens the database, runs fn and closes it, keeping the first error.
+func (f *adminFlags) withDB(create bool, fn func(db *shale.DB) error) (err error) {
+	db, err := f.open(create)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing %s: %w", f.db, cerr)
+		}
+	}()
+	return fn(db)
+}
+
+// adminWrite makes admin writes durable before the command exits.
+var adminWrite = &shale.WriteOptions{Sync: true}
+
+func newPutCmd() *cobra.Command {
+	var f adminFlags
+	cmd := &cobra.Command{
+		Use:   "put --db DIR KEY VALUE",
+		Short: "Set KEY to VALUE (creates the database if missing)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := f.decode("key", args[0])
+			if err != nil {
+				return err
+			}
+			value, err := f.decode("value", args[1])
+			if err != nil {
+				return err
+			}
+			return f.withDB(true, func(db *shale.DB) error {
+				return db.Put(key, value, adminWrite)
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newGetCmd() *cobra.Command {
+	var f adminFlags
+	cmd := &cobra.Command{
+		Use:   "get --db DIR KEY",
+		Short: "Print the value of KEY; exits 1 with \"not found\" when absent",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := f.decode("key", args[0])
+			if err != nil {
+				return err
+			}
+			return f.withDB(false, func(db *shale.DB) error {
+				v, err := db.Get(key, nil)
+				if errors.Is(err, shale.ErrNotFound) {
+					return errNotFound
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), f.encode(v))
+				return nil
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newDeleteCmd() *cobra.Command {
+	var f adminFlags
+	cmd := &cobra.Command{
+		Use:   "delete --db DIR KEY",
+		Short: "Delete KEY",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := f.decode("key", args[0])
+			if err != nil {
+				return err
+			}
+			return f.withDB(false, func(db *shale.DB) error {
+				return db.Delete(key, adminWrite)
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newDeleteRangeCmd() *cobra.Command {
+	var f adminFlags
+	cmd := &cobra.Command{
+		Use:   "deleterange --db DIR START END",
+		Short: "Delete every key in [START, END)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			start, err := f.decode("start", args[0])
+			if err != nil {
+				return err
+			}
+			end, err := f.decode("end", args[1])
+			if err != nil {
+				return err
+			}
+			if string(start) > string(end) {
+				return fmt.Errorf("deleterange: START %q sorts after END %q", args[0], args[1])
+			}
+			return f.withDB(false, func(db *shale.DB) error {
+				return db.DeleteRange(start, end, adminWrite)
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newScanCmd() *cobra.Command {
+	var (
+		f        adminFlags
+		from, to string
+		limit    int
+		reverse  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "scan --db DIR [--from K] [--to K] [--limit N] [--reverse]",
+		Short: "Print the entries in [--from, --to) as \"KEY : VALUE\" lines",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 0 {
+				return fmt.Errorf("--limit must be >= 0, got %d", limit)
+			}
+			ro := &shale.ReadOptions{}
+			var err error
+			if cmd.Flags().Changed("from") {
+				if ro.LowerBound, err = f.decode("--from", from); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("to") {
+				if ro.UpperBound, err = f.decode("--to", to); err != nil {
+					return err
+				}
+			}
+			return f.withDB(false, func(db *shale.DB) error {
+				return scan(cmd, db, ro, &f, limit, reverse)
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&from, "from", "", "first key to print (inclusive)")
+	cmd.Flags().StringVar(&to, "to", "", "key to stop before (exclusive)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "print at most N entries (0 = all)")
+	cmd.Flags().BoolVar(&reverse, "reverse", false, "print from the last key down")
+	return cmd
+}
+
+func scan(cmd *cobra.Command, db *shale.DB, ro *shale.ReadOptions, f *adminFlags, limit int, reverse bool) (err error) {
+	it := db.NewIterator(ro)
+	defer func() {
+		if cerr := it.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	out := cmd.OutOrStdout()
+	ok, step := it.First, it.Next
+	if reverse {
+		ok, step = it.Last, it.Prev
+	}
+	n := 0
+	for valid := ok(); valid && (limit == 0 || n < limit); valid = step() {
+		if _, err := fmt.Fprintf(out, "%s : %s\n", f.encode(it.Key()), f.encode(it.Value())); err != nil {
+			return err
+		}
+		n++
+	}
+	return it.Err()
+}

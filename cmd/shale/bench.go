@@ -1,0 +1,725 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/sstable"
+)
+
+// benchConfig holds the bench flags; names and meanings follow db_bench.
+type benchConfig struct {
+	benchmarks      []string
+	num             int64 // keys in the key space; ops per thread of the write benchmarks
+	reads           int64 // ops per thread of the read benchmarks; < 0 means num
+	keySize         int
+	valueSize       int
+	threads         int
+	batchSize       int
+	seekNexts       int
+	db              string // "" = a fresh temporary directory, removed afterwards
+	useExistingDB   bool
+	compression     string
+	bloomBits       int // <= 0 disables the filter
+	cacheSize       int64
+	writeBufferSize int
+	sync            bool
+	disableAutoComp bool
+	histogram       bool
+	seed            int64 // 0 = derived from the clock (and printed)
+	duration        time.Duration
+	progressEvery   time.Duration // interval of "... N ops" lines; 0 = none
+}
+
+// defaultBenchConfig returns db_bench's defaults.
+func defaultBenchConfig() benchConfig {
+	return benchConfig{
+		benchmarks:      strings.Split(defaultSuite, ","),
+		num:             1000000,
+		reads:           -1,
+		keySize:         16,
+		valueSize:       100,
+		threads:         1,
+		batchSize:       1,
+		compression:     "snappy",
+		bloomBits:       10,
+		cacheSize:       8 << 20,
+		writeBufferSize: 64 << 20,
+		progressEvery:   5 * time.Second,
+	}
+}
+
+// defaultSuite runs when bench is given no --benchmarks.
+const defaultSuite = "fillseq,fillrandom,readrandom,seekrandom,readseq"
+
+// benchFn runs one benchmark's work on one thread.
+type benchFn func(r *benchRunner, t *benchThread) error
+
+type benchSpec struct {
+	fn      benchFn
+	freshDB bool // db_bench's fresh_db: the DB is recreated first
+	// writer adds one writing thread to the readers (readwhilewriting); its
+	// ops are not reported.
+	writer bool
+	// control benchmarks (flush, compact) run once, on one thread.
+	control bool
+}
+
+var benchSpecs = map[string]benchSpec{
+	"fillseq":          {fn: benchFillSeq, freshDB: true},
+	"fillrandom":       {fn: benchFillRandom, freshDB: true},
+	"overwrite":        {fn: benchFillRandom},
+	"readrandom":       {fn: benchReadRandom},
+	"readseq":          {fn: benchReadSeq},
+	"readreverse":      {fn: benchReadReverse},
+	"seekrandom":       {fn: benchSeekRandom},
+	"deleterandom":     {fn: benchDeleteRandom},
+	"readwhilewriting": {fn: benchReadRandom, writer: true},
+	"flush":            {fn: benchFlush, control: true},
+	"compact":          {fn: benchCompact, control: true},
+	"stats":            {control: true},
+}
+
+// benchResult is the merged outcome of one benchmark over its threads.
+type benchResult struct {
+	name    string
+	ops     int64
+	bytes   int64
+	found   int64 // reads that found their key (readrandom, seekrandom, readwhilewriting)
+	reads   int64 // reads attempted, the denominator of found
+	elapsed time.Duration
+	hist    *hdrhistogram.Histogram // nil without --histogram
+}
+
+// line renders r as db_bench does.
+func (r *benchResult) line() string {
+	secs := r.elapsed.Seconds()
+	var micros float64
+	var opsPerSec int64
+	if r.ops > 0 && secs > 0 {
+		micros = secs * 1e6 / float64(r.ops)
+		opsPerSec = int64(float64(r.ops) / secs)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-12s : %11.3f micros/op %d ops/sec", r.name, micros, opsPerSec)
+	if r.bytes > 0 && secs > 0 {
+		fmt.Fprintf(&b, " %.1f MB/s", float64(r.bytes)/(1<<20)/secs)
+	}
+	if r.reads > 0 {
+		fmt.Fprintf(&b, " (%d of %d found)", r.found, r.reads)
+	}
+	return b.String()
+}
+
+// histogramText renders the latency percentiles, in microseconds.
+func (r *benchResult) histogramText() string {
+	h := r.hist
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	return fmt.Sprintf("Microseconds per op:\nCount: %d Average: %.4f StdDev: %.2f\nPercentiles: P50: %.2f P95: %.2f P99: %.2f P100: %.2f\n",
+		h.TotalCount(), h.Mean()/1e3, h.StdDev()/1e3,
+		us(h.ValueAtQuantile(50)), us(h.ValueAtQuantile(95)), us(h.ValueAtQuantile(99)), us(h.Max()))
+}
+
+// benchRunner runs a list of benchmarks against one database directory.
+type benchRunner struct {
+	cfg      benchConfig
+	out      io.Writer // result lines
+	progress io.Writer // "... N ops" lines and skip notices
+	dir      string
+	db       *shale.DB
+	wo       *shale.WriteOptions
+	values   []byte       // shared, read-only source of value bytes
+	done     atomic.Int64 // ops finished in the running benchmark, for progress
+	stop     atomic.Bool  // set when --duration has elapsed
+}
+
+// runBenchmarks runs cfg.benchmarks in order, printing one db_bench line per
+// benchmark to out, and returns the results.
+func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchResult, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.reads < 0 {
+		cfg.reads = cfg.num
+	}
+	if cfg.seed == 0 {
+		cfg.seed = time.Now().UnixNano()
+	}
+	r := &benchRunner{
+		cfg:      cfg,
+		out:      out,
+		progress: progress,
+		dir:      cfg.db,
+		wo:       &shale.WriteOptions{Sync: cfg.sync},
+		values:   compressibleBytes(max(1<<20, 2*cfg.valueSize), 0.5),
+	}
+	if r.dir == "" {
+		if cfg.useExistingDB {
+			return nil, errors.New("--use_existing_db needs --db")
+		}
+		if r.dir, err = os.MkdirTemp("", "shale-bench-"); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if rerr := os.RemoveAll(r.dir); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	} else if !cfg.useExistingDB {
+		if err := removeOldDB(r.dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := r.db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing %s: %w", r.dir, cerr)
+		}
+	}()
+	r.printHeader()
+	for i, name := range cfg.benchmarks {
+		res, ran, err := r.runOne(i, name)
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", name, err)
+		}
+		if ran {
+			results = append(results, res)
+		}
+	}
+	return results, nil
+}
+
+func (c *benchConfig) validate() error {
+	if len(c.benchmarks) == 0 {
+		return errors.New("--benchmarks is empty")
+	}
+	for _, b := range c.benchmarks {
+		if _, ok := benchSpecs[b]; !ok {
+			return fmt.Errorf("unknown benchmark %q (known: fillseq, fillrandom, overwrite, readrandom, readseq, readreverse, seekrandom, deleterandom, readwhilewriting, flush, compact, stats)", b)
+		}
+	}
+	switch {
+	case c.num < 1:
+		return fmt.Errorf("--num must be positive, got %d", c.num)
+	case c.keySize < 1 || c.keySize > 1<<20:
+		return fmt.Errorf("--key_size must be between 1 and 1048576, got %d", c.keySize)
+	case len(fmt.Sprint(c.num-1)) > c.keySize:
+		return fmt.Errorf("--key_size %d is too small for the decimal keys of --num %d", c.keySize, c.num)
+	case c.valueSize < 0 || c.valueSize > 64<<20:
+		return fmt.Errorf("--value_size must be between 0 and 64 MiB, got %d", c.valueSize)
+	case c.threads < 1:
+		return fmt.Errorf("--threads must be positive, got %d", c.threads)
+	case c.batchSize < 1:
+		return fmt.Errorf("--batch_size must be positive, got %d", c.batchSize)
+	case c.seekNexts < 0:
+		return fmt.Errorf("--seek_nexts must be >= 0, got %d", c.seekNexts)
+	case c.duration < 0:
+		return fmt.Errorf("--duration must be >= 0, got %v", c.duration)
+	}
+	if _, err := sstable.ParseCompression(c.compression); err != nil {
+		return fmt.Errorf("--compression_type: %v", err)
+	}
+	return nil
+}
+
+// removeOldDB clears dir for a fresh run, as db_bench does without
+// --use_existing_db, but only when it is empty, missing or a shale database:
+// a mistyped --db must never delete someone's files.
+func removeOldDB(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
+		return fmt.Errorf("--db %s is not empty and holds no shale database (no CURRENT file); refusing to delete it", dir)
+	}
+	return os.RemoveAll(dir)
+}
+
+func (r *benchRunner) options() (*shale.Options, error) {
+	c, err := sstable.ParseCompression(r.cfg.compression)
+	if err != nil {
+		return nil, err
+	}
+	o := &shale.Options{
+		CreateIfMissing:        !r.cfg.useExistingDB,
+		WriteBufferSize:        r.cfg.writeBufferSize,
+		BloomBitsPerKey:        r.cfg.bloomBits,
+		BlockCacheSize:         r.cfg.cacheSize,
+		Compression:            c,
+		DisableAutoCompactions: r.cfg.disableAutoComp,
+	}
+	// db_bench's 0 means "none" where shale's zero means "default".
+	if o.BloomBitsPerKey <= 0 {
+		o.BloomBitsPerKey = -1
+	}
+	if o.BlockCacheSize <= 0 {
+		o.BlockCacheSize = -1
+	}
+	return o, nil
+}
+
+func (r *benchRunner) open() error {
+	o, err := r.options()
+	if err != nil {
+		return err
+	}
+	db, err := shale.Open(r.dir, o)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", r.dir, err)
+	}
+	r.db = db
+	return nil
+}
+
+// recreate closes, deletes and reopens the database, for fresh_db benchmarks.
+func (r *benchRunner) recreate() error {
+	db := r.db
+	r.db = nil
+	if err := db.Close(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(r.dir); err != nil {
+		return err
+	}
+	return r.open()
+}
+
+func (r *benchRunner) printHeader() {
+	c := &r.cfg
+	fmt.Fprintf(r.out, "shale:       version %s\n", shale.Version)
+	fmt.Fprintf(r.out, "Keys:        %d bytes each\n", c.keySize)
+	fmt.Fprintf(r.out, "Values:      %d bytes each (%d bytes after compression)\n", c.valueSize, c.valueSize/2)
+	fmt.Fprintf(r.out, "Entries:     %d\n", c.num)
+	fmt.Fprintf(r.out, "Compression: %s\n", c.compression)
+	fmt.Fprintf(r.out, "Seed:        %d\n", c.seed)
+	fmt.Fprintf(r.out, "DB:          %s\n", r.dir)
+	fmt.Fprintln(r.out, "------------------------------------------------")
+}
+
+// runOne runs benchmark number idx of the list. ran is false when it was
+// skipped or produces no db_bench line (stats).
+func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, err error) {
+	spec := benchSpecs[name]
+	if name == "stats" {
+		_, err := fmt.Fprint(r.out, r.db.Metrics().String())
+		return res, false, err
+	}
+	if spec.freshDB {
+		if r.cfg.useExistingDB {
+			fmt.Fprintf(r.progress, "%-12s : skipped (--use_existing_db is true)\n", name)
+			return res, false, nil
+		}
+		if err := r.recreate(); err != nil {
+			return res, false, err
+		}
+	}
+	readers := r.cfg.threads
+	if spec.control {
+		readers = 1
+	}
+	threads := make([]*benchThread, readers)
+	for i := range threads {
+		threads[i] = r.newThread(idx, i)
+	}
+	var writer *benchThread
+	if spec.writer {
+		writer = r.newThread(idx, readers)
+	}
+
+	r.done.Store(0)
+	r.stop.Store(false)
+	stopProgress := r.startProgress()
+	var timer *time.Timer
+	if r.cfg.duration > 0 {
+		timer = time.AfterFunc(r.cfg.duration, func() { r.stop.Store(true) })
+	}
+
+	var wg sync.WaitGroup
+	errs := make([]error, readers+1)
+	var writerDone chan struct{}
+	if writer != nil {
+		writerDone = make(chan struct{})
+		go func() {
+			defer close(writerDone)
+			errs[readers] = r.writeWhileReading(writer)
+		}()
+	}
+	for i, t := range threads {
+		wg.Go(func() {
+			t.start = time.Now()
+			t.last = t.start
+			errs[i] = spec.fn(r, t)
+			t.end = time.Now()
+		})
+	}
+	wg.Wait()
+	if writer != nil {
+		r.stop.Store(true) // the writer runs as long as the readers do
+		<-writerDone
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+	stopProgress()
+	if err := errors.Join(errs...); err != nil {
+		return res, false, err
+	}
+
+	res = mergeThreads(name, threads)
+	fmt.Fprintln(r.out, res.line())
+	if res.hist != nil {
+		fmt.Fprint(r.out, res.histogramText())
+	}
+	return res, true, nil
+}
+
+// startProgress prints "... N ops" every progressEvery while a benchmark
+// runs; the returned func stops it.
+func (r *benchRunner) startProgress() func() {
+	if r.cfg.progressEvery <= 0 || r.progress == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(r.cfg.progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				fmt.Fprintf(r.progress, "... %d ops\n", r.done.Load())
+			}
+		}
+	})
+	return func() { close(quit); wg.Wait() }
+}
+
+func mergeThreads(name string, threads []*benchThread) benchResult {
+	res := benchResult{name: name}
+	var first, last time.Time
+	for i, t := range threads {
+		res.ops += t.ops
+		res.bytes += t.bytes
+		res.found += t.found
+		res.reads += t.reads
+		if i == 0 || t.start.Before(first) {
+			first = t.start
+		}
+		if i == 0 || t.end.After(last) {
+			last = t.end
+		}
+		if t.hist != nil {
+			if res.hist == nil {
+				res.hist = newLatencyHistogram()
+			}
+			res.hist.Merge(t.hist)
+		}
+	}
+	res.elapsed = last.Sub(first)
+	return res
+}
+
+// benchThread is one thread's state; nothing in it is shared.
+type benchThread struct {
+	rng         *rand.Rand
+	key         []byte
+	valuePos    int
+	ops, bytes  int64
+	found       int64
+	reads       int64
+	unreported  int64 // ops not yet added to benchRunner.done
+	start, end  time.Time
+	last        time.Time // end of the previous op, for the histogram
+	hist        *hdrhistogram.Histogram
+	runner      *benchRunner
+	batch       *shale.Batch
+	batchFilled int
+}
+
+// benchRNG returns the random source of thread thread of benchmark number
+// bench; tests rebuild it to predict which keys a benchmark touched.
+func benchRNG(seed int64, bench, thread int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(bench)<<32|uint64(thread)))
+}
+
+func (r *benchRunner) newThread(bench, thread int) *benchThread {
+	t := &benchThread{
+		rng:    benchRNG(r.cfg.seed, bench, thread),
+		key:    make([]byte, r.cfg.keySize),
+		runner: r,
+	}
+	// Threads start at different values; not drawn from rng, so that the
+	// key sequence depends only on the seed.
+	t.valuePos = thread * 7919 % (len(r.values) - r.cfg.valueSize + 1)
+	if r.cfg.histogram {
+		t.hist = newLatencyHistogram()
+	}
+	return t
+}
+
+// newLatencyHistogram records nanoseconds from 1 ns to 1 hour, 3 digits.
+func newLatencyHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(time.Hour), 3)
+}
+
+// finished accounts for n ops moving bytes; called after each op or batch.
+func (t *benchThread) finished(n int64, bytes int64) {
+	t.ops += n
+	t.bytes += bytes
+	if t.hist != nil {
+		now := time.Now()
+		d := now.Sub(t.last).Nanoseconds()
+		t.last = now
+		_ = t.hist.RecordValue(min(max(d, 1), t.hist.HighestTrackableValue()))
+	}
+	t.unreported += n
+	if t.unreported >= 1024 {
+		t.runner.done.Add(t.unreported)
+		t.unreported = 0
+	}
+}
+
+// more reports whether op i should run: below limit, or while --duration
+// has not elapsed for benchmarks that honour it.
+func (t *benchThread) more(i, limit int64, timed bool) bool {
+	if timed && t.runner.cfg.duration > 0 {
+		return !t.runner.stop.Load()
+	}
+	return i < limit
+}
+
+// makeKey formats k as zero-padded decimal filling t.key exactly.
+func (t *benchThread) makeKey(k int64) []byte {
+	formatKey(t.key, k)
+	return t.key
+}
+
+func formatKey(dst []byte, k int64) {
+	for i := len(dst) - 1; i >= 0; i-- {
+		dst[i] = byte('0' + k%10)
+		k /= 10
+	}
+}
+
+func (t *benchThread) randomKey() []byte {
+	return t.makeKey(t.rng.Int64N(t.runner.cfg.num))
+}
+
+// value returns the next value: a window of the shared compressible bytes.
+func (t *benchThread) value() []byte {
+	n := t.runner.cfg.valueSize
+	if t.valuePos+n > len(t.runner.values) {
+		t.valuePos = 0
+	}
+	v := t.runner.values[t.valuePos : t.valuePos+n]
+	t.valuePos += n
+	return v
+}
+
+// compressibleBytes returns n pseudo-random printable bytes that compress
+// to about ratio of their size, as db_bench's value generator: each 100-byte
+// piece repeats a random prefix of ratio*100 bytes.
+func compressibleBytes(n int, ratio float64) []byte {
+	rng := rand.New(rand.NewPCG(301, 301))
+	out := make([]byte, 0, n+100)
+	raw := max(1, int(100*ratio))
+	piece := make([]byte, 100)
+	for len(out) < n {
+		for i := 0; i < raw; i++ {
+			piece[i] = byte(' ' + rng.IntN(95))
+		}
+		for i := raw; i < len(piece); i++ {
+			piece[i] = piece[i-raw]
+		}
+		out = append(out, piece...)
+	}
+	return out[:n]
+}
+
+// write performs num writes of keys chosen by next, batch_size per write.
+func (r *benchRunner) write(t *benchThread, timed bool, next func(i int64) []byte) error {
+	bs := r.cfg.batchSize
+	if bs > 1 && t.batch == nil {
+		t.batch = r.db.NewBatch()
+	}
+	for i := int64(0); t.more(i, r.cfg.num, timed); {
+		if bs == 1 {
+			k, v := next(i), t.value()
+			if err := r.db.Put(k, v, r.wo); err != nil {
+				return err
+			}
+			i++
+			t.finished(1, int64(len(k)+len(v)))
+			continue
+		}
+		t.batch.Reset()
+		var n int64
+		var bytes int64
+		for ; n < int64(bs) && (timed && r.cfg.duration > 0 || i < r.cfg.num); n++ {
+			k, v := next(i), t.value()
+			t.batch.Put(k, v)
+			bytes += int64(len(k) + len(v))
+			i++
+		}
+		if err := r.db.Write(t.batch, r.wo); err != nil {
+			return err
+		}
+		t.finished(n, bytes)
+	}
+	return nil
+}
+
+func benchFillSeq(r *benchRunner, t *benchThread) error {
+	// Sequential fills ignore --duration, as db_bench: keys past num would
+	// not fit key_size.
+	return r.write(t, false, t.makeKey)
+}
+
+func benchFillRandom(r *benchRunner, t *benchThread) error {
+	return r.write(t, true, func(int64) []byte { return t.randomKey() })
+}
+
+func benchDeleteRandom(r *benchRunner, t *benchThread) error {
+	bs := r.cfg.batchSize
+	if bs > 1 && t.batch == nil {
+		t.batch = r.db.NewBatch()
+	}
+	for i := int64(0); t.more(i, r.cfg.num, true); {
+		if bs == 1 {
+			if err := r.db.Delete(t.randomKey(), r.wo); err != nil {
+				return err
+			}
+			i++
+			t.finished(1, 0)
+			continue
+		}
+		t.batch.Reset()
+		var n int64
+		for ; n < int64(bs) && (r.cfg.duration > 0 || i < r.cfg.num); n++ {
+			t.batch.Delete(t.randomKey())
+			i++
+		}
+		if err := r.db.Write(t.batch, r.wo); err != nil {
+			return err
+		}
+		t.finished(n, 0)
+	}
+	return nil
+}
+
+func benchReadRandom(r *benchRunner, t *benchThread) error {
+	for i := int64(0); t.more(i, r.cfg.reads, true); i++ {
+		k := t.randomKey()
+		v, err := r.db.Get(k, nil)
+		t.reads++
+		var bytes int64
+		switch {
+		case err == nil:
+			t.found++
+			bytes = int64(len(k) + len(v))
+		case !errors.Is(err, shale.ErrNotFound):
+			return err
+		}
+		t.finished(1, bytes)
+	}
+	return nil
+}
+
+// writeWhileReading is readwhilewriting's writer: random overwrites until
+// the readers finish.
+func (r *benchRunner) writeWhileReading(t *benchThread) error {
+	for !r.stop.Load() {
+		if err := r.db.Put(t.randomKey(), t.value(), r.wo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func benchReadSeq(r *benchRunner, t *benchThread) error {
+	return r.scan(t, false)
+}
+
+func benchReadReverse(r *benchRunner, t *benchThread) error {
+	return r.scan(t, true)
+}
+
+func (r *benchRunner) scan(t *benchThread, reverse bool) error {
+	it := r.db.NewIterator(nil)
+	pos, step := it.First, it.Next
+	if reverse {
+		pos, step = it.Last, it.Prev
+	}
+	var i int64
+	for ok := pos(); ok && i < r.cfg.reads; ok = step() {
+		i++
+		t.finished(1, int64(len(it.Key())+len(it.Value())))
+	}
+	err := it.Err()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func benchSeekRandom(r *benchRunner, t *benchThread) error {
+	it := r.db.NewIterator(nil)
+	var err error
+	for i := int64(0); t.more(i, r.cfg.reads, true); i++ {
+		k := t.randomKey()
+		t.reads++
+		var moved int64
+		if it.Seek(k) {
+			if bytes.Equal(it.Key(), k) {
+				t.found++
+			}
+			moved += int64(len(it.Key()) + len(it.Value()))
+			for j := 0; j < r.cfg.seekNexts && it.Next(); j++ {
+				moved += int64(len(it.Key()) + len(it.Value()))
+			}
+		}
+		if err = it.Err(); err != nil {
+			break
+		}
+		t.finished(1, moved)
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func benchFlush(r *benchRunner, t *benchThread) error {
+	if err := r.db.Flush(); err != nil {
+		return err
+	}
+	t.finished(1, 0)
+	return nil
+}
+
+func benchCompact(r *benchRunner, t *benchThread) error {
+	if err := r.db.CompactRange(nil, nil); err != nil {
+		return err
+	}
+	t.finished(1, 0)
+	return nil
+}

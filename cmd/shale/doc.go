@@ -1,0 +1,22 @@
+// Command shale is the command-line tool of the shale key-value store.
+//
+// It owns two things: admin verbs that read and change one database
+// directory (put, get, delete, deleterange, scan), and bench, a benchmark
+// driver whose flags, workloads and output lines follow RocksDB's db_bench so
+// that numbers can be compared side by side.
+//
+//	shale put --db DIR KEY VALUE
+//	shale get --db DIR KEY                 # "not found" on stderr, exit 1 when absent
+//	shale delete --db DIR KEY
+//	shale deleterange --db DIR START END   # removes [START, END)
+//	shale scan --db DIR [--from K] [--to K] [--limit N] [--reverse]
+//	shale bench [--benchmarks fillseq,readrandom,...] [--num N] ...
+//
+// With --hex, keys and values are hex-encoded on input and output. scan prints
+// one "KEY : VALUE" line per entry, as RocksDB's ldb does.
+//
+// The tool never reaches below the public API of the root shale package: it
+// does not read files of a database directory itself, and it never removes a
+// directory that does not look like a shale database (bench's default
+// directory is a fresh temporary one, removed afterwards).
+package main
