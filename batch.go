@@ -2,6 +2,7 @@ package shale
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/memtable"
@@ -20,6 +21,27 @@ type Batch struct {
 	count uint32
 	// memBytes estimates the memtable space the batch needs.
 	memBytes int
+	// commit is the batch's place in the commit queue, reused by every
+	// Write of the batch (a batch is written by one goroutine at a time).
+	commit writer
+}
+
+// batchPool recycles the one-entry batches of Put, Delete and friends.
+var batchPool = sync.Pool{New: func() any { return newBatch() }}
+
+// maxPooledBatch keeps batches that grew large out of the pool.
+const maxPooledBatch = 64 << 10
+
+func getBatch() *Batch {
+	b := batchPool.Get().(*Batch)
+	b.Reset()
+	return b
+}
+
+func putBatch(b *Batch) {
+	if cap(b.data) <= maxPooledBatch {
+		batchPool.Put(b)
+	}
 }
 
 // NewBatch returns an empty batch.

@@ -133,11 +133,14 @@ func (rs *readState) unref() {
 	}
 }
 
-// loadReadState returns the current read state with a reference.
+// loadReadState returns the current read state with a reference, or nil
+// once the DB is closed.
 func (d *DB) loadReadState() *readState {
 	d.readState.RLock()
 	rs := d.readState.val
-	rs.refs.Add(1)
+	if rs != nil {
+		rs.refs.Add(1)
+	}
 	d.readState.RUnlock()
 	return rs
 }
@@ -170,23 +173,29 @@ func (d *DB) signalObsolete() {
 
 // Put sets key to value.
 func (d *DB) Put(key, value []byte, wo *WriteOptions) error {
-	b := newBatch()
+	b := getBatch()
 	b.Put(key, value)
-	return d.Write(b, wo)
+	err := d.Write(b, wo)
+	putBatch(b)
+	return err
 }
 
 // Delete removes key.
 func (d *DB) Delete(key []byte, wo *WriteOptions) error {
-	b := newBatch()
+	b := getBatch()
 	b.Delete(key)
-	return d.Write(b, wo)
+	err := d.Write(b, wo)
+	putBatch(b)
+	return err
 }
 
 // SingleDelete removes a key that was Put once since its last deletion.
 func (d *DB) SingleDelete(key []byte, wo *WriteOptions) error {
-	b := newBatch()
+	b := getBatch()
 	b.SingleDelete(key)
-	return d.Write(b, wo)
+	err := d.Write(b, wo)
+	putBatch(b)
+	return err
 }
 
 // DeleteRange removes every key in [start, end).
@@ -197,9 +206,11 @@ func (d *DB) DeleteRange(start, end []byte, wo *WriteOptions) error {
 		}
 		return base.InvalidArgumentf("shale: DeleteRange start %q must be before end %q", start, end)
 	}
-	b := newBatch()
+	b := getBatch()
 	b.DeleteRange(start, end)
-	return d.Write(b, wo)
+	err := d.Write(b, wo)
+	putBatch(b)
+	return err
 }
 
 // writer is one caller waiting in the commit queue.
@@ -215,6 +226,8 @@ type writer struct {
 	rotated *memTable
 }
 
+var defaultWriteOptions WriteOptions
+
 // maxGroupBytes bounds the batches one leader commits together.
 const maxGroupBytes = 1 << 20
 
@@ -226,9 +239,13 @@ func (d *DB) Write(b *Batch, wo *WriteOptions) error {
 		return d.checkOpen()
 	}
 	if wo == nil {
-		wo = &WriteOptions{}
+		wo = &defaultWriteOptions
 	}
-	_, err := d.commit(&writer{batch: b, sync: wo.Sync, disableWAL: wo.DisableWAL})
+	w := &b.commit
+	w.batch, w.sync, w.disableWAL = b, wo.Sync, wo.DisableWAL
+	w.done, w.err, w.rotated = false, nil, nil
+	_, err := d.commit(w)
+	w.batch = nil
 	return err
 }
 
@@ -268,7 +285,9 @@ func (d *DB) commit(w *writer) (*writer, error) {
 			group = d.mu.writers[:len(group)+1]
 		}
 	}
-	group = append([]*writer(nil), group...)
+	// group stays valid while d.mu is released in makeRoomLocked: other
+	// writers only append to d.mu.writers, never touching its first
+	// len(group) elements.
 	err := d.makeRoomLocked(w.batch == nil, need, w)
 	if err == nil && w.batch != nil {
 		err = d.commitGroupLocked(group)
@@ -323,7 +342,7 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 			}
 		}
 		if err == nil {
-			err = logw.Flush(syncWAL)
+			err = logw.Commit(syncWAL)
 		}
 		if err == nil {
 			d.stats.walBytes.Add(uint64(logw.Size() - before))
@@ -393,6 +412,11 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 		}
 		mem := d.mu.mem.mutable
 		l0 := len(d.readState.val.version.Levels[0])
+		if d.opts.DisableAutoCompactions {
+			// As RocksDB: L0 triggers do not stall writes when nothing
+			// would compact L0 away.
+			l0 = 0
+		}
 		if !force && !slowed && l0 >= d.opts.Level0SlowdownWritesTrigger {
 			// Slow down by 1 ms per group, as RocksDB's delayed write.
 			d.mu.Unlock()
@@ -464,7 +488,13 @@ func (d *DB) createWAL(num base.FileNum) (*wal.Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	return wal.NewWriter(f, name), nil
+	w := wal.NewWriter(f, name)
+	w.SetErrorHandler(func(err error) {
+		d.mu.Lock()
+		d.setBackgroundErrorLocked(err)
+		d.mu.Unlock()
+	})
+	return w, nil
 }
 
 func (d *DB) syncDir() error {

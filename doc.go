@@ -8,7 +8,9 @@
 // merge tables down the levels. See DESIGN.md for the architecture.
 //
 // Durability: a write with WriteOptions.Sync is on disk when Write returns. A
-// write without Sync survives a process crash (it is in the OS page cache)
-// but may be lost on power failure; after any crash, Open recovers a prefix
-// of the acknowledged writes, never a write that was not made.
+// write without Sync is handed to the OS by a background WAL flusher within
+// microseconds (as in Pebble), so a process crash may lose the last few
+// unsynced writes and a power failure everything since the last sync. After
+// any crash, Open recovers a prefix of the acknowledged writes that includes
+// every synced one, and never a write that was not made.
 package shale

@@ -30,6 +30,9 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		lower, upper = ro.LowerBound, ro.UpperBound
 	}
 	rs := d.loadReadState()
+	if rs == nil {
+		return &Iterator{err: ErrClosed}
+	}
 	i := &Iterator{rs: rs}
 	fill := ro.fillCache()
 	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill}

@@ -81,6 +81,9 @@ func (d *DB) Metrics() *Metrics {
 		return m
 	}
 	rs := d.loadReadState()
+	if rs == nil {
+		return m
+	}
 	defer rs.unref()
 	v := rs.version
 	co := d.compactOptions()

@@ -375,10 +375,12 @@ func (d *DB) Close() error {
 	if logw != nil {
 		err = errors.Join(err, logw.Close())
 	}
+	d.mu.Lock()
 	d.readState.Lock()
 	rs := d.readState.val
 	d.readState.val = nil
 	d.readState.Unlock()
+	d.mu.Unlock()
 	if rs != nil {
 		rs.unref()
 	}

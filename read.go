@@ -20,6 +20,9 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 		return nil, err
 	}
 	rs := d.loadReadState()
+	if rs == nil {
+		return nil, ErrClosed
+	}
 	defer rs.unref()
 	value, err := d.getFrom(rs, key, d.readSeq(ro), ro.fillCache())
 	if err != nil {
@@ -113,6 +116,12 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 		return values, errs
 	}
 	rs := d.loadReadState()
+	if rs == nil {
+		for i := range errs {
+			errs[i] = ErrClosed
+		}
+		return values, errs
+	}
 	defer rs.unref()
 	snap := d.readSeq(ro)
 	fill := ro.fillCache()

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/shaledb/shale/internal/base"
@@ -111,7 +112,9 @@ func compressBlock(c Compression, raw, dst []byte) ([]byte, byte, []byte) {
 		if n := snappy.MaxEncodedLen(len(raw)); cap(dst) < n {
 			dst = make([]byte, n)
 		}
-		out = snappy.Encode(dst[:cap(dst)], raw)
+		// s2's snappy-compatible fast encoder: klauspost's snappy.Encode
+		// uses the slower "better" mode.
+		out = s2.EncodeSnappy(dst[:cap(dst)], raw)
 		typ = blockTypeSnappy
 	case ZstdCompression:
 		enc, _, err := zstdCodec()

@@ -126,3 +126,16 @@ func (w *Writer) Flush() error {
 func (w *Writer) Size() int64 {
 	return w.flushed + int64(len(w.buf))
 }
+
+// Buffered returns the number of framed bytes not yet flushed.
+func (w *Writer) Buffered() int { return len(w.buf) }
+
+// SwapBuffer returns the framed bytes not yet flushed, counting them as
+// flushed, and continues with next (emptied) as its buffer. It lets a caller
+// write the bytes itself, off the framing path, without copying them.
+func (w *Writer) SwapBuffer(next []byte) []byte {
+	data := w.buf
+	w.flushed += int64(len(data))
+	w.buf = next[:0]
+	return data
+}

@@ -1,0 +1,90 @@
+package shale
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/shaledb/shale/vfs"
+)
+
+func benchDB(b *testing.B) *DB {
+	b.Helper()
+	db, err := Open(b.TempDir(), &Options{CreateIfMissing: true, FS: vfs.Default})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+func benchKey(buf []byte, i int) []byte {
+	return fmt.Appendf(buf[:0], "%016d", i)
+}
+
+// BenchmarkPutSequential is db_bench's fillseq: 16-byte keys, 100-byte values.
+func BenchmarkPutSequential(b *testing.B) {
+	db := benchDB(b)
+	value := make([]byte, 100)
+	var key []byte
+	b.SetBytes(116)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		key = benchKey(key, i)
+		if err := db.Put(key, value, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGetRandom is db_bench's readrandom on a flushed DB of 100k keys.
+func BenchmarkGetRandom(b *testing.B) {
+	db := benchDB(b)
+	const n = 100000
+	value := make([]byte, 100)
+	var key []byte
+	for i := 0; i < n; i++ {
+		key = benchKey(key, i)
+		if err := db.Put(key, value, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	for b.Loop() {
+		key = benchKey(key, rng.IntN(n))
+		if _, err := db.Get(key, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSeekRandom is db_bench's seekrandom with no Next.
+func BenchmarkSeekRandom(b *testing.B) {
+	db := benchDB(b)
+	const n = 100000
+	value := make([]byte, 100)
+	var key []byte
+	for i := 0; i < n; i++ {
+		key = benchKey(key, i)
+		if err := db.Put(key, value, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	for b.Loop() {
+		key = benchKey(key, rng.IntN(n))
+		it := db.NewIterator(nil)
+		if !it.Seek(key) {
+			b.Fatal("seek failed")
+		}
+		it.Close()
+	}
+}

@@ -1,0 +1,225 @@
+package wal
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/record"
+	"github.com/shaledb/shale/vfs"
+)
+
+// maxPendingBytes bounds the bytes committed without sync that may wait for
+// the background flusher; a committer beyond it waits (back-pressure when the
+// disk is slower than the writers).
+const maxPendingBytes = 4 << 20
+
+// Writer appends records to one WAL file. AddRecord and Commit are called by
+// one goroutine at a time (the DB's commit leader); a background flusher
+// hands the framed bytes to the file, so a commit without sync does not wait
+// for a write system call, and syncs requested while one runs are batched
+// into the next.
+//
+// Durability: Commit(true) returns once every record added before it is
+// synced. Commit(false) returns at once; its records reach the OS within the
+// flusher's next write (microseconds), so a process crash can lose the last
+// unsynced commits, and a power failure everything since the last sync.
+type Writer struct {
+	f        vfs.File
+	fileName string
+	onError  func(error)
+
+	mu sync.Mutex
+	// flushCond wakes the flusher; doneCond wakes committers waiting for
+	// their bytes to be written or synced.
+	flushCond, doneCond sync.Cond
+	rw                  *record.Writer // frames records; its buffer is what is pending
+	spare               []byte
+	appended            int64 // bytes framed so far
+	written             int64 // bytes handed to the file
+	synced              int64 // bytes known durable
+	syncWanted          int64 // the flusher syncs when synced < syncWanted
+	// err is sticky: after a failed write or sync the file's durable state
+	// is unknown, and retrying an fsync can falsely report success, so every
+	// later call fails with the first error.
+	err         error
+	closing     bool
+	closed      bool
+	flusherDone chan struct{}
+}
+
+// NewWriter returns a Writer appending to f, a newly created empty file;
+// fileName is used in errors. It starts the background flusher.
+func NewWriter(f vfs.File, fileName string) *Writer {
+	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{})}
+	w.flushCond.L = &w.mu
+	w.doneCond.L = &w.mu
+	w.rw = record.NewWriter(nil) // never flushed: the flusher takes its buffer
+	go w.flushLoop()
+	return w
+}
+
+// SetErrorHandler registers fn to be called (from the flusher goroutine)
+// when a background write or sync fails; a commit without sync learns of
+// such a failure only this way or from a later call.
+func (w *Writer) SetErrorHandler(fn func(error)) {
+	w.mu.Lock()
+	w.onError = fn
+	w.mu.Unlock()
+}
+
+func (w *Writer) checkLocked() error {
+	if w.closed || w.closing {
+		return fmt.Errorf("shale: WAL %s: %w", w.fileName, base.ErrClosed)
+	}
+	return w.err
+}
+
+// AddRecord frames p as one record into the buffer; Commit or Flush makes
+// it reach the file.
+func (w *Writer) AddRecord(p []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.checkLocked(); err != nil {
+		return err
+	}
+	if _, err := w.rw.WriteRecord(p); err != nil {
+		w.err = fmt.Errorf("shale: WAL %s: %w", w.fileName, err)
+		return w.err
+	}
+	w.appended = w.rw.Size()
+	return nil
+}
+
+// Commit hands the records added so far to the flusher. With sync it waits
+// until they are durable; without, it returns at once (unless the flusher is
+// more than maxPendingBytes behind).
+func (w *Writer) Commit(sync bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.checkLocked(); err != nil {
+		return err
+	}
+	target := w.appended
+	if sync && w.syncWanted < target {
+		w.syncWanted = target
+	}
+	w.flushCond.Signal()
+	if !sync {
+		for w.err == nil && w.rw.Buffered() > maxPendingBytes {
+			w.doneCond.Wait()
+		}
+		return w.err
+	}
+	for w.err == nil && w.synced < target {
+		w.doneCond.Wait()
+	}
+	return w.err
+}
+
+// Flush waits until every record added so far is written to the file, and
+// synced if sync is set.
+func (w *Writer) Flush(sync bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.checkLocked(); err != nil {
+		return err
+	}
+	target := w.appended
+	if sync && w.syncWanted < target {
+		w.syncWanted = target
+	}
+	w.flushCond.Signal()
+	for w.err == nil && (w.written < target || (sync && w.synced < target)) {
+		w.doneCond.Wait()
+	}
+	return w.err
+}
+
+// Size returns the size the file will have once everything added is written.
+func (w *Writer) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appended
+}
+
+// flushLoop writes pending bytes with one write per round, then syncs when
+// a committer asked for it.
+func (w *Writer) flushLoop() {
+	defer close(w.flusherDone)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		for w.rw.Buffered() == 0 && w.syncWanted <= w.synced && !w.closing {
+			w.flushCond.Wait()
+		}
+		if w.rw.Buffered() == 0 && w.syncWanted <= w.synced {
+			return // closing with nothing left
+		}
+		data := w.rw.SwapBuffer(w.spare)
+		w.spare = nil
+		end := w.written + int64(len(data))
+		doSync := w.syncWanted > w.synced
+		w.mu.Unlock()
+		var err error
+		if len(data) > 0 {
+			var n int
+			n, err = w.f.Write(data)
+			if err == nil && n != len(data) {
+				err = fmt.Errorf("short write of %d of %d bytes", n, len(data))
+			}
+			if err != nil {
+				err = fmt.Errorf("shale: writing WAL %s: %w", w.fileName, err)
+			}
+		}
+		if err == nil && doSync {
+			if err = w.f.Sync(); err != nil {
+				err = fmt.Errorf("shale: syncing WAL %s: %w", w.fileName, err)
+			}
+		}
+		w.mu.Lock()
+		if cap(data) <= maxPendingBytes {
+			w.spare = data[:0]
+		}
+		if err != nil {
+			w.err = err
+			w.doneCond.Broadcast()
+			if fn := w.onError; fn != nil {
+				w.mu.Unlock()
+				fn(err)
+				w.mu.Lock()
+			}
+			return
+		}
+		w.written = end
+		if doSync {
+			w.synced = end
+		}
+		w.doneCond.Broadcast()
+	}
+}
+
+// Close writes and syncs what is buffered, stops the flusher and closes the
+// file. The file is closed even when the flush fails; that error is returned.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed || w.closing {
+		w.mu.Unlock()
+		return fmt.Errorf("shale: WAL %s: %w", w.fileName, base.ErrClosed)
+	}
+	w.closing = true
+	if w.syncWanted < w.appended {
+		w.syncWanted = w.appended
+	}
+	w.flushCond.Signal()
+	w.mu.Unlock()
+	<-w.flusherDone
+	w.mu.Lock()
+	err := w.err
+	w.closed = true
+	w.mu.Unlock()
+	if cerr := w.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("shale: closing WAL %s: %w", w.fileName, cerr)
+	}
+	return err
+}
