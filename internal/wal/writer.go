@@ -38,6 +38,7 @@ type Writer struct {
 	appended            int64 // bytes framed so far
 	written             int64 // bytes handed to the file
 	synced              int64 // bytes known durable
+	flushWanted         int64 // the flusher writes when written < flushWanted
 	syncWanted          int64 // the flusher syncs when synced < syncWanted
 	// err is sticky: after a failed write or sync the file's durable state
 	// is unknown, and retrying an fsync can falsely report success, so every
@@ -101,6 +102,7 @@ func (w *Writer) Commit(sync bool) error {
 		return err
 	}
 	target := w.appended
+	w.flushWanted = target
 	if sync && w.syncWanted < target {
 		w.syncWanted = target
 	}
@@ -126,6 +128,7 @@ func (w *Writer) Flush(sync bool) error {
 		return err
 	}
 	target := w.appended
+	w.flushWanted = target
 	if sync && w.syncWanted < target {
 		w.syncWanted = target
 	}
@@ -150,11 +153,12 @@ func (w *Writer) flushLoop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
-		for w.rw.Buffered() == 0 && w.syncWanted <= w.synced && !w.closing {
+		for !w.closing && w.flushWanted <= w.written && w.syncWanted <= w.synced {
 			w.flushCond.Wait()
 		}
 		if w.rw.Buffered() == 0 && w.syncWanted <= w.synced {
-			return // closing with nothing left
+			// Only when closing: written+Buffered() >= flushWanted.
+			return
 		}
 		data := w.rw.SwapBuffer(w.spare)
 		w.spare = nil
@@ -208,6 +212,7 @@ func (w *Writer) Close() error {
 		return fmt.Errorf("shale: WAL %s: %w", w.fileName, base.ErrClosed)
 	}
 	w.closing = true
+	w.flushWanted = w.appended
 	if w.syncWanted < w.appended {
 		w.syncWanted = w.appended
 	}
