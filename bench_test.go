@@ -88,3 +88,21 @@ func BenchmarkSeekRandom(b *testing.B) {
 		it.Close()
 	}
 }
+
+// BenchmarkPutRandom is db_bench's fillrandom: random 16-byte keys.
+func BenchmarkPutRandom(b *testing.B) {
+	db := benchDB(b)
+	value := make([]byte, 100)
+	var key []byte
+	rng := rand.New(rand.NewPCG(3, 4))
+	b.SetBytes(116)
+	b.ReportAllocs()
+	for b.Loop() {
+		key = benchKey(key, rng.IntN(1<<30))
+		if err := db.Put(key, value, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.Log(db.Metrics())
+}

@@ -19,9 +19,14 @@
 //	8       4          key length K
 //	12      4          value length V
 //	16      4          height H (1..20)
-//	20      4*H        tower: offset of the next node at levels 0..H-1
-//	20+4*H  K          key (user key; for a range tombstone, its start)
-//	...     V          value (for a range tombstone, its end key)
+//	20      4          offset of the value
+//	24      4*H        tower: offset of the next node at levels 0..H-1
+//	24+4*H  K          key (user key; for a range tombstone, its start)
+//
+// Nodes and keys are allocated from the front of the arena; values (for a
+// range tombstone, its end key) from the back, growing down. The arena is
+// full when the two meet. Keeping values apart packs what a search touches
+// densely, so a search misses the CPU cache less often.
 //
 // Tower words are read and written with sync/atomic; everything else in a
 // node is written before the node is published and never changed after.

@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -24,7 +25,8 @@ const (
 	offKeyLen    = 8
 	offValueLen  = 12
 	offHeight    = 16
-	offTower     = 20
+	offValueOff  = 20
+	offTower     = 24
 	nodeAlign    = 8
 	headNodeSize = (offTower + 4*maxHeight + nodeAlign - 1) &^ (nodeAlign - 1)
 
@@ -60,10 +62,19 @@ type rangeDelCache struct {
 // any number of concurrent lock-free readers.
 type Memtable struct {
 	cmp base.Compare
-	buf []byte
+	// bytewise is set for the default comparer, so the hot comparisons call
+	// bytes.Compare directly instead of through a function value.
+	bytewise bool
+	buf      []byte
 
-	// used is the arena bytes handed out; only the writer changes it.
-	used         atomic.Uint64
+	// used is the arena bytes handed out from the front (nodes and keys);
+	// only the writer changes it.
+	used atomic.Uint64
+	// valueTop is where the value region, growing down from the end of
+	// the arena, begins. Keeping values apart packs nodes and keys densely,
+	// so a search misses the CPU cache less often. Writer only.
+	valueTop     uint64
+	valueBytes   atomic.Uint64
 	count        atomic.Int64
 	numRangeDels atomic.Int64
 
@@ -92,10 +103,12 @@ func New(cmp *base.Comparer, capacity int) *Memtable {
 	// are 8-byte aligned in memory too.
 	words := make([]uint64, (c+7)/8)
 	m := &Memtable{
-		cmp: cmp.Compare,
-		buf: unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), c),
+		cmp:      cmp.Compare,
+		bytewise: cmp == base.DefaultComparer,
+		buf:      unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), c),
 	}
 	m.used.Store(reserved)
+	m.valueTop = uint64(len(m.buf))
 	m.points.head = m.newHead()
 	m.rangeDels.head = m.newHead()
 	m.points.height.Store(1)
@@ -116,7 +129,7 @@ func (m *Memtable) newHead() uint32 {
 // alloc hands out size bytes at an aligned offset; only the writer calls it.
 func (m *Memtable) alloc(size uint64) (uint32, bool) {
 	off := (m.used.Load() + nodeAlign - 1) &^ (nodeAlign - 1)
-	if off+size > uint64(len(m.buf)) {
+	if off+size > m.valueTop {
 		return 0, false
 	}
 	m.used.Store(off + size)
@@ -147,15 +160,20 @@ func (m *Memtable) key(n uint32) []byte {
 }
 
 func (m *Memtable) value(n uint32) []byte {
-	height := *m.u32(n + offHeight)
-	v := n + offTower + 4*height + *m.u32(n + offKeyLen)
+	v := *m.u32(n + offValueOff)
 	end := v + *m.u32(n + offValueLen)
 	return m.buf[v:end:end]
 }
 
 // compareNode orders node n against the internal key (key, trailer).
 func (m *Memtable) compareNode(n uint32, key []byte, trailer uint64) int {
-	if c := m.cmp(m.key(n), key); c != 0 {
+	var c int
+	if m.bytewise {
+		c = bytes.Compare(m.key(n), key)
+	} else {
+		c = m.cmp(m.key(n), key)
+	}
+	if c != 0 {
 		return c
 	}
 	switch t := m.trailer(n); {
@@ -240,18 +258,24 @@ func (m *Memtable) Add(seq base.SeqNum, kind base.Kind, key, value []byte) error
 		l = &m.rangeDels
 	}
 	h := randomHeight()
-	n, ok := m.alloc(uint64(offTower+4*h) + uint64(len(key)) + uint64(len(value)))
-	if !ok {
+	nodeSize := uint64(offTower+4*h) + uint64(len(key))
+	front := (m.used.Load() + nodeAlign - 1) &^ (nodeAlign - 1)
+	if front+nodeSize+uint64(len(value)) > m.valueTop {
 		return ErrArenaFull
 	}
+	m.valueTop -= uint64(len(value))
+	v := uint32(m.valueTop)
+	n, _ := m.alloc(nodeSize)
 	trailer := base.MakeTrailer(seq, kind)
 	*(*uint64)(unsafe.Pointer(&m.buf[n+offTrailer])) = trailer
 	*m.u32(n + offKeyLen) = uint32(len(key))
 	*m.u32(n + offValueLen) = uint32(len(value))
 	*m.u32(n + offHeight) = uint32(h)
+	*m.u32(n + offValueOff) = v
 	k := n + offTower + 4*uint32(h)
 	copy(m.buf[k:], key)
-	copy(m.buf[k+uint32(len(key)):], value)
+	copy(m.buf[v:], value)
+	m.valueBytes.Add(uint64(len(value)))
 
 	// Find the splice. Levels above the list's height splice at the head.
 	x := l.head
@@ -325,7 +349,9 @@ func (m *Memtable) RangeTombstones() *rangedel.List {
 }
 
 // ApproximateMemoryUsage returns the arena bytes used, list heads included.
-func (m *Memtable) ApproximateMemoryUsage() int { return int(m.used.Load()) }
+func (m *Memtable) ApproximateMemoryUsage() int {
+	return int(m.used.Load() + m.valueBytes.Load())
+}
 
 // Capacity returns the arena size in bytes (New's capacity after clamping).
 func (m *Memtable) Capacity() int { return len(m.buf) }
