@@ -106,3 +106,40 @@ func BenchmarkPutRandom(b *testing.B) {
 	b.StopTimer()
 	b.Log(db.Metrics())
 }
+
+// BenchmarkSeekRandomReuse seeks one iterator repeatedly over 1M keys written
+// in random order (the shape bench/compare's seekrandom measures).
+func BenchmarkSeekRandomReuse(b *testing.B) {
+	db, err := Open(b.TempDir(), &Options{CreateIfMissing: true, BlockCacheSize: 256 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const n = 1000000
+	value := make([]byte, 100)
+	var key []byte
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, i := range rng.Perm(n) {
+		key = benchKey(key, i)
+		if err := db.Put(key, value, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.Log(db.Metrics())
+	it := db.NewIterator(nil)
+	defer it.Close()
+	for i := 0; i < n; i += 7 { // warm the cache
+		it.Seek(benchKey(key, i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		key = benchKey(key, rng.IntN(n))
+		if !it.Seek(key) {
+			b.Fatal("seek failed")
+		}
+	}
+}
