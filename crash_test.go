@@ -1,7 +1,6 @@
 package shale
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -18,6 +17,9 @@ func TestCrashRecovery(t *testing.T) {
 	rounds := 6
 	if testing.Short() {
 		rounds = 3
+	}
+	if stress() {
+		rounds = 60
 	}
 	for r := 0; r < rounds; r++ {
 		seed := modelSeed(t)
@@ -142,4 +144,3 @@ func equalModels(a, b model) bool {
 	return true
 }
 
-var _ = errors.Is

@@ -54,6 +54,9 @@ func testOptions(fs vfs.FS) *Options {
 	}
 }
 
+// stress reports whether long randomized runs are asked for (SHALE_STRESS=1).
+func stress() bool { return os.Getenv("SHALE_STRESS") != "" }
+
 func modelSeed(t *testing.T) uint64 {
 	if s := os.Getenv("SHALE_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -68,11 +71,14 @@ func modelSeed(t *testing.T) uint64 {
 // TestModel runs random operations against the DB and an in-memory model,
 // with tiny buffers so flushes and compactions run, and checks every read.
 func TestModel(t *testing.T) {
-	ops := 4000
+	ops, runs := 4000, 3
 	if testing.Short() {
 		ops = 1500
 	}
-	for run := 0; run < 3; run++ {
+	if stress() {
+		ops, runs = 20000, 20
+	}
+	for run := 0; run < runs; run++ {
 		seed := modelSeed(t)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Logf("seed %d (rerun with SHALE_SEED=%d)", seed, seed)

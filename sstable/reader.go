@@ -39,6 +39,9 @@ type Reader struct {
 	filter    []byte
 	props     *Properties
 	rangeDels []rangedel.Span
+	// words speeds up seekIndex when the comparer is bytewise; words.words
+	// is nil otherwise.
+	words indexWords
 }
 
 // getIterPool holds the block iterators of Get calls; with it, a Get whose
@@ -144,6 +147,9 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	}
 	if err := r.decodeIndex(ft.index, ib); err != nil {
 		return nil, err
+	}
+	if isBytewise(o.Comparer) {
+		r.buildIndexWords()
 	}
 	return r, nil
 }
@@ -294,6 +300,14 @@ func (r *Reader) MayContain(userKey []byte) bool {
 // seekIndex returns the first index entry whose separator is >= k, or
 // len(r.index).
 func (r *Reader) seekIndex(k base.InternalKey) int {
+	if r.words.words != nil {
+		return r.seekIndexWords(k)
+	}
+	return r.seekIndexCompare(k)
+}
+
+// seekIndexCompare is seekIndex by plain binary search with the comparer.
+func (r *Reader) seekIndexCompare(k base.InternalKey) int {
 	lo, hi := 0, len(r.index)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

@@ -9,6 +9,9 @@ type engine interface {
 	get(key []byte) (bool, error)
 	newIter() (engineIter, error)
 	flush() error
+	// shape describes the engine's LSM (levels and file counts), printed
+	// with --shape so that runs can be compared on equal footing.
+	shape() string
 	close() error
 }
 

@@ -24,6 +24,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	benchmarks := fs.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, readrandom, seekrandom")
 	dir := fs.String("dir", "", "parent directory of the two databases (default: a temporary directory, removed afterwards)")
 	cacheSize := fs.Int64("cache_size", 8<<20, "block cache bytes, the same for both engines")
+	shape := fs.Bool("shape", false, "print each engine's LSM shape after its runs")
 	seed := fs.Uint64("seed", 1, "seed of the key choice")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -75,6 +76,9 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 			}
 			fmt.Fprintf(progress, "%-7s %-11s %12.0f ops/sec\n", eng.name, n, r.opsPerSec())
 			results[e] = append(results[e], r)
+		}
+		if *shape && s.eng != nil {
+			fmt.Fprintf(progress, "%s LSM after the run:\n%s\n", eng.name, s.eng.shape())
 		}
 		if err := s.close(); err != nil {
 			return fmt.Errorf("%s: close: %w", eng.name, err)

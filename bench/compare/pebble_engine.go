@@ -64,6 +64,8 @@ func (e *pebbleEngine) newIter() (engineIter, error) {
 func (e *pebbleEngine) flush() error { return e.db.Flush() }
 func (e *pebbleEngine) close() error { return e.db.Close() }
 
+func (e *pebbleEngine) shape() string { return e.db.Metrics().String() }
+
 type pebbleIter struct{ it *pebble.Iterator }
 
 func (i *pebbleIter) seekGE(key []byte) bool { return i.it.SeekGE(key) }

@@ -44,6 +44,8 @@ func (e *shaleEngine) newIter() (engineIter, error) {
 func (e *shaleEngine) flush() error { return e.db.Flush() }
 func (e *shaleEngine) close() error { return e.db.Close() }
 
+func (e *shaleEngine) shape() string { return e.db.Metrics().String() }
+
 type shaleIter struct{ it *shale.Iterator }
 
 func (i *shaleIter) seekGE(key []byte) bool { return i.it.Seek(key) }

@@ -21,6 +21,7 @@ func (e *mapEngine) put(k, _ []byte) error      { e.m[string(k)] = true; return 
 func (e *mapEngine) get(k []byte) (bool, error) { return e.m[string(k)], nil }
 func (e *mapEngine) flush() error               { e.flushes++; return nil }
 func (e *mapEngine) close() error               { return nil }
+func (e *mapEngine) shape() string              { return "map" }
 func (e *mapEngine) newIter() (engineIter, error) {
 	keys := make([]string, 0, len(e.m))
 	for k := range e.m {

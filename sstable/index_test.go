@@ -1,0 +1,156 @@
+package sstable
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/vfs"
+)
+
+// randomIndex returns a reader whose index holds sorted separators that
+// share a random common prefix, drawn from a small alphabet with 0x00 and
+// 0xff so that zero padding and long ties are frequent.
+func randomIndex(rng *rand.Rand) *Reader {
+	prefix := make([]byte, rng.IntN(12))
+	for i := range prefix {
+		prefix[i] = "a\x00\xff"[rng.IntN(3)]
+	}
+	n := 1 + rng.IntN(300)
+	var seps []base.InternalKey
+	for len(seps) < n {
+		u := append([]byte(nil), prefix...)
+		for j := rng.IntN(14); j > 0; j-- {
+			u = append(u, "\x00\x01ab\xfe\xff"[rng.IntN(6)])
+		}
+		trailers := []uint64{
+			base.MakeTrailer(base.SeqNumMax, base.KindMax),
+			base.MakeTrailer(base.SeqNumMax, base.KindRangeDelete),
+			base.MakeTrailer(base.SeqNum(rng.IntN(50)), base.KindSet),
+			0,
+		}
+		for v := rng.IntN(3); v >= 0; v-- {
+			seps = append(seps, base.InternalKey{UserKey: u, Trailer: trailers[rng.IntN(len(trailers))]})
+		}
+	}
+	slices.SortFunc(seps, func(a, b base.InternalKey) int { return base.InternalCompare(bytes.Compare, a, b) })
+	seps = slices.CompactFunc(seps, func(a, b base.InternalKey) bool { return base.InternalCompare(bytes.Compare, a, b) == 0 })
+	r := &Reader{cmp: bytes.Compare}
+	for _, s := range seps {
+		r.index = append(r.index, indexItem{sep: s})
+	}
+	r.buildIndexWords()
+	return r
+}
+
+// probeKeys returns search keys around the reader's separators: equal user
+// keys with every interesting trailer, their prefixes (also shorter than the
+// common prefix), extensions, neighbours and random keys.
+func probeKeys(rng *rand.Rand, r *Reader) []base.InternalKey {
+	var out []base.InternalKey
+	add := func(u []byte) {
+		for _, t := range []uint64{
+			base.MakeTrailer(base.SeqNumMax, base.KindMax),
+			base.MakeTrailer(base.SeqNumMax, base.KindRangeDelete),
+			base.MakeTrailer(base.SeqNum(rng.IntN(50)), base.Kind(rng.IntN(2))),
+			0,
+		} {
+			out = append(out, base.InternalKey{UserKey: u, Trailer: t})
+		}
+	}
+	for range 200 {
+		s := r.index[rng.IntN(len(r.index))].sep
+		u := s.UserKey
+		out = append(out, s) // exactly a separator
+		add(u)
+		add(u[:rng.IntN(len(u)+1)])
+		add(append(slices.Clip(u), 0))
+		add(append(slices.Clip(u), "\x00\x01a\xff"[rng.IntN(4)], "\x00\xff"[rng.IntN(2)]))
+		if len(u) > 0 {
+			v := slices.Clone(u)
+			j := rng.IntN(len(v))
+			v[j] += byte(1 - 2*rng.IntN(2))
+			add(v)
+		}
+		w := make([]byte, rng.IntN(10))
+		for j := range w {
+			w[j] = byte(rng.IntN(256))
+		}
+		add(w)
+	}
+	add(nil)
+	return out
+}
+
+func TestSeekIndexWordsMatchesPlainSearch(t *testing.T) {
+	rng, seed := newRand(t)
+	for round := range 300 {
+		r := randomIndex(rng)
+		for _, k := range probeKeys(rng, r) {
+			want := r.seekIndexCompare(k)
+			if got := r.seekIndexWords(k); got != want {
+				t.Fatalf("seed %d round %d: seekIndex(%s) = %d, plain search %d (prefix %q, %d entries)",
+					seed, round, k, got, want, r.words.prefix, len(r.index))
+			}
+		}
+	}
+}
+
+// TestSeekIndexWordsWiring checks that a bytewise table gets the side array
+// and answers like the plain search, and that another comparer does not.
+func TestSeekIndexWordsWiring(t *testing.T) {
+	rng, seed := newRand(t)
+	entries := randomEntries(rng, 3000)
+	path := filepath.Join(t.TempDir(), "w.sst")
+	writeTable(t, path, WriterOptions{BlockSize: 256}, entries, nil)
+	r := openTable(t, path, nil)
+	defer r.Close()
+	if r.words.words == nil || len(r.words.words) != len(r.index) || len(r.index) < 10 {
+		t.Fatalf("bytewise table: %d words for %d index entries", len(r.words.words), len(r.index))
+	}
+	for _, k := range probeKeys(rng, r) {
+		if got, want := r.seekIndex(k), r.seekIndexCompare(k); got != want {
+			t.Fatalf("seed %d: seekIndex(%s) = %d, plain search %d", seed, k, got, want)
+		}
+	}
+
+	reversed := &base.Comparer{
+		Name:      "test.reverse",
+		Compare:   func(a, b []byte) int { return bytes.Compare(b, a) },
+		Separator: func(dst, a, b []byte) []byte { return append(dst, a...) },
+		Successor: func(dst, a []byte) []byte { return append(dst, a...) },
+	}
+	slices.SortFunc(entries, func(a, b kv) int { return base.InternalCompare(reversed.Compare, a.key, b.key) })
+	rpath := filepath.Join(t.TempDir(), "r.sst")
+	writeTable(t, rpath, WriterOptions{Comparer: reversed, BlockSize: 256}, entries, nil)
+	rr := openTableWith(t, rpath, ReaderOptions{Comparer: reversed})
+	defer rr.Close()
+	if rr.words.words != nil {
+		t.Fatal("a non-bytewise comparer got the bytewise index side array")
+	}
+	it := rr.NewIter(IterOptions{})
+	defer it.Close()
+	for i := 0; i < len(entries); i += 97 {
+		u := entries[i].key.UserKey
+		if !it.SeekGE(u) || !bytes.Equal(it.Key().UserKey, u) {
+			t.Fatalf("reverse-ordered table: SeekGE(%q) landed on %s", u, it.Key())
+		}
+	}
+}
+
+func openTableWith(t testing.TB, path string, o ReaderOptions) *Reader {
+	t.Helper()
+	f, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.FileName = path
+	r, err := NewReader(f, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
