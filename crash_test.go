@@ -143,4 +143,3 @@ func equalModels(a, b model) bool {
 	}
 	return true
 }
-
