@@ -303,6 +303,8 @@ func (d *DB) commit(w *writer) (*writer, error) {
 	}
 	if len(d.mu.writers) > 0 {
 		d.mu.writers[0].cond.Signal()
+	} else if d.mu.closing {
+		d.mu.compact.cond.Broadcast() // Close waits for the queue to drain
 	}
 	d.mu.Unlock()
 	return w, err

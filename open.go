@@ -366,7 +366,9 @@ func (d *DB) Close() error {
 	d.mu.Lock()
 	d.mu.closing = true
 	d.mu.compact.cond.Broadcast()
-	for d.mu.compact.flushing || d.mu.compact.running > 0 {
+	// In-flight commits finish (queued ones fail with ErrClosed), and
+	// background jobs stop, before the WAL and tables are closed.
+	for len(d.mu.writers) > 0 || d.mu.compact.flushing || d.mu.compact.running > 0 {
 		d.mu.compact.cond.Wait()
 	}
 	logw := d.mu.log.w

@@ -26,32 +26,39 @@ type key struct {
 	id, offset uint64
 }
 
-// entry is one cached block. It sits on its shard's LRU list and on the
+// entry is one cached block. It sits in its shard's clock ring and on the
 // per-id list that EvictID walks.
 type entry struct {
-	key              key
-	block            []byte
-	charge           int64
-	lruPrev, lruNext *entry
-	idPrev, idNext   *entry
+	key    key
+	block  []byte
+	charge int64
+	// referenced is the CLOCK bit: set by a hit, cleared by the sweeping
+	// hand, which evicts entries it finds clear. A hit writes it only when
+	// it is clear, so hot entries' cache lines stay shared between cores.
+	referenced     atomic.Bool
+	slot           int // index in the shard's clock ring
+	idPrev, idNext *entry
 }
 
-// shard is one lock domain of the cache. The LRU list is circular around
-// the sentinel lru: lru.lruNext is the most recently used entry.
+// shard is one lock domain of the cache. Hits take the read lock and only
+// set an entry's referenced bit; Set, eviction and EvictID take the write
+// lock. The clock ring is unordered: a removal moves the last entry into
+// the hole, which CLOCK tolerates (it only approximates LRU anyway).
 type shard struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex
+	hits     atomic.Uint64
+	misses   atomic.Uint64
 	entries  map[key]*entry
 	byID     map[uint64]*entry // head of each id's list of entries
-	lru      entry
+	clock    []*entry
+	hand     int
 	size     int64
 	capacity int64
-	hits     uint64
-	misses   uint64
 	_        [64]byte // keep shards on separate cache lines
 }
 
-// Cache is a sharded block cache bounded in bytes. It is safe for
-// concurrent use.
+// Cache is a sharded block cache bounded in bytes, with CLOCK (second
+// chance) eviction. It is safe for concurrent use.
 type Cache struct {
 	capacity int64
 	mask     uint64
@@ -83,7 +90,6 @@ func New(capacity int64) *Cache {
 		}
 		s.entries = make(map[key]*entry)
 		s.byID = make(map[uint64]*entry)
-		s.lru.lruNext, s.lru.lruPrev = &s.lru, &s.lru
 	}
 	return c
 }
@@ -109,20 +115,19 @@ func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
 		return nil, false
 	}
 	s := c.shard(id, offset)
-	s.mu.Lock()
+	s.mu.RLock()
 	e := s.entries[key{id, offset}]
 	if e == nil {
-		s.misses++
-		s.mu.Unlock()
+		s.mu.RUnlock()
+		s.misses.Add(1)
 		return nil, false
 	}
-	s.hits++
-	if s.lru.lruNext != e {
-		s.unlinkLRU(e)
-		s.pushFront(e)
+	if !e.referenced.Load() {
+		e.referenced.Store(true)
 	}
 	b := e.block
-	s.mu.Unlock()
+	s.mu.RUnlock()
+	s.hits.Add(1)
 	return b, true
 }
 
@@ -145,11 +150,11 @@ func (c *Cache) Set(id, offset uint64, block []byte) {
 		return
 	}
 	for s.size+charge > s.capacity {
-		s.remove(s.lru.lruPrev)
+		s.evictOne()
 	}
-	e := &entry{key: k, block: block, charge: charge}
+	e := &entry{key: k, block: block, charge: charge, slot: len(s.clock)}
 	s.entries[k] = e
-	s.pushFront(e)
+	s.clock = append(s.clock, e)
 	if head := s.byID[id]; head != nil {
 		e.idNext = head
 		head.idPrev = e
@@ -179,32 +184,46 @@ func (c *Cache) Metrics() CacheMetrics {
 	m := CacheMetrics{Capacity: c.capacity, Misses: c.disabledMisses.Load()}
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.Lock()
-		m.Hits += s.hits
-		m.Misses += s.misses
+		s.mu.RLock()
+		m.Hits += s.hits.Load()
+		m.Misses += s.misses.Load()
 		m.Size += s.size
 		m.Count += len(s.entries)
-		s.mu.Unlock()
+		s.mu.RUnlock()
 	}
 	return m
 }
 
-func (s *shard) pushFront(e *entry) {
-	e.lruPrev = &s.lru
-	e.lruNext = s.lru.lruNext
-	e.lruNext.lruPrev = e
-	s.lru.lruNext = e
+// evictOne advances the clock hand to the first entry whose referenced bit
+// is clear, clearing the bits it passes, and removes that entry. The shard
+// is not empty and s.mu is held for writing.
+func (s *shard) evictOne() {
+	for {
+		if s.hand >= len(s.clock) {
+			s.hand = 0
+		}
+		e := s.clock[s.hand]
+		if e.referenced.Load() {
+			e.referenced.Store(false)
+			s.hand++
+			continue
+		}
+		// remove moves the last entry into this slot: the hand stays, so
+		// that entry is looked at next.
+		s.remove(e)
+		return
+	}
 }
 
-func (s *shard) unlinkLRU(e *entry) {
-	e.lruPrev.lruNext = e.lruNext
-	e.lruNext.lruPrev = e.lruPrev
-	e.lruPrev, e.lruNext = nil, nil
-}
-
-// remove takes e out of the shard entirely. s.mu is held.
+// remove takes e out of the shard entirely. s.mu is held for writing.
 func (s *shard) remove(e *entry) {
-	s.unlinkLRU(e)
+	last := len(s.clock) - 1
+	if moved := s.clock[last]; moved != e {
+		s.clock[e.slot] = moved
+		moved.slot = e.slot
+	}
+	s.clock[last] = nil
+	s.clock = s.clock[:last]
 	if e.idPrev != nil {
 		e.idPrev.idNext = e.idNext
 	} else if e.idNext != nil {
