@@ -3,8 +3,8 @@ package shale
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
