@@ -86,8 +86,10 @@ type DB struct {
 		}
 		snapshots snapshotList
 		// bgErr, once set, makes the DB read-only until Resume.
-		bgErr   error
-		closing bool
+		bgErr error
+		// resuming holds writes back while Resume flushes the memtables.
+		resuming bool
+		closing  bool
 	}
 }
 
@@ -224,6 +226,9 @@ type writer struct {
 	// rotated is set for a flush request: the memtable it made immutable
 	// (nil when there was nothing to flush).
 	rotated *memTable
+	// newWAL makes a flush request rotate even an empty memtable, to start
+	// a fresh WAL (Resume), and lets it pass while writes wait for Resume.
+	newWAL bool
 }
 
 var defaultWriteOptions WriteOptions
@@ -412,6 +417,10 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 		if d.mu.bgErr != nil {
 			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
 		}
+		if d.mu.resuming && !w.newWAL {
+			d.mu.compact.cond.Wait()
+			continue
+		}
 		mem := d.mu.mem.mutable
 		l0 := len(d.readState.val.version.Levels[0])
 		if d.opts.DisableAutoCompactions {
@@ -433,7 +442,7 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 		if !force && used < d.opts.WriteBufferSize && used+need <= mem.capacity {
 			return nil
 		}
-		if force && mem.Empty() {
+		if force && mem.Empty() && !w.newWAL {
 			return nil
 		}
 		if len(d.mu.mem.queue) >= d.opts.MaxWriteBufferNumber-1 || l0 >= d.opts.Level0StopWritesTrigger {
@@ -443,7 +452,7 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			d.stats.recordStall(time.Since(start), true)
 			continue
 		}
-		if err := d.rotateMemtableLocked(need); err != nil {
+		if err := d.rotateMemtableLocked(need, w.newWAL); err != nil {
 			return err
 		}
 		if force {
@@ -455,13 +464,14 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 
 // rotateMemtableLocked makes the mutable memtable immutable, starts a new WAL
 // and a new memtable, and schedules a flush. Only the commit leader calls it.
-func (d *DB) rotateMemtableLocked(need int) error {
+func (d *DB) rotateMemtableLocked(need int, resuming bool) error {
 	newLogNum := d.versions.NewFileNum()
 	oldLog := d.mu.log.w
 	d.mu.Unlock()
 	newLog, err := d.createWAL(newLogNum)
+	var closeErr error
 	if err == nil {
-		err = oldLog.Close()
+		closeErr = oldLog.Close()
 	}
 	d.mu.Lock()
 	if err != nil {
@@ -476,6 +486,16 @@ func (d *DB) rotateMemtableLocked(need int) error {
 	d.mu.mem.queue = append(d.mu.mem.queue, d.mu.mem.mutable)
 	d.mu.mem.mutable = d.newMemTable(newLogNum, 2*need)
 	d.publishReadStateLocked()
+	if closeErr != nil {
+		// The old WAL may not hold all of its memtable. The memtable is
+		// flushed before any new write is accepted: by Resume, or right now
+		// when Resume is what asked for the new WAL (the WAL had failed).
+		d.logger.Warn("closing the previous WAL failed", "err", closeErr)
+		if !resuming {
+			d.setBackgroundErrorLocked(fmt.Errorf("shale: closing WAL: %w", closeErr))
+			return d.mu.bgErr
+		}
+	}
 	d.maybeScheduleLocked()
 	return nil
 }
@@ -518,26 +538,44 @@ func (d *DB) setBackgroundErrorLocked(err error) {
 }
 
 // Resume clears a background error after its cause was fixed (for example
-// disk space was freed), and lets writes proceed again.
+// disk space was freed). It starts a fresh WAL, flushes the memtables (whose
+// old WAL may be damaged) and lets writes proceed once they are in tables,
+// so that recovery after a later crash still sees a prefix of the writes.
 func (d *DB) Resume() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.mu.closing {
+		d.mu.Unlock()
 		return ErrClosed
 	}
 	if d.mu.bgErr == nil {
+		d.mu.Unlock()
 		return nil
 	}
 	d.logger.Info("resuming after background error", "err", d.mu.bgErr)
 	d.mu.bgErr = nil
+	d.mu.resuming = true
+	d.maybeScheduleLocked() // flush what waited while the DB was stopped
+	d.mu.Unlock()
+	err := d.flushAndWait(&writer{newWAL: true})
+	d.mu.Lock()
+	d.mu.resuming = false
+	d.mu.compact.cond.Broadcast()
 	d.maybeScheduleLocked()
-	return nil
+	d.mu.Unlock()
+	return err
 }
 
 // Flush flushes the mutable memtable to an L0 table and waits until every
 // memtable written before the call is in a table.
 func (d *DB) Flush() error {
-	w, err := d.commit(&writer{})
+	return d.flushAndWait(&writer{})
+}
+
+// flushAndWait sends a flush request through the commit queue and waits
+// until the memtable it made immutable (or the newest waiting one) is in
+// a table.
+func (d *DB) flushAndWait(req *writer) error {
+	w, err := d.commit(req)
 	if err != nil {
 		return err
 	}

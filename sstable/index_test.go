@@ -154,3 +154,25 @@ func openTableWith(t testing.TB, path string, o ReaderOptions) *Reader {
 	}
 	return r
 }
+
+// BenchmarkSeekIndex compares the side-array search with the plain binary
+// search on the same index, at random keys.
+func BenchmarkSeekIndex(b *testing.B) {
+	r, keys := benchTable(b, 300000)
+	defer r.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, bc := range []struct {
+		name string
+		seek func(base.InternalKey) int
+	}{{"words", r.seekIndexWords}, {"compare", r.seekIndexCompare}} {
+		b.Run(bc.name, func(b *testing.B) {
+			sum := 0
+			for i := 0; i < b.N; i++ {
+				sum += bc.seek(base.MakeSearchKey(keys[rng.IntN(len(keys))]))
+			}
+			if sum < 0 {
+				b.Fatal(sum)
+			}
+		})
+	}
+}

@@ -11,6 +11,8 @@
 //   - MemFS (NewMem), an in-memory file system that keeps synced and unsynced
 //     state apart, so a test can take a CrashClone and reopen from what a
 //     power loss would have left.
+//   - FaultFS (NewFaultFS), a wrapper that fails chosen operations (by kind,
+//     path, count or seeded probability), with ENOSPC and torn writes.
 //
 // Lock takes an exclusive, non-blocking lock: flock(LOCK_EX|LOCK_NB) on POSIX,
 // LockFileEx on Windows, and in addition a process-wide registry of locked
@@ -35,6 +37,6 @@
 //
 // vfs never interprets file contents, and no other shale package touches the
 // os package's files; that is what makes crash simulation and fault injection
-// possible. The asynchronous read interface, fault-injecting and
-// latency-injecting file systems are not built yet.
+// possible. The asynchronous read interface and the latency-injecting file
+// system are not built yet.
 package vfs

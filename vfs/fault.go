@@ -1,0 +1,247 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// ErrInjected is the error a FaultFS returns for an injected failure (wrapped
+// with the operation and path; a rule may ask for ENOSPC instead).
+var ErrInjected = errors.New("shale: injected fault")
+
+// Op names an operation a FaultFS can fail.
+type Op int
+
+// The operations a fault rule can match.
+const (
+	OpRead Op = iota
+	OpWrite
+	OpSync
+	OpCreate
+	OpOpen
+	OpRename
+	OpRemove
+	OpLock
+	OpList
+	numOps
+)
+
+var opNames = [...]string{"read", "write", "sync", "create", "open", "rename", "remove", "lock", "list"}
+
+func (o Op) String() string {
+	if o >= 0 && o < numOps {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", int(o))
+}
+
+// FaultRule fails the operations it matches. A rule matches an operation of
+// kind Op on a path containing PathContains (empty: every path); it then
+// fails the Nth match (1-based; 0: every match from the first), or, when
+// Probability > 0, each match with that probability (seeded by the FaultFS).
+type FaultRule struct {
+	Op           Op
+	PathContains string
+	Nth          int
+	Probability  float64
+	// NoSpace makes the failure ENOSPC (a full disk) instead of ErrInjected.
+	NoSpace bool
+	// ShortWrite makes a failing write first write half of its bytes (a
+	// torn write), then report the error.
+	ShortWrite bool
+
+	matches int
+}
+
+// FaultFS wraps an FS and fails chosen operations, for tests of how shale
+// handles IO errors. It is safe for concurrent use; rules can be changed
+// while files are open.
+type FaultFS struct {
+	FS
+	mu       sync.Mutex
+	rules    []*FaultRule
+	rng      *rand.Rand
+	injected int
+}
+
+// NewFaultFS returns a FaultFS over fs, with no rules; seed drives the
+// probabilistic rules.
+func NewFaultFS(fs FS, seed uint64) *FaultFS {
+	return &FaultFS{FS: fs, rng: rand.New(rand.NewPCG(seed, seed^0x5eed))}
+}
+
+// AddRule adds a rule; it applies to operations from now on.
+func (f *FaultFS) AddRule(r FaultRule) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = append(f.rules, &r)
+}
+
+// ClearRules removes every rule: later operations succeed (unless the
+// underlying FS fails).
+func (f *FaultFS) ClearRules() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = nil
+}
+
+// Injected returns how many failures were injected so far.
+func (f *FaultFS) Injected() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.injected
+}
+
+// check returns the rule that fails (op, path), or nil.
+func (f *FaultFS) check(op Op, path string) *FaultRule {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.rules {
+		if r.Op != op || !strings.Contains(path, r.PathContains) {
+			continue
+		}
+		r.matches++
+		fail := false
+		switch {
+		case r.Probability > 0:
+			fail = f.rng.Float64() < r.Probability
+		case r.Nth == 0:
+			fail = true
+		default:
+			fail = r.matches == r.Nth
+		}
+		if fail {
+			f.injected++
+			return r
+		}
+	}
+	return nil
+}
+
+func faultError(r *FaultRule, op Op, path string) error {
+	err := ErrInjected
+	if r.NoSpace {
+		err = syscall.ENOSPC
+	}
+	return &os.PathError{Op: op.String(), Path: path, Err: err}
+}
+
+func (f *FaultFS) fail(op Op, path string) error {
+	if r := f.check(op, path); r != nil {
+		return faultError(r, op, path)
+	}
+	return nil
+}
+
+func (f *FaultFS) wrap(file File, path string, err error) (File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f, path: path}, nil
+}
+
+// Create implements FS.
+func (f *FaultFS) Create(name string) (File, error) {
+	if err := f.fail(OpCreate, name); err != nil {
+		return nil, err
+	}
+	file, err := f.FS.Create(name)
+	return f.wrap(file, name, err)
+}
+
+// Open implements FS.
+func (f *FaultFS) Open(name string) (File, error) {
+	if err := f.fail(OpOpen, name); err != nil {
+		return nil, err
+	}
+	file, err := f.FS.Open(name)
+	return f.wrap(file, name, err)
+}
+
+// OpenReadWrite implements FS.
+func (f *FaultFS) OpenReadWrite(name string) (File, error) {
+	if err := f.fail(OpOpen, name); err != nil {
+		return nil, err
+	}
+	file, err := f.FS.OpenReadWrite(name)
+	return f.wrap(file, name, err)
+}
+
+// OpenDir implements FS; the directory's Sync can be failed with OpSync.
+func (f *FaultFS) OpenDir(name string) (File, error) {
+	if err := f.fail(OpOpen, name); err != nil {
+		return nil, err
+	}
+	file, err := f.FS.OpenDir(name)
+	return f.wrap(file, name, err)
+}
+
+// Remove implements FS.
+func (f *FaultFS) Remove(name string) error {
+	if err := f.fail(OpRemove, name); err != nil {
+		return err
+	}
+	return f.FS.Remove(name)
+}
+
+// Rename implements FS.
+func (f *FaultFS) Rename(oldname, newname string) error {
+	if err := f.fail(OpRename, newname); err != nil {
+		return err
+	}
+	return f.FS.Rename(oldname, newname)
+}
+
+// List implements FS.
+func (f *FaultFS) List(dir string) ([]string, error) {
+	if err := f.fail(OpList, dir); err != nil {
+		return nil, err
+	}
+	return f.FS.List(dir)
+}
+
+// Lock implements FS.
+func (f *FaultFS) Lock(name string) (io.Closer, error) {
+	if err := f.fail(OpLock, name); err != nil {
+		return nil, err
+	}
+	return f.FS.Lock(name)
+}
+
+// faultFile fails reads, writes and syncs by its FaultFS's rules.
+type faultFile struct {
+	File
+	fs   *FaultFS
+	path string
+}
+
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.fs.fail(OpRead, f.path); err != nil {
+		return 0, err
+	}
+	return f.File.ReadAt(p, off)
+}
+
+func (f *faultFile) Write(p []byte) (int, error) {
+	if r := f.fs.check(OpWrite, f.path); r != nil {
+		n := 0
+		if r.ShortWrite && len(p) > 1 {
+			n, _ = f.File.Write(p[:len(p)/2])
+		}
+		return n, faultError(r, OpWrite, f.path)
+	}
+	return f.File.Write(p)
+}
+
+func (f *faultFile) Sync() error {
+	if err := f.fs.fail(OpSync, f.path); err != nil {
+		return err
+	}
+	return f.File.Sync()
+}
