@@ -42,6 +42,8 @@ type DB struct {
 	visibleSeq atomic.Uint64
 	closed     atomic.Bool
 	stats      dbStats
+	// openIters counts iterators not yet closed; leaked ones pin versions.
+	openIters atomic.Int64
 
 	// readState is what a reader pins: memtables and a version.
 	readState struct {

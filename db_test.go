@@ -230,3 +230,28 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatalf("no tables after 300 KB of writes:\n%s", m)
 	}
 }
+
+func TestIteratorAccounting(t *testing.T) {
+	db, _ := openMem(t)
+	defer db.Close()
+	db.Put([]byte("a"), []byte("1"), nil)
+	it := db.NewIterator(nil)
+	it2 := db.NewIterator(&ReadOptions{LowerBound: []byte("b")})
+	if n := db.Metrics().NumIterators; n != 2 {
+		t.Fatalf("NumIterators = %d, want 2", n)
+	}
+	if it2.First() {
+		t.Fatalf("bounded iterator saw %q", it2.Key())
+	}
+	it.Close()
+	it2.Close()
+	if err := it.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if n := db.Metrics().NumIterators; n != 0 {
+		t.Fatalf("NumIterators after Close = %d", n)
+	}
+	if it.First() || it.Valid() || !errors.Is(it.Err(), ErrClosed) {
+		t.Fatal("a closed iterator must be invalid and report ErrClosed")
+	}
+}

@@ -13,6 +13,7 @@ import (
 // Iterator walks the keys of a DB in order, at the snapshot it was created
 // with. It is not safe for concurrent use; Close it to release what it pins.
 type Iterator struct {
+	db     *DB
 	it     *dbiter.Iter
 	rs     *readState
 	err    error
@@ -33,7 +34,8 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	if rs == nil {
 		return &Iterator{err: ErrClosed}
 	}
-	i := &Iterator{rs: rs}
+	i := &Iterator{db: d, rs: rs}
+	d.openIters.Add(1)
 	fill := ro.fillCache()
 	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill}
 
@@ -53,6 +55,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		for _, c := range children {
 			c.Close()
 		}
+		d.openIters.Add(-1)
 		rs.unref()
 		return &Iterator{err: err}
 	}
@@ -178,5 +181,6 @@ func (i *Iterator) Close() error {
 	}
 	err := i.it.Close()
 	i.rs.unref()
+	i.db.openIters.Add(-1)
 	return err
 }

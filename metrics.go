@@ -68,6 +68,8 @@ type Metrics struct {
 		Capacity     int64
 	}
 	NumSnapshots int
+	// NumIterators counts iterators not yet closed.
+	NumIterators int
 	// Tombstones counts point and range tombstones stored in tables.
 	Tombstones uint64
 	// BackgroundError is the error that made the DB read-only, if any.
@@ -90,6 +92,7 @@ func (d *DB) Metrics() *Metrics {
 	d.mu.Lock()
 	scores := compact.Scores(v, &co)
 	m.NumSnapshots = len(d.mu.snapshots.list)
+	m.NumIterators = int(d.openIters.Load())
 	m.BackgroundError = d.mu.bgErr
 	d.mu.Unlock()
 	for level, files := range v.Levels {
@@ -152,7 +155,7 @@ func (m *Metrics) String() string {
 	}
 	fmt.Fprintf(&b, "block cache: %s of %s, hit rate %.1f%% (%d hits, %d misses)\n",
 		humanBytes(uint64(m.BlockCache.Size)), humanBytes(uint64(m.BlockCache.Capacity)), hitRate, m.BlockCache.Hits, m.BlockCache.Misses)
-	fmt.Fprintf(&b, "snapshots: %d, tombstones in tables: %d\n", m.NumSnapshots, m.Tombstones)
+	fmt.Fprintf(&b, "snapshots: %d, open iterators: %d, tombstones in tables: %d\n", m.NumSnapshots, m.NumIterators, m.Tombstones)
 	if m.BackgroundError != nil {
 		fmt.Fprintf(&b, "background error: %v\n", m.BackgroundError)
 	}

@@ -364,6 +364,10 @@ func (d *DB) Close() error {
 		d.closed.Store(true)
 	}
 	d.mu.Lock()
+	if n, s := d.openIters.Load(), len(d.mu.snapshots.list); n > 0 || s > 0 {
+		// They pin versions and files; after Close they fail with ErrClosed.
+		d.logger.Warn("closing with open iterators or unreleased snapshots", "iterators", n, "snapshots", s)
+	}
 	d.mu.closing = true
 	d.mu.compact.cond.Broadcast()
 	// In-flight commits finish (queued ones fail with ErrClosed), and
