@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"sort"
 
 	"github.com/shaledb/shale/internal/base"
 )
@@ -76,10 +77,34 @@ func (r *Reader) seekIndexWords(k base.InternalKey) int {
 	}
 	kw := loadWord(k.UserKey[len(prefix):])
 	words := r.words.words
-	lo, hi := 0, len(words)
+	// Lower bound, the first word >= kw, in the halving form: the step count
+	// depends only on len(words), and no separator bytes are touched.
+	lo, n := 0, len(words)
+	for n > 1 {
+		half := n >> 1
+		if words[lo+half-1] < kw {
+			lo += half
+		}
+		n -= half
+	}
+	if n == 1 && words[lo] < kw {
+		lo++
+	}
+	if lo == len(words) || words[lo] != kw {
+		return lo
+	}
+	// Separators lo.. tie with k in their word: order them with the full
+	// comparison, over the run of equal words only.
+	hi := lo + 1
+	for hi < len(words) && words[hi] == kw && hi-lo < 8 {
+		hi++
+	}
+	if hi < len(words) && words[hi] == kw {
+		hi += sort.Search(len(words)-hi, func(j int) bool { return words[hi+j] != kw })
+	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if w := words[m]; w < kw || (w == kw && base.InternalCompare(bytes.Compare, r.index[m].sep, k) < 0) {
+		if base.InternalCompare(bytes.Compare, r.index[m].sep, k) < 0 {
 			lo = m + 1
 		} else {
 			hi = m

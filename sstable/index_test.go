@@ -23,6 +23,10 @@ func randomIndex(rng *rand.Rand) *Reader {
 	var seps []base.InternalKey
 	for len(seps) < n {
 		u := append([]byte(nil), prefix...)
+		if rng.IntN(3) == 0 {
+			// Long runs of separators whose words tie.
+			u = append(u, "tie\x00word"...)
+		}
 		for j := rng.IntN(14); j > 0; j-- {
 			u = append(u, "\x00\x01ab\xfe\xff"[rng.IntN(6)])
 		}
@@ -161,6 +165,12 @@ func BenchmarkSeekIndex(b *testing.B) {
 	r, keys := benchTable(b, 300000)
 	defer r.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
+	// Search keys from a small hot array, so that the index is what the
+	// benchmark measures.
+	search := make([]base.InternalKey, 1024)
+	for i := range search {
+		search[i] = base.MakeSearchKey(keys[rng.IntN(len(keys))])
+	}
 	for _, bc := range []struct {
 		name string
 		seek func(base.InternalKey) int
@@ -168,7 +178,7 @@ func BenchmarkSeekIndex(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			sum := 0
 			for i := 0; i < b.N; i++ {
-				sum += bc.seek(base.MakeSearchKey(keys[rng.IntN(len(keys))]))
+				sum += bc.seek(search[i%len(search)])
 			}
 			if sum < 0 {
 				b.Fatal(sum)
