@@ -1,7 +1,9 @@
 package shale
 
 import (
+	"bytes"
 	"errors"
+	"slices"
 	"fmt"
 	"strings"
 	"sync"
@@ -253,5 +255,42 @@ func TestIteratorAccounting(t *testing.T) {
 	}
 	if it.First() || it.Valid() || !errors.Is(it.Err(), ErrClosed) {
 		t.Fatal("a closed iterator must be invalid and report ErrClosed")
+	}
+}
+
+// TestCustomComparer uses a reverse-order comparer given without Separator
+// and Successor, through flushes and compactions, and checks the order and
+// that reopening with another comparer is refused.
+func TestCustomComparer(t *testing.T) {
+	reverse := &Comparer{Name: "test.reverse", Compare: func(a, b []byte) int { return bytes.Compare(b, a) }}
+	fs := vfs.NewMem()
+	o := testOptions(fs)
+	o.Comparer = reverse
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2000; i++ {
+		db.Put([]byte(fmt.Sprintf("%05d", i)), []byte(strings.Repeat("v", 50)), nil)
+	}
+	db.DeleteRange([]byte("00999"), []byte("00499"), nil) // [999, 499) in reverse order
+	if err := db.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	it := db.NewIterator(nil)
+	var got []string
+	for ok := it.First(); ok; ok = it.Next() {
+		got = append(got, string(it.Key()))
+	}
+	it.Close()
+	if len(got) != 1500 || got[0] != "01999" || got[len(got)-1] != "00000" || slices.Contains(got, "00700") || !slices.Contains(got, "00499") {
+		t.Fatalf("reverse scan: %d keys, first %q last %q", len(got), got[0], got[len(got)-1])
+	}
+	if _, err := db.Get([]byte("00999"), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("range-deleted key: %v", err)
+	}
+	db.Close()
+	if _, err := Open("/db", testOptions(fs)); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "test.reverse") {
+		t.Fatalf("reopen with another comparer: %v", err)
 	}
 }

@@ -155,6 +155,16 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Comparer == nil {
 		o.Comparer = DefaultComparer
+	} else if o.Comparer.Separator == nil || o.Comparer.Successor == nil {
+		// Index keys then simply keep the full user key.
+		c := *o.Comparer
+		if c.Separator == nil {
+			c.Separator = func(dst, a, _ []byte) []byte { return append(dst, a...) }
+		}
+		if c.Successor == nil {
+			c.Successor = func(dst, a []byte) []byte { return append(dst, a...) }
+		}
+		o.Comparer = &c
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default
