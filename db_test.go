@@ -3,8 +3,8 @@ package shale
 import (
 	"bytes"
 	"errors"
-	"slices"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
