@@ -92,10 +92,13 @@ type modelSnapshot struct {
 	state model
 }
 
-func runModel(t *testing.T, seed uint64, ops int) {
+func runModel(t *testing.T, seed uint64, ops int, variants ...func(*Options)) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	fs := vfs.NewMem()
 	opts := testOptions(fs)
+	for _, v := range variants {
+		v(opts)
+	}
 	db, err := Open("/db", opts)
 	if err != nil {
 		t.Fatal(err)
