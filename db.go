@@ -177,41 +177,34 @@ func (d *DB) signalObsolete() {
 
 // Put sets key to value.
 func (d *DB) Put(key, value []byte, wo *WriteOptions) error {
-	b := getBatch()
-	b.Put(key, value)
-	err := d.Write(b, wo)
-	putBatch(b)
-	return err
+	return d.writeOne(base.KindSet, key, value, true, wo)
 }
 
 // Delete removes key.
 func (d *DB) Delete(key []byte, wo *WriteOptions) error {
-	b := getBatch()
-	b.Delete(key)
-	err := d.Write(b, wo)
-	putBatch(b)
-	return err
+	return d.writeOne(base.KindDelete, key, nil, false, wo)
 }
 
 // SingleDelete removes a key that was Put once since its last deletion.
 func (d *DB) SingleDelete(key []byte, wo *WriteOptions) error {
-	b := getBatch()
-	b.SingleDelete(key)
-	err := d.Write(b, wo)
-	putBatch(b)
-	return err
+	return d.writeOne(base.KindSingleDelete, key, nil, false, wo)
 }
 
 // DeleteRange removes every key in [start, end).
 func (d *DB) DeleteRange(start, end []byte, wo *WriteOptions) error {
-	if d.cmp.Compare(start, end) >= 0 {
-		if d.cmp.Compare(start, end) == 0 {
-			return nil
-		}
+	switch c := d.cmp.Compare(start, end); {
+	case c == 0:
+		return d.checkOpen() // an empty range deletes nothing
+	case c > 0:
 		return base.InvalidArgumentf("shale: DeleteRange start %q must be before end %q", start, end)
 	}
+	return d.writeOne(base.KindRangeDelete, start, end, true, wo)
+}
+
+// writeOne writes a single entry through a pooled batch.
+func (d *DB) writeOne(kind base.Kind, key, value []byte, hasValue bool, wo *WriteOptions) error {
 	b := getBatch()
-	b.DeleteRange(start, end)
+	b.add(kind, key, value, hasValue)
 	err := d.Write(b, wo)
 	putBatch(b)
 	return err
