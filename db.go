@@ -224,6 +224,8 @@ type writer struct {
 	// newWAL makes a flush request rotate even an empty memtable, to start
 	// a fresh WAL (Resume), and lets it pass while writes wait for Resume.
 	newWAL bool
+	// closing marks Close's own flush, which passes the closed check.
+	closing bool
 }
 
 var defaultWriteOptions WriteOptions
@@ -257,7 +259,7 @@ func (d *DB) checkOpen() error {
 }
 
 func (d *DB) commit(w *writer) (*writer, error) {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkOpen(); err != nil && !w.closing {
 		return w, err
 	}
 	w.cond.L = &d.mu

@@ -359,9 +359,7 @@ func (d *DB) Close() error {
 	d.mu.Unlock()
 	var err error
 	if needFlush {
-		d.closed.Store(false)
-		err = d.Flush()
-		d.closed.Store(true)
+		err = d.flushAndWait(&writer{closing: true})
 	}
 	d.mu.Lock()
 	if n, s := d.openIters.Load(), len(d.mu.snapshots.list); n > 0 || s > 0 {
