@@ -37,8 +37,10 @@ func BenchmarkPutSequential(b *testing.B) {
 	}
 }
 
-// BenchmarkGetRandom is db_bench's readrandom on a flushed DB of 100k keys.
-func BenchmarkGetRandom(b *testing.B) {
+// benchRandomReads fills a DB with 100k keys (benchKey(0..n-1)) and
+// 100-byte values, flushes it, and then runs read once per iteration on a
+// random one of those keys (same sequence every run).
+func benchRandomReads(b *testing.B, read func(db *DB, key []byte)) {
 	db := benchDB(b)
 	const n = 100000
 	value := make([]byte, 100)
@@ -56,37 +58,28 @@ func BenchmarkGetRandom(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		key = benchKey(key, rng.IntN(n))
+		read(db, key)
+	}
+}
+
+// BenchmarkGetRandom is db_bench's readrandom on a flushed DB of 100k keys.
+func BenchmarkGetRandom(b *testing.B) {
+	benchRandomReads(b, func(db *DB, key []byte) {
 		if _, err := db.Get(key, nil); err != nil {
 			b.Fatal(err)
 		}
-	}
+	})
 }
 
 // BenchmarkSeekRandom is db_bench's seekrandom with no Next.
 func BenchmarkSeekRandom(b *testing.B) {
-	db := benchDB(b)
-	const n = 100000
-	value := make([]byte, 100)
-	var key []byte
-	for i := 0; i < n; i++ {
-		key = benchKey(key, i)
-		if err := db.Put(key, value, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := db.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	b.ReportAllocs()
-	for b.Loop() {
-		key = benchKey(key, rng.IntN(n))
+	benchRandomReads(b, func(db *DB, key []byte) {
 		it := db.NewIterator(nil)
 		if !it.Seek(key) {
 			b.Fatal("seek failed")
 		}
 		it.Close()
-	}
+	})
 }
 
 // BenchmarkPutRandom is db_bench's fillrandom: random 16-byte keys.

@@ -14,20 +14,7 @@ import (
 // holds exactly the state after some prefix of the writes, and that prefix
 // includes every write acknowledged with Sync before the crash.
 func TestCrashRecovery(t *testing.T) {
-	rounds := 6
-	if testing.Short() {
-		rounds = 3
-	}
-	if stress() {
-		rounds = 60
-	}
-	for r := 0; r < rounds; r++ {
-		seed := modelSeed(t)
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Logf("seed %d (rerun with SHALE_SEED=%d)", seed, seed)
-			runCrash(t, seed)
-		})
-	}
+	forEachSeed(t, bySize(6, 3, 60), runCrash)
 }
 
 type crashWrite struct {

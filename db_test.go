@@ -16,11 +16,27 @@ import (
 func openMem(t *testing.T) (*DB, *vfs.MemFS) {
 	t.Helper()
 	fs := vfs.NewMem()
+	return openMemFS(t, fs), fs
+}
+
+// openMemFS opens the database /db in fs with testOptions.
+func openMemFS(t *testing.T, fs *vfs.MemFS) *DB {
+	t.Helper()
 	db, err := Open("/db", testOptions(fs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return db, fs
+	return db
+}
+
+// reopenMem closes db, failing the test if Close fails, and opens /db in fs
+// again.
+func reopenMem(t *testing.T, db *DB, fs *vfs.MemFS) *DB {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openMemFS(t, fs)
 }
 
 func TestBasicOps(t *testing.T) {
@@ -176,13 +192,7 @@ func TestDisableWALSurvivesClose(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		db.Put([]byte(fmt.Sprint(i)), []byte("v"), &WriteOptions{DisableWAL: true})
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open("/db", testOptions(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = reopenMem(t, db, fs)
 	defer db.Close()
 	if v, err := db.Get([]byte("42"), nil); err != nil || string(v) != "v" {
 		t.Fatalf("Get = %q, %v", v, err)
@@ -211,13 +221,7 @@ func TestReopenKeepsData(t *testing.T) {
 		db.Put([]byte(fmt.Sprintf("%06d", i)), []byte(strings.Repeat("v", 100)), nil)
 	}
 	db.Delete([]byte("000007"), nil)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open("/db", testOptions(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = reopenMem(t, db, fs)
 	defer db.Close()
 	n := 0
 	it := db.NewIterator(nil)

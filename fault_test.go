@@ -133,65 +133,54 @@ func TestManifestFailure(t *testing.T) {
 // accepting writes, and checks the recovered state: a prefix of the writes
 // holding every acknowledged synced one.
 func TestRandomFaultsThenCrash(t *testing.T) {
-	rounds := 8
-	if testing.Short() {
-		rounds = 3
-	}
-	if stress() {
-		rounds = 80
-	}
-	for r := 0; r < rounds; r++ {
-		seed := modelSeed(t)
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Logf("seed %d (rerun with SHALE_SEED=%d)", seed, seed)
-			rng := rand.New(rand.NewPCG(seed, 3))
-			mem := vfs.NewMem()
-			ffs := vfs.NewFaultFS(mem, seed)
-			opts := testOptions(ffs)
-			db, err := Open("/db", opts)
-			if err != nil {
-				t.Fatal(err)
+	forEachSeed(t, bySize(8, 3, 80), func(t *testing.T, seed uint64) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		mem := vfs.NewMem()
+		ffs := vfs.NewFaultFS(mem, seed)
+		opts := testOptions(ffs)
+		db, err := Open("/db", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpCreate, vfs.OpRename} {
+			ffs.AddRule(vfs.FaultRule{Op: op, Probability: 0.0005 + rng.Float64()*0.003, ShortWrite: rng.IntN(2) == 0})
+		}
+		var writes []crashWrite
+		var failed *crashWrite // a write that returned an error may or may not persist
+		lastSynced := 0
+		write := func(i int) error {
+			k := fmt.Sprintf("k%04d", rng.IntN(300))
+			w := crashWrite{key: k, value: fmt.Sprintf("%s-%d-%s", k, i, make([]byte, rng.IntN(100)))}
+			sync := rng.IntN(4) == 0
+			if err := db.Put([]byte(k), []byte(w.value), &WriteOptions{Sync: sync}); err != nil {
+				failed = &w
+				return err
 			}
-			defer db.Close()
-			for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpCreate, vfs.OpRename} {
-				ffs.AddRule(vfs.FaultRule{Op: op, Probability: 0.0005 + rng.Float64()*0.003, ShortWrite: rng.IntN(2) == 0})
+			writes = append(writes, w)
+			if sync {
+				lastSynced = len(writes)
 			}
-			var writes []crashWrite
-			var failed *crashWrite // a write that returned an error may or may not persist
-			lastSynced := 0
-			write := func(i int) error {
-				k := fmt.Sprintf("k%04d", rng.IntN(300))
-				w := crashWrite{key: k, value: fmt.Sprintf("%s-%d-%s", k, i, make([]byte, rng.IntN(100)))}
-				sync := rng.IntN(4) == 0
-				if err := db.Put([]byte(k), []byte(w.value), &WriteOptions{Sync: sync}); err != nil {
-					failed = &w
-					return err
+			return nil
+		}
+		for i := 0; i < 3000 && write(i) == nil; i++ {
+		}
+		ffs.ClearRules()
+		t.Logf("%d writes (%d synced) before the DB stopped; %d faults injected", len(writes), lastSynced, ffs.Injected())
+		if failed != nil && rng.IntN(2) == 0 {
+			// Resume flushes the memtables before new writes are taken,
+			// so the failed write cannot resurface after later ones.
+			if err := db.Resume(); err != nil {
+				t.Fatalf("Resume: %v", err)
+			}
+			for i := 0; i < 300; i++ {
+				if err := write(10000 + i); err != nil {
+					t.Fatalf("write after Resume: %v", err)
 				}
-				writes = append(writes, w)
-				if sync {
-					lastSynced = len(writes)
-				}
-				return nil
 			}
-			for i := 0; i < 3000 && write(i) == nil; i++ {
-			}
-			ffs.ClearRules()
-			t.Logf("%d writes (%d synced) before the DB stopped; %d faults injected", len(writes), lastSynced, ffs.Injected())
-			if failed != nil && rng.IntN(2) == 0 {
-				// Resume flushes the memtables before new writes are taken,
-				// so the failed write cannot resurface after later ones.
-				if err := db.Resume(); err != nil {
-					t.Fatalf("Resume: %v", err)
-				}
-				for i := 0; i < 300; i++ {
-					if err := write(10000 + i); err != nil {
-						t.Fatalf("write after Resume: %v", err)
-					}
-				}
-			} else if failed != nil {
-				writes = append(writes, *failed) // last: may be there or not
-			}
-			checkCrashState(t, 0, mem.CrashClone(), opts, writes, lastSynced)
-		})
-	}
+		} else if failed != nil {
+			writes = append(writes, *failed) // last: may be there or not
+		}
+		checkCrashState(t, 0, mem.CrashClone(), opts, writes, lastSynced)
+	})
 }

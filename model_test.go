@@ -68,23 +68,38 @@ func modelSeed(t *testing.T) uint64 {
 	return rand.Uint64()
 }
 
-// TestModel runs random operations against the DB and an in-memory model,
-// with tiny buffers so flushes and compactions run, and checks every read.
-func TestModel(t *testing.T) {
-	ops, runs := 4000, 3
-	if testing.Short() {
-		ops = 1500
+// bySize picks how much a randomized test does: normal, short under
+// -short, stressed when SHALE_STRESS is set (which wins over -short).
+func bySize(normal, short, stressed int) int {
+	switch {
+	case stress():
+		return stressed
+	case testing.Short():
+		return short
 	}
-	if stress() {
-		ops, runs = 20000, 20
-	}
-	for run := 0; run < runs; run++ {
+	return normal
+}
+
+// forEachSeed runs fn in rounds subtests, each named after a fresh seed
+// (SHALE_SEED fixes it) and logging how to rerun it.
+func forEachSeed(t *testing.T, rounds int, fn func(t *testing.T, seed uint64)) {
+	t.Helper()
+	for range rounds {
 		seed := modelSeed(t)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Logf("seed %d (rerun with SHALE_SEED=%d)", seed, seed)
-			runModel(t, seed, ops)
+			fn(t, seed)
 		})
 	}
+}
+
+// TestModel runs random operations against the DB and an in-memory model,
+// with tiny buffers so flushes and compactions run, and checks every read.
+func TestModel(t *testing.T) {
+	ops := bySize(4000, 1500, 20000)
+	forEachSeed(t, bySize(3, 3, 20), func(t *testing.T, seed uint64) {
+		runModel(t, seed, ops)
+	})
 }
 
 type modelSnapshot struct {

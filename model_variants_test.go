@@ -24,13 +24,7 @@ var optionVariants = []struct {
 
 // TestModelOptionVariants is the metamorphic side of the model test.
 func TestModelOptionVariants(t *testing.T) {
-	ops := 1500
-	if testing.Short() {
-		ops = 600
-	}
-	if stress() {
-		ops = 8000
-	}
+	ops := bySize(1500, 600, 8000)
 	for _, v := range optionVariants {
 		seed := modelSeed(t)
 		t.Run(fmt.Sprintf("%s/%d", v.name, seed), func(t *testing.T) {

@@ -76,43 +76,45 @@ func (f *adminFlags) withDB(create bool, fn func(db *shale.DB) error) (err error
 // adminWrite makes admin writes durable before the command exits.
 var adminWrite = &shale.WriteOptions{Sync: true}
 
-func newPutCmd() *cobra.Command {
-	var f adminFlags
+// newArgsCmd builds an admin verb that takes one positional argument per
+// entry of argNames (which name them in error messages); run gets the raw
+// arguments and their decoded bytes, decoded before the database is opened.
+func newArgsCmd(use, short string, argNames []string, run func(cmd *cobra.Command, f *adminFlags, args []string, decoded [][]byte) error) *cobra.Command {
+	f := &adminFlags{}
 	cmd := &cobra.Command{
-		Use:   "put --db DIR KEY VALUE",
-		Short: "Set KEY to VALUE (creates the database if missing)",
-		Args:  cobra.ExactArgs(2),
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(len(argNames)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := f.decode("key", args[0])
-			if err != nil {
-				return err
+			decoded := make([][]byte, len(args))
+			for i, a := range args {
+				b, err := f.decode(argNames[i], a)
+				if err != nil {
+					return err
+				}
+				decoded[i] = b
 			}
-			value, err := f.decode("value", args[1])
-			if err != nil {
-				return err
-			}
-			return f.withDB(true, func(db *shale.DB) error {
-				return db.Put(key, value, adminWrite)
-			})
+			return run(cmd, f, args, decoded)
 		},
 	}
 	f.register(cmd)
 	return cmd
 }
 
+func newPutCmd() *cobra.Command {
+	return newArgsCmd("put --db DIR KEY VALUE", "Set KEY to VALUE (creates the database if missing)", []string{"key", "value"},
+		func(_ *cobra.Command, f *adminFlags, _ []string, kv [][]byte) error {
+			return f.withDB(true, func(db *shale.DB) error {
+				return db.Put(kv[0], kv[1], adminWrite)
+			})
+		})
+}
+
 func newGetCmd() *cobra.Command {
-	var f adminFlags
-	cmd := &cobra.Command{
-		Use:   "get --db DIR KEY",
-		Short: "Print the value of KEY; exits 1 with \"not found\" when absent",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := f.decode("key", args[0])
-			if err != nil {
-				return err
-			}
+	return newArgsCmd("get --db DIR KEY", "Print the value of KEY; exits 1 with \"not found\" when absent", []string{"key"},
+		func(cmd *cobra.Command, f *adminFlags, _ []string, k [][]byte) error {
 			return f.withDB(false, func(db *shale.DB) error {
-				v, err := db.Get(key, nil)
+				v, err := db.Get(k[0], nil)
 				if errors.Is(err, shale.ErrNotFound) {
 					return errNotFound
 				}
@@ -122,57 +124,29 @@ func newGetCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), f.encode(v))
 				return nil
 			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+		})
 }
 
 func newDeleteCmd() *cobra.Command {
-	var f adminFlags
-	cmd := &cobra.Command{
-		Use:   "delete --db DIR KEY",
-		Short: "Delete KEY",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := f.decode("key", args[0])
-			if err != nil {
-				return err
-			}
+	return newArgsCmd("delete --db DIR KEY", "Delete KEY", []string{"key"},
+		func(_ *cobra.Command, f *adminFlags, _ []string, k [][]byte) error {
 			return f.withDB(false, func(db *shale.DB) error {
-				return db.Delete(key, adminWrite)
+				return db.Delete(k[0], adminWrite)
 			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+		})
 }
 
 func newDeleteRangeCmd() *cobra.Command {
-	var f adminFlags
-	cmd := &cobra.Command{
-		Use:   "deleterange --db DIR START END",
-		Short: "Delete every key in [START, END)",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			start, err := f.decode("start", args[0])
-			if err != nil {
-				return err
-			}
-			end, err := f.decode("end", args[1])
-			if err != nil {
-				return err
-			}
+	return newArgsCmd("deleterange --db DIR START END", "Delete every key in [START, END)", []string{"start", "end"},
+		func(_ *cobra.Command, f *adminFlags, args []string, r [][]byte) error {
+			start, end := r[0], r[1]
 			if string(start) > string(end) {
 				return fmt.Errorf("deleterange: START %q sorts after END %q", args[0], args[1])
 			}
 			return f.withDB(false, func(db *shale.DB) error {
 				return db.DeleteRange(start, end, adminWrite)
 			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+		})
 }
 
 func newScanCmd() *cobra.Command {

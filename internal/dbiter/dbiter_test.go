@@ -3,41 +3,16 @@ package dbiter
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/itertest"
 	"github.com/shaledb/shale/internal/mergeiter"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: time-based)")
-
-func testSeed(i int) uint64 {
-	if *seedFlag != 0 {
-		return *seedFlag
-	}
-	return uint64(time.Now().UnixNano()) + uint64(i)
-}
-
-func userKey(i int) []byte { return fmt.Appendf(nil, "k%03d", i) }
-
-// randomSeekKey returns an existing key, one just after or before it, or one
-// beyond the key space.
-func randomSeekKey(rng *rand.Rand, nkeys int) []byte {
-	k := userKey(rng.IntN(nkeys+2) - 1)
-	switch rng.IntN(4) {
-	case 0:
-		k = append(k, 'a')
-	case 1:
-		k = k[:len(k)-1]
-	}
-	return k
-}
 
 type tombstone struct {
 	start, end []byte
@@ -56,16 +31,10 @@ func (ts tombstones) Covers(key []byte, seq, snapshot base.SeqNum) bool {
 	return false
 }
 
-func sortEntries(es []entry) {
-	sort.SliceStable(es, func(i, j int) bool {
-		return base.InternalCompare(bytes.Compare, es[i].key, es[j].key) < 0
-	})
-}
-
 // testDB is a random set of entries and range tombstones.
 type testDB struct {
 	nkeys   int
-	entries []entry // sorted
+	entries []itertest.Entry // sorted
 	tombs   tombstones
 	maxSeq  base.SeqNum
 }
@@ -90,20 +59,20 @@ func randomDB(rng *rand.Rand) *testDB {
 			seq := base.SeqNum(seqs[0] + 1)
 			seqs = seqs[1:]
 			kind := kinds[rng.IntN(len(kinds))]
-			db.entries = append(db.entries, entry{
-				key:   base.MakeInternalKey(userKey(k), seq, kind),
-				value: fmt.Appendf(nil, "v%d@%d", k, seq),
+			db.entries = append(db.entries, itertest.Entry{
+				Key:   base.MakeInternalKey(itertest.UserKey(k), seq, kind),
+				Value: fmt.Appendf(nil, "v%d@%d", k, seq),
 			})
 		}
 	}
 	db.maxSeq = base.SeqNum(n)
-	sortEntries(db.entries)
+	itertest.SortEntries(db.entries)
 	for range rng.IntN(4) {
 		a, b := rng.IntN(db.nkeys+1), rng.IntN(db.nkeys+1)
 		if a > b {
 			a, b = b, a
 		}
-		db.tombs = append(db.tombs, tombstone{userKey(a), userKey(b), base.SeqNum(rng.IntN(n + 2))})
+		db.tombs = append(db.tombs, tombstone{itertest.UserKey(a), itertest.UserKey(b), base.SeqNum(rng.IntN(n + 2))})
 	}
 	return db
 }
@@ -115,23 +84,23 @@ func testResolver(kind base.Kind, value []byte) ([]byte, error) {
 // model returns the visible keys and values at snap within [lower, upper).
 func (db *testDB) model(snap base.SeqNum, lower, upper []byte, resolve bool) (keys, vals [][]byte) {
 	for i := 0; i < len(db.entries); {
-		uk := db.entries[i].key.UserKey
-		var newest *entry
-		for ; i < len(db.entries) && bytes.Equal(db.entries[i].key.UserKey, uk); i++ {
+		uk := db.entries[i].Key.UserKey
+		var newest *itertest.Entry
+		for ; i < len(db.entries) && bytes.Equal(db.entries[i].Key.UserKey, uk); i++ {
 			e := &db.entries[i]
-			if newest == nil && e.key.SeqNum() <= snap && e.key.Kind() != base.KindRangeDelete {
+			if newest == nil && e.Key.SeqNum() <= snap && e.Key.Kind() != base.KindRangeDelete {
 				newest = e
 			}
 		}
 		if newest == nil || (lower != nil && bytes.Compare(uk, lower) < 0) || (upper != nil && bytes.Compare(uk, upper) >= 0) {
 			continue
 		}
-		switch kind := newest.key.Kind(); kind {
+		switch kind := newest.Key.Kind(); kind {
 		case base.KindSet, base.KindMerge, base.KindBlobIndex:
-			if db.tombs.Covers(uk, newest.key.SeqNum(), snap) {
+			if db.tombs.Covers(uk, newest.Key.SeqNum(), snap) {
 				continue
 			}
-			v := newest.value
+			v := newest.Value
 			if resolve && kind != base.KindSet {
 				v, _ = testResolver(kind, v)
 			}
@@ -142,16 +111,16 @@ func (db *testDB) model(snap base.SeqNum, lower, upper []byte, resolve bool) (ke
 }
 
 // mergedIter splits the entries over k children and merges them.
-func (db *testDB) mergedIter(rng *rand.Rand, k int) (*mergeiter.Iter, []*sliceIter) {
-	parts := make([][]entry, k)
+func (db *testDB) mergedIter(rng *rand.Rand, k int) (*mergeiter.Iter, []*itertest.SliceIter) {
+	parts := make([][]itertest.Entry, k)
 	for _, e := range db.entries {
 		c := rng.IntN(k)
 		parts[c] = append(parts[c], e)
 	}
-	children := make([]*sliceIter, k)
+	children := make([]*itertest.SliceIter, k)
 	iters := make([]base.InternalIterator, k)
 	for i := range parts {
-		children[i] = &sliceIter{entries: parts[i]}
+		children[i] = &itertest.SliceIter{Entries: parts[i]}
 		iters[i] = children[i]
 	}
 	return mergeiter.New(bytes.Compare, iters...), children
@@ -161,7 +130,7 @@ func randomBound(rng *rand.Rand, nkeys int) []byte {
 	if rng.IntN(3) == 0 {
 		return nil
 	}
-	return randomSeekKey(rng, nkeys)
+	return itertest.RandomSeekKey(rng, nkeys)
 }
 
 func randomSnapshot(rng *rand.Rand, max base.SeqNum) base.SeqNum {
@@ -173,7 +142,7 @@ func randomSnapshot(rng *rand.Rand, max base.SeqNum) base.SeqNum {
 
 func TestIterRandom(t *testing.T) {
 	for iter := 0; iter < 300; iter++ {
-		seed := testSeed(iter)
+		seed := itertest.Seed(iter)
 		rng := rand.New(rand.NewPCG(seed, 0))
 		db := randomDB(rng)
 		o := Options{
@@ -219,13 +188,13 @@ func runOps(t *testing.T, ctx string, rng *rand.Rand, it *Iter, keys, vals [][]b
 		case r == 1:
 			desc, got, pos = "Last", it.Last(), n-1
 		case r == 2:
-			k := randomSeekKey(rng, nkeys)
+			k := itertest.RandomSeekKey(rng, nkeys)
 			desc, got, pos = fmt.Sprintf("SeekGE(%s)", k), it.SeekGE(k), search(k)
 		case r == 3:
-			k := randomSeekKey(rng, nkeys)
+			k := itertest.RandomSeekKey(rng, nkeys)
 			desc, got, pos = fmt.Sprintf("SeekLT(%s)", k), it.SeekLT(k), search(k)-1
 		case r == 4:
-			k := randomSeekKey(rng, nkeys)
+			k := itertest.RandomSeekKey(rng, nkeys)
 			p := search(k)
 			if p < n && bytes.Equal(keys[p], k) {
 				p++
@@ -278,7 +247,7 @@ func runOps(t *testing.T, ctx string, rng *rand.Rand, it *Iter, keys, vals [][]b
 // direction at every key.
 func TestIterScans(t *testing.T) {
 	for iter := 0; iter < 50; iter++ {
-		seed := testSeed(iter)
+		seed := itertest.Seed(iter)
 		rng := rand.New(rand.NewPCG(seed, 1))
 		db := randomDB(rng)
 		for snap := base.SeqNum(0); snap <= db.maxSeq+1; snap++ {
@@ -323,12 +292,12 @@ func TestIterScans(t *testing.T) {
 
 func TestIterChildError(t *testing.T) {
 	for iter := 0; iter < 100; iter++ {
-		seed := testSeed(iter)
+		seed := itertest.Seed(iter)
 		rng := rand.New(rand.NewPCG(seed, 2))
 		db := randomDB(rng)
 		m, children := db.mergedIter(rng, 3)
 		bad := children[rng.IntN(3)]
-		bad.failAfter = 1 + rng.IntN(len(bad.entries)+3)
+		bad.FailAfter = 1 + rng.IntN(len(bad.Entries)+3)
 		it := New(m, Options{Snapshot: base.SeqNumMax})
 		ok := it.First()
 		for ok {
@@ -341,11 +310,11 @@ func TestIterChildError(t *testing.T) {
 				ok = it.Next()
 			}
 		}
-		if bad.err != nil {
-			if !errors.Is(it.Error(), errInjected) || it.Valid() || it.Next() || it.Prev() {
+		if bad.Error() != nil {
+			if !errors.Is(it.Error(), itertest.ErrInjected) || it.Valid() || it.Next() || it.Prev() {
 				t.Fatalf("seed %d: after child failure: Error %v, Valid %v", seed, it.Error(), it.Valid())
 			}
-			if err := it.Close(); !errors.Is(err, errInjected) {
+			if err := it.Close(); !errors.Is(err, itertest.ErrInjected) {
 				t.Fatalf("seed %d: Close = %v", seed, err)
 			}
 		} else if it.Error() != nil {
@@ -355,12 +324,12 @@ func TestIterChildError(t *testing.T) {
 }
 
 func TestIterCorruptKind(t *testing.T) {
-	es := []entry{
-		{key: base.MakeInternalKey([]byte("a"), 3, base.KindSet), value: []byte("1")},
-		{key: base.MakeInternalKey([]byte("b"), 2, base.Kind(0x05)), value: []byte("2")},
-		{key: base.MakeInternalKey([]byte("c"), 1, base.KindSet), value: []byte("3")},
+	es := []itertest.Entry{
+		{Key: base.MakeInternalKey([]byte("a"), 3, base.KindSet), Value: []byte("1")},
+		{Key: base.MakeInternalKey([]byte("b"), 2, base.Kind(0x05)), Value: []byte("2")},
+		{Key: base.MakeInternalKey([]byte("c"), 1, base.KindSet), Value: []byte("3")},
 	}
-	it := New(&sliceIter{entries: es}, Options{Snapshot: base.SeqNumMax})
+	it := New(&itertest.SliceIter{Entries: es}, Options{Snapshot: base.SeqNumMax})
 	if !it.First() || string(it.Key()) != "a" {
 		t.Fatalf("First: %q", it.Key())
 	}
@@ -382,12 +351,12 @@ func TestIterCorruptKind(t *testing.T) {
 }
 
 func TestIterResolverError(t *testing.T) {
-	es := []entry{
-		{key: base.MakeInternalKey([]byte("a"), 3, base.KindSet), value: []byte("1")},
-		{key: base.MakeInternalKey([]byte("b"), 2, base.KindBlobIndex), value: []byte("ref")},
+	es := []itertest.Entry{
+		{Key: base.MakeInternalKey([]byte("a"), 3, base.KindSet), Value: []byte("1")},
+		{Key: base.MakeInternalKey([]byte("b"), 2, base.KindBlobIndex), Value: []byte("ref")},
 	}
 	errBlob := errors.New("blob missing")
-	it := New(&sliceIter{entries: es}, Options{
+	it := New(&itertest.SliceIter{Entries: es}, Options{
 		Snapshot:      base.SeqNumMax,
 		ValueResolver: func(base.Kind, []byte) ([]byte, error) { return nil, errBlob },
 	})
@@ -405,14 +374,14 @@ func TestIterResolverError(t *testing.T) {
 // TestIterKeyStable checks that Key and Value survive the child moving on,
 // which the test child makes visible by scribbling over its buffers.
 func TestIterKeyStable(t *testing.T) {
-	es := []entry{
-		{key: base.MakeInternalKey([]byte("a"), 5, base.KindSet), value: []byte("a5")},
-		{key: base.MakeInternalKey([]byte("a"), 1, base.KindSet), value: []byte("a1")},
-		{key: base.MakeInternalKey([]byte("b"), 4, base.KindSet), value: []byte("b4")},
-		{key: base.MakeInternalKey([]byte("b"), 3, base.KindDelete)},
-		{key: base.MakeInternalKey([]byte("c"), 2, base.KindSet), value: []byte("c2")},
+	es := []itertest.Entry{
+		{Key: base.MakeInternalKey([]byte("a"), 5, base.KindSet), Value: []byte("a5")},
+		{Key: base.MakeInternalKey([]byte("a"), 1, base.KindSet), Value: []byte("a1")},
+		{Key: base.MakeInternalKey([]byte("b"), 4, base.KindSet), Value: []byte("b4")},
+		{Key: base.MakeInternalKey([]byte("b"), 3, base.KindDelete)},
+		{Key: base.MakeInternalKey([]byte("c"), 2, base.KindSet), Value: []byte("c2")},
 	}
-	it := New(&sliceIter{entries: es}, Options{Snapshot: 4})
+	it := New(&itertest.SliceIter{Entries: es}, Options{Snapshot: 4})
 	var got []string
 	for ok := it.Last(); ok; ok = it.Prev() {
 		got = append(got, string(it.Key())+"="+string(it.Value()))
@@ -453,14 +422,14 @@ func BenchmarkIterNext4(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	db := &testDB{}
 	for i := range 100000 {
-		db.entries = append(db.entries, entry{
-			key:   base.MakeInternalKey(fmt.Appendf(nil, "key%08d", i/2), base.SeqNum(100000-i), base.KindSet),
-			value: []byte("value"),
+		db.entries = append(db.entries, itertest.Entry{
+			Key:   base.MakeInternalKey(fmt.Appendf(nil, "key%08d", i/2), base.SeqNum(100000-i), base.KindSet),
+			Value: []byte("value"),
 		})
 	}
 	m, children := db.mergedIter(rng, 4)
 	for _, c := range children {
-		c.alias = true
+		c.Alias = true
 	}
 	it := New(m, Options{Snapshot: base.SeqNumMax})
 	it.First()

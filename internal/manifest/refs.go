@@ -35,24 +35,12 @@ func (v *Version) Ref() {
 	if v.released.Load() {
 		base.AssertionFailedf("manifest: Ref of a version whose refs already dropped to zero")
 	}
-	t := v.tracker
-	if t != nil {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-	}
-	for _, files := range v.Levels {
-		for _, f := range files {
-			f.refs.Add(1)
-			if t != nil {
-				tf := t.live[f.FileNum]
-				tf.refs++
-				if tf.meta == nil {
-					tf.meta = f
-				}
-				t.live[f.FileNum] = tf
-			}
+	v.forEachFile(func(t *fileTracker, f *FileMetadata) {
+		f.refs.Add(1)
+		if t != nil {
+			t.ref(f)
 		}
-	}
+	})
 }
 
 // Unref drops a reference to v. The last one releases v's references on its
@@ -67,6 +55,19 @@ func (v *Version) Unref() {
 		base.AssertionFailedf("manifest: version refs dropped below zero")
 	}
 	v.released.Store(true)
+	v.forEachFile(func(t *fileTracker, f *FileMetadata) {
+		if f.refs.Add(-1) < 0 {
+			base.AssertionFailedf("manifest: file %s refs dropped below zero", f.FileNum)
+		}
+		if t != nil {
+			t.unref(f)
+		}
+	})
+}
+
+// forEachFile calls fn on each file of v with v's tracker, locked, or nil
+// when v has none.
+func (v *Version) forEachFile(fn func(t *fileTracker, f *FileMetadata)) {
 	t := v.tracker
 	if t != nil {
 		t.mu.Lock()
@@ -74,24 +75,34 @@ func (v *Version) Unref() {
 	}
 	for _, files := range v.Levels {
 		for _, f := range files {
-			if f.refs.Add(-1) < 0 {
-				base.AssertionFailedf("manifest: file %s refs dropped below zero", f.FileNum)
-			}
-			if t == nil {
-				continue
-			}
-			tf, ok := t.live[f.FileNum]
-			if !ok || tf.refs <= 0 {
-				base.AssertionFailedf("manifest: file %s unreferenced but not tracked", f.FileNum)
-			}
-			tf.refs--
-			if tf.refs == 0 {
-				delete(t.live, f.FileNum)
-				t.obsolete = append(t.obsolete, tf.meta)
-			} else {
-				t.live[f.FileNum] = tf
-			}
+			fn(t, f)
 		}
+	}
+}
+
+// ref counts one more referenced version holding f; t.mu is held.
+func (t *fileTracker) ref(f *FileMetadata) {
+	tf := t.live[f.FileNum]
+	tf.refs++
+	if tf.meta == nil {
+		tf.meta = f
+	}
+	t.live[f.FileNum] = tf
+}
+
+// unref counts one less referenced version holding f and makes the table
+// obsolete when none is left; t.mu is held.
+func (t *fileTracker) unref(f *FileMetadata) {
+	tf, ok := t.live[f.FileNum]
+	if !ok || tf.refs <= 0 {
+		base.AssertionFailedf("manifest: file %s unreferenced but not tracked", f.FileNum)
+	}
+	tf.refs--
+	if tf.refs == 0 {
+		delete(t.live, f.FileNum)
+		t.obsolete = append(t.obsolete, tf.meta)
+	} else {
+		t.live[f.FileNum] = tf
 	}
 }
 

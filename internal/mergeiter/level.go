@@ -95,6 +95,16 @@ func (l *LevelIter) closeFile() {
 	l.iter, l.index = nil, -1
 }
 
+// fileFailed keeps the open file's error, if it has one and none came
+// before, and reports whether it has one.
+func (l *LevelIter) fileFailed() bool {
+	err := l.iter.Error()
+	if err != nil && l.err == nil {
+		l.err = err
+	}
+	return err != nil
+}
+
 // forward settles after the open file was positioned (ok) moving forward:
 // it skips to the following files while the current one is exhausted.
 func (l *LevelIter) forward(ok bool) bool {
@@ -106,10 +116,7 @@ func (l *LevelIter) forward(ok bool) bool {
 			l.valid = true
 			return true
 		}
-		if err := l.iter.Error(); err != nil {
-			if l.err == nil {
-				l.err = err
-			}
+		if l.fileFailed() {
 			break
 		}
 		if !l.load(l.index + 1) {
@@ -135,10 +142,7 @@ func (l *LevelIter) backward(ok bool) bool {
 			l.valid = true
 			return true
 		}
-		if err := l.iter.Error(); err != nil {
-			if l.err == nil {
-				l.err = err
-			}
+		if l.fileFailed() {
 			break
 		}
 		if !l.load(l.index - 1) {

@@ -8,35 +8,36 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/itertest"
 )
 
 // testLevel is a randomly generated level: files of entries and their
 // bounds. Entries use even-numbered user keys so that file bounds can fall
 // on the odd keys between them.
 type testLevel struct {
-	files  [][]entry
+	files  [][]itertest.Entry
 	bounds []FileBounds
-	flat   []entry
+	flat   []itertest.Entry
 }
 
 func randomLevel(rng *rand.Rand, nUserKeys int) *testLevel {
 	kinds := []base.Kind{base.KindSet, base.KindDelete, base.KindMerge}
 	seq := base.SeqNum(1)
-	var perKey [][]entry
+	var perKey [][]itertest.Entry
 	for k := 0; k < nUserKeys; k++ {
 		if rng.IntN(3) == 0 {
 			continue
 		}
-		uk := userKey(2 * k)
-		var vs []entry
+		uk := itertest.UserKey(2 * k)
+		var vs []itertest.Entry
 		for v := 0; v <= rng.IntN(3); v++ {
-			vs = append(vs, entry{
-				key:   base.MakeInternalKey(uk, seq, kinds[rng.IntN(len(kinds))]),
-				value: fmt.Appendf(nil, "v%s@%d", uk, seq),
+			vs = append(vs, itertest.Entry{
+				Key:   base.MakeInternalKey(uk, seq, kinds[rng.IntN(len(kinds))]),
+				Value: fmt.Appendf(nil, "v%s@%d", uk, seq),
 			})
 			seq++
 		}
-		sortEntries(vs)
+		itertest.SortEntries(vs)
 		perKey = append(perKey, vs)
 	}
 	l := &testLevel{}
@@ -46,17 +47,17 @@ func randomLevel(rng *rand.Rand, nUserKeys int) *testLevel {
 		if i+n > len(perKey) {
 			n = len(perKey) - i
 		}
-		var es []entry
+		var es []itertest.Entry
 		for _, vs := range perKey[i : i+n] {
 			es = append(es, vs...)
 		}
 		l.files = append(l.files, es)
-		l.bounds = append(l.bounds, FileBounds{Smallest: es[0].key, Largest: es[len(es)-1].key})
+		l.bounds = append(l.bounds, FileBounds{Smallest: es[0].Key, Largest: es[len(es)-1].Key})
 		i += n
 	}
 	// Loosen the bounds at some file boundaries as range tombstones would,
 	// and insert files holding no point entries.
-	var files [][]entry
+	var files [][]itertest.Entry
 	var bounds []FileBounds
 	for f := range l.files {
 		if f > 0 {
@@ -65,7 +66,7 @@ func randomLevel(rng *rand.Rand, nUserKeys int) *testLevel {
 			var lastIdx int
 			fmt.Sscanf(string(last), "k%d", &lastIdx)
 			first := l.bounds[f].Smallest.UserKey
-			mid := userKey(lastIdx + 1) // strictly between the two files
+			mid := itertest.UserKey(lastIdx + 1) // strictly between the two files
 			switch rng.IntN(5) {
 			case 1:
 				prev.Largest = base.MakeRangeDeleteSentinel(mid)
@@ -115,21 +116,21 @@ func inBounds(uk, lower, upper []byte) bool {
 // file bad fails.
 func (l *testLevel) newLevelIter(t *testing.T, seed uint64, lower, upper []byte, bad int) (*LevelIter, *int) {
 	open := 0
-	var last *sliceIter
+	var last *itertest.SliceIter
 	opens := new(int)
 	li := NewLevelIter(bytes.Compare, l.bounds, func(f int) (base.InternalIterator, error) {
 		*opens++
-		if last != nil && !last.closed {
+		if last != nil && !last.Closed() {
 			t.Fatalf("seed %d: file %d opened while another is open", seed, f)
 		}
 		if !l.overlaps(f, lower, upper) {
 			t.Fatalf("seed %d: file %d opened outside bounds [%s, %s)", seed, f, lower, upper)
 		}
 		if f == bad {
-			return nil, errInjected
+			return nil, itertest.ErrInjected
 		}
 		open++
-		last = &sliceIter{entries: l.files[f]}
+		last = &itertest.SliceIter{Entries: l.files[f]}
 		return last, nil
 	}, lower, upper)
 	return li, opens
@@ -139,20 +140,20 @@ func randomBound(rng *rand.Rand, nkeys int) []byte {
 	if rng.IntN(3) == 0 {
 		return nil
 	}
-	return randomSeekKey(rng, nkeys)
+	return itertest.RandomSeekKey(rng, nkeys)
 }
 
 func TestLevelIterRandom(t *testing.T) {
 	for iter := 0; iter < 300; iter++ {
-		seed := testSeed(iter)
+		seed := itertest.Seed(iter)
 		rng := rand.New(rand.NewPCG(seed, 3))
 		nUserKeys := rng.IntN(30)
 		l := randomLevel(rng, nUserKeys)
 		nkeys := 2*nUserKeys + 2
 		lower, upper := randomBound(rng, nkeys), randomBound(rng, nkeys)
-		var ref []entry
+		var ref []itertest.Entry
 		for _, e := range l.flat {
-			if inBounds(e.key.UserKey, lower, upper) {
+			if inBounds(e.Key.UserKey, lower, upper) {
 				ref = append(ref, e)
 			}
 		}
@@ -165,7 +166,7 @@ func TestLevelIterRandom(t *testing.T) {
 }
 
 func TestLevelIterLazyOpen(t *testing.T) {
-	seed := testSeed(0)
+	seed := itertest.Seed(0)
 	rng := rand.New(rand.NewPCG(seed, 4))
 	l := randomLevel(rng, 200)
 	li, opens := l.newLevelIter(t, seed, nil, nil, -1)
@@ -173,7 +174,7 @@ func TestLevelIterLazyOpen(t *testing.T) {
 	// the key falls after the file's last point entry).
 	for i := 0; i < 50; i++ {
 		before := *opens
-		k := randomSeekKey(rng, 400)
+		k := itertest.RandomSeekKey(rng, 400)
 		li.SeekGE(k)
 		if n := *opens - before; n > 2 {
 			t.Fatalf("seed %d: SeekGE(%s) opened %d files", seed, k, n)
@@ -198,7 +199,7 @@ func TestLevelIterLazyOpen(t *testing.T) {
 
 func TestLevelIterOpenError(t *testing.T) {
 	for iter := 0; iter < 100; iter++ {
-		seed := testSeed(iter)
+		seed := itertest.Seed(iter)
 		rng := rand.New(rand.NewPCG(seed, 5))
 		nUserKeys := 1 + rng.IntN(30)
 		l := randomLevel(rng, nUserKeys)
@@ -212,10 +213,10 @@ func TestLevelIterOpenError(t *testing.T) {
 		// A forward scan opens every file overlapping the bounds, so it
 		// fails exactly when the bad file is one of them, after returning
 		// the entries of the files before it.
-		var want []entry
+		var want []itertest.Entry
 		for f := 0; f < bad; f++ {
 			for _, e := range l.files[f] {
-				if inBounds(e.key.UserKey, lower, upper) {
+				if inBounds(e.Key.UserKey, lower, upper) {
 					want = append(want, e)
 				}
 			}
@@ -223,14 +224,14 @@ func TestLevelIterOpenError(t *testing.T) {
 		if !l.overlaps(bad, lower, upper) {
 			want = want[:0]
 			for _, e := range l.flat {
-				if inBounds(e.key.UserKey, lower, upper) {
+				if inBounds(e.Key.UserKey, lower, upper) {
 					want = append(want, e)
 				}
 			}
 		}
 		n := 0
 		for ok := li.First(); ok; ok = li.Next() {
-			if n >= len(want) || base.InternalCompare(bytes.Compare, li.Key(), want[n].key) != 0 {
+			if n >= len(want) || base.InternalCompare(bytes.Compare, li.Key(), want[n].Key) != 0 {
 				t.Fatalf("seed %d: entry %d: got %s", seed, n, li.Key())
 			}
 			n++
@@ -238,7 +239,7 @@ func TestLevelIterOpenError(t *testing.T) {
 		if n != len(want) {
 			t.Fatalf("seed %d: got %d entries, want %d", seed, n, len(want))
 		}
-		if failed := errors.Is(li.Error(), errInjected); failed != l.overlaps(bad, lower, upper) {
+		if failed := errors.Is(li.Error(), itertest.ErrInjected); failed != l.overlaps(bad, lower, upper) {
 			t.Fatalf("seed %d: Error() = %v, bad file %d overlaps = %v", seed, li.Error(), bad, l.overlaps(bad, lower, upper))
 		}
 		li.Close()
@@ -249,7 +250,7 @@ func TestLevelIterOpenError(t *testing.T) {
 // which switches its direction with single Next/Prev steps.
 func TestLevelIterInMerge(t *testing.T) {
 	for iter := 0; iter < 200; iter++ {
-		seed := testSeed(iter)
+		seed := itertest.Seed(iter)
 		rng := rand.New(rand.NewPCG(seed, 6))
 		nUserKeys := rng.IntN(30)
 		nkeys := 2*nUserKeys + 2
@@ -257,19 +258,19 @@ func TestLevelIterInMerge(t *testing.T) {
 		lower, upper := randomBound(rng, nkeys), randomBound(rng, nkeys)
 		li, _ := l.newLevelIter(t, seed, lower, upper, -1)
 		other := randomEntries(rng, rng.IntN(60), nkeys)
-		var ref []entry
+		var ref []itertest.Entry
 		for _, e := range l.flat {
-			if inBounds(e.key.UserKey, lower, upper) {
+			if inBounds(e.Key.UserKey, lower, upper) {
 				ref = append(ref, e)
 			}
 		}
 		for i := range other {
-			other[i].value = append(other[i].value, "/other"...)
+			other[i].Value = append(other[i].Value, "/other"...)
 		}
 		// Stable: on equal internal keys the level (child 0) comes first.
 		ref = append(ref, other...)
-		sortEntries(ref)
-		m := New(bytes.Compare, li, &sliceIter{entries: other})
+		itertest.SortEntries(ref)
+		m := New(bytes.Compare, li, &itertest.SliceIter{Entries: other})
 		runRandomOps(t, seed, rng, m, ref, nkeys, 300)
 		if err := m.Close(); err != nil {
 			t.Fatalf("seed %d: close: %v", seed, err)

@@ -3,75 +3,43 @@ package mergeiter
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/itertest"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: time-based)")
-
-// testSeed returns the seed for run i of a randomized test.
-func testSeed(i int) uint64 {
-	if *seedFlag != 0 {
-		return *seedFlag
-	}
-	return uint64(time.Now().UnixNano()) + uint64(i)
-}
 
 // refEntry is an entry of the reference list with the child it came from.
 type refEntry struct {
-	entry
+	itertest.Entry
 	child int
-}
-
-func userKey(i int) []byte { return []byte(fmt.Sprintf("k%03d", i)) }
-
-// randomSeekKey returns a key that may or may not exist: an existing one,
-// one just after it, or one beyond the key space.
-func randomSeekKey(rng *rand.Rand, nkeys int) []byte {
-	k := userKey(rng.IntN(nkeys+2) - 1)
-	switch rng.IntN(4) {
-	case 0:
-		k = append(k, 'a')
-	case 1:
-		k = k[:len(k)-1]
-	}
-	return k
 }
 
 // randomEntries returns n distinct entries sorted in internal order, with
 // unique seqnums.
-func randomEntries(rng *rand.Rand, n, nkeys int) []entry {
+func randomEntries(rng *rand.Rand, n, nkeys int) []itertest.Entry {
 	kinds := []base.Kind{base.KindSet, base.KindDelete, base.KindMerge, base.KindSingleDelete, base.KindBlobIndex}
 	seqs := rng.Perm(n * 2)
-	es := make([]entry, n)
+	es := make([]itertest.Entry, n)
 	for i := range es {
-		k := userKey(rng.IntN(nkeys))
+		k := itertest.UserKey(rng.IntN(nkeys))
 		seq := base.SeqNum(seqs[i] + 1)
-		es[i] = entry{
-			key:   base.MakeInternalKey(k, seq, kinds[rng.IntN(len(kinds))]),
-			value: []byte(fmt.Sprintf("v%s@%d", k, seq)),
+		es[i] = itertest.Entry{
+			Key:   base.MakeInternalKey(k, seq, kinds[rng.IntN(len(kinds))]),
+			Value: []byte(fmt.Sprintf("v%s@%d", k, seq)),
 		}
 	}
-	sortEntries(es)
+	itertest.SortEntries(es)
 	return es
-}
-
-func sortEntries(es []entry) {
-	sort.SliceStable(es, func(i, j int) bool {
-		return base.InternalCompare(bytes.Compare, es[i].key, es[j].key) < 0
-	})
 }
 
 // splitRandom distributes entries over k children; with dupes, some entries
 // are put into two children, producing equal internal keys.
-func splitRandom(rng *rand.Rand, es []entry, k int, dupes bool) ([][]entry, []refEntry) {
-	parts := make([][]entry, k)
+func splitRandom(rng *rand.Rand, es []itertest.Entry, k int, dupes bool) ([][]itertest.Entry, []refEntry) {
+	parts := make([][]itertest.Entry, k)
 	var ref []refEntry
 	for _, e := range es {
 		c := rng.IntN(k)
@@ -80,16 +48,16 @@ func splitRandom(rng *rand.Rand, es []entry, k int, dupes bool) ([][]entry, []re
 		if dupes && k > 1 && rng.IntN(10) == 0 {
 			d := (c + 1 + rng.IntN(k-1)) % k
 			// A distinct value tells the copies apart.
-			dup := entry{key: e.key, value: fmt.Appendf(nil, "%s/dup%d", e.value, d)}
+			dup := itertest.Entry{Key: e.Key, Value: fmt.Appendf(nil, "%s/dup%d", e.Value, d)}
 			parts[d] = append(parts[d], dup)
 			ref = append(ref, refEntry{dup, d})
 		}
 	}
 	for _, p := range parts {
-		sortEntries(p)
+		itertest.SortEntries(p)
 	}
 	sort.SliceStable(ref, func(i, j int) bool {
-		c := base.InternalCompare(bytes.Compare, ref[i].key, ref[j].key)
+		c := base.InternalCompare(bytes.Compare, ref[i].Key, ref[j].Key)
 		if c == 0 {
 			return ref[i].child < ref[j].child
 		}
@@ -136,9 +104,9 @@ func (r *refCursor) prev() bool {
 
 // runRandomOps drives it and the reference through the same random
 // operations and fails on the first difference.
-func runRandomOps(t *testing.T, seed uint64, rng *rand.Rand, it base.InternalIterator, ref []entry, nkeys, nops int) {
+func runRandomOps(t *testing.T, seed uint64, rng *rand.Rand, it base.InternalIterator, ref []itertest.Entry, nkeys, nops int) {
 	t.Helper()
-	rc := &refCursor{n: len(ref), keyOf: func(i int) []byte { return ref[i].key.UserKey }}
+	rc := &refCursor{n: len(ref), keyOf: func(i int) []byte { return ref[i].Key.UserKey }}
 	var trace []string
 	for op := 0; op < nops; op++ {
 		var got, want bool
@@ -149,10 +117,10 @@ func runRandomOps(t *testing.T, seed uint64, rng *rand.Rand, it base.InternalIte
 		case r == 1:
 			desc, got, want = "Last", it.Last(), rc.set(len(ref)-1)
 		case r == 2:
-			k := randomSeekKey(rng, nkeys)
+			k := itertest.RandomSeekKey(rng, nkeys)
 			desc, got, want = fmt.Sprintf("SeekGE(%s)", k), it.SeekGE(k), rc.seekGE(k)
 		case r == 3:
-			k := randomSeekKey(rng, nkeys)
+			k := itertest.RandomSeekKey(rng, nkeys)
 			desc, got, want = fmt.Sprintf("SeekLT(%s)", k), it.SeekLT(k), rc.seekLT(k)
 		case r < 7:
 			desc, got, want = "Next", it.Next(), rc.next()
@@ -174,15 +142,15 @@ func runRandomOps(t *testing.T, seed uint64, rng *rand.Rand, it base.InternalIte
 		}
 		e := ref[rc.pos]
 		k := it.Key()
-		if !bytes.Equal(k.UserKey, e.key.UserKey) || k.Trailer != e.key.Trailer || !bytes.Equal(it.Value(), e.value) {
-			t.Fatalf("seed %d: op %d %s: got %s=%q, want %s=%q\nlast ops: %v", seed, op, desc, k, it.Value(), e.key, e.value, trace)
+		if !bytes.Equal(k.UserKey, e.Key.UserKey) || k.Trailer != e.Key.Trailer || !bytes.Equal(it.Value(), e.Value) {
+			t.Fatalf("seed %d: op %d %s: got %s=%q, want %s=%q\nlast ops: %v", seed, op, desc, k, it.Value(), e.Key, e.Value, trace)
 		}
 	}
 }
 
 func TestMergeRandom(t *testing.T) {
 	for iter := 0; iter < 200; iter++ {
-		seed := testSeed(iter)
+		seed := itertest.Seed(iter)
 		rng := rand.New(rand.NewPCG(seed, 0))
 		nkeys := 1 + rng.IntN(40)
 		es := randomEntries(rng, rng.IntN(150), nkeys)
@@ -190,19 +158,19 @@ func TestMergeRandom(t *testing.T) {
 		parts, ref := splitRandom(rng, es, k, rng.IntN(2) == 0)
 		iters := make([]base.InternalIterator, k)
 		for i := range parts {
-			iters[i] = &sliceIter{entries: parts[i]}
+			iters[i] = &itertest.SliceIter{Entries: parts[i]}
 		}
 		m := New(bytes.Compare, iters...)
-		flat := make([]entry, len(ref))
+		flat := make([]itertest.Entry, len(ref))
 		for i := range ref {
-			flat[i] = ref[i].entry
+			flat[i] = ref[i].Entry
 		}
 		runRandomOps(t, seed, rng, m, flat, nkeys, 300)
 		if err := m.Close(); err != nil {
 			t.Fatalf("seed %d: close: %v", seed, err)
 		}
 		for i, it := range iters {
-			if !it.(*sliceIter).closed {
+			if !it.(*itertest.SliceIter).Closed() {
 				t.Fatalf("seed %d: child %d not closed", seed, i)
 			}
 		}
@@ -212,19 +180,19 @@ func TestMergeRandom(t *testing.T) {
 // TestMergeFullScans checks complete scans in both directions, and a
 // direction switch at every position, against the reference.
 func TestMergeFullScans(t *testing.T) {
-	seed := testSeed(0)
+	seed := itertest.Seed(0)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	es := randomEntries(rng, 300, 50)
 	parts, ref := splitRandom(rng, es, 4, true)
 	iters := make([]base.InternalIterator, len(parts))
 	for i := range parts {
-		iters[i] = &sliceIter{entries: parts[i]}
+		iters[i] = &itertest.SliceIter{Entries: parts[i]}
 	}
 	m := New(bytes.Compare, iters...)
 	check := func(i int, what string) {
 		t.Helper()
-		if k := m.Key(); base.InternalCompare(bytes.Compare, k, ref[i].key) != 0 || !bytes.Equal(m.Value(), ref[i].value) {
-			t.Fatalf("seed %d: %s at %d: got %s, want %s", seed, what, i, k, ref[i].key)
+		if k := m.Key(); base.InternalCompare(bytes.Compare, k, ref[i].Key) != 0 || !bytes.Equal(m.Value(), ref[i].Value) {
+			t.Fatalf("seed %d: %s at %d: got %s, want %s", seed, what, i, k, ref[i].Key)
 		}
 	}
 	n := 0
@@ -266,7 +234,7 @@ func TestMergeEmpty(t *testing.T) {
 	if m.First() || m.Last() || m.SeekGE([]byte("a")) || m.SeekLT([]byte("a")) || m.Next() || m.Prev() {
 		t.Fatal("empty merge positioned")
 	}
-	m = New(bytes.Compare, &sliceIter{}, &sliceIter{})
+	m = New(bytes.Compare, &itertest.SliceIter{}, &itertest.SliceIter{})
 	if m.First() || m.Last() || m.Next() || m.Prev() || m.Error() != nil {
 		t.Fatal("merge of empty children positioned or failed")
 	}
@@ -276,7 +244,7 @@ func TestMergeEmpty(t *testing.T) {
 }
 
 func TestMergeErrors(t *testing.T) {
-	seed := testSeed(0)
+	seed := itertest.Seed(0)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	for trial := 0; trial < 50; trial++ {
 		es := randomEntries(rng, 100, 30)
@@ -284,9 +252,9 @@ func TestMergeErrors(t *testing.T) {
 		iters := make([]base.InternalIterator, 3)
 		bad := rng.IntN(3)
 		for i := range parts {
-			s := &sliceIter{entries: parts[i]}
+			s := &itertest.SliceIter{Entries: parts[i]}
 			if i == bad {
-				s.failAfter = 1 + rng.IntN(len(parts[i])+2)
+				s.FailAfter = 1 + rng.IntN(len(parts[i])+2)
 			}
 			iters[i] = s
 		}
@@ -300,23 +268,23 @@ func TestMergeErrors(t *testing.T) {
 		// The failing child's op budget ran out before the scan ended
 		// unless the scan never reached it; when it did, the error must
 		// surface and stop the scan.
-		s := iters[bad].(*sliceIter)
-		if s.err != nil && !errors.Is(m.Error(), errInjected) {
+		s := iters[bad].(*itertest.SliceIter)
+		if s.Error() != nil && !errors.Is(m.Error(), itertest.ErrInjected) {
 			t.Fatalf("seed %d: child failed but Error() = %v", seed, m.Error())
 		}
-		if s.err == nil && m.Error() != nil {
+		if s.Error() == nil && m.Error() != nil {
 			t.Fatalf("seed %d: spurious error %v", seed, m.Error())
 		}
 		if m.Next() || m.Prev() {
 			t.Fatalf("seed %d: moved after exhaustion/failure", seed)
 		}
-		if err := m.Close(); s.err != nil && !errors.Is(err, errInjected) {
+		if err := m.Close(); s.Error() != nil && !errors.Is(err, itertest.ErrInjected) {
 			t.Fatalf("seed %d: Close = %v, want injected", seed, err)
 		}
 	}
 	// Close returns the first close error.
 	e1, e2 := errors.New("close 1"), errors.New("close 2")
-	m := New(bytes.Compare, &sliceIter{}, &sliceIter{closeErr: e1}, &sliceIter{closeErr: e2})
+	m := New(bytes.Compare, &itertest.SliceIter{}, &itertest.SliceIter{CloseErr: e1}, &itertest.SliceIter{CloseErr: e2})
 	if err := m.Close(); err != e1 {
 		t.Fatalf("Close = %v, want %v", err, e1)
 	}
@@ -327,7 +295,7 @@ func TestMergeNextNoAlloc(t *testing.T) {
 	parts, _ := splitRandom(rng, randomEntries(rng, 1000, 200), 4, false)
 	iters := make([]base.InternalIterator, 4)
 	for i := range parts {
-		iters[i] = &sliceIter{entries: parts[i]}
+		iters[i] = &itertest.SliceIter{Entries: parts[i]}
 	}
 	m := New(bytes.Compare, iters...)
 	m.First()
@@ -345,14 +313,14 @@ func TestMergeNextNoAlloc(t *testing.T) {
 
 func BenchmarkMergeNext4(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	es := make([]entry, 100000)
+	es := make([]itertest.Entry, 100000)
 	for i := range es {
-		es[i] = entry{key: base.MakeInternalKey([]byte(fmt.Sprintf("key%08d", i)), base.SeqNum(i+1), base.KindSet), value: []byte("value")}
+		es[i] = itertest.Entry{Key: base.MakeInternalKey([]byte(fmt.Sprintf("key%08d", i)), base.SeqNum(i+1), base.KindSet), Value: []byte("value")}
 	}
 	parts, _ := splitRandom(rng, es, 4, false)
 	iters := make([]base.InternalIterator, 4)
 	for i := range parts {
-		iters[i] = &sliceIter{entries: parts[i], alias: true}
+		iters[i] = &itertest.SliceIter{Entries: parts[i], Alias: true}
 	}
 	m := New(bytes.Compare, iters...)
 	m.First()

@@ -241,6 +241,25 @@ func TestRecoveryModes(t *testing.T) {
 		torn    int64 // TornTailBytes
 		skipped bool  // SkippedBytes > 0
 	}
+	everyMode := func(w want) map[RecoveryMode]want {
+		return map[RecoveryMode]want{
+			TolerateCorruptedTailRecords: w,
+			AbsoluteConsistency:          w,
+			PointInTimeRecovery:          w,
+			SkipAnyCorruptedRecords:      w,
+		}
+	}
+	// corruptRecord is what each mode does when record i, not the last, is
+	// damaged: stop with corruption, drop the rest as a torn tail, or skip
+	// just that record.
+	corruptRecord := func(i int) map[RecoveryMode]want {
+		return map[RecoveryMode]want{
+			TolerateCorruptedTailRecords: {records: i, corrupt: true},
+			AbsoluteConsistency:          {records: i, corrupt: true},
+			PointInTimeRecovery:          {records: i, torn: int64(len(clean)) - start(i)},
+			SkipAnyCorruptedRecords:      {records: n - 1, skipped: true},
+		}
+	}
 	cases := []struct {
 		name   string
 		damage func([]byte) []byte
@@ -249,22 +268,12 @@ func TestRecoveryModes(t *testing.T) {
 		{
 			name:   "clean",
 			damage: func(b []byte) []byte { return b },
-			modes: map[RecoveryMode]want{
-				TolerateCorruptedTailRecords: {records: n},
-				AbsoluteConsistency:          {records: n},
-				PointInTimeRecovery:          {records: n},
-				SkipAnyCorruptedRecords:      {records: n},
-			},
+			modes:  everyMode(want{records: n}),
 		},
 		{
 			name:   "zero tail",
 			damage: func(b []byte) []byte { return append(b, make([]byte, 50000)...) },
-			modes: map[RecoveryMode]want{
-				TolerateCorruptedTailRecords: {records: n},
-				AbsoluteConsistency:          {records: n},
-				PointInTimeRecovery:          {records: n},
-				SkipAnyCorruptedRecords:      {records: n},
-			},
+			modes:  everyMode(want{records: n}),
 		},
 		{
 			name:   "torn tail",
@@ -282,12 +291,7 @@ func TestRecoveryModes(t *testing.T) {
 				b[start(6)+9] ^= 0x40
 				return b
 			},
-			modes: map[RecoveryMode]want{
-				TolerateCorruptedTailRecords: {records: 6, corrupt: true},
-				AbsoluteConsistency:          {records: 6, corrupt: true},
-				PointInTimeRecovery:          {records: 6, torn: int64(len(clean)) - start(6)},
-				SkipAnyCorruptedRecords:      {records: n - 1, skipped: true},
-			},
+			modes: corruptRecord(6),
 		},
 		{
 			name: "corrupt fragment of a multi-block record",
@@ -295,12 +299,7 @@ func TestRecoveryModes(t *testing.T) {
 				b[ends[9]-5] ^= 0x01 // in record 9's LAST fragment
 				return b
 			},
-			modes: map[RecoveryMode]want{
-				TolerateCorruptedTailRecords: {records: 9, corrupt: true},
-				AbsoluteConsistency:          {records: 9, corrupt: true},
-				PointInTimeRecovery:          {records: 9, torn: int64(len(clean)) - start(9)},
-				SkipAnyCorruptedRecords:      {records: n - 1, skipped: true},
-			},
+			modes: corruptRecord(9),
 		},
 	}
 	for _, tc := range cases {

@@ -92,21 +92,31 @@ func (w *Writer) AddRecord(p []byte) error {
 	return nil
 }
 
+// requestFlushLocked asks the flusher to write (and, with sync, sync)
+// everything added so far, and returns that size as the target to wait for.
+func (w *Writer) requestFlushLocked(sync bool) (target int64, err error) {
+	if err = w.checkLocked(); err != nil {
+		return 0, err
+	}
+	target = w.appended
+	w.flushWanted = target
+	if sync && w.syncWanted < target {
+		w.syncWanted = target
+	}
+	w.flushCond.Signal()
+	return target, nil
+}
+
 // Commit hands the records added so far to the flusher. With sync it waits
 // until they are durable; without, it returns at once (unless the flusher is
 // more than maxPendingBytes behind).
 func (w *Writer) Commit(sync bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.checkLocked(); err != nil {
+	target, err := w.requestFlushLocked(sync)
+	if err != nil {
 		return err
 	}
-	target := w.appended
-	w.flushWanted = target
-	if sync && w.syncWanted < target {
-		w.syncWanted = target
-	}
-	w.flushCond.Signal()
 	if !sync {
 		for w.err == nil && w.rw.Buffered() > maxPendingBytes {
 			w.doneCond.Wait()
@@ -124,15 +134,10 @@ func (w *Writer) Commit(sync bool) error {
 func (w *Writer) Flush(sync bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.checkLocked(); err != nil {
+	target, err := w.requestFlushLocked(sync)
+	if err != nil {
 		return err
 	}
-	target := w.appended
-	w.flushWanted = target
-	if sync && w.syncWanted < target {
-		w.syncWanted = target
-	}
-	w.flushCond.Signal()
 	for w.err == nil && (w.written < target || (sync && w.synced < target)) {
 		w.doneCond.Wait()
 	}
