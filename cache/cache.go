@@ -29,8 +29,11 @@ type key struct {
 // entry is one cached block. It sits in its shard's clock ring and on the
 // per-id list that EvictID walks.
 type entry struct {
-	key    key
-	block  []byte
+	key   key
+	block []byte
+	// aux is an optional second buffer cached with the block (SetAux), kept
+	// apart so that blocks stay laid out as they would be alone.
+	aux    []byte
 	charge int64
 	// referenced is the CLOCK bit: set by a hit, cleared by the sweeping
 	// hand, which evicts entries it finds clear. A hit writes it only when
@@ -69,7 +72,7 @@ type Cache struct {
 }
 
 // New returns a cache holding at most capacity bytes of blocks (charged as
-// len(block) plus a fixed per-block overhead). Capacity 0 disables caching:
+// len(block), plus len(aux) for SetAux, plus a fixed per-block overhead). Capacity 0 disables caching:
 // Get always misses and Set does nothing.
 func New(capacity int64) *Cache {
 	if capacity < 0 {
@@ -131,14 +134,46 @@ func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
 	return b, true
 }
 
+// GetAux is Get that also returns the auxiliary buffer cached with the
+// block by SetAux (nil if it was cached by Set). Neither may be modified.
+// GetAux does not allocate.
+func (c *Cache) GetAux(id, offset uint64) (block, aux []byte, ok bool) {
+	if c.capacity == 0 {
+		c.disabledMisses.Add(1)
+		return nil, nil, false
+	}
+	s := c.shard(id, offset)
+	s.mu.RLock()
+	e := s.entries[key{id, offset}]
+	if e == nil {
+		s.mu.RUnlock()
+		s.misses.Add(1)
+		return nil, nil, false
+	}
+	if !e.referenced.Load() {
+		e.referenced.Store(true)
+	}
+	block, aux = e.block, e.aux
+	s.mu.RUnlock()
+	s.hits.Add(1)
+	return block, aux, true
+}
+
 // Set caches block for (id, offset), replacing any block cached there. The
 // cache keeps the slice: the caller must never modify it afterwards. A block
 // larger than a shard's share of the capacity is not cached.
 func (c *Cache) Set(id, offset uint64, block []byte) {
+	c.SetAux(id, offset, block, nil)
+}
+
+// SetAux is Set with an auxiliary buffer kept with the block (a reader's
+// search structure over it, say); the entry is charged for both. The cache
+// keeps both slices: the caller must never modify them afterwards.
+func (c *Cache) SetAux(id, offset uint64, block, aux []byte) {
 	if c.capacity == 0 {
 		return
 	}
-	charge := int64(len(block)) + entryOverhead
+	charge := int64(len(block)) + int64(len(aux)) + entryOverhead
 	s := c.shard(id, offset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -152,7 +187,7 @@ func (c *Cache) Set(id, offset uint64, block []byte) {
 	for s.size+charge > s.capacity {
 		s.evictOne()
 	}
-	e := &entry{key: k, block: block, charge: charge, slot: len(s.clock)}
+	e := &entry{key: k, block: block, aux: aux, charge: charge, slot: len(s.clock)}
 	s.entries[k] = e
 	s.clock = append(s.clock, e)
 	if head := s.byID[id]; head != nil {
@@ -237,5 +272,5 @@ func (s *shard) remove(e *entry) {
 	e.idPrev, e.idNext = nil, nil
 	delete(s.entries, e.key)
 	s.size -= e.charge
-	e.block = nil
+	e.block, e.aux = nil, nil
 }

@@ -236,3 +236,29 @@ func BenchmarkGetHitRandom(b *testing.B) {
 		}
 	}
 }
+
+func TestSetAux(t *testing.T) {
+	c := New(1 << 20)
+	c.SetAux(1, 0, []byte("block"), []byte("aux-bytes"))
+	c.Set(1, 8, []byte("plain"))
+	if b, a, ok := c.GetAux(1, 0); !ok || string(b) != "block" || string(a) != "aux-bytes" {
+		t.Fatalf("GetAux = %q %q %v", b, a, ok)
+	}
+	if b, ok := c.Get(1, 0); !ok || string(b) != "block" {
+		t.Fatalf("Get of a SetAux entry = %q %v", b, ok)
+	}
+	if b, a, ok := c.GetAux(1, 8); !ok || string(b) != "plain" || a != nil {
+		t.Fatalf("GetAux of a Set entry = %q %q %v", b, a, ok)
+	}
+	if _, _, ok := c.GetAux(2, 0); ok {
+		t.Fatal("GetAux hit a missing entry")
+	}
+	// Both buffers are charged.
+	if m := c.Metrics(); m.Size != int64(len("block")+len("aux-bytes")+len("plain")+2*entryOverhead) {
+		t.Fatalf("size %d", m.Size)
+	}
+	c.EvictID(1)
+	if m := c.Metrics(); m.Size != 0 || m.Count != 0 {
+		t.Fatalf("after EvictID: %+v", m)
+	}
+}

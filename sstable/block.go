@@ -87,6 +87,13 @@ type blockIter struct {
 	// internalKeys makes decode split keys into ikey (data and range-del
 	// blocks); meta blocks have plain keys.
 	internalKeys bool
+	// srch is the auxiliary buffer of a cached data block (see
+	// blocksearch.go), nil for an uncached block; srchN (its entry count)
+	// and srchPrefix (the user key prefix length it strips) are read from
+	// it by each search.
+	srch       []byte
+	srchN      int
+	srchPrefix int
 }
 
 // blockValid reports whether data has a well-formed restart array.
@@ -101,14 +108,7 @@ func blockValid(data []byte) bool {
 // init points the iterator at data, unpositioned. It returns false if the
 // restart array is malformed.
 func (i *blockIter) init(data []byte, internalKeys bool) bool {
-	i.data = data
-	i.internalKeys = internalKeys
-	i.valid = false
-	i.corrupt = false
-	i.key = nil
-	i.keyInBuf = false
-	i.val = nil
-	i.ikey = base.InternalKey{}
+	i.reset(data, internalKeys)
 	if !blockValid(data) {
 		i.corrupt = true
 		i.restarts, i.numRestarts = 0, 0
@@ -118,6 +118,21 @@ func (i *blockIter) init(data []byte, internalKeys bool) bool {
 	i.restarts = len(data) - 4 - 4*i.numRestarts
 	i.offset, i.nextOffset = 0, 0
 	return true
+}
+
+// reset points the iterator at data with no search structure, leaving the
+// restart array unset.
+func (i *blockIter) reset(data []byte, internalKeys bool) {
+	i.data = data
+	i.internalKeys = internalKeys
+	i.valid = false
+	i.corrupt = false
+	i.key = nil
+	i.keyInBuf = false
+	i.val = nil
+	i.ikey = base.InternalKey{}
+	i.srch = nil
+	i.srchN, i.srchPrefix = 0, 0
 }
 
 func (i *blockIter) restartOffset(r int) int {
@@ -307,6 +322,11 @@ func (i *blockIter) prev() bool {
 func (i *blockIter) seekGE(k base.InternalKey, cmp base.Compare) bool {
 	if i.corrupt {
 		return false
+	}
+	if i.srch != nil {
+		if ok, handled := i.seekGESearch(k); handled {
+			return ok
+		}
 	}
 	if i.restarts == 0 { // an empty block
 		i.valid = false

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
 )
@@ -48,9 +49,16 @@ func wantCorruption(t *testing.T, what string, err error) {
 }
 
 // checkDamaged reads a damaged copy of a table: every answer must be the
-// original data or a corruption error.
+// original data or a corruption error. It reads once without a cache and
+// once through one, where seeks use the cached blocks' search structures.
 func checkDamaged(t *testing.T, what string, b []byte, entries []kv, spans string) {
-	r, err := NewReader(&bytesFile{b}, ReaderOptions{FileName: "damaged.sst"})
+	checkDamagedWith(t, what, b, entries, spans, nil)
+	checkDamagedWith(t, what+" (cached)", b, entries, spans, cache.New(1<<20))
+}
+
+func checkDamagedWith(t *testing.T, what string, b []byte, entries []kv, spans string, c *cache.Cache) {
+	fill := c != nil
+	r, err := NewReader(&bytesFile{b}, ReaderOptions{FileName: "damaged.sst", Cache: c})
 	if err != nil {
 		wantCorruption(t, what+": open", err)
 		return
@@ -59,7 +67,7 @@ func checkDamaged(t *testing.T, what string, b []byte, entries []kv, spans strin
 	if got := fmt.Sprint(r.RangeTombstones()); got != spans {
 		t.Fatalf("%s: range tombstones %s, want %s", what, got, spans)
 	}
-	it := r.NewIter(IterOptions{})
+	it := r.NewIter(IterOptions{FillCache: fill})
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if i >= len(entries) || !equalKV(kv{it.Key(), it.Value()}, entries[i]) {
@@ -84,9 +92,27 @@ func checkDamaged(t *testing.T, what string, b []byte, entries []kv, spans strin
 	} else if i != -1 {
 		t.Fatalf("%s: backward iteration silently stopped at %d", what, i)
 	}
+	// Seek to every entry: through the search structure once cached.
+	for j, e := range entries {
+		if !it.SeekGE(e.key.UserKey) {
+			if err := it.Error(); err == nil {
+				t.Fatalf("%s: SeekGE(%q) found nothing, silently", what, e.key.UserKey)
+			} else {
+				wantCorruption(t, what+": SeekGE", err)
+			}
+			continue
+		}
+		want := j
+		for want > 0 && bytes.Equal(entries[want-1].key.UserKey, e.key.UserKey) {
+			want--
+		}
+		if !equalKV(kv{it.Key(), it.Value()}, entries[want]) {
+			t.Fatalf("%s: SeekGE(%q) landed on %s, silently wrong", what, e.key.UserKey, it.Key())
+		}
+	}
 	it.Close()
 	for _, e := range entries {
-		v, kind, seq, ok, err := r.Get(e.key.UserKey, e.key.SeqNum(), false)
+		v, kind, seq, ok, err := r.Get(e.key.UserKey, e.key.SeqNum(), fill)
 		if err != nil {
 			wantCorruption(t, what+": Get", err)
 			continue

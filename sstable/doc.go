@@ -79,6 +79,30 @@
 // Each distinct user key h = xxhash64(key) sets k bits at (h + i*d) mod 8n,
 // i < k, d = h rotated by 31 bits; k = round(bitsPerKey * ln 2) in [1, 30].
 //
+// # Cached data blocks (in memory only)
+//
+// A data block read with FillCache goes into the cache as its raw bytes plus
+// an auxiliary buffer (cache.SetAux, charged to the cache for both) built
+// once from the checksum-verified block. With n entries whose user keys all
+// start with a p-byte prefix:
+//
+//	+--------------------+----------+----------+------------+
+//	| restart count (u32)| n (u32)  | p (u16)  | unused (6) |  16-byte header
+//	+--------------------+----------+----------+------------+
+//	| word[n]     u64 LE: the 8 user key bytes after the prefix,  |
+//	|             big-endian, zero padded (as the index words)    |
+//	| entryOff[n] u16 LE: entry offset in the raw block           |
+//	| keyOff[n+1] u16 LE: key j's remainder is arena[keyOff[j]:   |
+//	|             keyOff[j+1]] (user key after prefix + trailer)  |
+//	| arena: prefix, then every key's remainder                   |
+//	+--------------------------------------------------------------+
+//
+// SeekGE binary searches the words (the full remainders only where words
+// tie), rebuilds the key it lands on from the arena and decodes that one
+// entry from the block. n is 0 (the header alone, and seeks scan from
+// restart points) for non-bytewise comparers, blocks over 64 KiB, and blocks
+// whose entries do not decode; the format on disk is unchanged.
+//
 // # Footer
 //
 //	+----------+---------------------------------------+---------+---------+

@@ -56,20 +56,18 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	return it
 }
 
-func (it *tableIter) load(i int) bool {
+func (it *tableIter) load(i int, seek bool) bool {
 	it.idx = i
 	if i == it.loaded {
 		return true
 	}
 	h := it.r.index[i].handle
-	b, err := it.r.dataBlock(h, it.fillCache)
-	if err != nil {
+	if err := it.r.loadDataBlock(&it.data, h, it.fillCache, seek); err != nil {
 		it.loaded = -1
 		it.err = err
 		it.pos = posInvalid
 		return false
 	}
-	it.data.init(b, true)
 	it.loaded = i
 	it.withinUpper = it.upper == nil || it.cmp(it.r.index[i].sep.UserKey, it.upper) < 0
 	it.withinLower = it.lower == nil || (i > 0 && it.cmp(it.r.index[i-1].sep.UserKey, it.lower) >= 0)
@@ -102,7 +100,7 @@ func (it *tableIter) settleForward(ok bool) bool {
 		if it.idx+1 >= len(it.r.index) {
 			return it.stop(posAfterLast)
 		}
-		if !it.load(it.idx + 1) {
+		if !it.load(it.idx+1, false) {
 			return false
 		}
 		ok = it.data.first()
@@ -129,7 +127,7 @@ func (it *tableIter) settleBackward(ok bool) bool {
 		if it.lower != nil && it.cmp(it.r.index[i].sep.UserKey, it.lower) < 0 {
 			return it.stop(posBeforeFirst)
 		}
-		if !it.load(i) {
+		if !it.load(i, false) {
 			return false
 		}
 		ok = it.data.last()
@@ -156,7 +154,7 @@ func (it *tableIter) SeekGE(key []byte) bool {
 	if i == len(it.r.index) {
 		return it.stop(posAfterLast)
 	}
-	if !it.load(i) {
+	if !it.load(i, true) {
 		return false
 	}
 	return it.settleForward(it.data.seekGE(search, it.cmp))
@@ -178,12 +176,12 @@ func (it *tableIter) SeekLT(key []byte) bool {
 		if i == 0 {
 			return it.stop(posBeforeFirst)
 		}
-		if !it.load(i - 1) {
+		if !it.load(i-1, false) {
 			return false
 		}
 		return it.settleBackward(it.data.last())
 	}
-	if !it.load(i) {
+	if !it.load(i, true) {
 		return false
 	}
 	var ok bool
@@ -204,7 +202,7 @@ func (it *tableIter) First() bool {
 	if len(it.r.index) == 0 {
 		return it.stop(posAfterLast)
 	}
-	if !it.load(0) {
+	if !it.load(0, false) {
 		return false
 	}
 	return it.settleForward(it.data.first())
@@ -219,7 +217,7 @@ func (it *tableIter) Last() bool {
 	if len(it.r.index) == 0 {
 		return it.stop(posBeforeFirst)
 	}
-	if !it.load(len(it.r.index) - 1) {
+	if !it.load(len(it.r.index)-1, false) {
 		return false
 	}
 	return it.settleBackward(it.data.last())

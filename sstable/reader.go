@@ -42,6 +42,9 @@ type Reader struct {
 	// words speeds up seekIndex when the comparer is bytewise; words.words
 	// is nil otherwise.
 	words indexWords
+	// bytewise is true when user keys order bytewise; only then do cached
+	// data blocks get a search structure.
+	bytewise bool
 }
 
 // getIterPool holds the block iterators of Get calls; with it, a Get whose
@@ -149,6 +152,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		return nil, err
 	}
 	if isBytewise(o.Comparer) {
+		r.bytewise = true
 		r.buildIndexWords()
 	}
 	return r, nil
@@ -194,25 +198,32 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool) ([]byte, error) {
 	return b, nil
 }
 
-// dataBlock returns the data block at h, from the cache when it is there.
-// Blocks returned are well formed (blockValid).
-func (r *Reader) dataBlock(h blockHandle, fillCache bool) ([]byte, error) {
+// loadDataBlock points bi at the data block at h, from the cache when it is
+// there. A block read from the file is cached (when fillCache) with the
+// search structure that speeds up seeks in it (see blocksearch.go); seek
+// says whether the caller seeks in the block next or scans it.
+func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool) error {
 	if r.cache != nil {
-		if b, ok := r.cache.Get(r.cacheID, h.offset); ok {
-			return b, nil
+		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok && aux != nil {
+			bi.initCached(b, aux, seek)
+			return nil
 		}
 	}
 	b, err := r.readBlock(h, true)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !blockValid(b) {
-		return nil, r.corruptf(h, "bad data block restart array")
+		return r.corruptf(h, "bad data block restart array")
 	}
 	if fillCache && r.cache != nil {
-		r.cache.Set(r.cacheID, h.offset, b)
+		aux := buildBlockSearch(b, r.bytewise)
+		r.cache.SetAux(r.cacheID, h.offset, b, aux)
+		bi.initCached(b, aux, seek)
+		return nil
 	}
-	return b, nil
+	bi.init(b, true)
+	return nil
 }
 
 func (r *Reader) decodeIndex(h blockHandle, b []byte) error {
@@ -332,11 +343,9 @@ func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []
 	defer putGetIter(bi)
 	for i := r.seekIndex(search); i < len(r.index); i++ {
 		h := r.index[i].handle
-		b, err := r.dataBlock(h, fillCache)
-		if err != nil {
+		if err := r.loadDataBlock(bi, h, fillCache, true); err != nil {
 			return nil, 0, 0, false, err
 		}
-		bi.init(b, true)
 		if bi.seekGE(search, r.cmp) {
 			k := bi.ikey
 			if r.cmp(k.UserKey, key) != 0 {
@@ -381,6 +390,6 @@ func (r *Reader) CacheID() uint64 { return r.cacheID }
 func (r *Reader) Close() error { return r.f.Close() }
 
 func putGetIter(bi *blockIter) {
-	bi.data, bi.key, bi.val, bi.ikey = nil, nil, nil, base.InternalKey{}
+	bi.data, bi.key, bi.val, bi.ikey, bi.srch = nil, nil, nil, base.InternalKey{}, nil
 	getIterPool.Put(bi)
 }
