@@ -31,6 +31,13 @@ func benchTable(tb testing.TB, n int) (*Reader, [][]byte) {
 	for ok := it.First(); ok; ok = it.Next() {
 	}
 	it.Close()
+	// A block gets its search structure when it is sought in while cached:
+	// one Get per key brings every block to that steady state.
+	for _, k := range keys {
+		if _, _, _, ok, err := r.Get(k, base.SeqNumMax, true); !ok || err != nil {
+			tb.Fatalf("warm-up Get(%q) = %v, %v", k, ok, err)
+		}
+	}
 	return r, keys
 }
 

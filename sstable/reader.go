@@ -204,7 +204,18 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool) ([]byte, error) {
 // says whether the caller seeks in the block next or scans it.
 func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool) error {
 	if r.cache != nil {
-		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok && aux != nil {
+		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok {
+			if aux == nil {
+				if !seek || !fillCache {
+					bi.init(b, true) // validated before it was cached
+					return nil
+				}
+				// The block is sought in again while cached: now its search
+				// structure pays. Blocks that churn through a small cache
+				// never pay for one.
+				aux = buildBlockSearch(b, r.bytewise)
+				r.cache.SetAux(r.cacheID, h.offset, b, aux)
+			}
 			bi.initCached(b, aux, seek)
 			return nil
 		}
@@ -217,10 +228,7 @@ func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek boo
 		return r.corruptf(h, "bad data block restart array")
 	}
 	if fillCache && r.cache != nil {
-		aux := buildBlockSearch(b, r.bytewise)
-		r.cache.SetAux(r.cacheID, h.offset, b, aux)
-		bi.initCached(b, aux, seek)
-		return nil
+		r.cache.SetAux(r.cacheID, h.offset, b, nil)
 	}
 	bi.init(b, true)
 	return nil
