@@ -35,11 +35,19 @@ func CorruptionErrorf(file string, offset int64, format string, args ...any) err
 	return &CorruptionError{File: file, Offset: offset, Msg: fmt.Sprintf(format, args...)}
 }
 
-// InvalidArgumentf returns an error wrapping ErrInvalidArgument. The message
-// should start with "shale: ".
+// InvalidArgumentf returns an error that matches ErrInvalidArgument with
+// errors.Is and reads exactly as formatted; the message should start with
+// "shale: " and name what was refused.
 func InvalidArgumentf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+	return &invalidArgumentError{msg: fmt.Sprintf(format, args...)}
 }
+
+type invalidArgumentError struct{ msg string }
+
+func (e *invalidArgumentError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrInvalidArgument) true.
+func (e *invalidArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
 
 // AssertionFailedf panics: for broken internal invariants only, never for
 // anything that came from disk or from a user.
