@@ -76,6 +76,8 @@ type DB struct {
 			// unflushedNoWAL is set when a write skipped the WAL, so Close
 			// must flush the memtable to keep it.
 			unflushedNoWAL bool
+			// failed is the last WAL whose failure was recorded.
+			failed *wal.Writer
 		}
 		compact struct {
 			// cond is broadcast whenever background work finishes or state
@@ -335,22 +337,23 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 	logw := d.mu.log.w
 	d.mu.Unlock()
 
-	var err error
+	var err, walErr error
 	if anyWAL {
 		before := logw.Size()
 		for _, o := range group {
 			if !o.disableWAL {
-				if err = logw.AddRecord(o.batch.data); err != nil {
+				if walErr = logw.AddRecord(o.batch.data); walErr != nil {
 					break
 				}
 			}
 		}
-		if err == nil {
-			err = logw.Commit(syncWAL)
+		if walErr == nil {
+			walErr = logw.Commit(syncWAL)
 		}
-		if err == nil {
+		if walErr == nil {
 			d.stats.walBytes.Add(uint64(logw.Size() - before))
 		}
+		err = walErr
 	}
 	if err == nil {
 		for _, o := range group {
@@ -360,8 +363,12 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 		}
 	}
 	d.mu.Lock()
+	if walErr != nil {
+		d.walFailedLocked(logw, fmt.Errorf("shale: commit of seqnums %d..%d failed: %w", first, last, walErr))
+		return fmt.Errorf("%w: %w", ErrReadOnly, walErr)
+	}
 	if err != nil {
-		// The WAL or memtable may now hold part of the group: stop writes.
+		// The memtable may now hold part of the group: stop writes.
 		d.setBackgroundErrorLocked(fmt.Errorf("shale: commit of seqnums %d..%d failed: %w", first, last, err))
 		return d.mu.bgErr
 	}
@@ -510,7 +517,7 @@ func (d *DB) createWAL(num base.FileNum) (*wal.Writer, error) {
 	w := wal.NewWriter(f, name)
 	w.SetErrorHandler(func(err error) {
 		d.mu.Lock()
-		d.setBackgroundErrorLocked(err)
+		d.walFailedLocked(w, err)
 		d.mu.Unlock()
 	})
 	return w, nil
@@ -523,6 +530,17 @@ func (d *DB) syncDir() error {
 	}
 	err = dir.Sync()
 	return errors.Join(err, dir.Close())
+}
+
+// walFailedLocked records a failure of WAL w once: the flusher's report may
+// arrive after a commit already saw the error and after Resume cleared it,
+// and must not stop the DB again for a WAL it no longer writes.
+func (d *DB) walFailedLocked(w *wal.Writer, err error) {
+	if d.mu.log.failed == w {
+		return
+	}
+	d.mu.log.failed = w
+	d.setBackgroundErrorLocked(err)
 }
 
 // setBackgroundErrorLocked puts the DB in the read-only error state.
