@@ -113,25 +113,8 @@ func (c *Cache) shard(id, offset uint64) *shard {
 // Get returns the block cached for (id, offset). The block must not be
 // modified. Get does not allocate.
 func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
-	if c.capacity == 0 {
-		c.disabledMisses.Add(1)
-		return nil, false
-	}
-	s := c.shard(id, offset)
-	s.mu.RLock()
-	e := s.entries[key{id, offset}]
-	if e == nil {
-		s.mu.RUnlock()
-		s.misses.Add(1)
-		return nil, false
-	}
-	if !e.referenced.Load() {
-		e.referenced.Store(true)
-	}
-	b := e.block
-	s.mu.RUnlock()
-	s.hits.Add(1)
-	return b, true
+	block, _, ok := c.GetAux(id, offset)
+	return block, ok
 }
 
 // GetAux is Get that also returns the auxiliary buffer cached with the

@@ -163,32 +163,38 @@ func uvarintAt(b []byte, p, end int) (uint64, int) {
 
 // decodeAt decodes the entry at off, whose predecessor is the current key
 // (or none, when off is a restart point and the key was reset).
+// decodeEntryHeader reads the three varints that start the entry at p
+// (shared key length, unshared key length, value length) and returns the
+// offset just past them; ok is false if they run past end.
+func decodeEntryHeader(data []byte, p, end int) (shared, unshared, vlen uint64, next int, ok bool) {
+	if end-p >= 3 && (data[p]|data[p+1]|data[p+2]) < 0x80 {
+		// The common case: three one-byte varints.
+		return uint64(data[p]), uint64(data[p+1]), uint64(data[p+2]), p + 3, true
+	}
+	var n int
+	if shared, n = uvarintAt(data, p, end); n <= 0 {
+		return 0, 0, 0, 0, false
+	}
+	p += n
+	if unshared, n = uvarintAt(data, p, end); n <= 0 {
+		return 0, 0, 0, 0, false
+	}
+	p += n
+	if vlen, n = uvarintAt(data, p, end); n <= 0 {
+		return 0, 0, 0, 0, false
+	}
+	return shared, unshared, vlen, p + n, true
+}
+
 func (i *blockIter) decodeAt(off int) bool {
 	end := i.restarts
 	if off >= end {
 		i.valid = false
 		return false
 	}
-	p := off
-	var shared, unshared, vlen uint64
-	if end-p >= 3 && (i.data[p]|i.data[p+1]|i.data[p+2]) < 0x80 {
-		// The common case: three one-byte varints.
-		shared, unshared, vlen = uint64(i.data[p]), uint64(i.data[p+1]), uint64(i.data[p+2])
-		p += 3
-	} else {
-		var n int
-		if shared, n = uvarintAt(i.data, p, end); n <= 0 {
-			return i.fail()
-		}
-		p += n
-		if unshared, n = uvarintAt(i.data, p, end); n <= 0 {
-			return i.fail()
-		}
-		p += n
-		if vlen, n = uvarintAt(i.data, p, end); n <= 0 {
-			return i.fail()
-		}
-		p += n
+	shared, unshared, vlen, p, ok := decodeEntryHeader(i.data, off, end)
+	if !ok {
+		return i.fail()
 	}
 	if shared > uint64(len(i.key)) || unshared > uint64(end-p) || vlen > uint64(end-p)-unshared {
 		return i.fail()

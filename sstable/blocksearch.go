@@ -216,25 +216,10 @@ func (i *blockIter) materialize(j int) bool {
 	// The header was validated when the structure was built; decode it
 	// with the same checks anyway, so that a broken invariant cannot read
 	// out of bounds.
-	end, p := i.restarts, off
-	var unshared, vlen uint64
-	if end-p >= 3 && (i.data[p]|i.data[p+1]|i.data[p+2]) < 0x80 {
-		unshared, vlen = uint64(i.data[p+1]), uint64(i.data[p+2])
-		p += 3
-	} else {
-		var n int
-		if _, n = uvarintAt(i.data, p, end); n <= 0 {
-			return i.fail()
-		}
-		p += n
-		if unshared, n = uvarintAt(i.data, p, end); n <= 0 {
-			return i.fail()
-		}
-		p += n
-		if vlen, n = uvarintAt(i.data, p, end); n <= 0 {
-			return i.fail()
-		}
-		p += n
+	end := i.restarts
+	_, unshared, vlen, p, ok := decodeEntryHeader(i.data, off, end)
+	if !ok {
+		return i.fail()
 	}
 	if unshared > uint64(end-p) || vlen > uint64(end-p)-unshared {
 		return i.fail()
