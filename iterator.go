@@ -2,9 +2,12 @@ package shale
 
 import (
 	"errors"
+	"runtime"
+	"runtime/debug"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/dbiter"
+	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/mergeiter"
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/sstable"
@@ -36,6 +39,9 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	i := &Iterator{db: d, rs: rs}
 	d.openIters.Add(1)
+	if invariants.Enabled {
+		reportLeakedIterator(i)
+	}
 	fill := ro.fillCache()
 	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill}
 
@@ -183,4 +189,19 @@ func (i *Iterator) Close() error {
 	i.rs.unref()
 	i.db.openIters.Add(-1)
 	return err
+}
+
+// reportLeakedIterator, in invariants builds, logs an iterator that becomes
+// unreachable without being closed, with where it was created: a leaked
+// iterator pins a version (and its files) until the DB closes. (Snapshots
+// stay reachable from the DB until released: Metrics counts them and Close
+// logs them.)
+func reportLeakedIterator(i *Iterator) {
+	stack := string(debug.Stack())
+	d := i.db
+	runtime.SetFinalizer(i, func(i *Iterator) {
+		if !i.closed {
+			d.logger.Error("shale: iterator leaked: not closed before it became unreachable", "created", stack)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/invariants"
 )
 
 // versionBuilder accumulates edits on top of a base version; MANIFEST replay
@@ -173,5 +174,11 @@ func Apply(cmp *base.Comparer, numLevels int, v *Version, edits ...*VersionEdit)
 			return nil, err
 		}
 	}
-	return b.finish()
+	nv, err := b.finish()
+	if invariants.Enabled && err == nil {
+		if cerr := nv.CheckOrdering(cmp.Compare); cerr != nil {
+			base.AssertionFailedf("manifest: Apply built a badly ordered version: %v", cerr)
+		}
+	}
+	return nv, err
 }
