@@ -38,7 +38,7 @@ func runCrash(t *testing.T, seed uint64) {
 		written    int
 	}
 	var crashes []crashPoint
-	n := 1200
+	n := 3000
 	for i := 0; i < n; i++ {
 		k := fmt.Sprintf("k%04d", rng.IntN(400))
 		w := crashWrite{key: k}

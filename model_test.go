@@ -51,6 +51,7 @@ func testOptions(fs vfs.FS) *Options {
 		Level0StopWritesTrigger:        12,
 		BlockSize:                      1 << 10,
 		NumLevels:                      5,
+		MaxManifestFileSize:            1 << 10, // rotate often
 	}
 }
 

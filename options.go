@@ -215,8 +215,8 @@ func (o *Options) Validate() error {
 		return bad("Options.Compression must be none, snappy or zstd, got %d", int(o.Compression))
 	case o.Comparer.Compare == nil || o.Comparer.Name == "":
 		return bad("Options.Comparer must have a Name and a Compare function")
-	case o.MaxManifestFileSize < 4*kib:
-		return bad("Options.MaxManifestFileSize must be at least 4 KiB, got %d", o.MaxManifestFileSize)
+	case o.MaxManifestFileSize < kib:
+		return bad("Options.MaxManifestFileSize must be at least 1 KiB, got %d", o.MaxManifestFileSize)
 	case o.WALRecoveryMode < TolerateCorruptedTailRecords || o.WALRecoveryMode > SkipAnyCorruptedRecords:
 		return bad("Options.WALRecoveryMode is not a known mode: %d", int(o.WALRecoveryMode))
 	}
