@@ -60,7 +60,7 @@ func TestLeakedIteratorReported(t *testing.T) {
 	}()
 	closed := db.NewIterator(nil)
 	closed.Close()
-	for i := 0; i < 50 && !h.saw("iterator leaked"); i++ {
+	for i := 0; i < 1000 && !h.saw("iterator leaked"); i++ {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 	}
