@@ -92,7 +92,9 @@ func (d *DB) backgroundFlush() {
 		}
 		d.mu.Lock()
 		if err != nil {
-			d.removeOutputs(metas)
+			// Outputs stay: a failed MANIFEST write may still have made the
+			// edit durable, and then they are live on disk. The next Open
+			// removes whatever the recovered version does not reference.
 			d.setBackgroundErrorLocked(fmt.Errorf("shale: flush failed: %w", err))
 			d.mu.compact.flushing = false
 			d.mu.Unlock()
@@ -331,7 +333,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 		outBytes += m.Size
 	}
 	if err := d.applyVersionEdit(edit); err != nil {
-		d.removeOutputs(metas)
+		// Outputs stay (see backgroundFlush): the edit may be durable.
 		return err
 	}
 	d.stats.compactions.Add(1)

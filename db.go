@@ -266,6 +266,12 @@ func (d *DB) commit(w *writer) (*writer, error) {
 	}
 	w.cond.L = &d.mu
 	d.mu.Lock()
+	if d.closed.Load() && !w.closing {
+		// Checked under d.mu: Close drains the queue after setting closed,
+		// so no write can slip in behind its final flush.
+		d.mu.Unlock()
+		return w, ErrClosed
+	}
 	d.mu.writers = append(d.mu.writers, w)
 	for !w.done && d.mu.writers[0] != w {
 		w.cond.Wait()
@@ -307,7 +313,7 @@ func (d *DB) commit(w *writer) (*writer, error) {
 	}
 	if len(d.mu.writers) > 0 {
 		d.mu.writers[0].cond.Signal()
-	} else if d.mu.closing {
+	} else if d.closed.Load() {
 		d.mu.compact.cond.Broadcast() // Close waits for the queue to drain
 	}
 	d.mu.Unlock()
@@ -419,7 +425,15 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			return ErrClosed
 		}
 		if d.mu.bgErr != nil {
-			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
+			if !w.newWAL {
+				return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
+			}
+			// Resume leads: clear the error, hold later writers back until
+			// the memtables are flushed, and let the flushes run.
+			d.logger.Info("resuming after background error", "err", d.mu.bgErr)
+			d.mu.bgErr = nil
+			d.mu.resuming = true
+			d.maybeScheduleLocked()
 		}
 		if d.mu.resuming && !w.newWAL {
 			d.mu.compact.cond.Wait()
@@ -566,11 +580,10 @@ func (d *DB) Resume() error {
 		d.mu.Unlock()
 		return nil
 	}
-	d.logger.Info("resuming after background error", "err", d.mu.bgErr)
-	d.mu.bgErr = nil
-	d.mu.resuming = true
-	d.maybeScheduleLocked() // flush what waited while the DB was stopped
 	d.mu.Unlock()
+	// The error is cleared when this request leads the commit queue (in
+	// makeRoomLocked): writers queued before it fail fast with ErrReadOnly
+	// instead of waiting ahead of it for a Resume that cannot lead.
 	err := d.flushAndWait(&writer{newWAL: true})
 	d.mu.Lock()
 	d.mu.resuming = false

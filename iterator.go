@@ -39,9 +39,6 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	i := &Iterator{db: d, rs: rs}
 	d.openIters.Add(1)
-	if invariants.Enabled {
-		reportLeakedIterator(i)
-	}
 	fill := ro.fillCache()
 	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill}
 
@@ -109,6 +106,9 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		opts.RangeDels = rangedel.Merge(d.cmp.Compare, lists...)
 	}
 	i.it = dbiter.New(mergeiter.New(d.cmp.Compare, children...), opts)
+	if invariants.Enabled {
+		reportLeakedIterator(i)
+	}
 	return i
 }
 

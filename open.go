@@ -183,9 +183,19 @@ func (d *DB) recover() error {
 		mem = d.newMemTable(0, 0)
 		return nil
 	}
+	// A WAL that ends early (torn tail) is normal only for the newest one
+	// with writes: rotation syncs a WAL before any write goes to the next.
+	// If a newer WAL holds writes, the early end lost acknowledged data.
+	var torn string
+	var tornAt int64
+	mode := d.opts.WALRecoveryMode
 	for _, num := range logs {
 		name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeLog, num))
-		res, err := wal.Replay(d.fs, name, d.opts.WALRecoveryMode, func(rec []byte) error {
+		if torn != "" && mode == PointInTimeRecovery {
+			d.logger.Warn("point-in-time recovery stops at a damaged WAL; newer WALs are not replayed", "damaged", torn, "skipped", name)
+			continue
+		}
+		res, err := wal.Replay(d.fs, name, mode, func(rec []byte) error {
 			r, ok := newBatchReader(rec)
 			if !ok {
 				return base.CorruptionErrorf(name, 0, "WAL record of %d bytes is shorter than a batch header", len(rec))
@@ -193,13 +203,19 @@ func (d *DB) recover() error {
 			if r.count == 0 {
 				return nil
 			}
+			if torn != "" && mode == TolerateCorruptedTailRecords {
+				return base.CorruptionErrorf(torn, tornAt, "WAL ends early but the newer WAL %s holds writes: data between them is lost", name)
+			}
 			batchLast := r.seq + base.SeqNum(r.count) - 1
-			if mem.ApproximateMemoryUsage()+len(rec)*2+int(r.count)*memtableEntryOverhead > mem.capacity {
+			// need bounds the arena the batch takes: every entry's key and
+			// value (in len(rec)) plus a skiplist node's fixed cost.
+			need := len(rec) + int(r.count)*memtableEntryOverhead
+			if mem.ApproximateMemoryUsage()+need > mem.capacity {
 				if err := flushMem(); err != nil {
 					return err
 				}
-				if len(rec)*2 > mem.capacity {
-					mem = d.newMemTable(0, len(rec)*2+int(r.count)*memtableEntryOverhead)
+				if need > mem.capacity {
+					mem = d.newMemTable(0, need)
 				}
 			}
 			if err := applyBatch(mem.Memtable, rec); err != nil {
@@ -214,8 +230,11 @@ func (d *DB) recover() error {
 		if err != nil {
 			return fmt.Errorf("shale: replaying WAL %s: %w", name, err)
 		}
-		if res.TornTailBytes > 0 {
-			d.logger.Warn("WAL had a torn tail (normal after a crash); dropped it", "wal", name, "offset", res.LastOffset, "bytes", res.TornTailBytes)
+		if res.TornTailBytes > 0 || res.SkippedBytes > 0 {
+			d.logger.Warn("WAL damaged at its end or skipped records; dropped them", "wal", name, "offset", res.LastOffset, "torn_bytes", res.TornTailBytes, "skipped_bytes", res.SkippedBytes)
+		}
+		if res.Damaged && torn == "" {
+			torn, tornAt = name, res.LastOffset
 		}
 	}
 	if err := flushMem(); err != nil {
@@ -353,8 +372,16 @@ func (d *DB) Close() error {
 		return ErrClosed
 	}
 	d.mu.Lock()
-	// Writes that skipped the WAL live only in memtables: flush them so
-	// Close does not lose them.
+	if n, s := d.openIters.Load(), len(d.mu.snapshots.list); n > 0 || s > 0 {
+		// They pin versions and files; after Close they fail with ErrClosed.
+		d.logger.Warn("closing with open iterators or unreleased snapshots", "iterators", n, "snapshots", s)
+	}
+	// Commits already queued finish; new ones fail (closed is checked under
+	// d.mu). Only then is it known whether writes skipped the WAL and live
+	// only in memtables: if so, flush them so Close does not lose them.
+	for len(d.mu.writers) > 0 {
+		d.mu.compact.cond.Wait()
+	}
 	needFlush := d.mu.log.unflushedNoWAL && d.mu.bgErr == nil
 	d.mu.Unlock()
 	var err error
@@ -362,14 +389,9 @@ func (d *DB) Close() error {
 		err = d.flushAndWait(&writer{closing: true})
 	}
 	d.mu.Lock()
-	if n, s := d.openIters.Load(), len(d.mu.snapshots.list); n > 0 || s > 0 {
-		// They pin versions and files; after Close they fail with ErrClosed.
-		d.logger.Warn("closing with open iterators or unreleased snapshots", "iterators", n, "snapshots", s)
-	}
 	d.mu.closing = true
 	d.mu.compact.cond.Broadcast()
-	// In-flight commits finish (queued ones fail with ErrClosed), and
-	// background jobs stop, before the WAL and tables are closed.
+	// Background jobs stop before the WAL and tables are closed.
 	for len(d.mu.writers) > 0 || d.mu.compact.flushing || d.mu.compact.running > 0 {
 		d.mu.compact.cond.Wait()
 	}
@@ -398,6 +420,10 @@ func (d *DB) Close() error {
 // closeResources releases what Open acquired; safe on a half-opened DB.
 func (d *DB) closeResources() error {
 	var err error
+	if w := d.mu.log.w; w != nil { // Open failed after starting the WAL
+		d.mu.log.w = nil
+		err = errors.Join(err, w.Close())
+	}
 	if d.tableCache != nil {
 		err = errors.Join(err, d.tableCache.close())
 	}

@@ -59,6 +59,9 @@ type ReplayResult struct {
 	// SkippedBytes counts the damaged bytes skipped in the middle of the log
 	// under SkipAnyCorruptedRecords.
 	SkippedBytes int64
+	// Damaged is set when replay ended before the end of the log's data: a
+	// torn tail, or the first damage under PointInTimeRecovery.
+	Damaged bool
 }
 
 // Replay reads the WAL at path and calls fn with each intact record in order;
@@ -92,6 +95,7 @@ func Replay(fs vfs.FS, path string, mode RecoveryMode, fn func(rec []byte) error
 		switch {
 		case err == io.EOF:
 			res.TornTailBytes = dropped
+			res.Damaged = dropped > 0
 			if mode == AbsoluteConsistency && dropped > 0 {
 				return res, base.CorruptionErrorf(path, off,
 					"torn tail of %d bytes (WAL recovery mode %s accepts none)", dropped, mode)
@@ -101,6 +105,7 @@ func Replay(fs vfs.FS, path string, mode RecoveryMode, fn func(rec []byte) error
 			return res, fmt.Errorf("shale: reading WAL %s: %w", path, err)
 		case mode == PointInTimeRecovery:
 			res.TornTailBytes = dropped
+			res.Damaged = true
 			return res, nil
 		case mode == SkipAnyCorruptedRecords:
 			continue
