@@ -192,3 +192,44 @@ func TestCorruptManifest(t *testing.T) {
 	_, err := Open("/db", testOptions(fs))
 	expectCorruption(t, err, name)
 }
+
+// TestTornWALFollowedByNewerWAL: only the newest WAL with writes may end
+// early. A torn older WAL followed by a newer one holding writes lost
+// acknowledged data: TolerateCorruptedTailRecords reports it, and
+// PointInTimeRecovery stops at the damage instead of replaying past it.
+func TestTornWALFollowedByNewerWAL(t *testing.T) {
+	fs := vfs.NewMem()
+	fillDB(t, fs, 500, false)
+	names, _ := fs.List("/db")
+	var name string
+	var num base.FileNum
+	var data []byte
+	for _, n := range names {
+		if ft, fn, ok := base.ParseFilename(n); ok && ft == base.FileTypeLog {
+			if d := readFile(t, fs, "/db/"+n); len(d) > len(data) {
+				name, num, data = n, fn, d
+			}
+		}
+	}
+	newer := base.MakeFilename(base.FileTypeLog, num+100)
+	writeFile(t, fs, "/db/"+newer, data)
+	writeFile(t, fs, "/db/"+name, data[:len(data)-30])
+	crash := fs.CrashClone()
+
+	_, err := Open("/db", testOptions(fs))
+	expectCorruption(t, err, name)
+
+	o := testOptions(crash)
+	o.WALRecoveryMode = PointInTimeRecovery
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatalf("point-in-time recovery: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.Get([]byte("key00000"), nil); err != nil {
+		t.Fatalf("write before the damage lost: %v", err)
+	}
+	if _, err := db.Get([]byte("key00499"), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("point-in-time recovery replayed past the damage: %v", err)
+	}
+}
