@@ -346,6 +346,17 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	return nil
 }
 
+// holdsTombstones reports whether any of the files has point or range
+// tombstones.
+func holdsTombstones(files []*manifest.FileMetadata) bool {
+	for _, f := range files {
+		if f.NumDeletions > 0 || f.NumRangeDeletions > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // applyVersionEdit logs the edit and publishes the new version to readers.
 func (d *DB) applyVersionEdit(edit *manifest.VersionEdit) error {
 	if err := d.versions.LogAndApply(edit); err != nil {
@@ -359,7 +370,9 @@ func (d *DB) applyVersionEdit(edit *manifest.VersionEdit) error {
 
 // CompactRange compacts every key in [start, end] (nil = unbounded) down the
 // levels: memtables are flushed first, then each level with overlapping
-// files is compacted into the next.
+// files is compacted into the next, and the last level is rewritten in place
+// where it holds tombstones, so that deleted data (and the tombstones, unless
+// a snapshot needs them) is gone from disk when it returns.
 func (d *DB) CompactRange(start, end []byte) error {
 	if err := d.Flush(); err != nil {
 		return err
@@ -375,7 +388,8 @@ func (d *DB) CompactRange(start, end []byte) error {
 		d.mu.compact.cond.Wait()
 	}
 	co := d.compactOptions()
-	for level := 0; level < d.opts.NumLevels-1; level++ {
+	last := d.opts.NumLevels - 1
+	for level := 0; level <= last; level++ {
 		if d.mu.closing {
 			return ErrClosed
 		}
@@ -383,6 +397,12 @@ func (d *DB) CompactRange(start, end []byte) error {
 			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
 		}
 		v := d.versions.Current()
+		if level == last && !holdsTombstones(v.Overlaps(d.cmp.Compare, last, start, end)) {
+			// The last level is rewritten in place only to drop what its
+			// tombstones delete (and the tombstones, as no snapshot needs).
+			v.Unref()
+			break
+		}
 		c := compact.PickManual(v, &co, level, start, end)
 		if c == nil {
 			v.Unref()
