@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/shaledb/shale/internal/benchdata"
 )
 
 // workloadConfig describes the data every workload uses.
@@ -63,7 +65,7 @@ func newSession(open opener, dir string, cfg workloadConfig, ecfg engineConfig) 
 		cfgEng: ecfg,
 		open:   open,
 		key:    make([]byte, cfg.keySize),
-		values: compressibleBytes(max(1<<20, 2*cfg.valueSize), 0.5),
+		values: benchdata.CompressibleBytes(max(1<<20, 2*cfg.valueSize), 0.5),
 	}
 }
 
@@ -119,10 +121,7 @@ func (s *session) rng() *rand.Rand {
 }
 
 func (s *session) makeKey(k int64) []byte {
-	for i := len(s.key) - 1; i >= 0; i-- {
-		s.key[i] = byte('0' + k%10)
-		k /= 10
-	}
+	benchdata.FormatKey(s.key, k)
 	return s.key
 }
 
@@ -204,23 +203,4 @@ func (s *session) seekRandom() (result, error) {
 	}
 	res := result{ops: s.cfg.num, found: found, elapsed: time.Since(start)}
 	return res, it.close()
-}
-
-// compressibleBytes returns n printable pseudo-random bytes compressing to
-// about ratio of their size: each 100-byte piece repeats a random prefix.
-func compressibleBytes(n int, ratio float64) []byte {
-	rng := rand.New(rand.NewPCG(301, 301))
-	out := make([]byte, 0, n+100)
-	raw := max(1, int(100*ratio))
-	piece := make([]byte, 100)
-	for len(out) < n {
-		for i := 0; i < raw; i++ {
-			piece[i] = byte(' ' + rng.IntN(95))
-		}
-		for i := raw; i < len(piece); i++ {
-			piece[i] = piece[i-raw]
-		}
-		out = append(out, piece...)
-	}
-	return out[:n]
 }

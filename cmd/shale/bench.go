@@ -15,6 +15,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/internal/benchdata"
 	"github.com/shaledb/shale/sstable"
 )
 
@@ -162,7 +163,7 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 		progress: progress,
 		dir:      cfg.db,
 		wo:       &shale.WriteOptions{Sync: cfg.sync},
-		values:   compressibleBytes(max(1<<20, 2*cfg.valueSize), 0.5),
+		values:   benchdata.CompressibleBytes(max(1<<20, 2*cfg.valueSize), 0.5),
 	}
 	if r.dir == "" {
 		if cfg.useExistingDB {
@@ -509,15 +510,8 @@ func (t *benchThread) more(i, limit int64, timed bool) bool {
 
 // makeKey formats k as zero-padded decimal filling t.key exactly.
 func (t *benchThread) makeKey(k int64) []byte {
-	formatKey(t.key, k)
+	benchdata.FormatKey(t.key, k)
 	return t.key
-}
-
-func formatKey(dst []byte, k int64) {
-	for i := len(dst) - 1; i >= 0; i-- {
-		dst[i] = byte('0' + k%10)
-		k /= 10
-	}
 }
 
 func (t *benchThread) randomKey() []byte {
@@ -533,26 +527,6 @@ func (t *benchThread) value() []byte {
 	v := t.runner.values[t.valuePos : t.valuePos+n]
 	t.valuePos += n
 	return v
-}
-
-// compressibleBytes returns n pseudo-random printable bytes that compress
-// to about ratio of their size, as db_bench's value generator: each 100-byte
-// piece repeats a random prefix of ratio*100 bytes.
-func compressibleBytes(n int, ratio float64) []byte {
-	rng := rand.New(rand.NewPCG(301, 301))
-	out := make([]byte, 0, n+100)
-	raw := max(1, int(100*ratio))
-	piece := make([]byte, 100)
-	for len(out) < n {
-		for i := 0; i < raw; i++ {
-			piece[i] = byte(' ' + rng.IntN(95))
-		}
-		for i := raw; i < len(piece); i++ {
-			piece[i] = piece[i-raw]
-		}
-		out = append(out, piece...)
-	}
-	return out[:n]
 }
 
 // write performs num writes of keys chosen by next, batch_size per write.

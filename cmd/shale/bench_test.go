@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/klauspost/compress/snappy"
 )
 
 var benchLineRE = regexp.MustCompile(`^([a-z]+) +: +\d+\.\d{3} micros/op \d+ ops/sec( \d+\.\d MB/s)?( \(\d+ of \d+ found\))?$`)
@@ -218,36 +216,6 @@ func TestBenchConfigErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(notDB, "precious.txt")); err != nil {
 		t.Fatalf("a non-database --db was touched: %v", err)
-	}
-}
-
-func TestFormatKey(t *testing.T) {
-	for _, c := range []struct {
-		k    int64
-		size int
-		want string
-	}{{0, 4, "0000"}, {42, 4, "0042"}, {999999, 16, "0000000000999999"}, {7, 1, "7"}} {
-		buf := make([]byte, c.size)
-		formatKey(buf, c.k)
-		if string(buf) != c.want {
-			t.Errorf("formatKey(%d, %d) = %q, want %q", c.k, c.size, buf, c.want)
-		}
-	}
-}
-
-func TestCompressibleBytes(t *testing.T) {
-	b := compressibleBytes(1<<16, 0.5)
-	if len(b) != 1<<16 {
-		t.Fatalf("len %d", len(b))
-	}
-	for i, c := range b {
-		if c < ' ' || c > '~' {
-			t.Fatalf("byte %d = %#x is not printable", i, c)
-		}
-	}
-	ratio := float64(len(snappy.Encode(nil, b))) / float64(len(b))
-	if ratio < 0.4 || ratio > 0.75 {
-		t.Errorf("snappy compresses the values to %.2f of their size, want about 0.5", ratio)
 	}
 }
 
