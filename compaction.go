@@ -114,14 +114,10 @@ func (d *DB) backgroundFlush() {
 	}
 }
 
-// logAndApply records edit in the MANIFEST with the last seqnum, which
-// never goes backwards (recovery numbers new writes after it).
+// logAndApply records edit in the MANIFEST with the last seqnum
+// (SetLastSeq never moves it backwards; recovery numbers new writes after it).
 func (d *DB) logAndApply(edit *manifest.VersionEdit, lastSeq base.SeqNum) error {
-	d.mu.Lock()
-	if lastSeq > d.versions.LastSeq() {
-		d.versions.SetLastSeq(lastSeq)
-	}
-	d.mu.Unlock()
+	d.versions.SetLastSeq(lastSeq)
 	return d.versions.LogAndApply(edit)
 }
 
