@@ -119,12 +119,14 @@ func (f *bytesFile) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
-func (f *bytesFile) Close() error                   { return nil }
-func (f *bytesFile) Write(p []byte) (int, error)    { return 0, errors.New("read-only") }
-func (f *bytesFile) Sync() error                    { return nil }
-func (f *bytesFile) Size() (int64, error)           { return int64(len(f.b)), nil }
-func (f *bytesFile) Preallocate(off, n int64) error { return nil }
-func (f *bytesFile) Truncate(size int64) error      { return errors.New("read-only") }
+func (f *bytesFile) Close() error                      { return nil }
+func (f *bytesFile) Write(p []byte) (int, error)       { return 0, errors.New("read-only") }
+func (f *bytesFile) Sync() error                       { return nil }
+func (f *bytesFile) SyncData() error                   { return nil }
+func (f *bytesFile) StartWriteback(off, n int64) error { return nil }
+func (f *bytesFile) Size() (int64, error)              { return int64(len(f.b)), nil }
+func (f *bytesFile) Preallocate(off, n int64) error    { return nil }
+func (f *bytesFile) Truncate(size int64) error         { return errors.New("read-only") }
 
 // modelGet is the reference for Reader.Get.
 func modelGet(entries []kv, key []byte, snap base.SeqNum) (kv, bool) {

@@ -147,20 +147,20 @@ func (f *FaultFS) wrap(file File, path string, err error) (File, error) {
 }
 
 // Create implements FS.
-func (f *FaultFS) Create(name string) (File, error) {
+func (f *FaultFS) Create(name string, opts ...OpenOption) (File, error) {
 	if err := f.fail(OpCreate, name); err != nil {
 		return nil, err
 	}
-	file, err := f.FS.Create(name)
+	file, err := f.FS.Create(name, opts...)
 	return f.wrap(file, name, err)
 }
 
 // Open implements FS.
-func (f *FaultFS) Open(name string) (File, error) {
+func (f *FaultFS) Open(name string, opts ...OpenOption) (File, error) {
 	if err := f.fail(OpOpen, name); err != nil {
 		return nil, err
 	}
-	file, err := f.FS.Open(name)
+	file, err := f.FS.Open(name, opts...)
 	return f.wrap(file, name, err)
 }
 
@@ -245,3 +245,14 @@ func (f *faultFile) Sync() error {
 	}
 	return f.File.Sync()
 }
+
+// SyncData fails by the OpSync rules, like Sync.
+func (f *faultFile) SyncData() error {
+	if err := f.fs.fail(OpSync, f.path); err != nil {
+		return err
+	}
+	return f.File.SyncData()
+}
+
+// alignment forwards the wrapped file's direct-IO alignment.
+func (f *faultFile) alignment() int { return Alignment(f.File) }

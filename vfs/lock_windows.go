@@ -12,7 +12,7 @@ import (
 // other file and takes an exclusive LockFileEx lock on its first byte,
 // failing at once if another handle holds it.
 func platformLock(name string) (*os.File, error) {
-	f, err := openOSFile(name, os.O_RDWR|os.O_CREATE)
+	f, err := openOSFile(name, os.O_RDWR|os.O_CREATE, 0)
 	if err != nil {
 		return nil, err
 	}

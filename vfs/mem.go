@@ -111,7 +111,7 @@ func (fs *MemFS) parentLocked(op, name, p string) (*memNode, string, error) {
 
 // Create creates name, or truncates it in place if it exists. The new entry
 // is durable only once its directory is synced.
-func (fs *MemFS) Create(name string) (File, error) {
+func (fs *MemFS) Create(name string, opts ...OpenOption) (File, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	n, err := fs.createLocked("create", name, true)
@@ -142,7 +142,7 @@ func (fs *MemFS) createLocked(op, name string, truncate bool) (*memNode, error) 
 }
 
 // Open opens name read-only.
-func (fs *MemFS) Open(name string) (File, error) {
+func (fs *MemFS) Open(name string, opts ...OpenOption) (File, error) {
 	n, err := fs.openFile("open", name)
 	if err != nil {
 		return nil, err
@@ -550,6 +550,12 @@ func (f *memFile) Sync() error {
 	f.n.mu.Unlock()
 	return nil
 }
+
+// SyncData is Sync: MemFS keeps no metadata apart from data.
+func (f *memFile) SyncData() error { return f.Sync() }
+
+// StartWriteback does nothing beyond checking the handle.
+func (f *memFile) StartWriteback(off, n int64) error { return f.check("writeback", true) }
 
 func (f *memFile) Size() (int64, error) {
 	if err := f.check("size", false); err != nil {

@@ -18,16 +18,16 @@ type osFS struct{}
 
 var _ FS = osFS{}
 
-func (osFS) Create(name string) (File, error) {
-	return openOSFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+func (osFS) Create(name string, opts ...OpenOption) (File, error) {
+	return openOSFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, openFlags(opts))
 }
 
-func (osFS) Open(name string) (File, error) {
-	return openOSFile(name, os.O_RDONLY)
+func (osFS) Open(name string, opts ...OpenOption) (File, error) {
+	return openOSFile(name, os.O_RDONLY, openFlags(opts))
 }
 
 func (osFS) OpenReadWrite(name string) (File, error) {
-	f, err := openOSFile(name, os.O_RDWR)
+	f, err := openOSFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}

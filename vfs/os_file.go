@@ -23,6 +23,13 @@ func (f *osFile) Write(p []byte) (int, error) { return f.file.Write(p) }
 // FlushFileBuffers on Windows.
 func (f *osFile) Sync() error { return f.file.Sync() }
 
+// SyncData is fdatasync on Linux and Sync elsewhere.
+func (f *osFile) SyncData() error { return syncData(f.file) }
+
+// StartWriteback is sync_file_range(SYNC_FILE_RANGE_WRITE) on Linux and a
+// no-op elsewhere.
+func (f *osFile) StartWriteback(off, n int64) error { return startWriteback(f.file, off, n) }
+
 func (f *osFile) Size() (int64, error) {
 	fi, err := f.file.Stat()
 	if err != nil {

@@ -4,7 +4,11 @@ package vfs
 
 import "os"
 
-func openOSFile(name string, flag int) (*osFile, error) {
+func openOSFile(name string, flag int, o OpenOption) (*osFile, error) {
+	if o&DirectIO != 0 {
+		// TODO(directio): O_DIRECT / F_NOCACHE with aligned bounce buffers.
+		return nil, &os.PathError{Op: "open", Path: name, Err: ErrDirectIOUnsupported}
+	}
 	f, err := os.OpenFile(name, flag, 0o644)
 	if err != nil {
 		return nil, err

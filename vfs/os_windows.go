@@ -15,7 +15,11 @@ const shareAll = windows.FILE_SHARE_READ | windows.FILE_SHARE_WRITE | windows.FI
 
 // openOSFile opens name through CreateFile with shareAll; os.OpenFile would
 // leave out FILE_SHARE_DELETE. flag is one of the combinations osFS uses.
-func openOSFile(name string, flag int) (*osFile, error) {
+func openOSFile(name string, flag int, o OpenOption) (*osFile, error) {
+	if o&DirectIO != 0 {
+		// TODO(windows): FILE_FLAG_NO_BUFFERING with aligned bounce buffers.
+		return nil, &os.PathError{Op: "open", Path: name, Err: ErrDirectIOUnsupported}
+	}
 	var access, disposition uint32
 	switch {
 	case flag&os.O_CREATE != 0 && flag&os.O_TRUNC != 0:
@@ -68,6 +72,8 @@ func (d *windowsDir) Sync() error                             { return nil }
 func (d *windowsDir) ReadAt(p []byte, off int64) (int, error) { return 0, d.errf("read") }
 func (d *windowsDir) Write(p []byte) (int, error)             { return 0, d.errf("write") }
 func (d *windowsDir) Size() (int64, error)                    { return 0, d.errf("size") }
+func (d *windowsDir) SyncData() error                         { return nil }
+func (d *windowsDir) StartWriteback(off, n int64) error       { return nil }
 func (d *windowsDir) Preallocate(off, n int64) error          { return d.errf("preallocate") }
 func (d *windowsDir) Truncate(size int64) error               { return d.errf("truncate") }
 

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
 )
@@ -14,6 +15,15 @@ type File interface {
 	io.Writer
 	// Sync makes everything written so far durable.
 	Sync() error
+	// SyncData makes the data written so far durable, like Sync, but may skip
+	// metadata a later read does not need (fdatasync on Linux; Sync
+	// elsewhere).
+	SyncData() error
+	// StartWriteback asks the OS to begin writing [off, off+n) to the device
+	// without waiting (sync_file_range on Linux), so that a later Sync has
+	// less to do and IO is spread evenly (Options.BytesPerSync). It makes
+	// nothing durable; a no-op where the platform has no such call.
+	StartWriteback(off, n int64) error
 	// Size returns the current size of the file.
 	Size() (int64, error)
 	// Preallocate reserves space for [off, off+n) without changing the size
@@ -27,9 +37,9 @@ type File interface {
 // PathJoin; the OS implementation uses the platform's separator.
 type FS interface {
 	// Create creates or truncates name for writing (and reading).
-	Create(name string) (File, error)
+	Create(name string, opts ...OpenOption) (File, error)
 	// Open opens name read-only.
-	Open(name string) (File, error)
+	Open(name string, opts ...OpenOption) (File, error)
 	// OpenReadWrite opens an existing file for reading and appending.
 	OpenReadWrite(name string) (File, error)
 	// OpenDir opens a directory so that Sync makes its entries durable.
@@ -56,4 +66,49 @@ type FS interface {
 	PathBase(path string) string
 	// PathDir returns all but the last element of a path.
 	PathDir(path string) string
+}
+
+// OpenOption modifies how Open and Create open a file. File systems that have
+// no use for an option ignore it, except DirectIO, which an OS file system
+// that cannot bypass its cache refuses with an error wrapping
+// ErrDirectIOUnsupported.
+type OpenOption uint8
+
+const (
+	// DirectIO bypasses the operating system's page cache: O_DIRECT on
+	// Linux, F_NOCACHE on macOS, FILE_FLAG_NO_BUFFERING on Windows. The
+	// file's ReadAt and Write accept any offset, length and buffer (they go
+	// through an aligned bounce buffer when needed); callers that want to
+	// avoid the copy use Alignment and aligned buffers (AlignedBuffer).
+	DirectIO OpenOption = 1 << iota
+	// RandomAccess hints that reads will be random, so the OS should not read
+	// ahead (posix_fadvise(POSIX_FADV_RANDOM)); ignored where unsupported.
+	RandomAccess
+	// SequentialAccess hints that the file will be read from start to end
+	// (posix_fadvise(POSIX_FADV_SEQUENTIAL)); ignored where unsupported.
+	SequentialAccess
+)
+
+// openFlags folds a list of options into one set.
+func openFlags(opts []OpenOption) OpenOption {
+	var o OpenOption
+	for _, x := range opts {
+		o |= x
+	}
+	return o
+}
+
+// ErrDirectIOUnsupported is wrapped by the error of Open or Create with
+// DirectIO on a file system that refuses to bypass its cache (tmpfs, some
+// network file systems, MemFS).
+var ErrDirectIOUnsupported = errors.New("shale: direct IO is not supported by this file system")
+
+// Alignment returns the alignment, in bytes, that offsets, lengths and
+// buffer addresses of f's reads need to avoid a bounce buffer: the logical
+// block size of a file opened with DirectIO, and 1 for every other file.
+func Alignment(f File) int {
+	if a, ok := f.(interface{ alignment() int }); ok {
+		return a.alignment()
+	}
+	return 1
 }

@@ -25,8 +25,8 @@ type faultFS struct {
 
 var errInjected = errors.New("injected fault")
 
-func (fs *faultFS) Create(name string) (vfs.File, error) {
-	f, err := fs.FS.Create(name)
+func (fs *faultFS) Create(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.Create(name, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +45,8 @@ func (f *faultFile) Sync() error {
 	}
 	return f.File.Sync()
 }
+
+func (f *faultFile) SyncData() error { return f.Sync() }
 
 func testOptions(t *testing.T) Options {
 	return Options{FS: vfs.Default, Dir: t.TempDir()}

@@ -30,13 +30,13 @@ type memFile struct {
 
 func newMemFS() *memFS { return &memFS{files: map[string]*memFile{}} }
 
-func (fs *memFS) Create(name string) (vfs.File, error) {
+func (fs *memFS) Create(name string, _ ...vfs.OpenOption) (vfs.File, error) {
 	f := &memFile{}
 	fs.files[name] = f
 	return f, nil
 }
 
-func (fs *memFS) Open(name string) (vfs.File, error) {
+func (fs *memFS) Open(name string, _ ...vfs.OpenOption) (vfs.File, error) {
 	f, ok := fs.files[name]
 	if !ok {
 		return nil, &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
@@ -83,8 +83,10 @@ func (f *memFile) Sync() error {
 	f.syncs++
 	return nil
 }
-func (f *memFile) Size() (int64, error)         { return int64(len(f.data)), nil }
-func (f *memFile) Preallocate(_, _ int64) error { return nil }
+func (f *memFile) SyncData() error                 { return f.Sync() }
+func (f *memFile) StartWriteback(_, _ int64) error { return nil }
+func (f *memFile) Size() (int64, error)            { return int64(len(f.data)), nil }
+func (f *memFile) Preallocate(_, _ int64) error    { return nil }
 func (f *memFile) Truncate(size int64) error {
 	f.data = f.data[:size]
 	return nil
