@@ -30,6 +30,9 @@ type DB struct {
 	infoLog    vfs.File // the LOG file when the DB owns the logger
 	fileLock   io.Closer
 	blockCache *cache.Cache
+	// ioReader issues the batched reads of the read path (io_uring on
+	// Linux); it outlives every reader of the DB's tables.
+	ioReader   vfs.AsyncReader
 	tableCache *tableCache
 	versions   *manifest.VersionSet
 	picker     *compact.Picker

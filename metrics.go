@@ -74,6 +74,25 @@ type Metrics struct {
 	Tombstones uint64
 	// BackgroundError is the error that made the DB read-only, if any.
 	BackgroundError error
+	// IO counts the reads of the read path.
+	IO IOMetrics
+}
+
+// IOMetrics counts what the DB asked of its file layer.
+type IOMetrics struct {
+	// AsyncReader names the batched-read mechanism: "io_uring" or "portable".
+	AsyncReader string
+	// ReadsSubmitted counts read requests sent through the async reader, and
+	// BytesRead the bytes they returned.
+	ReadsSubmitted, BytesRead uint64
+	// IOUringEnters counts io_uring_enter calls that submitted reads, and
+	// IOUringSQEs the submission queue entries they carried.
+	IOUringEnters, IOUringSQEs uint64
+	// ReadaheadBytesIssued counts bytes read ahead; ReadaheadBytesUsed those
+	// of them a reader then used. The difference is wasted readahead.
+	ReadaheadBytesIssued, ReadaheadBytesUsed uint64
+	// DirectReads counts reads of files opened with direct IO.
+	DirectReads uint64
 }
 
 // Metrics returns the current metrics.
@@ -127,6 +146,10 @@ func (d *DB) Metrics() *Metrics {
 	cm := d.blockCache.Metrics()
 	m.BlockCache.Hits, m.BlockCache.Misses = cm.Hits, cm.Misses
 	m.BlockCache.Size, m.BlockCache.Capacity = cm.Size, cm.Capacity
+	as := d.ioReader.Stats()
+	m.IO.AsyncReader = d.ioReader.Kind()
+	m.IO.ReadsSubmitted, m.IO.BytesRead = as.Reads, as.BytesRead
+	m.IO.IOUringEnters, m.IO.IOUringSQEs = as.Enters, as.SQEs
 	return m
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/wal"
+	"github.com/shaledb/shale/vfs"
 )
 
 // Open opens the database in dir, creating it when Options.CreateIfMissing
@@ -67,6 +68,11 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 	} else {
 		d.blockCache = cache.New(0)
 	}
+	d.ioReader = vfs.NewAsyncReader(vfs.AsyncOptions{
+		DisableIOUring: o.DisableIOUring,
+		SQPoll:         o.IOUringSQPoll,
+		Logf:           func(format string, args ...any) { d.logger.Warn(fmt.Sprintf(format, args...)) },
+	})
 	d.tableCache = newTableCache(d)
 	d.picker = compact.NewPicker(d.compactOptions())
 
@@ -429,6 +435,9 @@ func (d *DB) closeResources() error {
 	}
 	if d.versions != nil {
 		err = errors.Join(err, d.versions.Close())
+	}
+	if d.ioReader != nil {
+		err = errors.Join(err, d.ioReader.Close())
 	}
 	if d.infoLog != nil {
 		err = errors.Join(err, d.infoLog.Close())

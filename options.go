@@ -94,6 +94,34 @@ type Options struct {
 	// WALRecoveryMode chooses how damage in the WAL is handled at Open.
 	// Default TolerateCorruptedTailRecords.
 	WALRecoveryMode WALRecoveryMode
+
+	// UseDirectReads reads SST (and blob) files with direct IO, bypassing
+	// the OS page cache (use_direct_reads): O_DIRECT on Linux, F_NOCACHE on
+	// macOS, FILE_FLAG_NO_BUFFERING on Windows. shale then does its own
+	// readahead. Open fails, naming this option, on a file system that
+	// refuses direct IO. Default false.
+	UseDirectReads bool
+	// UseDirectIOForFlushAndCompaction writes (and reads, for compaction)
+	// SSTs with direct IO (use_direct_io_for_flush_and_compaction). Default
+	// false.
+	UseDirectIOForFlushAndCompaction bool
+	// MaxAutoReadaheadSize caps the automatic readahead of iterators, which
+	// starts at 8 KiB on the third sequential block read of a file and
+	// doubles up to this (max_auto_readahead_size). Default 256 KiB; a
+	// negative value turns automatic readahead off.
+	MaxAutoReadaheadSize int64
+	// BytesPerSync starts writeback of SST files every this many bytes
+	// written (bytes_per_sync), so a flush or compaction does not end in one
+	// huge fsync. Default 1 MiB (RocksDB's recommended setting; RocksDB's
+	// own default is off); a negative value turns it off.
+	BytesPerSync int64
+	// DisableIOUring makes the async read path use concurrent positional
+	// reads instead of io_uring on Linux. Default false.
+	DisableIOUring bool
+	// IOUringSQPoll gives the io_uring a kernel thread that polls its
+	// submission queue, saving a system call per batch at the cost of a
+	// busy core. Default false.
+	IOUringSQPoll bool
 }
 
 const (
@@ -172,6 +200,12 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MaxManifestFileSize == 0 {
 		o.MaxManifestFileSize = 64 * mib
 	}
+	if o.MaxAutoReadaheadSize == 0 {
+		o.MaxAutoReadaheadSize = 256 * kib
+	}
+	if o.BytesPerSync == 0 {
+		o.BytesPerSync = mib
+	}
 	return o
 }
 
@@ -219,6 +253,8 @@ func (o *Options) Validate() error {
 		return bad("Options.MaxManifestFileSize must be at least 1 KiB, got %d", o.MaxManifestFileSize)
 	case o.WALRecoveryMode < TolerateCorruptedTailRecords || o.WALRecoveryMode > SkipAnyCorruptedRecords:
 		return bad("Options.WALRecoveryMode is not a known mode: %d", int(o.WALRecoveryMode))
+	case o.MaxAutoReadaheadSize > 64*mib:
+		return bad("Options.MaxAutoReadaheadSize must be at most 64 MiB, got %d", o.MaxAutoReadaheadSize)
 	}
 	return nil
 }
@@ -247,6 +283,12 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"disable_auto_compactions", strconv.FormatBool(o.DisableAutoCompactions)},
 		{"max_manifest_file_size", itoa(o.MaxManifestFileSize)},
 		{"wal_recovery_mode", itoa(int64(o.WALRecoveryMode))},
+		{"use_direct_reads", strconv.FormatBool(o.UseDirectReads)},
+		{"use_direct_io_for_flush_and_compaction", strconv.FormatBool(o.UseDirectIOForFlushAndCompaction)},
+		{"max_auto_readahead_size", itoa(o.MaxAutoReadaheadSize)},
+		{"bytes_per_sync", itoa(o.BytesPerSync)},
+		{"disable_io_uring", strconv.FormatBool(o.DisableIOUring)},
+		{"io_uring_sqpoll", strconv.FormatBool(o.IOUringSQPoll)},
 	}
 }
 
@@ -333,6 +375,18 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		atob(&o.DisableAutoCompactions)
 	case "max_manifest_file_size":
 		atoi64(&o.MaxManifestFileSize)
+	case "use_direct_reads":
+		atob(&o.UseDirectReads)
+	case "use_direct_io_for_flush_and_compaction":
+		atob(&o.UseDirectIOForFlushAndCompaction)
+	case "max_auto_readahead_size":
+		atoi64(&o.MaxAutoReadaheadSize)
+	case "bytes_per_sync":
+		atoi64(&o.BytesPerSync)
+	case "disable_io_uring":
+		atob(&o.DisableIOUring)
+	case "io_uring_sqpoll":
+		atob(&o.IOUringSQPoll)
 	case "wal_recovery_mode":
 		var m int
 		atoi(&m)
@@ -367,6 +421,10 @@ type ReadOptions struct {
 	// VerifyChecksums verifies block checksums on every read from disk.
 	// shale always verifies blocks read from disk, so this is always on.
 	VerifyChecksums bool
+	// ReadaheadSize makes an iterator read ahead this many bytes at a time
+	// from each table it scans, from the first block read (readahead_size).
+	// Default 0: automatic readahead (see Options.MaxAutoReadaheadSize).
+	ReadaheadSize int64
 }
 
 func (ro *ReadOptions) fillCache() bool {
