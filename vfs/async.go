@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 )
 
 // ReadRequest is one read of a batch: up to len(Buf) bytes of File at Off.
@@ -147,3 +148,17 @@ func NewAsyncReader(o AsyncOptions) AsyncReader {
 // errNoPlatformAsync says a platform has no native async reader; it is not
 // worth a LOG line.
 var errNoPlatformAsync = errors.New("shale: no native asynchronous reads on this platform")
+
+// delayedFile is implemented by the files of the latency-injecting FS. An
+// AsyncReader that reads a file natively (io_uring) reads delayedInner()
+// instead and completes the request no earlier than the time readDeadline
+// returned at submission; ReadAt of a delayedFile sleeps by itself, so the
+// portable reader needs nothing special.
+type delayedFile interface {
+	File
+	// delayedInner is the wrapped file the data comes from.
+	delayedInner() File
+	// readDeadline reserves the simulated device for a read of n bytes
+	// submitted now and returns when that read completes.
+	readDeadline(n int) time.Time
+}
