@@ -1,0 +1,32 @@
+package vfs
+
+import "testing"
+
+func TestAlignedBuffer(t *testing.T) {
+	for _, align := range []int{1, 512, 4096} {
+		for _, n := range []int{0, 1, 511, 512, 4096, 10000} {
+			b := AlignedBuffer(n, align)
+			if len(b) != n || cap(b) != n {
+				t.Fatalf("AlignedBuffer(%d, %d): len %d cap %d", n, align, len(b), cap(b))
+			}
+			if n > 0 && !IsAligned(b[:0:0], 0, align) && !IsAligned(b[:alignDown(int64(n), align)], 0, align) {
+				t.Fatalf("AlignedBuffer(%d, %d) is not aligned", n, align)
+			}
+		}
+	}
+	b := AlignedBuffer(8192, 4096)
+	if !IsAligned(b, 4096, 4096) {
+		t.Fatal("aligned buffer, offset and length reported unaligned")
+	}
+	for _, c := range []struct {
+		b   []byte
+		off int64
+	}{{b, 100}, {b[:4000], 0}, {b[1:4097], 0}} {
+		if IsAligned(c.b, c.off, 4096) {
+			t.Fatalf("len %d off %d reported aligned", len(c.b), c.off)
+		}
+	}
+	if alignDown(5000, 4096) != 4096 || alignUp(5000, 4096) != 8192 || alignUp(4096, 4096) != 4096 {
+		t.Fatal("alignDown/alignUp")
+	}
+}
