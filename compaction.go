@@ -12,6 +12,7 @@ import (
 	"github.com/shaledb/shale/internal/mergeiter"
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/sstable"
+	"github.com/shaledb/shale/vfs"
 )
 
 // maybeScheduleLocked starts a flush when memtables wait and compactions
@@ -168,7 +169,9 @@ func (o *tableOutput) Close() error {
 	return err
 }
 
-func (d *DB) writerOptions() sstable.WriterOptions {
+// writerOptions configures the writer of a table expected to reach about
+// targetSize bytes (preallocated in steps of that size).
+func (d *DB) writerOptions(targetSize int64) sstable.WriterOptions {
 	bits := d.opts.BloomBitsPerKey
 	if bits < 0 {
 		bits = sstable.NoFilter
@@ -179,7 +182,18 @@ func (d *DB) writerOptions() sstable.WriterOptions {
 		BloomBitsPerKey:      bits,
 		Compression:          d.opts.Compression,
 		Comparer:             d.cmp,
+		TargetFileSize:       targetSize,
+		BytesPerSync:         d.opts.BytesPerSync,
 	}
+}
+
+// outputTargetSize is the size a flush or compaction output is expected to
+// reach: its target size, or for a flush (no target) the memtable size.
+func (d *DB) outputTargetSize(target uint64) int64 {
+	if target == 0 || target == math.MaxUint64 {
+		return int64(d.opts.WriteBufferSize)
+	}
+	return int64(min(target, 1<<40))
 }
 
 // runToTables runs a flush or compaction into new tables and returns their
@@ -187,14 +201,19 @@ func (d *DB) writerOptions() sstable.WriterOptions {
 // write time recorded for outputs holding tombstones.
 func (d *DB) runToTables(ro compact.RunOptions, tombstoneTime uint64) ([]*manifest.FileMetadata, compact.Stats, error) {
 	var outs []*tableOutput
+	var createOpts []vfs.OpenOption
+	if d.opts.UseDirectIOForFlushAndCompaction {
+		createOpts = append(createOpts, vfs.DirectIO)
+	}
+	wo := d.writerOptions(d.outputTargetSize(ro.TargetFileSize))
 	ro.NewOutput = func() (compact.OutputWriter, error) {
 		num := d.versions.NewFileNum()
 		name := d.tablePath(num)
-		f, err := d.fs.Create(name)
+		f, err := d.fs.Create(name, createOpts...)
 		if err != nil {
 			return nil, err
 		}
-		o := &tableOutput{fileNum: num, w: sstable.NewWriter(f, name, d.writerOptions())}
+		o := &tableOutput{fileNum: num, w: sstable.NewWriter(f, name, wo)}
 		outs = append(outs, o)
 		return o, nil
 	}

@@ -531,7 +531,11 @@ func (d *DB) createWAL(num base.FileNum) (*wal.Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	w := wal.NewWriter(f, name)
+	// Reserve the WAL's space ahead in steps of up to 4 MiB (a WAL grows to
+	// about WriteBufferSize), so appends and fdatasync rarely allocate.
+	w := wal.NewWriterWithOptions(f, name, wal.WriterOptions{
+		PreallocateSize: min(int64(d.opts.WriteBufferSize), 4<<20),
+	})
 	w.SetErrorHandler(func(err error) {
 		d.mu.Lock()
 		d.walFailedLocked(w, err)

@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -60,6 +61,9 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 			d.closeResources()
 		}
 	}()
+	if err := checkDirectIO(d.fs, dir, &o); err != nil {
+		return nil, err
+	}
 	if err := d.openInfoLog(); err != nil {
 		return nil, err
 	}
@@ -281,8 +285,95 @@ func (d *DB) writeOptionsFile() error {
 	if err == nil {
 		err = d.fs.Rename(tmp, name)
 	}
+	if err == nil {
+		// The new name must survive a crash before older OPTIONS files
+		// are removed.
+		err = d.syncDir()
+	}
 	if err != nil {
 		return fmt.Errorf("shale: writing %s: %w", name, err)
+	}
+	return nil
+}
+
+// directIOOptionError is the error of Open when a direct-IO option is set
+// but the directory's file system refuses direct IO: it matches both
+// ErrInvalidArgument and the underlying error (vfs.ErrDirectIOUnsupported)
+// under errors.Is.
+type directIOOptionError struct {
+	msg string
+	err error
+}
+
+func (e *directIOOptionError) Error() string   { return e.msg + ": " + e.err.Error() }
+func (e *directIOOptionError) Unwrap() []error { return []error{ErrInvalidArgument, e.err} }
+
+// checkDirectIO makes sure direct IO works in dir when an option asks for
+// it: it creates a small file with vfs.DirectIO, writes and syncs one
+// aligned block, reads it back with DirectIO and removes it. Finding out at
+// Open is better than failing the first flush or table read.
+func checkDirectIO(fs vfs.FS, dir string, o *Options) error {
+	var names []string
+	if o.UseDirectReads {
+		names = append(names, "Options.UseDirectReads")
+	}
+	if o.UseDirectIOForFlushAndCompaction {
+		names = append(names, "Options.UseDirectIOForFlushAndCompaction")
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	opt := names[0] + " is set"
+	if len(names) == 2 {
+		opt = names[0] + " and " + names[1] + " are set"
+	}
+	err := probeDirectIO(fs, fs.PathJoin(dir, base.MakeFilename(base.FileTypeTemp, 0)))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, vfs.ErrDirectIOUnsupported):
+		return &directIOOptionError{
+			msg: fmt.Sprintf("shale: %s but the file system of %s does not support direct IO", opt, dir),
+			err: err,
+		}
+	default:
+		return fmt.Errorf("shale: %s but probing direct IO in %s failed: %w", opt, dir, err)
+	}
+}
+
+func probeDirectIO(fs vfs.FS, name string) (err error) {
+	f, err := fs.Create(name, vfs.DirectIO)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rmErr := fs.Remove(name); err == nil && rmErr != nil {
+			err = rmErr
+		}
+	}()
+	align := vfs.Alignment(f)
+	block := vfs.AlignedBuffer(max(align, 512), align)
+	for i := range block {
+		block[i] = byte(i*31 + 7)
+	}
+	_, err = f.Write(block)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	r, err := fs.Open(name, vfs.DirectIO)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	got := vfs.AlignedBuffer(len(block), vfs.Alignment(r))
+	if n, err := r.ReadAt(got, 0); n != len(got) {
+		return fmt.Errorf("reading back the %d-byte probe block returned %d bytes: %w", len(got), n, err)
+	}
+	if !bytes.Equal(got, block) {
+		return fmt.Errorf("%w: the probe block read back differs from what was written", vfs.ErrDirectIOUnsupported)
 	}
 	return nil
 }

@@ -104,6 +104,15 @@ type WriterOptions struct {
 	Checksum ChecksumType
 	// Collectors gather user properties.
 	Collectors []PropertyCollector
+	// TargetFileSize is the size the table is expected to reach. The
+	// writer preallocates the file in steps of about this size (plus 10%)
+	// as it grows, and trims what is left unused at Close. Default 0: no
+	// preallocation.
+	TargetFileSize int64
+	// BytesPerSync makes the writer ask the OS to start writing back the
+	// file (File.StartWriteback) every this many bytes, so that the final
+	// sync has little left to do. Default 0 (or negative): never.
+	BytesPerSync int64
 }
 
 func (o *WriterOptions) ensureDefaults() {

@@ -33,6 +33,44 @@ type indexEntry struct {
 	handle blockHandle
 }
 
+// maxPreallocStep bounds one preallocation, whatever TargetFileSize says.
+const maxPreallocStep = 1 << 30
+
+// fileSink is what the Writer's bufio.Writer writes to: it appends to the
+// file, preallocating ahead of the writes and starting writeback every
+// BytesPerSync bytes.
+type fileSink struct {
+	f vfs.File
+	// written is the file size so far; preallocated the end of the space
+	// reserved ahead (a multiple of step); writebackAt the end of the
+	// range whose writeback was last started.
+	written, preallocated, writebackAt int64
+	step, bytesPerSync                 int64
+}
+
+func (s *fileSink) Write(p []byte) (int, error) {
+	end := s.written + int64(len(p))
+	if s.step > 0 && end > s.preallocated {
+		next := (end + s.step - 1) / s.step * s.step
+		if err := s.f.Preallocate(s.preallocated, next-s.preallocated); err != nil {
+			return 0, err
+		}
+		s.preallocated = next
+	}
+	n, err := s.f.Write(p)
+	s.written += int64(n)
+	if err != nil {
+		return n, err
+	}
+	if s.bytesPerSync > 0 && s.written-s.writebackAt >= s.bytesPerSync {
+		if err := s.f.StartWriteback(s.writebackAt, s.written-s.writebackAt); err != nil {
+			return n, err
+		}
+		s.writebackAt = s.written
+	}
+	return n, nil
+}
+
 // Writer writes one table. Entries are added in strictly increasing
 // internal key order; Close writes the meta blocks, index and footer.
 // A Writer is not safe for concurrent use.
@@ -41,6 +79,7 @@ type Writer struct {
 	name     string
 	o        WriterOptions
 	cmp      base.Compare
+	sink     fileSink
 	out      *bufio.Writer
 	offset   uint64
 	err      error
@@ -78,9 +117,13 @@ func NewWriter(f vfs.File, fileName string, o WriterOptions) *Writer {
 		name: fileName,
 		o:    o,
 		cmp:  o.Comparer.Compare,
-		out:  bufio.NewWriterSize(f, 256<<10),
 		xxh:  xxhash.New(),
 	}
+	w.sink = fileSink{f: f, bytesPerSync: o.BytesPerSync}
+	if o.TargetFileSize > 0 {
+		w.sink.step = min(o.TargetFileSize+o.TargetFileSize/10, maxPreallocStep)
+	}
+	w.out = bufio.NewWriterSize(&w.sink, 256<<10)
 	w.data.restartInterval = o.BlockRestartInterval
 	w.rangeDels.restartInterval = 1
 	w.props.ComparerName = o.Comparer.Name
@@ -275,7 +318,7 @@ func (w *Writer) EstimatedSize() uint64 {
 
 // Close finishes the table: it writes the last data block, the filter,
 // range-del, index, properties and metaindex blocks and the footer, syncs
-// and closes the file. The file is closed even when Close fails.
+// the data (SyncData) and closes the file. The file is closed even when Close fails.
 func (w *Writer) Close() (*WriterMetadata, error) {
 	if w.closed {
 		return nil, fmt.Errorf("shale: sstable writer for %s is closed", w.name)
@@ -347,7 +390,16 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 	if err := w.out.Flush(); err != nil {
 		return nil, err
 	}
-	if err := w.f.Sync(); err != nil {
+	if w.sink.preallocated > w.sink.written {
+		// Give back the space reserved past the end (fallocate with
+		// KEEP_SIZE holds it until the file is cut to its size).
+		if err := w.f.Truncate(w.sink.written); err != nil {
+			return nil, err
+		}
+	}
+	// fdatasync suffices: the file is only appended to, and it makes the
+	// size durable with the data (the metadata a read needs).
+	if err := w.f.SyncData(); err != nil {
 		return nil, err
 	}
 	m := &WriterMetadata{

@@ -25,6 +25,25 @@
 // positional, safe for concurrent use (also while another handle appends),
 // and returns io.EOF with a short read.
 //
+// Direct IO (the DirectIO open option) bypasses the page cache: O_DIRECT on
+// Linux, F_NOCACHE on macOS; other POSIX systems refuse it with
+// ErrDirectIOUnsupported, as does Linux when open(O_DIRECT) fails with EINVAL
+// (the error names the path). Alignment(f) reports the block size such a
+// file needs: statx's STATX_DIOALIGN (the larger of dio_mem_align and
+// dio_offset_align) on Linux 6.1+, f_bsize on macOS, else 4096. A direct
+// file's ReadAt takes any request: aligned ones (offset, length and buffer
+// address, see IsAligned and AlignedBuffer) go to the file as they are,
+// others read the covering aligned range into a pooled bounce buffer. Its
+// Write gathers appends in an aligned 256 KiB buffer written in whole
+// blocks; Sync, SyncData and Close write the partial last block padded with
+// zeros and cut the file back to its true size, keeping that block in memory
+// so the next flush rewrites it. Size and ReadAt always see the true size and
+// bytes. MemFS accepts DirectIO and reports an alignment of 512, so aligned
+// code paths run in memory tests. RandomAccess and SequentialAccess become
+// posix_fadvise hints on Linux; Preallocate is fallocate(KEEP_SIZE) on Linux
+// and F_PREALLOCATE on macOS; SyncData is fdatasync on Linux, which also
+// makes a grown size durable, so it suffices for append-only files.
+//
 // MemFS crash model (a strict POSIX file system):
 //
 //   - a file's data becomes durable at File.Sync; bytes written after the

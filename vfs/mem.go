@@ -118,7 +118,7 @@ func (fs *MemFS) Create(name string, opts ...OpenOption) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &memFile{n: n, name: name, writable: true}, nil
+	return &memFile{n: n, name: name, writable: true, direct: openFlags(opts)&DirectIO != 0}, nil
 }
 
 func (fs *MemFS) createLocked(op, name string, truncate bool) (*memNode, error) {
@@ -147,7 +147,7 @@ func (fs *MemFS) Open(name string, opts ...OpenOption) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &memFile{n: n, name: name}, nil
+	return &memFile{n: n, name: name, direct: openFlags(opts)&DirectIO != 0}, nil
 }
 
 // OpenReadWrite opens an existing file; Write appends at its end.
@@ -473,11 +473,26 @@ type memFile struct {
 	n        *memNode
 	name     string
 	writable bool
-	pos      int64 // where Write writes next; guarded by n.mu
-	closed   atomic.Bool
+	// direct marks a file opened with DirectIO: it reports memDirectAlign
+	// to Alignment, so that callers' aligned-buffer paths run in memory
+	// tests, while reads and writes of any shape still work.
+	direct bool
+	pos    int64 // where Write writes next; guarded by n.mu
+	closed atomic.Bool
 }
 
 var _ File = (*memFile)(nil)
+
+// memDirectAlign is the alignment a MemFS file opened with DirectIO reports:
+// the smallest logical block size of real devices.
+const memDirectAlign = 512
+
+func (f *memFile) alignment() int {
+	if f.direct {
+		return memDirectAlign
+	}
+	return 1
+}
 
 func (f *memFile) check(op string, write bool) error {
 	switch {

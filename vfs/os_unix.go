@@ -4,15 +4,18 @@ package vfs
 
 import "os"
 
+// openOSFile opens name with os.OpenFile, or through openDirect
+// (direct_linux.go, direct_darwin.go) for DirectIO, and passes access hints
+// to the OS.
 func openOSFile(name string, flag int, o OpenOption) (*osFile, error) {
 	if o&DirectIO != 0 {
-		// TODO(directio): O_DIRECT / F_NOCACHE with aligned bounce buffers.
-		return nil, &os.PathError{Op: "open", Path: name, Err: ErrDirectIOUnsupported}
+		return openDirect(name, flag, o)
 	}
 	f, err := os.OpenFile(name, flag, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	adviseAccess(f, o)
 	return &osFile{file: f}, nil
 }
 

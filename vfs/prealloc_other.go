@@ -1,9 +1,9 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package vfs
 
 import "os"
 
-// preallocate is a no-op outside Linux for now (F_PREALLOCATE on macOS and
-// SetFileInformationByHandle on Windows could be added).
+// preallocate is a no-op where shale has no preallocation call (Windows
+// may add SetFileInformationByHandle in its own file).
 func preallocate(f *os.File, off, n int64) error { return nil }

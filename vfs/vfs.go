@@ -99,8 +99,9 @@ func openFlags(opts []OpenOption) OpenOption {
 }
 
 // ErrDirectIOUnsupported is wrapped by the error of Open or Create with
-// DirectIO on a file system that refuses to bypass its cache (tmpfs, some
-// network file systems, MemFS).
+// DirectIO on a file system that refuses to bypass its cache (tmpfs before
+// Linux 6.6, some FUSE and network file systems, operating systems other
+// than Linux, macOS and Windows). MemFS accepts DirectIO.
 var ErrDirectIOUnsupported = errors.New("shale: direct IO is not supported by this file system")
 
 // Alignment returns the alignment, in bytes, that offsets, lengths and

@@ -47,12 +47,31 @@ type Writer struct {
 	closing     bool
 	closed      bool
 	flusherDone chan struct{}
+
+	// preallocStep is WriterOptions.PreallocateSize; preallocated, the end
+	// of the space reserved so far, is used only by the flusher (and by
+	// Close once the flusher is done).
+	preallocStep, preallocated int64
+}
+
+// WriterOptions configure NewWriterWithOptions.
+type WriterOptions struct {
+	// PreallocateSize reserves the file's space ahead of the writes in
+	// steps of this many bytes (File.Preallocate), so that appends do not
+	// allocate blocks one by one; Close gives back what is unused. 0 (the
+	// default) or negative: no preallocation.
+	PreallocateSize int64
 }
 
 // NewWriter returns a Writer appending to f, a newly created empty file;
 // fileName is used in errors. It starts the background flusher.
 func NewWriter(f vfs.File, fileName string) *Writer {
-	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{})}
+	return NewWriterWithOptions(f, fileName, WriterOptions{})
+}
+
+// NewWriterWithOptions is NewWriter with options.
+func NewWriterWithOptions(f vfs.File, fileName string, o WriterOptions) *Writer {
+	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{}), preallocStep: max(o.PreallocateSize, 0)}
 	w.flushCond.L = &w.mu
 	w.doneCond.L = &w.mu
 	w.rw = record.NewWriter(nil) // never flushed: the flusher takes its buffer
@@ -171,7 +190,14 @@ func (w *Writer) flushLoop() {
 		doSync := w.syncWanted > w.synced
 		w.mu.Unlock()
 		var err error
-		if len(data) > 0 {
+		if len(data) > 0 && w.preallocStep > 0 && end > w.preallocated {
+			next := (end + w.preallocStep - 1) / w.preallocStep * w.preallocStep
+			if err = w.f.Preallocate(w.preallocated, next-w.preallocated); err != nil {
+				err = fmt.Errorf("shale: preallocating WAL %s: %w", w.fileName, err)
+			}
+			w.preallocated = next
+		}
+		if err == nil && len(data) > 0 {
 			var n int
 			n, err = w.f.Write(data)
 			if err == nil && n != len(data) {
@@ -182,7 +208,9 @@ func (w *Writer) flushLoop() {
 			}
 		}
 		if err == nil && doSync {
-			if err = w.f.Sync(); err != nil {
+			// fdatasync: the WAL is only appended to, and the size it
+			// reaches is part of what fdatasync makes durable.
+			if err = w.f.SyncData(); err != nil {
 				err = fmt.Errorf("shale: syncing WAL %s: %w", w.fileName, err)
 			}
 		}
@@ -208,8 +236,8 @@ func (w *Writer) flushLoop() {
 	}
 }
 
-// Close writes and syncs what is buffered, stops the flusher and closes the
-// file. The file is closed even when the flush fails; that error is returned.
+// Close writes and syncs what is buffered, stops the flusher, trims space
+// preallocated past the end and closes the file. The file is closed even when the flush fails; that error is returned.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	if w.closed || w.closing {
@@ -227,7 +255,15 @@ func (w *Writer) Close() error {
 	w.mu.Lock()
 	err := w.err
 	w.closed = true
+	written := w.written
 	w.mu.Unlock()
+	if err == nil && w.preallocated > written {
+		// Give back the reserved space past the end; the size is unchanged,
+		// so nothing needs syncing again.
+		if terr := w.f.Truncate(written); terr != nil {
+			err = fmt.Errorf("shale: trimming WAL %s: %w", w.fileName, terr)
+		}
+	}
 	if cerr := w.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("shale: closing WAL %s: %w", w.fileName, cerr)
 	}
