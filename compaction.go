@@ -308,7 +308,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 			closeIters()
 			return err
 		}
-		iters = append(iters, t.reader.NewIter(sstable.IterOptions{}))
+		iters = append(iters, t.reader.NewIter(sstable.IterOptions{ReadaheadSize: compactionReadaheadSize}))
 		for _, s := range t.reader.RangeTombstones() {
 			for _, seq := range s.Seqs {
 				tombstones = append(tombstones, rangedel.Tombstone{Start: s.Start, End: s.End, Seq: seq})

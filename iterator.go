@@ -30,8 +30,9 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		return &Iterator{err: err}
 	}
 	var lower, upper []byte
+	var readahead int64
 	if ro != nil {
-		lower, upper = ro.LowerBound, ro.UpperBound
+		lower, upper, readahead = ro.LowerBound, ro.UpperBound, ro.ReadaheadSize
 	}
 	rs := d.loadReadState()
 	if rs == nil {
@@ -40,7 +41,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	i := &Iterator{db: d, rs: rs}
 	d.openIters.Add(1)
 	fill := ro.fillCache()
-	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill}
+	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill, ReadaheadSize: readahead}
 
 	var children []base.InternalIterator
 	lists := make([]*rangedel.List, 0, 4)

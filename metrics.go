@@ -93,6 +93,13 @@ type IOMetrics struct {
 	ReadaheadBytesIssued, ReadaheadBytesUsed uint64
 	// DirectReads counts reads of files opened with direct IO.
 	DirectReads uint64
+	// BlockReads counts table blocks read from files rather than found in
+	// the block cache (from a readahead window or by a read of their own).
+	BlockReads uint64
+	// TableReads counts read calls made to table files (single blocks,
+	// readahead windows and their parts), and TableBytesRead the bytes they
+	// returned.
+	TableReads, TableBytesRead uint64
 }
 
 // Metrics returns the current metrics.
@@ -150,6 +157,10 @@ func (d *DB) Metrics() *Metrics {
 	m.IO.AsyncReader = d.ioReader.Kind()
 	m.IO.ReadsSubmitted, m.IO.BytesRead = as.Reads, as.BytesRead
 	m.IO.IOUringEnters, m.IO.IOUringSQEs = as.Enters, as.SQEs
+	ts := &d.tableCache.stats
+	m.IO.ReadaheadBytesIssued, m.IO.ReadaheadBytesUsed = ts.ReadaheadBytesIssued.Load(), ts.ReadaheadBytesUsed.Load()
+	m.IO.DirectReads, m.IO.BlockReads = ts.DirectReads.Load(), ts.BlockReads.Load()
+	m.IO.TableReads, m.IO.TableBytesRead = ts.FileReads.Load(), ts.BytesRead.Load()
 	return m
 }
 
@@ -179,6 +190,9 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "block cache: %s of %s, hit rate %.1f%% (%d hits, %d misses)\n",
 		humanBytes(uint64(m.BlockCache.Size)), humanBytes(uint64(m.BlockCache.Capacity)), hitRate, m.BlockCache.Hits, m.BlockCache.Misses)
 	fmt.Fprintf(&b, "snapshots: %d, open iterators: %d, tombstones in tables: %d\n", m.NumSnapshots, m.NumIterators, m.Tombstones)
+	fmt.Fprintf(&b, "table reads: %d (%s, %d direct), blocks read: %d, readahead: %s issued, %s used\n",
+		m.IO.TableReads, humanBytes(m.IO.TableBytesRead), m.IO.DirectReads, m.IO.BlockReads,
+		humanBytes(m.IO.ReadaheadBytesIssued), humanBytes(m.IO.ReadaheadBytesUsed))
 	if m.BackgroundError != nil {
 		fmt.Fprintf(&b, "background error: %v\n", m.BackgroundError)
 	}

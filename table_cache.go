@@ -7,6 +7,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/sstable"
+	"github.com/shaledb/shale/vfs"
 )
 
 // tableCache keeps one open reader per live table. Readers are opened on
@@ -16,7 +17,14 @@ type tableCache struct {
 	d  *DB
 	mu sync.RWMutex
 	m  map[base.FileNum]*cachedTable
+	// stats counts the file reads of every reader (Metrics().IO).
+	stats sstable.ReadStats
 }
+
+// compactionReadaheadSize is the explicit readahead of compaction input
+// iterators (RocksDB's compaction_readahead_size default): compactions read
+// whole tables front to back.
+const compactionReadaheadSize = 2 << 20
 
 // cachedTable is an open table with its range tombstones ready for lookups.
 type cachedTable struct {
@@ -59,11 +67,24 @@ func (tc *tableCache) get(num base.FileNum) (*cachedTable, error) {
 func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
 	d := tc.d
 	name := d.tablePath(num)
-	f, err := d.fs.Open(name)
+	// Tables are opened for random access (advise_random_on_open): the OS
+	// must not read ahead, since iterators do their own readahead.
+	flags := []vfs.OpenOption{vfs.RandomAccess}
+	if d.opts.UseDirectReads {
+		flags = append(flags, vfs.DirectIO)
+	}
+	f, err := d.fs.Open(name, flags...)
 	if err != nil {
 		return err
 	}
-	r, err := sstable.NewReader(f, sstable.ReaderOptions{Comparer: d.cmp, Cache: d.blockCache, FileName: name})
+	r, err := sstable.NewReader(f, sstable.ReaderOptions{
+		Comparer:             d.cmp,
+		Cache:                d.blockCache,
+		FileName:             name,
+		MaxAutoReadaheadSize: d.opts.MaxAutoReadaheadSize,
+		AsyncReader:          d.ioReader,
+		Stats:                &tc.stats,
+	})
 	if err != nil {
 		f.Close()
 		return err

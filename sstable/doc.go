@@ -115,4 +115,23 @@
 // magic, version or checksum type, a bad checksum or a malformed block is
 // reported as a base.CorruptionError naming the file and block offset; the
 // reader never panics on a damaged file.
+//
+// # Reads and readahead
+//
+// An iterator reads the data blocks it does not find in the cache through
+// its own internal/readahead state: automatic readahead from the third
+// sequential block read (ReaderOptions.MaxAutoReadaheadSize), or an explicit
+// size (IterOptions.ReadaheadSize; compaction uses a large one). No window
+// reaches past the end of the data blocks, nor past the end of the first
+// block whose separator is at or above the iterator's upper bound. Get never
+// reads ahead. A block served from a window is copied out only when it is
+// stored uncompressed (the window is reused); a compressed block is
+// decompressed straight from it.
+//
+// On a file opened with direct IO (vfs.Alignment > 1) every read is
+// aligned: a single block read fetches the aligned range covering the block
+// into a pooled aligned buffer, and readahead windows are aligned, large
+// ones split into concurrent requests through ReaderOptions.AsyncReader.
+// ReaderOptions.Stats counts block reads, file reads and bytes, direct reads
+// and readahead bytes issued and used.
 package sstable

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/readahead"
 )
 
 // iterPos is where a tableIter stands.
@@ -37,6 +38,12 @@ type tableIter struct {
 	withinUpper, withinLower bool
 	pos                      iterPos
 	err                      error
+	// raSize is IterOptions.ReadaheadSize; ra is the readahead of the data
+	// blocks this iterator reads from the file, set up at its first block
+	// load (raReady) because its limit needs an index search.
+	raSize  int64
+	raReady bool
+	ra      readahead.State
 }
 
 var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
@@ -50,6 +57,7 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	it.cmp = r.cmp
 	it.lower, it.upper = o.Lower, o.Upper
 	it.fillCache = o.FillCache
+	it.raSize, it.raReady = o.ReadaheadSize, false
 	it.idx, it.loaded = 0, -1
 	it.pos = posInvalid
 	it.err = nil
@@ -62,7 +70,10 @@ func (it *tableIter) load(i int, seek bool) bool {
 		return true
 	}
 	h := it.r.index[i].handle
-	if err := it.r.loadDataBlock(&it.data, h, it.fillCache, seek); err != nil {
+	if !it.raReady {
+		it.initReadahead()
+	}
+	if err := it.r.loadDataBlock(&it.data, h, it.fillCache, seek, &it.ra); err != nil {
 		it.loaded = -1
 		it.err = err
 		it.pos = posInvalid
@@ -72,6 +83,33 @@ func (it *tableIter) load(i int, seek bool) bool {
 	it.withinUpper = it.upper == nil || it.cmp(it.r.index[i].sep.UserKey, it.upper) < 0
 	it.withinLower = it.lower == nil || (i > 0 && it.cmp(it.r.index[i-1].sep.UserKey, it.lower) >= 0)
 	return true
+}
+
+// initReadahead configures the readahead state. Its limit is the end of
+// the data blocks or, with an upper bound, the end of the last block that
+// may hold keys below it: the first block whose separator is >= Upper.
+func (it *tableIter) initReadahead() {
+	r := it.r
+	cfg := readahead.Config{
+		Limit:     int64(r.dataEnd),
+		Alignment: r.align,
+		Reader:    r.async,
+		MaxAuto:   r.maxAuto,
+	}
+	switch {
+	case it.raSize > 0:
+		cfg.Size = it.raSize
+	case it.raSize < 0:
+		cfg.MaxAuto = -1
+	}
+	if it.upper != nil {
+		if i := r.seekIndex(base.MakeSearchKey(it.upper)); i < len(r.index) {
+			h := r.index[i].handle
+			cfg.Limit = int64(h.offset + h.length + blockTrailerLen)
+		}
+	}
+	it.ra.Init(r.f, cfg)
+	it.raReady = true
 }
 
 func (it *tableIter) corrupt() bool {
@@ -257,6 +295,10 @@ func (it *tableIter) Error() error { return it.err }
 // Close returns the iterator to the pool and returns its error.
 func (it *tableIter) Close() error {
 	err := it.err
+	if it.raReady {
+		it.r.stats.addReadahead(it.ra.TakeCounters(), it.r.align > 1)
+	}
+	it.ra.Release()
 	keyBuf := it.data.keyBuf
 	*it = tableIter{}
 	it.data.keyBuf = keyBuf[:0]

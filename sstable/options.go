@@ -5,6 +5,7 @@ import (
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/vfs"
 )
 
 // Compression selects the block compression of a table.
@@ -145,6 +146,16 @@ type ReaderOptions struct {
 	Cache *cache.Cache
 	// FileName names the file in errors.
 	FileName string
+	// MaxAutoReadaheadSize caps the automatic readahead of iterators, which
+	// starts at the third sequential block read of the file at 8 KiB and
+	// doubles up to this. Default (0) 256 KiB; negative turns it off.
+	MaxAutoReadaheadSize int64
+	// AsyncReader, when set, reads large direct-IO readahead windows as
+	// several concurrent requests. nil reads them with one ReadAt.
+	AsyncReader vfs.AsyncReader
+	// Stats, when set, receives the counts of the Reader's file reads; many
+	// Readers may share one.
+	Stats *ReadStats
 }
 
 // IterOptions configure a table iterator.
@@ -154,4 +165,8 @@ type IterOptions struct {
 	Lower, Upper []byte
 	// FillCache adds the data blocks the iterator reads to the cache.
 	FillCache bool
+	// ReadaheadSize > 0 reads ahead this many bytes after each data block
+	// read from the file, from the first read; 0 reads ahead automatically
+	// (ReaderOptions.MaxAutoReadaheadSize); negative never reads ahead.
+	ReadaheadSize int64
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/internal/readahead"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -45,7 +46,17 @@ type Reader struct {
 	// bytewise is true when user keys order bytewise; only then do cached
 	// data blocks get a search structure.
 	bytewise bool
+	// align is the file's vfs.Alignment: above 1 the file is read with
+	// direct IO, every read aligned, through pooled aligned buffers.
+	align   int
+	stats   *ReadStats
+	maxAuto int64 // automatic readahead cap; <= 0 is off
+	async   vfs.AsyncReader
 }
+
+// fileAlignment is vfs.Alignment; tests replace it to read through a fake
+// direct-IO file (vfs's alignment method cannot be implemented outside vfs).
+var fileAlignment = vfs.Alignment
 
 // getIterPool holds the block iterators of Get calls; with it, a Get whose
 // block is cached does not allocate.
@@ -68,7 +79,14 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	if o.Comparer == nil {
 		o.Comparer = base.DefaultComparer
 	}
-	r := &Reader{f: f, name: o.FileName, cmp: o.Comparer.Compare, cache: o.Cache}
+	r := &Reader{f: f, name: o.FileName, cmp: o.Comparer.Compare, cache: o.Cache,
+		align: fileAlignment(f), stats: o.Stats, maxAuto: o.MaxAutoReadaheadSize, async: o.AsyncReader}
+	if r.stats == nil {
+		r.stats = &discardStats
+	}
+	if r.maxAuto == 0 {
+		r.maxAuto = defaultMaxAutoReadahead
+	}
 	if r.cache != nil {
 		r.cacheID = r.cache.NewID()
 	}
@@ -91,7 +109,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	r.checksum = ft.checksum
 	r.footOff = uint64(footOff)
 	r.metaStart = r.footOff // narrowed below once the meta blocks are known
-	meta, err := r.readBlock(ft.metaindex, false)
+	meta, err := r.readBlock(ft.metaindex, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +132,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	if !ok {
 		return nil, r.corruptf(ft.metaindex, "no properties block")
 	}
-	pb, err := r.readBlock(ph, false)
+	pb, err := r.readBlock(ph, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -128,13 +146,13 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 			r.name, props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
 	}
 	if h, ok := handles[metaFilterName]; ok {
-		if r.filter, err = r.readBlock(h, false); err != nil {
+		if r.filter, err = r.readBlock(h, false, nil); err != nil {
 			return nil, err
 		}
 		r.metaStart = min(r.metaStart, h.offset)
 	}
 	if h, ok := handles[metaRangeDelName]; ok {
-		b, err := r.readBlock(h, false)
+		b, err := r.readBlock(h, false, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +162,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		r.metaStart = min(r.metaStart, h.offset)
 	}
 	r.metaStart = min(r.metaStart, ft.index.offset, ph.offset, ft.metaindex.offset)
-	ib, err := r.readBlock(ft.index, false)
+	ib, err := r.readBlock(ft.index, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -162,20 +180,40 @@ func (r *Reader) corruptf(h blockHandle, format string, args ...any) error {
 	return base.CorruptionErrorf(r.name, int64(h.offset), format, args...)
 }
 
+// readAt fills b from the file at off; on a direct file it reads the
+// aligned range covering b and copies.
 func (r *Reader) readAt(b []byte, off int64) error {
+	if r.align > 1 {
+		db, raw, err := r.readDirect(off, len(b))
+		if err != nil {
+			return err
+		}
+		copy(b, raw)
+		directBufPool.Put(db)
+		return nil
+	}
 	n, err := r.f.ReadAt(b, off)
-	if n == len(b) {
+	r.stats.FileReads.Add(1)
+	r.stats.BytesRead.Add(uint64(n))
+	return r.readResult(off, len(b), n, err)
+}
+
+// readResult turns the outcome of a read of want bytes at off, which
+// returned n (counting from off), into an error or nil.
+func (r *Reader) readResult(off int64, want, n int, err error) error {
+	if n >= want {
 		return nil
 	}
 	if err == nil || errors.Is(err, io.EOF) {
-		return base.CorruptionErrorf(r.name, off, "short read: %d of %d bytes", n, len(b))
+		return base.CorruptionErrorf(r.name, off, "short read: %d of %d bytes", max(n, 0), want)
 	}
 	return fmt.Errorf("shale: reading %s at offset %d: %w", r.name, off, err)
 }
 
 // readBlock reads, verifies and decompresses the block at h, bypassing the
-// cache.
-func (r *Reader) readBlock(h blockHandle, dataBlock bool) ([]byte, error) {
+// cache: from ra's window when ra is not nil and serves it, else by a read
+// of its own. The result never aliases memory that is reused.
+func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State) ([]byte, error) {
 	limit := r.footOff
 	if dataBlock {
 		limit = r.metaStart
@@ -183,17 +221,44 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool) ([]byte, error) {
 	if h.length > maxBlockLen || h.offset > limit || h.length+blockTrailerLen > limit-h.offset {
 		return nil, r.corruptf(h, "block handle (offset %d, length %d) out of bounds", h.offset, h.length)
 	}
-	buf := make([]byte, h.length+blockTrailerLen)
-	if err := r.readAt(buf, int64(h.offset)); err != nil {
-		return nil, err
-	}
 	n := int(h.length)
+	total := n + blockTrailerLen
+	var buf []byte
+	// shared is true when buf is memory that is reused (a readahead window
+	// or a pooled direct-IO buffer): an uncompressed block is then copied
+	// out, as a buffered read would have allocated it anyway.
+	shared := false
+	if ra != nil {
+		w, err := ra.Read(int64(h.offset), total)
+		if err != nil {
+			return nil, fmt.Errorf("shale: reading ahead in %s at offset %d: %w", r.name, h.offset, err)
+		}
+		buf, shared = w, w != nil
+	}
+	if buf == nil && r.align > 1 {
+		db, raw, err := r.readDirect(int64(h.offset), total)
+		if err != nil {
+			return nil, err
+		}
+		defer directBufPool.Put(db)
+		buf, shared = raw, true
+	}
+	if buf == nil {
+		buf = make([]byte, total)
+		if err := r.readAt(buf, int64(h.offset)); err != nil {
+			return nil, err
+		}
+	}
+	r.stats.BlockReads.Add(1)
 	if want, got := binary.LittleEndian.Uint32(buf[n+1:]), checksum(r.checksum, buf[:n+1]); want != got {
 		return nil, r.corruptf(h, "block checksum mismatch: stored %#x, computed %#x", want, got)
 	}
 	b, msg := decompressBlock(buf[n], buf[:n])
 	if msg != "" {
 		return nil, r.corruptf(h, "%s", msg)
+	}
+	if shared && buf[n] == blockTypeNone {
+		b = append(make([]byte, 0, n), b...)
 	}
 	return b, nil
 }
@@ -202,9 +267,14 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool) ([]byte, error) {
 // there. A block read from the file is cached (when fillCache) with the
 // search structure that speeds up seeks in it (see blocksearch.go); seek
 // says whether the caller seeks in the block next or scans it.
-func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool) error {
+// A block read from the file goes through ra when it is not nil; a cached
+// block is only reported to it.
+func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool, ra *readahead.State) error {
 	if r.cache != nil {
 		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok {
+			if ra != nil {
+				ra.NoteCached(int64(h.offset), int(h.length)+blockTrailerLen)
+			}
 			if aux == nil {
 				if !seek || !fillCache {
 					bi.init(b, true) // validated before it was cached
@@ -220,7 +290,7 @@ func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek boo
 			return nil
 		}
 	}
-	b, err := r.readBlock(h, true)
+	b, err := r.readBlock(h, true, ra)
 	if err != nil {
 		return err
 	}
@@ -351,7 +421,7 @@ func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []
 	defer putGetIter(bi)
 	for i := r.seekIndex(search); i < len(r.index); i++ {
 		h := r.index[i].handle
-		if err := r.loadDataBlock(bi, h, fillCache, true); err != nil {
+		if err := r.loadDataBlock(bi, h, fillCache, true, nil); err != nil { // Get never reads ahead
 			return nil, 0, 0, false, err
 		}
 		if bi.seekGE(search, r.cmp) {

@@ -1,0 +1,49 @@
+// Package readahead owns the per-iterator, per-file prefetch state of
+// shale's read path: shale's own readahead, which replaces the kernel's when
+// tables are read with direct IO (and which we use for buffered files too,
+// since table files are opened with a random-access hint).
+//
+// A State sits between a table iterator and its file. The iterator asks it
+// for each data block it must read from the file (blocks found in the block
+// cache are only reported with NoteCached: they never cause IO and never
+// count as sequential reads). The State either serves the block from its
+// window — a buffer holding a contiguous range of the file — or says it did
+// not, and the iterator reads the block by itself.
+//
+// Two modes:
+//
+//   - Automatic (Config.MaxAuto > 0): a read is sequential when it starts
+//     where the previous one ended or inside the current window. The third
+//     read of a sequential run (counting its first) fills a window of the
+//     block plus 8 KiB after it; each later refill doubles the readahead,
+//     up to MaxAuto. A read that is not sequential resets the run.
+//   - Explicit (Config.Size > 0): every read that misses the window fills
+//     one of the block plus Size bytes, from the first read on.
+//
+// A window never extends past Config.Limit (the end of the data blocks, or
+// of the last block the iterator's upper bound needs), except that with
+// direct IO its ends are rounded out to the file's alignment: the window
+// starts at the block's offset rounded down and ends at the limit rounded
+// up at most. A refill keeps the part of the old window that the new one
+// overlaps (the tail holding the start of a block that straddled its end)
+// and reads only the rest, so no byte is read twice by one run.
+//
+// With direct IO (Config.Alignment > 1) the window lives in an aligned
+// buffer, and when a Config.Reader is given a window of at least 128 KiB is
+// read as up to four concurrent aligned requests of at least 64 KiB, so
+// the block layer can merge them and the device works on them together.
+//
+// Counters: BytesIssued counts the bytes the window reads returned,
+// BytesUsed the bytes of blocks served from windows (each byte of a window
+// counted once), so BytesIssued - BytesUsed is wasted readahead.
+//
+// The seam for asynchronous readahead: filling a window is split into
+// prepare (choose the range and build the requests into a buffer) and
+// finish (account for what the requests returned). Today fill runs both
+// back to back. A double-buffered mode adds a second buffer whose requests
+// are submitted to Config.Reader with Submit and finished when the reader
+// catches up with it, swapping the buffers; nothing else has to change.
+//
+// The package never decodes blocks, never consults the block cache and is
+// not safe for concurrent use: each iterator owns its States.
+package readahead

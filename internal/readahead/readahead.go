@@ -1,0 +1,340 @@
+package readahead
+
+import (
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/shaledb/shale/vfs"
+)
+
+const (
+	// InitialAutoSize is the readahead of the first automatic window.
+	InitialAutoSize = 8 << 10
+	// autoTrigger is the read of a sequential run (counting its first) that
+	// fills the first automatic window: RocksDB's num_file_reads_for_auto_readahead
+	// of 2 plus the read that triggers it.
+	autoTrigger = 3
+	// MinPartSize is the smallest request a direct window is split into;
+	// MaxParts the most requests one window becomes.
+	MinPartSize = 64 << 10
+	MaxParts    = 4
+	// bufferAlign is the alignment of every window buffer, so a pooled
+	// buffer suits any file whose alignment is at most this.
+	bufferAlign = 4096
+)
+
+// Config configures a State.
+type Config struct {
+	// Size > 0 reads ahead Size bytes after each block that misses the
+	// window, from the first read (explicit readahead).
+	Size int64
+	// MaxAuto caps automatic readahead when Size is 0; MaxAuto <= 0 turns
+	// it off, and then the State serves nothing.
+	MaxAuto int64
+	// Limit is the offset no window reaches past (rounded up to Alignment).
+	Limit int64
+	// Alignment is the file's vfs.Alignment; above 1 the file is read with
+	// direct IO and every read is aligned in offset, length and address.
+	Alignment int
+	// Reader, when not nil, reads large direct windows as concurrent parts.
+	Reader vfs.AsyncReader
+}
+
+// Counters are what a State did, since Init or the last TakeCounters.
+type Counters struct {
+	// Reads counts read calls made to the file (each part of a split window
+	// is one), and BytesRead the bytes they returned.
+	Reads, BytesRead uint64
+	// BytesIssued counts the bytes read into windows (equal to BytesRead:
+	// a State reads nothing else), BytesUsed the bytes of blocks served
+	// from windows.
+	BytesIssued, BytesUsed uint64
+}
+
+// buffer is a window: data[:n] holds the file's bytes [off, off+n).
+type buffer struct {
+	mem *[]byte // pooled backing memory; nil until the first window
+	off int64
+	n   int
+}
+
+func (b *buffer) end() int64 { return b.off + int64(b.n) }
+
+func (b *buffer) contains(off, end int64) bool {
+	return b.n > 0 && off >= b.off && end <= b.end()
+}
+
+// State is the readahead of one iterator over one file. The zero value
+// serves nothing; Init configures it. It is not safe for concurrent use.
+type State struct {
+	f   vfs.File
+	cfg Config
+
+	// prevEnd is where the previous read ended; runLen counts the reads of
+	// the current sequential run; autoSize is the readahead of the next
+	// automatic window.
+	prevEnd  int64
+	runLen   int
+	autoSize int64
+
+	cur buffer
+	// usedHi is the file offset up to which bytes of the window have been
+	// counted as used; it only grows while a window lives, so no byte is
+	// counted twice.
+	usedHi int64
+	reqs   [MaxParts]vfs.ReadRequest
+
+	counters Counters
+}
+
+// Init configures s to read f; it keeps the memory of an earlier window.
+func (s *State) Init(f vfs.File, cfg Config) {
+	if cfg.Alignment < 1 {
+		cfg.Alignment = 1
+	}
+	mem := s.cur.mem
+	*s = State{f: f, cfg: cfg}
+	s.cur.mem = mem
+	s.autoSize = s.initialAuto()
+}
+
+// Enabled reports whether s may serve reads at all.
+func (s *State) Enabled() bool { return s.cfg.Size > 0 || s.cfg.MaxAuto > 0 }
+
+// Release returns the window's memory to a pool shared by all States; s is
+// then empty (as after Init with a zero Config).
+func (s *State) Release() {
+	if s.cur.mem != nil {
+		bufferPool.Put(s.cur.mem)
+	}
+	*s = State{}
+}
+
+// Counters returns the counters since Init or the last TakeCounters.
+func (s *State) Counters() Counters { return s.counters }
+
+// TakeCounters returns the counters and zeroes them, so a caller can add
+// them to shared totals without counting anything twice.
+func (s *State) TakeCounters() Counters {
+	c := s.counters
+	s.counters = Counters{}
+	return c
+}
+
+func (s *State) initialAuto() int64 {
+	if s.cfg.MaxAuto > 0 {
+		return min(InitialAutoSize, s.cfg.MaxAuto)
+	}
+	return 0
+}
+
+// sequential reports whether a read at off continues the current run.
+func (s *State) sequential(off int64) bool {
+	return off == s.prevEnd || (s.cur.n > 0 && off >= s.cur.off && off < s.cur.end())
+}
+
+// note moves the run past [off, end); counts says whether the read counts
+// toward the run's length.
+func (s *State) note(off, end int64, counts bool) {
+	if !s.sequential(off) || s.runLen == 0 {
+		s.runLen = 0
+		s.autoSize = s.initialAuto()
+	}
+	if counts {
+		s.runLen++
+	}
+	s.prevEnd = end
+}
+
+// NoteCached tells s that the block at [off, off+n) was found elsewhere
+// (the block cache): it neither counts toward the sequential run nor
+// causes IO, but a run continues across it.
+func (s *State) NoteCached(off int64, n int) {
+	if !s.Enabled() {
+		return
+	}
+	end := off + int64(n)
+	if s.sequential(off) && s.runLen > 0 {
+		s.prevEnd = end
+		return
+	}
+	s.runLen = 0
+	s.autoSize = s.initialAuto()
+	s.prevEnd = end
+}
+
+// Read returns the file's bytes [off, off+n) from the window, filling a new
+// window first when the mode calls for it. It returns nil and no error when
+// it does not serve the read: the caller then reads the block itself. The
+// returned bytes belong to s and change with the next Read. An error is
+// one the file returned (io.EOF excepted: a window cut short by the end of
+// the file serves what it holds, and a block it does not hold is left to
+// the caller, who reports the short read).
+func (s *State) Read(off int64, n int) ([]byte, error) {
+	if !s.Enabled() {
+		return nil, nil
+	}
+	end := off + int64(n)
+	if s.cur.contains(off, end) {
+		s.note(off, end, true)
+		return s.serve(off, end), nil
+	}
+	s.note(off, end, true)
+	var ra int64
+	switch {
+	case s.cfg.Size > 0:
+		ra = s.cfg.Size
+	case s.runLen >= autoTrigger:
+		ra = s.autoSize
+		s.autoSize = min(2*s.autoSize, s.cfg.MaxAuto)
+	default:
+		return nil, nil
+	}
+	if err := s.fill(off, end, ra); err != nil {
+		return nil, err
+	}
+	if !s.cur.contains(off, end) {
+		return nil, nil
+	}
+	return s.serve(off, end), nil
+}
+
+// serve counts [off, end) as used and returns it from the window.
+func (s *State) serve(off, end int64) []byte {
+	if from := max(off, s.usedHi); end > from {
+		s.counters.BytesUsed += uint64(end - from)
+		s.usedHi = end
+	}
+	return (*s.cur.mem)[off-s.cur.off : end-s.cur.off]
+}
+
+// fill replaces the window with one that holds [off, end) and ra bytes
+// after it (within the limit).
+func (s *State) fill(off, end, ra int64) error {
+	reqs := s.prepare(&s.cur, off, end, ra)
+	if len(reqs) == 0 {
+		return nil
+	}
+	if len(reqs) == 1 || s.cfg.Reader == nil {
+		for i := range reqs {
+			r := &reqs[i]
+			r.N, r.Err = s.f.ReadAt(r.Buf, r.Off)
+		}
+	} else {
+		s.cfg.Reader.Submit(reqs).Wait() // per-request errors are read below
+	}
+	return s.finish(&s.cur, reqs)
+}
+
+// prepare points b at the new window and returns the requests that fill
+// it, built in s.reqs. The part of the old window the new one starts in is
+// kept (moved to the front), and only the rest is requested.
+func (s *State) prepare(b *buffer, off, end, ra int64) []vfs.ReadRequest {
+	align := s.cfg.Alignment
+	wantEnd := max(end, min(end+ra, s.cfg.Limit))
+	start, stop := alignDown(off, align), alignUp(wantEnd, align)
+	// Keep the old window's tail when the new window starts inside it and
+	// the tail ends on an alignment boundary (it does unless the file
+	// ended there, and then there is nothing more to read anyway).
+	keep := 0
+	if b.n > 0 && start >= b.off && start < b.end() && b.end()%int64(align) == 0 {
+		keep = int(b.end() - start)
+	}
+	need := int(stop - start)
+	if b.mem == nil || cap(*b.mem) < need || !addrAligned(*b.mem, align) {
+		mem := newBuffer(need, align)
+		if keep > 0 {
+			copy(*mem, (*b.mem)[start-b.off:b.n])
+		}
+		if b.mem != nil {
+			bufferPool.Put(b.mem)
+		}
+		b.mem = mem
+	} else if keep > 0 {
+		copy(*b.mem, (*b.mem)[start-b.off:b.n])
+	}
+	if keep == 0 {
+		s.usedHi = start
+	}
+	b.off, b.n = start, keep
+	from := start + int64(keep)
+	if from >= stop {
+		return nil
+	}
+	data := (*b.mem)[keep:need]
+	parts := 1
+	if align > 1 && s.cfg.Reader != nil {
+		parts = min(MaxParts, len(data)/MinPartSize)
+		parts = max(parts, 1)
+	}
+	partLen := alignDown(int64(len(data)/parts), align)
+	reqs := s.reqs[:0]
+	for p := 0; p < parts && len(data) > 0; p++ {
+		l := int(min(partLen, int64(len(data))))
+		if p == parts-1 {
+			l = len(data)
+		}
+		reqs = append(reqs, vfs.ReadRequest{File: s.f, Off: from, Buf: data[:l]})
+		data = data[l:]
+		from += int64(l)
+	}
+	return reqs
+}
+
+// finish accounts for the completed requests of b: the window holds the
+// bytes up to the first short or failed request.
+func (s *State) finish(b *buffer, reqs []vfs.ReadRequest) error {
+	contiguous := true
+	var err error
+	for i := range reqs {
+		r := &reqs[i]
+		s.counters.Reads++
+		s.counters.BytesRead += uint64(r.N)
+		s.counters.BytesIssued += uint64(r.N)
+		if contiguous {
+			b.n += r.N
+			contiguous = r.N == len(r.Buf)
+		}
+		if r.Err != nil && !errors.Is(r.Err, io.EOF) && err == nil {
+			err = r.Err
+		}
+		r.Buf, r.File, r.Err = nil, nil, nil // do not pin them in s
+	}
+	if err != nil {
+		b.n = 0
+	}
+	return err
+}
+
+// bufferPool holds window memory between iterators.
+var bufferPool sync.Pool
+
+// newBuffer returns pooled memory of at least n bytes (n rounded up to a
+// power of two, so buffers are reused across sizes) aligned to align.
+func newBuffer(n, align int) *[]byte {
+	if p, ok := bufferPool.Get().(*[]byte); ok {
+		if cap(*p) >= n && addrAligned(*p, align) {
+			*p = (*p)[:cap(*p)]
+			return p
+		}
+		// Too small: let it go rather than keep small buffers circulating.
+	}
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	b := vfs.AlignedBuffer(size, max(align, bufferAlign))
+	return &b
+}
+
+// addrAligned reports whether p's memory starts on a multiple of align.
+func addrAligned(p []byte, align int) bool {
+	if align <= 1 {
+		return true
+	}
+	return cap(p) >= align && vfs.IsAligned(p[:align:align], 0, align)
+}
+
+func alignDown(x int64, align int) int64 { return x &^ int64(align-1) }
+func alignUp(x int64, align int) int64   { return (x + int64(align-1)) &^ int64(align-1) }
