@@ -444,6 +444,7 @@ func (r *benchRunner) ensureScanDB(dir string) (int64, error) {
 			db.Close()
 			return 0, err
 		}
+		r.done.Add(int64(b.Len())) // progress lines show the build
 	}
 	if err := db.Flush(); err == nil {
 		err = db.CompactRange(nil, nil)
