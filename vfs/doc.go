@@ -12,7 +12,18 @@
 //     state apart, so a test can take a CrashClone and reopen from what a
 //     power loss would have left.
 //   - FaultFS (NewFaultFS), a wrapper that fails chosen operations (by kind,
-//     path, count or seeded probability), with ENOSPC and torn writes.
+//     path substring or base-name glob, count or seeded probability), with
+//     ENOSPC and torn writes.
+//   - LatencyFS (NewLatencyFS), a wrapper that delays reads as a remote
+//     device would: each read waits ReadLatency ± ReadJitter (seeded) after
+//     its transfer, transfers share ReadBandwidth through one "busy until"
+//     clock, and latencies of concurrent reads overlap. Writes and metadata
+//     pass through (unless WriteLatency is set). Its files tell an io_uring
+//     reader their inner file and each read's deadline (delayedFile), so
+//     native batches honour the delay too. On Linux its sleeps go through
+//     one waker thread sleeping in ppoll, since Go's timers round sub-
+//     millisecond sleeps up to about a millisecond; reads return about
+//     50-100µs after their deadline there.
 //
 // Lock takes an exclusive, non-blocking lock: flock(LOCK_EX|LOCK_NB) on POSIX,
 // LockFileEx on Windows, and in addition a process-wide registry of locked
@@ -56,6 +67,5 @@
 //
 // vfs never interprets file contents, and no other shale package touches the
 // os package's files; that is what makes crash simulation and fault injection
-// possible. The asynchronous read interface and the latency-injecting file
-// system are not built yet.
+// possible.
 package vfs

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,10 +30,18 @@ const (
 	OpRemove
 	OpLock
 	OpList
+	// OpTruncate is File.Truncate.
+	OpTruncate
+	// OpPreallocate is File.Preallocate (with NoSpace: a full disk found
+	// by fallocate).
+	OpPreallocate
+	// OpStartWriteback is File.StartWriteback (sync_file_range).
+	OpStartWriteback
 	numOps
 )
 
-var opNames = [...]string{"read", "write", "sync", "create", "open", "rename", "remove", "lock", "list"}
+var opNames = [...]string{"read", "write", "sync", "create", "open", "rename", "remove", "lock", "list",
+	"truncate", "preallocate", "startwriteback"}
 
 func (o Op) String() string {
 	if o >= 0 && o < numOps {
@@ -42,12 +51,23 @@ func (o Op) String() string {
 }
 
 // FaultRule fails the operations it matches. A rule matches an operation of
-// kind Op on a path containing PathContains (empty: every path); it then
-// fails the Nth match (1-based; 0: every match from the first), or, when
-// Probability > 0, each match with that probability (seeded by the FaultFS).
+// kind Op on a path containing PathContains (empty: every path) whose base
+// name matches the glob PathPattern (path.Match syntax, e.g. "*.sst" or
+// "MANIFEST-*"; empty: every name; a malformed pattern matches nothing); it
+// then fails the Nth match (1-based; 0: every match from the first), or,
+// when Probability > 0, each match with that probability (seeded by the
+// FaultFS).
+//
+// Which operations count as which Op: Read is File.ReadAt; Write is
+// File.Write; Sync is File.Sync, File.SyncData and the Sync of a directory
+// from OpenDir; Create is FS.Create; Open is FS.Open, OpenReadWrite and
+// OpenDir; Rename is FS.Rename, matched on the new name; Remove is FS.Remove
+// and RemoveAll; Lock is FS.Lock; List is FS.List; Truncate, Preallocate and
+// StartWriteback are the File methods of those names.
 type FaultRule struct {
 	Op           Op
 	PathContains string
+	PathPattern  string
 	Nth          int
 	Probability  float64
 	// NoSpace makes the failure ENOSPC (a full disk) instead of ErrInjected.
@@ -103,7 +123,7 @@ func (f *FaultFS) check(op Op, path string) *FaultRule {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range f.rules {
-		if r.Op != op || !strings.Contains(path, r.PathContains) {
+		if r.Op != op || !r.matchesPath(f.FS, path) {
 			continue
 		}
 		r.matches++
@@ -122,6 +142,18 @@ func (f *FaultFS) check(op Op, path string) *FaultRule {
 		}
 	}
 	return nil
+}
+
+// matchesPath reports whether name passes the rule's path filters.
+func (r *FaultRule) matchesPath(fs FS, name string) bool {
+	if !strings.Contains(name, r.PathContains) {
+		return false
+	}
+	if r.PathPattern == "" {
+		return true
+	}
+	ok, err := path.Match(r.PathPattern, fs.PathBase(name))
+	return ok && err == nil
 }
 
 func faultError(r *FaultRule, op Op, path string) error {
@@ -190,6 +222,14 @@ func (f *FaultFS) Remove(name string) error {
 	return f.FS.Remove(name)
 }
 
+// RemoveAll implements FS; it fails by the OpRemove rules.
+func (f *FaultFS) RemoveAll(name string) error {
+	if err := f.fail(OpRemove, name); err != nil {
+		return err
+	}
+	return f.FS.RemoveAll(name)
+}
+
 // Rename implements FS.
 func (f *FaultFS) Rename(oldname, newname string) error {
 	if err := f.fail(OpRename, newname); err != nil {
@@ -214,7 +254,10 @@ func (f *FaultFS) Lock(name string) (io.Closer, error) {
 	return f.FS.Lock(name)
 }
 
-// faultFile fails reads, writes and syncs by its FaultFS's rules.
+// faultFile fails reads, writes, syncs, truncations, preallocations and
+// writeback requests by its FaultFS's rules. It deliberately does not pass
+// on a latency file's delayedFile methods: an io_uring reader would then
+// read the inner file and bypass the injected read faults.
 type faultFile struct {
 	File
 	fs   *FaultFS
@@ -256,3 +299,27 @@ func (f *faultFile) SyncData() error {
 
 // alignment forwards the wrapped file's direct-IO alignment.
 func (f *faultFile) alignment() int { return Alignment(f.File) }
+
+// Truncate fails by the OpTruncate rules.
+func (f *faultFile) Truncate(size int64) error {
+	if err := f.fs.fail(OpTruncate, f.path); err != nil {
+		return err
+	}
+	return f.File.Truncate(size)
+}
+
+// Preallocate fails by the OpPreallocate rules (ENOSPC with NoSpace).
+func (f *faultFile) Preallocate(off, n int64) error {
+	if err := f.fs.fail(OpPreallocate, f.path); err != nil {
+		return err
+	}
+	return f.File.Preallocate(off, n)
+}
+
+// StartWriteback fails by the OpStartWriteback rules.
+func (f *faultFile) StartWriteback(off, n int64) error {
+	if err := f.fs.fail(OpStartWriteback, f.path); err != nil {
+		return err
+	}
+	return f.File.StartWriteback(off, n)
+}

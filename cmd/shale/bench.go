@@ -17,6 +17,7 @@ import (
 	"github.com/shaledb/shale"
 	"github.com/shaledb/shale/internal/benchdata"
 	"github.com/shaledb/shale/sstable"
+	"github.com/shaledb/shale/vfs"
 )
 
 // benchConfig holds the bench flags; names and meanings follow db_bench.
@@ -41,6 +42,28 @@ type benchConfig struct {
 	seed            int64 // 0 = derived from the clock (and printed)
 	duration        time.Duration
 	progressEvery   time.Duration // interval of "... N ops" lines; 0 = none
+	blockSize       int
+
+	// File-layer flags (issue 3); see bench_io.go for the benchmarks that
+	// exercise them.
+	envReadLatency     time.Duration // --env_read_latency_us: wrap the FS in a vfs.LatencyFS
+	envReadJitter      time.Duration // --env_read_jitter_us
+	envReadBandwidthMB int64         // --env_read_bandwidth_mb, MiB/s; 0 = unlimited
+	useDirectReads     bool
+	// useDirectReadsSet records that --use_direct_reads was given:
+	// randread_batch reads with direct IO unless it was set to false.
+	useDirectReadsSet    bool
+	useDirectIOForFlush  bool
+	readaheadSize        int64 // ReadOptions.ReadaheadSize
+	maxAutoReadaheadSize int64 // db_bench meaning: 0 turns automatic readahead off
+	bytesPerSync         int64 // db_bench meaning: 0 is off
+	disableIOUring       bool
+	ioUringSQPoll        bool
+	ioStats              bool  // print Metrics().IO after each benchmark
+	fileSize             int64 // randread_batch's file
+	scanDBSize           int64 // scan_direct's database
+	multireadBatchSize   int   // reads per batch of randread_batch
+	compressionSet       bool  // --compression_type was given (scan_direct defaults to none)
 }
 
 // defaultBenchConfig returns db_bench's defaults.
@@ -58,6 +81,12 @@ func defaultBenchConfig() benchConfig {
 		cacheSize:       8 << 20,
 		writeBufferSize: 64 << 20,
 		progressEvery:   5 * time.Second,
+		blockSize:       4096,
+
+		maxAutoReadaheadSize: 256 << 10,
+		fileSize:             1 << 30,
+		scanDBSize:           1 << 30,
+		multireadBatchSize:   64,
 	}
 }
 
@@ -75,6 +104,9 @@ type benchSpec struct {
 	writer bool
 	// control benchmarks (flush, compact) run once, on one thread.
 	control bool
+	// ownOutput benchmarks print their own result lines instead of the
+	// db_bench line.
+	ownOutput bool
 }
 
 var benchSpecs = map[string]benchSpec{
@@ -90,7 +122,13 @@ var benchSpecs = map[string]benchSpec{
 	"flush":            {fn: benchFlush, control: true},
 	"compact":          {fn: benchCompact, control: true},
 	"stats":            {control: true},
+	// The file-layer benchmarks print their own lines, one per mode.
+	"randread_batch": {fn: benchRandReadBatch, control: true, ownOutput: true},
+	"scan_direct":    {fn: benchScanDirect, control: true, ownOutput: true},
 }
+
+// knownBenchmarks lists the benchmark names for help and errors.
+const knownBenchmarks = "fillseq, fillrandom, overwrite, readrandom, readseq, readreverse, seekrandom, deleterandom, readwhilewriting, flush, compact, stats, randread_batch, scan_direct"
 
 // benchResult is the merged outcome of one benchmark over its threads.
 type benchResult struct {
@@ -139,10 +177,12 @@ type benchRunner struct {
 	progress io.Writer // "... N ops" lines and skip notices
 	dir      string
 	db       *shale.DB
+	fs       vfs.FS // vfs.Default, or a LatencyFS over it (--env_read_*)
 	wo       *shale.WriteOptions
-	values   []byte       // shared, read-only source of value bytes
-	done     atomic.Int64 // ops finished in the running benchmark, for progress
-	stop     atomic.Bool  // set when --duration has elapsed
+	ro       *shale.ReadOptions // --readahead_size
+	values   []byte             // shared, read-only source of value bytes
+	done     atomic.Int64       // ops finished in the running benchmark, for progress
+	stop     atomic.Bool        // set when --duration has elapsed
 }
 
 // runBenchmarks runs cfg.benchmarks in order, printing one db_bench line per
@@ -162,7 +202,9 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 		out:      out,
 		progress: progress,
 		dir:      cfg.db,
+		fs:       benchFS(&cfg),
 		wo:       &shale.WriteOptions{Sync: cfg.sync},
+		ro:       &shale.ReadOptions{ReadaheadSize: cfg.readaheadSize},
 		values:   benchdata.CompressibleBytes(max(1<<20, 2*cfg.valueSize), 0.5),
 	}
 	if r.dir == "" {
@@ -209,7 +251,7 @@ func (c *benchConfig) validate() error {
 	}
 	for _, b := range c.benchmarks {
 		if _, ok := benchSpecs[b]; !ok {
-			return fmt.Errorf("unknown benchmark %q (known: fillseq, fillrandom, overwrite, readrandom, readseq, readreverse, seekrandom, deleterandom, readwhilewriting, flush, compact, stats)", b)
+			return fmt.Errorf("unknown benchmark %q (known: %s)", b, knownBenchmarks)
 		}
 	}
 	switch {
@@ -229,6 +271,19 @@ func (c *benchConfig) validate() error {
 		return fmt.Errorf("--seek_nexts must be >= 0, got %d", c.seekNexts)
 	case c.duration < 0:
 		return fmt.Errorf("--duration must be >= 0, got %v", c.duration)
+	case c.envReadLatency < 0 || c.envReadJitter < 0 || c.envReadBandwidthMB < 0:
+		return errors.New("--env_read_latency_us, --env_read_jitter_us and --env_read_bandwidth_mb must be >= 0")
+	case c.envReadJitter > c.envReadLatency:
+		return fmt.Errorf("--env_read_jitter_us %d must not exceed --env_read_latency_us %d",
+			c.envReadJitter.Microseconds(), c.envReadLatency.Microseconds())
+	case c.readaheadSize < 0:
+		return fmt.Errorf("--readahead_size must be >= 0, got %d", c.readaheadSize)
+	case c.fileSize < 4096:
+		return fmt.Errorf("--file_size must be at least 4096, got %d", c.fileSize)
+	case c.scanDBSize < 1:
+		return fmt.Errorf("--scan_db_size must be positive, got %d", c.scanDBSize)
+	case c.multireadBatchSize < 1:
+		return fmt.Errorf("--multiread_batch_size must be positive, got %d", c.multireadBatchSize)
 	}
 	if _, err := sstable.ParseCompression(c.compression); err != nil {
 		return fmt.Errorf("--compression_type: %v", err)
@@ -250,7 +305,43 @@ func removeOldDB(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
 		return fmt.Errorf("--db %s is not empty and holds no shale database (no CURRENT file); refusing to delete it", dir)
 	}
-	return os.RemoveAll(dir)
+	return clearDBDir(dir)
+}
+
+// benchIODir is the subdirectory of --db where randread_batch and
+// scan_direct keep their fixtures (a large file, a large database), which
+// are costly to build and so survive a fresh database.
+const benchIODir = "bench-io"
+
+// clearDBDir removes everything in dir but the benchIODir fixtures.
+func clearDBDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == benchIODir {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// benchFS returns the file system of the run: the OS's, wrapped in a
+// latency FS for reads when --env_read_* ask for one.
+func benchFS(c *benchConfig) vfs.FS {
+	if c.envReadLatency <= 0 && c.envReadBandwidthMB <= 0 {
+		return vfs.Default
+	}
+	return vfs.NewLatencyFS(vfs.Default, vfs.LatencyOptions{
+		ReadLatency:   c.envReadLatency,
+		ReadJitter:    c.envReadJitter,
+		ReadBandwidth: c.envReadBandwidthMB << 20,
+		Seed:          uint64(c.seed),
+	})
 }
 
 func (r *benchRunner) options() (*shale.Options, error) {
@@ -265,6 +356,21 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		BlockCacheSize:         r.cfg.cacheSize,
 		Compression:            c,
 		DisableAutoCompactions: r.cfg.disableAutoComp,
+		BlockSize:              r.cfg.blockSize,
+		FS:                     r.fs,
+
+		UseDirectReads:                   r.cfg.useDirectReads,
+		UseDirectIOForFlushAndCompaction: r.cfg.useDirectIOForFlush,
+		MaxAutoReadaheadSize:             r.cfg.maxAutoReadaheadSize,
+		BytesPerSync:                     r.cfg.bytesPerSync,
+		DisableIOUring:                   r.cfg.disableIOUring,
+		IOUringSQPoll:                    r.cfg.ioUringSQPoll,
+	}
+	if o.MaxAutoReadaheadSize == 0 {
+		o.MaxAutoReadaheadSize = -1
+	}
+	if o.BytesPerSync == 0 {
+		o.BytesPerSync = -1
 	}
 	// db_bench's 0 means "none" where shale's zero means "default".
 	if o.BloomBitsPerKey <= 0 {
@@ -296,7 +402,7 @@ func (r *benchRunner) recreate() error {
 	if err := db.Close(); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(r.dir); err != nil {
+	if err := clearDBDir(r.dir); err != nil {
 		return err
 	}
 	return r.open()
@@ -311,6 +417,15 @@ func (r *benchRunner) printHeader() {
 	fmt.Fprintf(r.out, "Compression: %s\n", c.compression)
 	fmt.Fprintf(r.out, "Seed:        %d\n", c.seed)
 	fmt.Fprintf(r.out, "DB:          %s\n", r.dir)
+	if l, ok := r.fs.(*vfs.LatencyFS); ok {
+		o := l.Options()
+		bw := "unlimited"
+		if o.ReadBandwidth > 0 {
+			bw = fmt.Sprintf("%d MiB/s", o.ReadBandwidth>>20)
+		}
+		fmt.Fprintf(r.out, "Env:         read latency %dus +- %dus, read bandwidth %s\n",
+			o.ReadLatency.Microseconds(), o.ReadJitter.Microseconds(), bw)
+	}
 	fmt.Fprintln(r.out, "------------------------------------------------")
 }
 
@@ -384,9 +499,14 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 	}
 
 	res = mergeThreads(name, threads)
-	fmt.Fprintln(r.out, res.line())
-	if res.hist != nil {
-		fmt.Fprint(r.out, res.histogramText())
+	if !spec.ownOutput {
+		fmt.Fprintln(r.out, res.line())
+		if res.hist != nil {
+			fmt.Fprint(r.out, res.histogramText())
+		}
+	}
+	if r.cfg.ioStats {
+		fmt.Fprintf(r.out, "%-12s : DB %s\n", name, formatIOMetrics(&r.db.Metrics().IO))
 	}
 	return res, true, nil
 }
@@ -638,7 +758,7 @@ func benchReadReverse(r *benchRunner, t *benchThread) error {
 }
 
 func (r *benchRunner) scan(t *benchThread, reverse bool) error {
-	it := r.db.NewIterator(nil)
+	it := r.db.NewIterator(r.ro)
 	pos, step := it.First, it.Next
 	if reverse {
 		pos, step = it.Last, it.Prev
@@ -656,7 +776,7 @@ func (r *benchRunner) scan(t *benchThread, reverse bool) error {
 }
 
 func benchSeekRandom(r *benchRunner, t *benchThread) error {
-	it := r.db.NewIterator(nil)
+	it := r.db.NewIterator(r.ro)
 	var err error
 	for i := int64(0); t.more(i, r.cfg.reads, true); i++ {
 		k := t.randomKey()

@@ -12,6 +12,8 @@ func newBenchCmd() *cobra.Command {
 	var (
 		benchmarks string
 		duration   int
+		latencyUS  int64
+		jitterUS   int64
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
@@ -24,7 +26,17 @@ db_bench-style line per benchmark, e.g.
 Without --benchmarks it runs a short suite (` + defaultSuite + `) with
 --num 100000 (unless --num is given) on a temporary directory that is removed
 afterwards. Keys are zero-padded decimal numbers of exactly --key_size bytes;
-values are pseudo-random bytes that compress to about half their size.`,
+values are pseudo-random bytes that compress to about half their size.
+
+Two benchmarks measure the file layer and print one line per mode:
+randread_batch (random 4 KiB reads, --multiread_batch_size per batch, from a
+--file_size file: a pread loop vs concurrent preads vs one io_uring batch)
+and scan_direct (full scans of a --scan_db_size database with direct reads
+and readahead off, with a 32-block readahead, and buffered from a cold page
+cache). Their fixtures stay in --db/` + benchIODir + ` and are reused.
+--env_read_latency_us, --env_read_jitter_us and --env_read_bandwidth_mb run
+everything over a simulated slow device (vfs.LatencyFS). See
+docs/io-benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
@@ -34,13 +46,21 @@ values are pseudo-random bytes that compress to about half their size.`,
 				cfg.num = 100000
 			}
 			cfg.duration = time.Duration(duration) * time.Second
+			cfg.envReadLatency = time.Duration(latencyUS) * time.Microsecond
+			cfg.envReadJitter = time.Duration(jitterUS) * time.Microsecond
+			cfg.useDirectReadsSet = flags.Changed("use_direct_reads")
+			cfg.compressionSet = flags.Changed("compression_type")
+			if benchConfigHook != nil {
+				benchConfigHook(cfg)
+				return nil
+			}
 			_, err := runBenchmarks(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg)
 			return err
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&benchmarks, "benchmarks", defaultSuite,
-		"comma-separated list of: fillseq, fillrandom, overwrite, readrandom, readseq, readreverse, seekrandom, deleterandom, readwhilewriting, flush, compact, stats")
+		"comma-separated list of: "+knownBenchmarks)
 	f.Int64Var(&cfg.num, "num", cfg.num, "number of keys (and of writes per thread)")
 	f.Int64Var(&cfg.reads, "reads", cfg.reads, "number of reads per thread (-1 = --num)")
 	f.IntVar(&cfg.keySize, "key_size", cfg.keySize, "size of each key in bytes")
@@ -59,8 +79,29 @@ values are pseudo-random bytes that compress to about half their size.`,
 	f.BoolVar(&cfg.histogram, "histogram", false, "print latency percentiles of each benchmark")
 	f.Int64Var(&cfg.seed, "seed", 0, "seed of the key choice (0 = from the clock; the seed used is printed)")
 	f.IntVar(&duration, "duration", 0, "seconds each random benchmark runs (0 = use --num/--reads)")
+	f.IntVar(&cfg.blockSize, "block_size", cfg.blockSize, "uncompressed size of SST data blocks in bytes")
+
+	// The file layer: latency injection, direct IO, readahead, io_uring.
+	f.Int64Var(&latencyUS, "env_read_latency_us", 0, "delay every file read by this many microseconds (a simulated remote device; 0 = none)")
+	f.Int64Var(&jitterUS, "env_read_jitter_us", 0, "spread --env_read_latency_us uniformly by +- this many microseconds")
+	f.Int64Var(&cfg.envReadBandwidthMB, "env_read_bandwidth_mb", 0, "share this read bandwidth, in MiB/s, among all file reads (0 = unlimited)")
+	f.BoolVar(&cfg.useDirectReads, "use_direct_reads", false, "read SST files with direct IO (O_DIRECT); randread_batch reads with direct IO unless this is set to false")
+	f.BoolVar(&cfg.useDirectIOForFlush, "use_direct_io_for_flush_and_compaction", false, "write SST files with direct IO")
+	f.Int64Var(&cfg.readaheadSize, "readahead_size", 0, "bytes iterators read ahead from each table (ReadOptions.ReadaheadSize; 0 = automatic)")
+	f.Int64Var(&cfg.maxAutoReadaheadSize, "max_auto_readahead_size", cfg.maxAutoReadaheadSize, "cap of automatic iterator readahead in bytes (0 = no automatic readahead)")
+	f.Int64Var(&cfg.bytesPerSync, "bytes_per_sync", 0, "start writeback of SST files every this many bytes (0 = off)")
+	f.BoolVar(&cfg.disableIOUring, "disable_io_uring", false, "read batches with concurrent preads instead of io_uring")
+	f.BoolVar(&cfg.ioUringSQPoll, "io_uring_sqpoll", false, "give the io_uring a kernel thread polling its submission queue (costs a core)")
+	f.BoolVar(&cfg.ioStats, "io_stats", false, "print the DB's IO metrics (Metrics().IO) after each benchmark")
+	f.Int64Var(&cfg.fileSize, "file_size", cfg.fileSize, "size in bytes of randread_batch's file (kept in --db/"+benchIODir+" and reused)")
+	f.Int64Var(&cfg.scanDBSize, "scan_db_size", cfg.scanDBSize, "minimum size in bytes of scan_direct's database (kept in --db/"+benchIODir+" and reused)")
+	f.IntVar(&cfg.multireadBatchSize, "multiread_batch_size", cfg.multireadBatchSize, "reads per batch in randread_batch")
 	return cmd
 }
+
+// benchConfigHook, when set (by tests), receives the parsed configuration
+// instead of running the benchmarks.
+var benchConfigHook func(benchConfig)
 
 // splitList splits a comma-separated flag value, dropping empty items.
 func splitList(s string) []string {

@@ -11,6 +11,11 @@
 //	shale deleterange --db DIR START END   # removes [START, END)
 //	shale scan --db DIR [--from K] [--to K] [--limit N] [--reverse]
 //	shale bench [--benchmarks fillseq,readrandom,...] [--num N] ...
+//	shale bench --benchmarks randread_batch,scan_direct [--env_read_latency_us 500] ...
+//
+// The file-layer benchmarks (randread_batch, scan_direct) read their own
+// fixtures, a large file and a large database kept in --db/bench-io, which a
+// fresh run keeps; they are described in docs/io-benchmarks.md.
 //
 // With --hex, keys and values are hex-encoded on input and output. scan prints
 // one "KEY : VALUE" line per entry, as RocksDB's ldb does.

@@ -1,0 +1,180 @@
+package vfs
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LatencyOptions configure NewLatencyFS. The zero value adds no delay.
+type LatencyOptions struct {
+	// ReadLatency is the fixed part of every read's delay: the access time
+	// of the simulated device (e.g. 500µs for remote flash).
+	ReadLatency time.Duration
+	// ReadJitter spreads each read's latency uniformly over
+	// [ReadLatency-ReadJitter, ReadLatency+ReadJitter] (never below zero).
+	ReadJitter time.Duration
+	// ReadBandwidth, in bytes per second, is the transfer rate the device's
+	// reads share; 0 means unlimited.
+	ReadBandwidth int64
+	// WriteLatency delays every Write by this much; 0 (the default) lets
+	// writes, syncs and metadata operations through undelayed.
+	WriteLatency time.Duration
+	// Seed drives the jitter, so that a run can be repeated exactly.
+	Seed uint64
+}
+
+// LatencyStats counts the delays a LatencyFS applied.
+type LatencyStats struct {
+	// ReadsDelayed is the number of reads given a nonzero delay.
+	ReadsDelayed uint64
+	// TotalDelay is the sum of those reads' simulated delays (from
+	// submission to deadline), whether or not they overlapped.
+	TotalDelay time.Duration
+}
+
+// LatencyFS wraps an FS and delays the reads of its files as a slow or
+// remote device would: each read costs a latency, which concurrent reads
+// pay in parallel, plus its transfer time at ReadBandwidth, which
+// concurrent reads share. It stands in for remote flash in benchmarks of
+// the async read path. Safe for concurrent use.
+type LatencyFS struct {
+	FS
+	o LatencyOptions
+
+	// now and sleep are the clock; tests replace them to compute deadlines
+	// without waiting.
+	now   func() time.Time
+	sleep func(time.Duration)
+
+	mu struct {
+		sync.Mutex
+		rng *rand.Rand
+		// busyUntil is when the simulated device finishes the transfers
+		// already reserved; a new transfer starts no earlier.
+		busyUntil time.Time
+	}
+	readsDelayed atomic.Uint64
+	delayNanos   atomic.Int64
+}
+
+// NewLatencyFS returns a LatencyFS over fs that delays reads as o says.
+func NewLatencyFS(fs FS, o LatencyOptions) *LatencyFS {
+	l := &LatencyFS{FS: fs, o: o, now: time.Now, sleep: defaultSleep}
+	l.mu.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x1a7e9c1))
+	return l
+}
+
+// Options returns the options the FS was made with.
+func (l *LatencyFS) Options() LatencyOptions { return l.o }
+
+// Stats returns the delays applied so far.
+func (l *LatencyFS) Stats() LatencyStats {
+	return LatencyStats{
+		ReadsDelayed: l.readsDelayed.Load(),
+		TotalDelay:   time.Duration(l.delayNanos.Load()),
+	}
+}
+
+// readDeadline reserves the simulated device for a read of n bytes issued
+// now and returns when that read completes: its transfer is queued behind
+// the transfers already reserved (the "busy until" clock advances by
+// n/ReadBandwidth), and its latency runs in parallel with every other
+// read's, after its transfer.
+func (l *LatencyFS) readDeadline(n int) time.Time {
+	now := l.now()
+	if l.o.ReadLatency <= 0 && l.o.ReadJitter <= 0 && l.o.ReadBandwidth <= 0 {
+		return now
+	}
+	end := now
+	lat := l.o.ReadLatency
+	l.mu.Lock()
+	if l.o.ReadJitter > 0 {
+		// Uniform in [-jitter, +jitter].
+		lat += time.Duration(l.mu.rng.Int64N(2*int64(l.o.ReadJitter)+1)) - l.o.ReadJitter
+	}
+	if l.o.ReadBandwidth > 0 && n > 0 {
+		start := now
+		if l.mu.busyUntil.After(start) {
+			start = l.mu.busyUntil
+		}
+		transfer := time.Duration(int64(n) * int64(time.Second) / l.o.ReadBandwidth)
+		end = start.Add(transfer)
+		l.mu.busyUntil = end
+	}
+	l.mu.Unlock()
+	deadline := end.Add(max(lat, 0))
+	if d := deadline.Sub(now); d > 0 {
+		l.readsDelayed.Add(1)
+		l.delayNanos.Add(int64(d))
+	}
+	return deadline
+}
+
+// sleepUntil waits until t on the FS's clock.
+func (l *LatencyFS) sleepUntil(t time.Time) {
+	if d := t.Sub(l.now()); d > 0 {
+		l.sleep(d)
+	}
+}
+
+func (l *LatencyFS) wrap(f File, err error) (File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &latencyFile{File: f, fs: l}, nil
+}
+
+// Create implements FS; the file's reads are delayed.
+func (l *LatencyFS) Create(name string, opts ...OpenOption) (File, error) {
+	return l.wrap(l.FS.Create(name, opts...))
+}
+
+// Open implements FS; the file's reads are delayed.
+func (l *LatencyFS) Open(name string, opts ...OpenOption) (File, error) {
+	return l.wrap(l.FS.Open(name, opts...))
+}
+
+// OpenReadWrite implements FS; the file's reads are delayed.
+func (l *LatencyFS) OpenReadWrite(name string) (File, error) {
+	return l.wrap(l.FS.OpenReadWrite(name))
+}
+
+// latencyFile delays its reads (and, with WriteLatency, its writes) by its
+// LatencyFS's model. It implements delayedFile so that an io_uring reader
+// can read the wrapped file natively and still honour the delay.
+type latencyFile struct {
+	File
+	fs *LatencyFS
+}
+
+var _ delayedFile = (*latencyFile)(nil)
+
+// ReadAt reads from the wrapped file, then sleeps until the read's
+// simulated completion.
+func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
+	deadline := f.fs.readDeadline(len(p))
+	n, err := f.File.ReadAt(p, off)
+	f.fs.sleepUntil(deadline)
+	return n, err
+}
+
+// Write sleeps WriteLatency (if set), then writes.
+func (f *latencyFile) Write(p []byte) (int, error) {
+	if d := f.fs.o.WriteLatency; d > 0 {
+		f.fs.sleep(d)
+	}
+	return f.File.Write(p)
+}
+
+func (f *latencyFile) delayedInner() File           { return f.File }
+func (f *latencyFile) readDeadline(n int) time.Time { return f.fs.readDeadline(n) }
+
+// alignment forwards the wrapped file's direct-IO alignment.
+func (f *latencyFile) alignment() int { return Alignment(f.File) }
+
+// waitUntil blocks until t with the precision of the latency FS's own
+// sleeps; an async reader that completes a delayedFile's read natively uses
+// it to hold the completion until readDeadline's time.
+func waitUntil(t time.Time) { defaultSleep(time.Until(t)) }
