@@ -48,3 +48,7 @@ func (f *osFile) Preallocate(off, n int64) error {
 // Truncate changes the size; like os.File it does not move the position
 // Write appends at.
 func (f *osFile) Truncate(size int64) error { return f.file.Truncate(size) }
+
+// fd returns the file's descriptor (handle on Windows) for native
+// asynchronous reads, or ^uintptr(0) once the file is closed.
+func (f *osFile) fd() uintptr { return f.file.Fd() }
