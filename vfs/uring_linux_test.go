@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // platformAsyncTestReaders adds the io_uring reader, with and without SQ
@@ -195,4 +197,12 @@ func TestURingAllocs(t *testing.T) {
 	if allocs > 1 {
 		t.Fatalf("%.1f allocations per batch of 64, want at most 1", allocs)
 	}
+}
+
+// evictRange drops [off, off+n) of an OS file from the page cache
+// (posix_fadvise DONTNEED; the pages must be clean) and reports whether it
+// could.
+func evictRange(f File, off, n int64) bool {
+	of, ok := f.(*osFile)
+	return ok && unix.Fadvise(int(of.fd()), off, n, unix.FADV_DONTNEED) == nil
 }
