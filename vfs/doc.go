@@ -68,4 +68,22 @@
 // vfs never interprets file contents, and no other shale package touches the
 // os package's files; that is what makes crash simulation and fault injection
 // possible.
+//
+// Asynchronous reads: NewAsyncReader returns an AsyncReader that takes
+// batches of (file, offset, buffer) requests from any number of goroutines.
+// On Linux it is one io_uring (io_uring_setup over raw system calls, rings
+// mapped, IORING_OP_READ probed): each Submit sends its batch with one
+// io_uring_enter (more only when the batch exceeds the free ring slots), a
+// reaper goroutine sleeps in io_uring_enter until completions arrive (no
+// polling thread, unless AsyncOptions.SQPoll), at most QueueDepth reads are
+// in flight so the completion ring never overflows, and short reads continue
+// until ReadAt's result is reached: every request ends with the N and error
+// File.ReadAt would return. Requests the ring cannot serve (files not backed
+// by the OS, closed files, direct-IO reads that are not aligned) are read
+// with ReadAt on goroutines within the same batch, so callers never branch.
+// Where io_uring is missing or refused (old kernel, seccomp,
+// kernel.io_uring_disabled) or AsyncOptions.DisableIOUring is set, and on
+// other platforms, the portable reader issues concurrent ReadAts on at most
+// QueueDepth goroutines. ReadBatch.Release optionally recycles a finished
+// batch, which makes a Submit/Wait/Release cycle on io_uring allocation-free.
 package vfs

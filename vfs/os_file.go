@@ -124,3 +124,7 @@ func (f *osFile) alignment() int {
 	}
 	return 1
 }
+
+// fd returns the file's descriptor (handle on Windows) for native
+// asynchronous reads, or ^uintptr(0) once the file is closed.
+func (f *osFile) fd() uintptr { return f.file.Fd() }

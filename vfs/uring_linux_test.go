@@ -1,0 +1,208 @@
+package vfs
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// platformAsyncTestReaders adds the io_uring reader, with and without SQ
+// polling, to the shared AsyncReader tests.
+func platformAsyncTestReaders() []asyncTestReader {
+	return []asyncTestReader{
+		{name: "io_uring", make: func(t *testing.T, o AsyncOptions) AsyncReader { return newTestURing(t, o) }},
+		{name: "io_uring-sqpoll", make: func(t *testing.T, o AsyncOptions) AsyncReader {
+			o.SQPoll = true
+			return newTestURing(t, o)
+		}},
+	}
+}
+
+// newTestURing makes an io_uring reader or skips the test with the reason
+// the kernel gave.
+func newTestURing(t *testing.T, o AsyncOptions) *uringReader {
+	t.Helper()
+	if o.QueueDepth == 0 {
+		o.QueueDepth = 128
+	}
+	r, err := newURingReader(o)
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	return r
+}
+
+func TestURingLayouts(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"io_uring_params", unsafe.Sizeof(uringParams{}), 120},
+		{"io_uring_sqe", unsafe.Sizeof(uringSQE{}), 64},
+		{"io_uring_cqe", unsafe.Sizeof(uringCQE{}), 16},
+		{"io_uring_sqe.user_data offset", unsafe.Offsetof(uringSQE{}.userData), 32},
+		{"io_uring_params.sq_off offset", unsafe.Offsetof(uringParams{}.sqOff), 40},
+		{"io_uring_params.cq_off offset", unsafe.Offsetof(uringParams{}.cqOff), 80},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestURingDefaultKind checks that NewAsyncReader picks io_uring when the
+// kernel offers it.
+func TestURingDefaultKind(t *testing.T) {
+	newTestURing(t, AsyncOptions{}).Close() // skips if unavailable
+	var logged []string
+	r := NewAsyncReader(AsyncOptions{Logf: func(f string, args ...any) { logged = append(logged, f) }})
+	defer r.Close()
+	if r.Kind() != "io_uring" || len(logged) != 0 {
+		t.Fatalf("Kind %q, logged %q; want io_uring and no log", r.Kind(), logged)
+	}
+}
+
+// writeTestFile writes size random bytes to a new file and opens it.
+func writeTestFile(t testing.TB, size int, seed uint64) (File, []byte) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	name := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Default.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, data
+}
+
+// TestURingStats checks that a batch that fits the ring costs one
+// io_uring_enter carrying one SQE per read.
+func TestURingStats(t *testing.T) {
+	r := newTestURing(t, AsyncOptions{QueueDepth: 64})
+	defer r.Close()
+	f, data := writeTestFile(t, 1<<20, 1)
+	reqs := make([]ReadRequest, 64)
+	for i := range reqs {
+		reqs[i] = ReadRequest{File: f, Off: int64(i) * 4096 * 3, Buf: make([]byte, 4096)}
+	}
+	if err := r.MultiRead(reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAll(1, []asyncTestFile{{f, data}}, reqs); err != nil {
+		t.Fatal(err)
+	}
+	st := r.Stats()
+	want := AsyncStats{Reads: 64, BytesRead: 64 * 4096, Batches: 1, Enters: 1, SQEs: 64}
+	if st != want {
+		t.Fatalf("Stats %+v, want %+v", st, want)
+	}
+}
+
+// TestURingSmallQueueDepth sends batches of 100 through a ring of 4 from
+// several goroutines: Submit must wait for free slots, never overflow the
+// completion queue, and never deadlock.
+func TestURingSmallQueueDepth(t *testing.T) {
+	seed := testSeed(t)
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	files := makeAsyncTestFiles(t, rng)
+	for _, sqpoll := range []bool{false, true} {
+		r := newTestURing(t, AsyncOptions{QueueDepth: 4, SQPoll: sqpoll})
+		var wg sync.WaitGroup
+		errc := make(chan error, 4)
+		for g := range 4 {
+			grng := rand.New(rand.NewPCG(seed, uint64(g)+20))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 5 {
+					reqs := randomRequests(grng, files, 100)
+					r.Submit(reqs).Wait()
+					if err := checkAll(seed, files, reqs); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Fatal(err)
+		}
+		if n := r.ring.overflowed(); n != 0 {
+			t.Fatalf("sqpoll %v: %d CQ overflows", sqpoll, n)
+		}
+		r.slotMu.Lock()
+		hw := r.maxInflight
+		r.slotMu.Unlock()
+		if hw > 4 || hw == 0 {
+			t.Fatalf("sqpoll %v: %d reads in flight at most, want 1..4", sqpoll, hw)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestURingContinuation caps each SQE at 1000 bytes, so that every longer
+// read continues in further SQEs as a short read does.
+func TestURingContinuation(t *testing.T) {
+	seed := testSeed(t)
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 6))
+	files := makeAsyncTestFiles(t, rng)
+	r := newTestURing(t, AsyncOptions{QueueDepth: 8})
+	defer r.Close()
+	r.maxSQELen = 1000
+	for range 10 {
+		reqs := randomRequests(rng, files, 50)
+		r.Submit(reqs).Wait()
+		if err := checkAll(seed, files, reqs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := r.Stats(); st.SQEs <= st.Reads/2 {
+		t.Fatalf("Stats %+v: expected continuation SQEs", st)
+	}
+}
+
+// TestURingAllocs checks that Submit+Wait+Release of 64 reads does not
+// allocate once warm.
+func TestURingAllocs(t *testing.T) {
+	r := newTestURing(t, AsyncOptions{QueueDepth: 64})
+	defer r.Close()
+	f, _ := writeTestFile(t, 1<<20, 2)
+	reqs := make([]ReadRequest, 64)
+	for i := range reqs {
+		reqs[i] = ReadRequest{File: f, Off: int64(i) * 8192, Buf: make([]byte, 4096)}
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		if err := r.MultiRead(reqs); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%.1f allocations per batch of 64, want at most 1", allocs)
+	}
+}
+
+// evictRange drops [off, off+n) of an OS file from the page cache
+// (posix_fadvise DONTNEED; the pages must be clean) and reports whether it
+// could.
+func evictRange(f File, off, n int64) bool {
+	of, ok := f.(*osFile)
+	return ok && unix.Fadvise(int(of.fd()), off, n, unix.FADV_DONTNEED) == nil
+}
