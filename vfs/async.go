@@ -90,10 +90,6 @@ type ReadBatch struct {
 	returned int
 }
 
-func newReadBatch(reqs []ReadRequest) *ReadBatch {
-	return &ReadBatch{reqs: reqs, done: make(chan int, len(reqs))}
-}
-
 // complete records that request i finished; called once per request by the
 // implementation, after N and Err are set.
 func (b *ReadBatch) complete(i int) { b.done <- i }

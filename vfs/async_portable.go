@@ -18,7 +18,7 @@ func newPortableReader(o AsyncOptions) *portableReader {
 func (r *portableReader) Kind() string { return "portable" }
 
 func (r *portableReader) Submit(reqs []ReadRequest) *ReadBatch {
-	b := newReadBatch(reqs)
+	b := acquireReadBatch(reqs)
 	r.counters.batches.Add(1)
 	r.counters.reads.Add(uint64(len(reqs)))
 	for i := range reqs {
