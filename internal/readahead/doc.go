@@ -29,9 +29,13 @@
 // and reads only the rest, so no byte is read twice by one run.
 //
 // With direct IO (Config.Alignment > 1) the window lives in an aligned
-// buffer, and when a Config.Reader is given a window of at least 128 KiB is
-// read as up to four concurrent aligned requests of at least 64 KiB, so
-// the block layer can merge them and the device works on them together.
+// buffer, and when a Config.Reader is given a window of at least 512 KiB is
+// read as up to four concurrent aligned requests of at least 256 KiB
+// (MinPartSize), submitted as one batch, so the device works on them
+// together. Read then waits only for the parts holding the block it serves:
+// the later parts arrive while the caller decodes the first. Smaller
+// windows are one request: on the disk we measured, splitting them cost
+// more (a hand-off to the async reader) than the parallelism gained.
 //
 // Counters: BytesIssued counts the bytes the window reads returned,
 // BytesUsed the bytes of blocks served from windows (each byte of a window
@@ -39,10 +43,10 @@
 //
 // The seam for asynchronous readahead: filling a window is split into
 // prepare (choose the range and build the requests into a buffer) and
-// finish (account for what the requests returned). Today fill runs both
-// back to back. A double-buffered mode adds a second buffer whose requests
-// are submitted to Config.Reader with Submit and finished when the reader
-// catches up with it, swapping the buffers; nothing else has to change.
+// completing its parts (awaitPart and retire, as they arrive); a window's
+// memory is reused only after drain. A double-buffered mode adds a second
+// buffer whose parts are submitted ahead with Config.Reader and swaps the
+// buffers when the reader reaches it; nothing else has to change.
 //
 // The package never decodes blocks, never consults the block cache and is
 // not safe for concurrent use: each iterator owns its States.

@@ -2,6 +2,7 @@ package readahead
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -268,6 +269,7 @@ func TestRandomized(t *testing.T) {
 				}
 				read(t, &s, f, offs[i], lens[i])
 			}
+			s.drain() // parts of the last window may still be in flight
 			rs := f.takeReads()
 			for _, r := range rs {
 				fileBytes += uint64(min(int64(r.n), int64(len(f.data))-r.off))
@@ -368,6 +370,7 @@ func TestDirectAlignedAndSplit(t *testing.T) {
 	if !read(t, &s, f, 1000, 3000) {
 		t.Fatal("not served")
 	}
+	s.drain() // Read waited only for the first part
 	rs := f.takeReads()
 	sortReads(rs)
 	if len(rs) != MaxParts {
@@ -461,5 +464,89 @@ func TestServingDoesNotAllocate(t *testing.T) {
 		f.reads = f.reads[:0]
 	}); n != 0 {
 		t.Fatalf("reading through the window allocates %v times per block", n)
+	}
+}
+
+// gatedFile holds reads at or past gateOff until gate is closed, and fails
+// reads that start at failOff (when failOff > 0).
+type gatedFile struct {
+	*fakeFile
+	gateOff int64
+	gate    chan struct{}
+	failOff int64
+}
+
+var errPart = fmt.Errorf("injected part failure")
+
+func (g *gatedFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= g.gateOff {
+		<-g.gate
+	}
+	if g.failOff > 0 && off == g.failOff {
+		return 0, errPart
+	}
+	return g.fakeFile.ReadAt(p, off)
+}
+
+// TestDirectWindowServesFirstPartEarly checks that a split direct window
+// serves a block as soon as the part holding it is read, while later parts
+// are still in flight, and that a block of a later part waits for it.
+func TestDirectWindowServesFirstPartEarly(t *testing.T) {
+	g := &gatedFile{fakeFile: newFakeFile(4<<20, 512), gateOff: 256 << 10, gate: make(chan struct{})}
+	reader := vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})
+	defer reader.Close()
+	var s State
+	s.Init(g, Config{Size: 1 << 20, Limit: 3 << 20, Alignment: 512, Reader: reader})
+	defer s.Release()
+	served := make(chan []byte, 1)
+	go func() {
+		b, err := s.Read(0, 4096)
+		if err != nil {
+			t.Errorf("Read: %v", err)
+		}
+		served <- b
+	}()
+	select {
+	case b := <-served:
+		if !bytes.Equal(b, g.data[:4096]) {
+			t.Fatal("first block: wrong bytes")
+		}
+	case <-time.After(20 * time.Second):
+		close(g.gate)
+		t.Fatal("the first block waited for parts after it")
+	}
+	if s.inflight == nil {
+		t.Fatal("no part left in flight: the window was read whole before serving")
+	}
+	close(g.gate)
+	// A block in the last part waits for it and is served from the window.
+	off := int64(900 << 10)
+	if b, err := s.Read(off, 4096); err != nil || !bytes.Equal(b, g.data[off:off+4096]) {
+		t.Fatalf("block in the last part: err %v, served %v", err, b != nil)
+	}
+	if c := s.Counters(); c.Reads != MaxParts || c.BytesIssued != uint64(1<<20+4096) {
+		t.Fatalf("counters %+v: want %d reads of %d bytes", c, MaxParts, 1<<20+4096)
+	}
+}
+
+// TestDirectWindowFailedPart checks that a failed part fails only the blocks
+// at or after it; blocks before it are served.
+func TestDirectWindowFailedPart(t *testing.T) {
+	// The window of 4 KiB + 1 MiB splits into parts of 257 KiB; fail the third.
+	const partLen = (1<<20 + 4096) / MaxParts
+	g := &gatedFile{fakeFile: newFakeFile(4<<20, 512), gateOff: 1 << 40, failOff: 2 * partLen}
+	reader := vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})
+	defer reader.Close()
+	var s State
+	s.Init(g, Config{Size: 1 << 20, Limit: 3 << 20, Alignment: 512, Reader: reader})
+	defer s.Release()
+	for off := int64(0); off+4096 <= 2*partLen; off += 64 << 10 {
+		b, err := s.Read(off, 4096)
+		if err != nil || !bytes.Equal(b, g.data[off:off+4096]) {
+			t.Fatalf("block at %d before the failed part: err %v, served %v", off, err, b != nil)
+		}
+	}
+	if _, err := s.Read(2*partLen+8192, 4096); !errors.Is(err, errPart) {
+		t.Fatalf("block in the failed part: err %v, want the part's error", err)
 	}
 }
