@@ -174,11 +174,15 @@ func (d *directState) readAt(f *osFile, p []byte, off int64) (int, error) {
 		if err != nil {
 			return n, err
 		}
+		if got <= skip {
+			return n, io.ErrNoProgress // a full aligned read always passes skip
+		}
 	}
 	return n, nil
 }
 
-// write appends p at f.pos. Aligned runs of p (at an aligned position and
+// write appends p at f.pos; like every File writer it assumes it is the
+// file's only writer. Aligned runs of p (at an aligned position and
 // address) are written from p itself; the rest is staged in an aligned
 // buffer and written in whole sectors, the last one padded. When padding
 // goes past the true end of the file, the end is set back with
@@ -221,18 +225,10 @@ func (d *directState) write(f *osFile, p []byte) (int, error) {
 		end := head + n
 		padded := int(alignUp(int64(end), a))
 		lastStart := int(alignDown(int64(end), a))
-		if padded > end {
-			if chunkStart+int64(end) < d.size {
-				// The file has bytes after ours in this sector: keep them.
-				if err := d.readSector(f, d.tail, chunkStart+int64(lastStart)); err != nil {
-					d.tailOff = -1
-					return written, err
-				}
-				copy(stage[end:padded], d.tail[end-lastStart:])
-			} else {
-				clear(stage[end:padded])
-			}
-		}
+		// The padding is zeros: past the end of data this handle wrote there
+		// is nothing else (a direct file has one writer) but zeros left by a
+		// Truncate that grew the file.
+		clear(stage[end:padded])
 		if err := d.rawWrite(f, stage[:padded], chunkStart); err != nil {
 			d.tailOff = -1
 			return written, err
