@@ -92,7 +92,7 @@ fi
 # Windows C toolchain behind CC.
 timeout_s=${SHALE_WINE_TIMEOUT:-600}
 run_tests() {
-	echo "+ GOOS=windows go test -exec wine $*"
+	echo "+ GOOS=windows go test -exec $(basename "$WINE") $*"
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 timeout "$timeout_s" go test -exec "$WINE" -count=1 "$@"
 }
 start=$(date +%s)
