@@ -7,7 +7,7 @@
 //     FILE_SHARE_READ|FILE_SHARE_WRITE|FILE_SHARE_DELETE, so that, as on POSIX,
 //     a file may be renamed or deleted while another handle reads it; OpenDir
 //     returns a handle whose Sync is a no-op there (NTFS has no directory
-//     fsync), and Preallocate is a no-op outside Linux.
+//     fsync), and Preallocate is a no-op outside Linux and Windows.
 //   - MemFS (NewMem), an in-memory file system that keeps synced and unsynced
 //     state apart, so a test can take a CrashClone and reopen from what a
 //     power loss would have left.
@@ -29,6 +29,22 @@
 // LockFileEx on Windows, and in addition a process-wide registry of locked
 // paths, so a second Lock of the same path in one process fails on every
 // platform with an error wrapping ErrLocked.
+//
+// On Windows a File is a handle read and written only at explicit offsets
+// (ReadFile/WriteFile with an OVERLAPPED offset, the append position kept by
+// the File), so ReadAt never moves a shared file pointer. Sync and SyncData
+// are FlushFileBuffers; Truncate and Preallocate are SetFileInformationByHandle
+// with end-of-file and allocation info (preallocation the system cannot do is
+// ignored). Remove deletes with POSIX semantics, and where the system cannot
+// (Wine, FAT) first renames the file to a hidden ".shale-deleted-" name that
+// List leaves out, so a removed name is free at once while open handles keep
+// reading; Rename is MoveFileEx(REPLACE_EXISTING|WRITE_THROUGH), and replaces
+// a target another handle holds open. DirectIO is FILE_FLAG_NO_BUFFERING with
+// the volume's logical sector size as alignment, enforced by vfs itself (Wine
+// does not): unaligned reads bounce through pooled aligned buffers, and
+// writes go out in whole sectors, the padded last one cut back by setting the
+// end of file and kept in memory for the next Write. docs/windows.md has the
+// full mapping and how the tests run under Wine.
 //
 // Write semantics are those of os.File on every implementation: Write writes
 // at the handle's position, which starts at 0 after Create and at the end of

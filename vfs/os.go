@@ -41,13 +41,15 @@ func (osFS) OpenReadWrite(name string) (File, error) {
 
 func (osFS) OpenDir(name string) (File, error) { return openOSDir(name) }
 
-func (osFS) Remove(name string) error { return os.Remove(name) }
+// Remove and RemoveAll delete with POSIX semantics on Windows too: the name
+// is gone at once even if another handle has the file open (names_*.go).
+func (osFS) Remove(name string) error { return removeFile(name) }
 
-func (osFS) RemoveAll(name string) error { return os.RemoveAll(name) }
+func (osFS) RemoveAll(name string) error { return removeAll(name) }
 
 // Rename replaces newname if it exists: rename(2) on POSIX, MoveFileEx with
-// MOVEFILE_REPLACE_EXISTING on Windows (both through os.Rename).
-func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+// MOVEFILE_REPLACE_EXISTING|MOVEFILE_WRITE_THROUGH on Windows.
+func (osFS) Rename(oldname, newname string) error { return renameFile(oldname, newname) }
 
 func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
 
@@ -57,7 +59,8 @@ func (osFS) List(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return f.Readdirnames(-1)
+	names, err := f.Readdirnames(-1)
+	return listHidden(names), err
 }
 
 func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }

@@ -13,37 +13,6 @@ import (
 // files the same way.
 const shareAll = windows.FILE_SHARE_READ | windows.FILE_SHARE_WRITE | windows.FILE_SHARE_DELETE
 
-// openOSFile opens name through CreateFile with shareAll; os.OpenFile would
-// leave out FILE_SHARE_DELETE. flag is one of the combinations osFS uses.
-func openOSFile(name string, flag int, o OpenOption) (*osFile, error) {
-	if o&DirectIO != 0 {
-		// TODO(windows): FILE_FLAG_NO_BUFFERING with aligned bounce buffers.
-		return nil, &os.PathError{Op: "open", Path: name, Err: ErrDirectIOUnsupported}
-	}
-	var access, disposition uint32
-	switch {
-	case flag&os.O_CREATE != 0 && flag&os.O_TRUNC != 0:
-		access, disposition = windows.GENERIC_READ|windows.GENERIC_WRITE, windows.CREATE_ALWAYS
-	case flag&os.O_CREATE != 0:
-		access, disposition = windows.GENERIC_READ|windows.GENERIC_WRITE, windows.OPEN_ALWAYS
-	case flag&os.O_RDWR != 0:
-		access, disposition = windows.GENERIC_READ|windows.GENERIC_WRITE, windows.OPEN_EXISTING
-	default:
-		access, disposition = windows.GENERIC_READ, windows.OPEN_EXISTING
-	}
-	p, err := windows.UTF16PtrFromString(name)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
-	}
-	h, err := windows.CreateFile(p, access, shareAll, nil, disposition, windows.FILE_ATTRIBUTE_NORMAL, 0)
-	if err != nil {
-		// The Errno maps ERROR_FILE_NOT_FOUND and ERROR_PATH_NOT_FOUND to
-		// os.ErrNotExist for errors.Is.
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
-	}
-	return &osFile{file: os.NewFile(uintptr(h), name)}, nil
-}
-
 // openOSDir checks that name is a directory and returns a handle whose Sync
 // does nothing: Windows offers no directory fsync, and NTFS journals the
 // metadata of renames and creations itself.

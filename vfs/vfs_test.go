@@ -16,7 +16,7 @@ import (
 // forEachFS runs test against the OS file system (in a temporary directory)
 // and against a MemFS, so both are held to the same contract.
 func forEachFS(t *testing.T, test func(t *testing.T, fs FS, dir string)) {
-	t.Run("os", func(t *testing.T) { test(t, Default, t.TempDir()) })
+	t.Run("os", func(t *testing.T) { test(t, Default, testDir(t)) })
 	t.Run("mem", func(t *testing.T) {
 		fs := NewMem()
 		if err := fs.MkdirAll("/db", 0o755); err != nil {
@@ -467,7 +467,7 @@ func TestReadWhileAppending(t *testing.T) {
 func TestOSAndMemAgree(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 0))
-	osDir := t.TempDir()
+	osDir := testDir(t)
 	mem := NewMem()
 	if err := mem.MkdirAll("/db", 0o755); err != nil {
 		t.Fatal(err)
@@ -570,7 +570,7 @@ func TestOSAndMemAgree(t *testing.T) {
 // TestLockRegistry checks the process-wide registry itself: on Linux flock
 // would refuse a second lock anyway, but fcntl-based platforms rely on it.
 func TestLockRegistry(t *testing.T) {
-	dir := t.TempDir()
+	dir := testDir(t)
 	name := Default.PathJoin(dir, "LOCK")
 	key, err := lockKey(dir + "/x/../LOCK")
 	if err != nil {

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# wine.sh runs shale's Windows binaries under Wine: the vfs tests and the core
+# model and crash tests of the root package, built with GOOS=windows.
+#
+# On a fresh Debian/Ubuntu machine (as root, or with sudo) it installs wine64
+# and the mingw-w64 cross compiler, creates a Wine prefix, and installs into
+# it a stub bcryptprimitives.dll (.ci/wine/processprng.c) that Wine 8.0 lacks
+# and Go's runtime needs at startup. Every step is skipped when already done,
+# so running it twice costs only the tests. See docs/windows.md.
+#
+# Environment: SHALE_WINEPREFIX (default ~/.cache/shale-ci/wine-prefix) is the
+# prefix; SHALE_WINE_TIMEOUT (default 600) bounds each go test run, in seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(uname -s)" != Linux ] || [ "$(uname -m)" != x86_64 ]; then
+	echo "wine.sh: Wine runs windows/amd64 binaries on linux/amd64 only; skipping on $(uname -s)/$(uname -m)"
+	exit 0
+fi
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		echo "wine.sh: need root (or sudo) to run: $*" >&2
+		return 1
+	fi
+}
+
+# wine_launcher prints the command that runs a 64-bit Windows program: Debian's
+# wine64 package installs /usr/bin/wine64 (and /usr/lib/wine/wine64), the wine
+# package /usr/bin/wine.
+wine_launcher() {
+	local c
+	for c in wine64 wine /usr/lib/wine/wine64; do
+		if command -v "$c" >/dev/null 2>&1; then
+			command -v "$c"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# 1. Packages.
+if ! wine_launcher >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
+	echo "wine.sh: installing wine64 and gcc-mingw-w64-x86-64-win32"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update -qq
+	as_root apt-get install -y -qq --no-install-recommends wine64 gcc-mingw-w64-x86-64-win32 >/dev/null
+fi
+WINE=$(wine_launcher) || {
+	echo "wine.sh: no wine launcher found after installing wine64" >&2
+	exit 1
+}
+
+# Quiet Wine: no debug channels, and no offer to install Mono or Gecko (which
+# would wait for a click that never comes).
+export WINEDEBUG=-all
+export WINEDLLOVERRIDES="mscoree,mshtml="
+export WINEARCH=win64
+export WINEPREFIX=${SHALE_WINEPREFIX:-$HOME/.cache/shale-ci/wine-prefix}
+
+# 2. Prefix.
+if [ ! -f "$WINEPREFIX/system.reg" ]; then
+	echo "wine.sh: creating the Wine prefix $WINEPREFIX"
+	mkdir -p "$WINEPREFIX"
+	# wineboot comes with the launcher; the 64-bit loader runs it as a program.
+	"$WINE" wineboot --init >/dev/null 2>&1 || true
+	"$(dirname "$WINE")/wineserver" -w 2>/dev/null || wineserver -w 2>/dev/null || true
+	if [ ! -d "$WINEPREFIX/drive_c/windows/system32" ]; then
+		echo "wine.sh: wineboot did not create $WINEPREFIX/drive_c/windows/system32" >&2
+		exit 1
+	fi
+fi
+
+# 3. The ProcessPrng stub, rebuilt when its source changes.
+build=$WINEPREFIX/../shale-wine-build
+mkdir -p "$build"
+dll=$build/bcryptprimitives.dll
+if [ ! -f "$dll" ] || [ .ci/wine/processprng.c -nt "$dll" ]; then
+	echo "wine.sh: building the bcryptprimitives.dll stub"
+	x86_64-w64-mingw32-gcc -O2 -shared -s -o "$dll" .ci/wine/processprng.c -ladvapi32
+fi
+sys32=$WINEPREFIX/drive_c/windows/system32
+if ! cmp -s "$dll" "$sys32/bcryptprimitives.dll"; then
+	cp "$dll" "$sys32/bcryptprimitives.dll"
+fi
+
+# 4. Tests. cgo stays off: .ci/run turns it on for -race, and there is no
+# Windows C toolchain behind CC.
+timeout_s=${SHALE_WINE_TIMEOUT:-600}
+run_tests() {
+	echo "+ GOOS=windows go test -exec $(basename "$WINE") $*"
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 timeout "$timeout_s" go test -exec "$WINE" -count=1 "$@"
+}
+start=$(date +%s)
+run_tests ./vfs/
+run_tests -short -run 'TestModel$|TestCrash' .
+echo "wine.sh: Windows tests passed under $("$WINE" --version 2>/dev/null || echo wine) in $(($(date +%s) - start)) s"
