@@ -36,16 +36,19 @@ func asyncTestReaders() []asyncTestReader {
 	return append([]asyncTestReader{portable}, platformAsyncTestReaders()...)
 }
 
-// testSeed returns SHALE_SEED when set, else a fresh seed; tests print it.
+// testSeed returns SHALE_SEED when set (to replay a failure), else a fresh
+// seed; it logs the seed.
 func testSeed(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("SHALE_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			t.Fatalf("bad SHALE_SEED %q: %v", s, err)
 		}
-		return v
+		seed = v
 	}
-	return uint64(time.Now().UnixNano())
+	t.Logf("seed %d (replay with SHALE_SEED=%d)", seed, seed)
+	return seed
 }
 
 // slowFile is a delayedFile like the latency FS's: ReadAt sleeps, and a
@@ -86,7 +89,7 @@ type asyncTestFile struct {
 // up to 256 KiB) on the OS file system and in a MemFS, plus a slowFile over
 // an OS file.
 func makeAsyncTestFiles(t *testing.T, rng *rand.Rand) []asyncTestFile {
-	dir := t.TempDir()
+	dir := testDir(t)
 	mem := NewMem()
 	var files []asyncTestFile
 	for i := range 6 {
@@ -303,7 +306,7 @@ func TestAsyncReaderMultiRead(t *testing.T) {
 // TestAsyncReaderBadFiles reads a closed file, a write-only file and a
 // directory: each must fail as ReadAt fails.
 func TestAsyncReaderBadFiles(t *testing.T) {
-	dir := t.TempDir()
+	dir := testDir(t)
 	name := filepath.Join(dir, "f")
 	if err := os.WriteFile(name, []byte("hello, world"), 0o644); err != nil {
 		t.Fatal(err)

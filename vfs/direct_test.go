@@ -66,7 +66,7 @@ func TestDirectRoundTrip(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	name := filepath.Join(t.TempDir(), "direct")
+	name := filepath.Join(testDir(t), "direct")
 	f, err := Default.Create(name, DirectIO)
 	if err != nil {
 		t.Fatalf("Create with DirectIO on the test directory: %v", err)
@@ -168,7 +168,7 @@ func TestDirectRoundTrip(t *testing.T) {
 // TestDirectReadPaths checks that aligned requests go to the file without a
 // bounce buffer and others through one, and the end-of-file cases of both.
 func TestDirectReadPaths(t *testing.T) {
-	name := filepath.Join(t.TempDir(), "f")
+	name := filepath.Join(testDir(t), "f")
 	const size = 3*4096 + 1000
 	data := make([]byte, size)
 	for i := range data {
@@ -240,7 +240,7 @@ func TestDirectReadPaths(t *testing.T) {
 // TestDirectWriteTailIsRewritten syncs after every small append, so each
 // flush rewrites the same partial block, and checks the file after each.
 func TestDirectWriteTailIsRewritten(t *testing.T) {
-	name := filepath.Join(t.TempDir(), "log")
+	name := filepath.Join(testDir(t), "log")
 	f, err := Default.Create(name, DirectIO)
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestDirectWriteTailIsRewritten(t *testing.T) {
 // TestDirectOpenRefusal: Linux refuses O_DIRECT with EINVAL on some file
 // systems; the error must wrap ErrDirectIOUnsupported and name the path.
 func TestDirectOpenRefusal(t *testing.T) {
-	if _, err := Default.Open(filepath.Join(t.TempDir(), "missing"), DirectIO); !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrDirectIOUnsupported) {
+	if _, err := Default.Open(filepath.Join(testDir(t), "missing"), DirectIO); !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrDirectIOUnsupported) {
 		t.Fatalf("Open of a missing file with DirectIO: %v, want not-exist only", err)
 	}
 	if raw := directOpenErrorForTest("/x/y", unix.EINVAL); raw != nil {
@@ -307,7 +307,7 @@ func TestDirectOpenRefusal(t *testing.T) {
 }
 
 func TestBufferedFileAlignment(t *testing.T) {
-	name := filepath.Join(t.TempDir(), "f")
+	name := filepath.Join(testDir(t), "f")
 	f, err := Default.Create(name, SequentialAccess)
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func TestBufferedFileAlignment(t *testing.T) {
 // (aligned and bounced reads share the pool) while another handle appends
 // to it, and checks every byte.
 func TestDirectConcurrentReads(t *testing.T) {
-	name := filepath.Join(t.TempDir(), "f")
+	name := filepath.Join(testDir(t), "f")
 	data := make([]byte, 1<<20)
 	for i := range data {
 		data[i] = byte(i*13 + i>>9)

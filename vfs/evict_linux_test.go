@@ -37,7 +37,7 @@ func residentPages(t *testing.T, name string) int {
 }
 
 func TestDropCacheEvicts(t *testing.T) {
-	dir := t.TempDir()
+	dir := testDir(t)
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
 		t.Skip("tmpfs keeps its pages in memory; nothing to evict")

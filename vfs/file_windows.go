@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -27,7 +28,27 @@ type osFile struct {
 	pos int64
 	// direct is set for files opened with DirectIO (FILE_FLAG_NO_BUFFERING).
 	direct *directState
+	// life guards the handle: every call that uses it holds a read lock,
+	// and Close takes the write lock, so the handle is never closed under a
+	// call, and a call after Close fails with os.ErrClosed instead of using
+	// a handle value Windows may have given to another file since. (os.File
+	// does the same with a reference count in its poll.FD.)
+	life   sync.RWMutex
+	closed bool
 }
+
+// enter takes the handle for one call; it fails with os.ErrClosed once the
+// file is closed. leave ends the call.
+func (f *osFile) enter(op string) error {
+	f.life.RLock()
+	if f.closed {
+		f.life.RUnlock()
+		return &os.PathError{Op: op, Path: f.name, Err: os.ErrClosed}
+	}
+	return nil
+}
+
+func (f *osFile) leave() { f.life.RUnlock() }
 
 var _ File = (*osFile)(nil)
 
@@ -96,6 +117,13 @@ func openOSFile(name string, flag int, o OpenOption) (*osFile, error) {
 }
 
 func (f *osFile) Close() error {
+	f.life.Lock()
+	if f.closed {
+		f.life.Unlock()
+		return &os.PathError{Op: "close", Path: f.name, Err: os.ErrClosed}
+	}
+	f.closed = true
+	f.life.Unlock()
 	err := f.file.Close()
 	if err != nil {
 		return fmt.Errorf("shale: close %s: %w", f.name, err)
@@ -108,8 +136,12 @@ func (f *osFile) Close() error {
 // requests that are not sector-aligned go through an aligned bounce buffer.
 func (f *osFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
-		return 0, fmt.Errorf("shale: read %s: negative offset %d", f.name, off)
+		return 0, &os.PathError{Op: "read", Path: f.name, Err: errors.New("negative offset")}
 	}
+	if err := f.enter("read"); err != nil {
+		return 0, err
+	}
+	defer f.leave()
 	if f.direct != nil {
 		return f.direct.readAt(f, p, off)
 	}
@@ -131,7 +163,8 @@ func (f *osFile) preadFull(p []byte, off int64) (int, error) {
 			return n, io.EOF
 		}
 		if err != nil {
-			return n, fmt.Errorf("shale: read %s at %d: %w", f.name, off+int64(n), err)
+			// As os.File.ReadAt reports it on every platform.
+			return n, &os.PathError{Op: "read", Path: f.name, Err: err}
 		}
 	}
 	runtime.KeepAlive(f.file) // the handle must stay open until here
@@ -169,7 +202,7 @@ func (f *osFile) pwriteFull(p []byte, off int64) (int, error) {
 		done, err := pwrite(f.handle, chunk, off+int64(n))
 		n += done
 		if err != nil {
-			return n, fmt.Errorf("shale: write %s at %d: %w", f.name, off+int64(n), err)
+			return n, &os.PathError{Op: "write", Path: f.name, Err: err}
 		}
 		if done == 0 {
 			return n, fmt.Errorf("shale: write %s at %d: %w", f.name, off+int64(n), io.ErrShortWrite)
@@ -182,6 +215,10 @@ func (f *osFile) pwriteFull(p []byte, off int64) (int, error) {
 // Write is WriteFile at the handle's append position, which starts at 0 after
 // Create and at the end of the file after OpenReadWrite.
 func (f *osFile) Write(p []byte) (int, error) {
+	if err := f.enter("write"); err != nil {
+		return 0, err
+	}
+	defer f.leave()
 	if f.direct != nil {
 		return f.direct.write(f, p)
 	}
@@ -192,6 +229,10 @@ func (f *osFile) Write(p []byte) (int, error) {
 
 // Sync is FlushFileBuffers, which writes data and metadata.
 func (f *osFile) Sync() error {
+	if err := f.enter("sync"); err != nil {
+		return err
+	}
+	defer f.leave()
 	if err := windows.FlushFileBuffers(f.handle); err != nil {
 		return fmt.Errorf("shale: sync %s: %w", f.name, err)
 	}
@@ -205,6 +246,10 @@ func (f *osFile) SyncData() error { return f.Sync() }
 func (f *osFile) StartWriteback(off, n int64) error { return nil }
 
 func (f *osFile) Size() (int64, error) {
+	if err := f.enter("stat"); err != nil {
+		return 0, err
+	}
+	defer f.leave()
 	var info windows.ByHandleFileInformation
 	if err := windows.GetFileInformationByHandle(f.handle, &info); err != nil {
 		return 0, fmt.Errorf("shale: size of %s: %w", f.name, err)
@@ -219,6 +264,10 @@ func (f *osFile) Truncate(size int64) error {
 	if size < 0 {
 		return fmt.Errorf("shale: truncate %s: negative size %d", f.name, size)
 	}
+	if err := f.enter("truncate"); err != nil {
+		return err
+	}
+	defer f.leave()
 	if err := setEndOfFile(f.handle, size); err != nil {
 		return fmt.Errorf("shale: truncate %s to %d: %w", f.name, size, err)
 	}
@@ -247,6 +296,10 @@ func (f *osFile) Preallocate(off, n int64) error {
 	if off < 0 {
 		return fmt.Errorf("shale: preallocate %s: negative offset %d", f.name, off)
 	}
+	if err := f.enter("preallocate"); err != nil {
+		return err
+	}
+	defer f.leave()
 	var std fileStandardInfo
 	err := windows.GetFileInformationByHandleEx(f.handle, windows.FileStandardInfo,
 		(*byte)(unsafe.Pointer(&std)), uint32(unsafe.Sizeof(std)))

@@ -7,11 +7,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -20,7 +18,7 @@ import (
 // These tests hold the Windows file layer to POSIX behaviour; .ci/wine.sh
 // runs them under Wine.
 
-func mustCreate(t *testing.T, name string, opts ...OpenOption) File {
+func mustCreateOS(t *testing.T, name string, opts ...OpenOption) File {
 	t.Helper()
 	f, err := Default.Create(name, opts...)
 	if err != nil {
@@ -60,7 +58,7 @@ func randBytes(rng *rand.Rand, n int) []byte {
 // a synchronous handle's file pointer, which Write must not follow.
 func TestWindowsReadAtKeepsWritePosition(t *testing.T) {
 	name := Default.PathJoin(testDir(t), "f")
-	f := mustCreate(t, name)
+	f := mustCreateOS(t, name)
 	mustWrite(t, f, []byte("0123456789"))
 	if got := mustReadAt(t, f, 3, 2); string(got) != "234" {
 		t.Fatalf("ReadAt = %q", got)
@@ -89,7 +87,7 @@ func TestWindowsReadAtKeepsWritePosition(t *testing.T) {
 }
 
 func TestWindowsReadAtEOF(t *testing.T) {
-	f := mustCreate(t, Default.PathJoin(testDir(t), "f"))
+	f := mustCreateOS(t, Default.PathJoin(testDir(t), "f"))
 	mustWrite(t, f, []byte("hello"))
 	p := make([]byte, 8)
 	if n, err := f.ReadAt(p, 2); n != 3 || err != io.EOF || string(p[:n]) != "llo" {
@@ -112,7 +110,7 @@ func TestWindowsReadAtEOF(t *testing.T) {
 func TestWindowsConcurrentReadAtWrite(t *testing.T) {
 	seed := testSeed(t)
 	name := Default.PathJoin(testDir(t), "log")
-	w := mustCreate(t, name)
+	w := mustCreateOS(t, name)
 	r, err := Default.Open(name)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +253,7 @@ func TestWindowsRemoveAside(t *testing.T) {
 
 // TestWindowsTruncate grows and shrinks a file; Write stays where it was.
 func TestWindowsTruncate(t *testing.T) {
-	f := mustCreate(t, Default.PathJoin(testDir(t), "f"))
+	f := mustCreateOS(t, Default.PathJoin(testDir(t), "f"))
 	mustWrite(t, f, []byte("abcdef"))
 	if err := f.Truncate(10); err != nil {
 		t.Fatal(err)
@@ -281,7 +279,7 @@ func TestWindowsTruncate(t *testing.T) {
 // TestWindowsPreallocateAdvisory: Preallocate never changes the visible size
 // or content, and succeeds even where the system cannot reserve (Wine).
 func TestWindowsPreallocateAdvisory(t *testing.T) {
-	f := mustCreate(t, Default.PathJoin(testDir(t), "f"))
+	f := mustCreateOS(t, Default.PathJoin(testDir(t), "f"))
 	mustWrite(t, f, []byte("abc"))
 	if err := f.Preallocate(0, 1<<20); err != nil {
 		t.Fatalf("Preallocate: %v", err)
@@ -323,7 +321,7 @@ func TestWindowsDirectIO(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	name := Default.PathJoin(testDir(t), "000001.sst")
-	f := mustCreate(t, name, DirectIO)
+	f := mustCreateOS(t, name, DirectIO)
 	align := Alignment(f)
 	if align < minSectorSize || align > maxSectorSize || align&(align-1) != 0 {
 		t.Fatalf("Alignment = %d", align)
@@ -418,21 +416,6 @@ func TestWindowsDirectIO(t *testing.T) {
 	}
 }
 
-// testSeed returns the seed of a randomized test: SHALE_SEED when set (to
-// replay a failure), else the clock. It logs it.
-func testSeed(t *testing.T) uint64 {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("SHALE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("SHALE_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay with SHALE_SEED=%d)", seed, seed)
-	return seed
-}
-
 // writeModel writes p at off into model, growing it with zeros; an empty
 // write changes nothing, as on POSIX.
 func writeModel(model []byte, off int64, p []byte) []byte {
@@ -449,7 +432,7 @@ func writeModel(model []byte, off int64, p []byte) []byte {
 // TestWindowsDirectIOAlignedPath: aligned requests skip the bounce buffer.
 func TestWindowsDirectIOAlignedPath(t *testing.T) {
 	name := Default.PathJoin(testDir(t), "f")
-	f := mustCreate(t, name, DirectIO)
+	f := mustCreateOS(t, name, DirectIO)
 	align := Alignment(f)
 	p := AlignedBuffer(4*align, align)
 	for i := range p {
@@ -465,7 +448,7 @@ func TestWindowsDirectIOAlignedPath(t *testing.T) {
 		t.Fatalf("aligned requests took the wrong path: %+v", st)
 	}
 	// A buffered file needs no alignment.
-	g := mustCreate(t, Default.PathJoin(testDir(t), "g"))
+	g := mustCreateOS(t, Default.PathJoin(testDir(t), "g"))
 	if a := Alignment(g); a != 1 {
 		t.Fatalf("Alignment of a buffered file = %d", a)
 	}
@@ -482,8 +465,8 @@ func TestWindowsDirectIOAlignedPath(t *testing.T) {
 // TestWindowsNoAllocs: the read and write paths allocate nothing per call.
 func TestWindowsNoAllocs(t *testing.T) {
 	dir := testDir(t)
-	f := mustCreate(t, Default.PathJoin(dir, "f"))
-	d := mustCreate(t, Default.PathJoin(dir, "d"), DirectIO)
+	f := mustCreateOS(t, Default.PathJoin(dir, "f"))
+	d := mustCreateOS(t, Default.PathJoin(dir, "d"), DirectIO)
 	align := Alignment(d)
 	data := AlignedBuffer(8*align, align)
 	mustWrite(t, f, data)

@@ -75,7 +75,7 @@ func writeTestFile(t testing.TB, size int, seed uint64) (File, []byte) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	name := filepath.Join(t.TempDir(), "data")
+	name := filepath.Join(testDir(t), "data")
 	if err := os.WriteFile(name, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
