@@ -88,11 +88,25 @@ type ReadBatch struct {
 	// for every request, so completing never blocks.
 	done     chan int
 	returned int
+	// pending counts requests not yet completed; the completion that takes
+	// it to zero sends on all, so Wait wakes once for the whole batch
+	// rather than once per request (each wake is a thread hand-off).
+	pending atomic.Int32
+	all     chan struct{}
 }
 
 // complete records that request i finished; called once per request by the
 // implementation, after N and Err are set.
-func (b *ReadBatch) complete(i int) { b.done <- i }
+//
+// The send on done comes last: once a consumer has received every index,
+// no completer touches the batch again (Release relies on it), and the
+// token on all is already there.
+func (b *ReadBatch) complete(i int) {
+	if b.pending.Add(-1) == 0 {
+		b.all <- struct{}{}
+	}
+	b.done <- i
+}
 
 // Next blocks until one more request of the batch completes and returns its
 // index; ok is false once every request has been returned.
@@ -108,9 +122,11 @@ func (b *ReadBatch) Next() (i int, ok bool) {
 // Wait blocks until every request has completed and returns the first
 // error by request index, or nil.
 func (b *ReadBatch) Wait() error {
-	for {
-		if _, ok := b.Next(); !ok {
-			break
+	if b.returned < len(b.reqs) {
+		<-b.all
+		for b.returned < len(b.reqs) {
+			<-b.done // sent right after the token, if not already
+			b.returned++
 		}
 	}
 	for i := range b.reqs {

@@ -16,10 +16,13 @@ func acquireReadBatch(reqs []ReadRequest) *ReadBatch {
 	if b, ok := readBatchPool.Get().(*ReadBatch); ok {
 		if cap(b.done) >= len(reqs) {
 			b.reqs, b.returned = reqs, 0
+			b.pending.Store(int32(len(reqs)))
 			return b
 		}
 	}
-	return &ReadBatch{reqs: reqs, done: make(chan int, max(len(reqs), minPooledBatch))}
+	b := &ReadBatch{reqs: reqs, done: make(chan int, max(len(reqs), minPooledBatch)), all: make(chan struct{}, 1)}
+	b.pending.Store(int32(len(reqs)))
+	return b
 }
 
 // Release hands a finished batch back for reuse by a later Submit. It is
@@ -33,5 +36,11 @@ func (b *ReadBatch) Release() {
 	// holds the batch any more: the implementations send on done last.
 	b.reqs = nil
 	b.returned = -1 // a second Release is a no-op
+	// A batch consumed through Next leaves the token of its last completion
+	// in all; drop it so the next user starts empty.
+	select {
+	case <-b.all:
+	default:
+	}
 	readBatchPool.Put(b)
 }
