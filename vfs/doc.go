@@ -7,7 +7,7 @@
 //     FILE_SHARE_READ|FILE_SHARE_WRITE|FILE_SHARE_DELETE, so that, as on POSIX,
 //     a file may be renamed or deleted while another handle reads it; OpenDir
 //     returns a handle whose Sync is a no-op there (NTFS has no directory
-//     fsync), and Preallocate is a no-op outside Linux and Windows.
+//     fsync), and Preallocate is a no-op outside Linux, macOS and Windows.
 //   - MemFS (NewMem), an in-memory file system that keeps synced and unsynced
 //     state apart, so a test can take a CrashClone and reopen from what a
 //     power loss would have left.
