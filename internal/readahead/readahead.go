@@ -220,8 +220,9 @@ func (s *State) Read(off int64, n int) ([]byte, error) {
 
 // serveWhenRead waits until the window's parts up to end have been read and
 // serves [off, end). When the window ends short of end (the file ended, or
-// a part failed), it serves nothing: with no error the caller reads the
-// block itself and reports the short read; a part's error is returned.
+// a part failed), it serves nothing and the caller reads the block itself:
+// a failed prefetch never fails a read that works, and an error that
+// persists is reported by the caller's own read, with the block's offset.
 func (s *State) serveWhenRead(off, end int64) ([]byte, error) {
 	for s.inflight != nil && s.cur.off+int64(s.cur.n) < end {
 		if !s.awaitPart() {
@@ -229,9 +230,6 @@ func (s *State) serveWhenRead(off, end int64) ([]byte, error) {
 		}
 	}
 	if s.cur.off+int64(s.cur.n) < end {
-		if s.partErr != nil {
-			return nil, s.partErr
-		}
 		return nil, nil
 	}
 	return s.serve(off, end), nil
@@ -335,11 +333,9 @@ func (s *State) retire() {
 		q.Buf, q.File, q.Err = nil, nil, nil // do not pin them in s
 	}
 	s.parts = nil
+	// The window keeps its valid prefix, which ends before a short or
+	// failed part: blocks there were read, whatever came after them.
 	s.cur.planned = s.cur.n
-	if s.partErr != nil {
-		// As in finish: a window with a failed part serves nothing more.
-		s.cur.n, s.cur.planned = 0, 0
-	}
 }
 
 // drain waits for the reads in flight, so the window's memory may be

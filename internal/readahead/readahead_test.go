@@ -2,7 +2,6 @@ package readahead
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -468,12 +467,13 @@ func TestServingDoesNotAllocate(t *testing.T) {
 }
 
 // gatedFile holds reads at or past gateOff until gate is closed, and fails
-// reads that start at failOff (when failOff > 0).
+// reads that touch [failOff, failOff+failLen).
 type gatedFile struct {
 	*fakeFile
 	gateOff int64
 	gate    chan struct{}
 	failOff int64
+	failLen int64
 }
 
 var errPart = fmt.Errorf("injected part failure")
@@ -482,7 +482,7 @@ func (g *gatedFile) ReadAt(p []byte, off int64) (int, error) {
 	if off >= g.gateOff {
 		<-g.gate
 	}
-	if g.failOff > 0 && off == g.failOff {
+	if off < g.failOff+g.failLen && off+int64(len(p)) > g.failOff {
 		return 0, errPart
 	}
 	return g.fakeFile.ReadAt(p, off)
@@ -529,12 +529,14 @@ func TestDirectWindowServesFirstPartEarly(t *testing.T) {
 	}
 }
 
-// TestDirectWindowFailedPart checks that a failed part fails only the blocks
-// at or after it; blocks before it are served.
+// TestDirectWindowFailedPart checks that a failed part costs only the blocks
+// in it: blocks before it are served from the window, and a block in it is
+// left to the caller (whose own read reports the error), not failed by the
+// prefetch.
 func TestDirectWindowFailedPart(t *testing.T) {
 	// The window of 4 KiB + 1 MiB splits into parts of 257 KiB; fail the third.
 	const partLen = (1<<20 + 4096) / MaxParts
-	g := &gatedFile{fakeFile: newFakeFile(4<<20, 512), gateOff: 1 << 40, failOff: 2 * partLen}
+	g := &gatedFile{fakeFile: newFakeFile(4<<20, 512), gateOff: 1 << 40, failOff: 2 * partLen, failLen: partLen}
 	reader := vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})
 	defer reader.Close()
 	var s State
@@ -546,7 +548,12 @@ func TestDirectWindowFailedPart(t *testing.T) {
 			t.Fatalf("block at %d before the failed part: err %v, served %v", off, err, b != nil)
 		}
 	}
-	if _, err := s.Read(2*partLen+8192, 4096); !errors.Is(err, errPart) {
-		t.Fatalf("block in the failed part: err %v, want the part's error", err)
+	if b, err := s.Read(2*partLen+8192, 4096); b != nil || err != nil {
+		t.Fatalf("block in the failed part: err %v, served %v; want it left to the caller", err, b != nil)
+	}
+	// Blocks after the failed range are read ahead again.
+	off := int64(3*partLen + 8192)
+	if b, err := s.Read(off, 4096); err != nil || !bytes.Equal(b, g.data[off:off+4096]) {
+		t.Fatalf("block after the failed part: err %v, served %v", err, b != nil)
 	}
 }
