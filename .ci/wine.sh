@@ -47,8 +47,13 @@ wine_launcher() {
 if ! wine_launcher >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
 	echo "wine.sh: installing wine64 and gcc-mingw-w64-x86-64-win32"
 	export DEBIAN_FRONTEND=noninteractive
-	as_root apt-get update -qq
-	as_root apt-get install -y -qq --no-install-recommends wine64 gcc-mingw-w64-x86-64-win32 >/dev/null
+	# A machine that cannot install Wine (no apt, no root, no mirror) skips
+	# the Windows run loudly rather than fail everything else; a test that
+	# fails under Wine still fails CI.
+	if ! { as_root apt-get update -qq && as_root apt-get install -y -qq --no-install-recommends wine64 gcc-mingw-w64-x86-64-win32 >/dev/null; }; then
+		echo "wine.sh: WARNING: could not install wine64 and mingw-w64; the Windows tests did NOT run" >&2
+		exit 0
+	fi
 fi
 WINE=$(wine_launcher) || {
 	echo "wine.sh: no wine launcher found after installing wine64" >&2
