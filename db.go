@@ -534,7 +534,8 @@ func (d *DB) createWAL(num base.FileNum) (*wal.Writer, error) {
 	// Reserve the WAL's space ahead in steps of up to 4 MiB (a WAL grows to
 	// about WriteBufferSize), so appends and fdatasync rarely allocate.
 	w := wal.NewWriterWithOptions(f, name, wal.WriterOptions{
-		PreallocateSize: min(int64(d.opts.WriteBufferSize), 4<<20),
+		PreallocateSize:  min(int64(d.opts.WriteBufferSize), 4<<20),
+		BackgroundWrites: d.opts.WALBackgroundWrites,
 	})
 	w.SetErrorHandler(func(err error) {
 		d.mu.Lock()

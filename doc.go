@@ -8,9 +8,11 @@
 // merge tables down the levels. See DESIGN.md for the architecture.
 //
 // Durability: a write with WriteOptions.Sync is on disk when Write returns. A
-// write without Sync is handed to the OS by a background WAL flusher within
-// microseconds (as in Pebble), so a process crash may lose the last few
-// unsynced writes and a power failure everything since the last sync. After
-// any crash, Open recovers a prefix of the acknowledged writes that includes
-// every synced one, and never a write that was not made.
+// write without Sync has been written to the WAL file (handed to the OS) when
+// Write returns, so it survives a process crash; a power failure loses
+// everything since the last sync. Options.WALBackgroundWrites lets unsynced
+// writes return before the WAL has them (as in Pebble): faster, but a process
+// crash may then lose the last few. After any crash, Open recovers a prefix of
+// the acknowledged writes that includes every synced one, and never a write
+// that was not made. docs/durability.md says how each promise is tested.
 package shale

@@ -122,6 +122,14 @@ type Options struct {
 	// submission queue, saving a system call per batch at the cost of a
 	// busy core. Default false.
 	IOUringSQPoll bool
+	// WALBackgroundWrites lets a write without Sync return before its WAL
+	// record is handed to the OS: a background goroutine writes it within
+	// microseconds, many commits per write system call (Pebble's behaviour).
+	// Small writes get much faster, but a crash of the process may lose the
+	// last writes acknowledged without Sync. Default false: such a write
+	// has reached the OS when it returns (RocksDB's behaviour, with
+	// manual_wal_flush off), so only a power loss can take it.
+	WALBackgroundWrites bool
 }
 
 const (
@@ -289,6 +297,7 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"bytes_per_sync", itoa(o.BytesPerSync)},
 		{"disable_io_uring", strconv.FormatBool(o.DisableIOUring)},
 		{"io_uring_sqpoll", strconv.FormatBool(o.IOUringSQPoll)},
+		{"wal_background_writes", strconv.FormatBool(o.WALBackgroundWrites)},
 	}
 }
 
@@ -387,6 +396,8 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		atob(&o.DisableIOUring)
 	case "io_uring_sqpoll":
 		atob(&o.IOUringSQPoll)
+	case "wal_background_writes":
+		atob(&o.WALBackgroundWrites)
 	case "wal_recovery_mode":
 		var m int
 		atoi(&m)

@@ -28,6 +28,8 @@ type engineConfig struct {
 	cacheSize       int64
 	writeBufferSize int
 	bloomBits       int
+	// shaleWALBackgroundWrites sets shale's Options.WALBackgroundWrites.
+	shaleWALBackgroundWrites bool
 }
 
 // opener opens a fresh engine in dir.

@@ -26,6 +26,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	cacheSize := fs.Int64("cache_size", 8<<20, "block cache bytes, the same for both engines")
 	shape := fs.Bool("shape", false, "print each engine's LSM shape after its runs")
 	seed := fs.Uint64("seed", 1, "seed of the key choice")
+	walBG := fs.Bool("shale_wal_background_writes", true, "run shale with Options.WALBackgroundWrites, the WAL behaviour Pebble has (a non-sync write returns before its WAL record reaches the OS); false gives shale's default, where it has reached the OS")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 		}()
 	}
 	wcfg := workloadConfig{num: *num, keySize: 16, valueSize: 100, seed: *seed}
-	ecfg := engineConfig{cacheSize: *cacheSize, writeBufferSize: 64 << 20, bloomBits: 10}
+	ecfg := engineConfig{cacheSize: *cacheSize, writeBufferSize: 64 << 20, bloomBits: 10, shaleWALBackgroundWrites: *walBG}
 	engines := []struct {
 		name string
 		open opener

@@ -18,6 +18,8 @@ func openShale(dir string, cfg engineConfig) (engine, error) {
 		BloomBitsPerKey: cfg.bloomBits,
 		BlockCacheSize:  cfg.cacheSize,
 		Compression:     shale.SnappyCompression,
+		// Pebble's LogWriter also writes non-sync records in the background.
+		WALBackgroundWrites: cfg.shaleWALBackgroundWrites,
 	})
 	if err != nil {
 		return nil, err

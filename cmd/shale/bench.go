@@ -59,6 +59,7 @@ type benchConfig struct {
 	bytesPerSync         int64 // db_bench meaning: 0 is off
 	disableIOUring       bool
 	ioUringSQPoll        bool
+	walBackgroundWrites  bool
 	ioStats              bool  // print Metrics().IO after each benchmark
 	fileSize             int64 // randread_batch's file
 	scanDBSize           int64 // scan_direct's database
@@ -365,6 +366,7 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		BytesPerSync:                     r.cfg.bytesPerSync,
 		DisableIOUring:                   r.cfg.disableIOUring,
 		IOUringSQPoll:                    r.cfg.ioUringSQPoll,
+		WALBackgroundWrites:              r.cfg.walBackgroundWrites,
 	}
 	if o.MaxAutoReadaheadSize == 0 {
 		o.MaxAutoReadaheadSize = -1

@@ -75,6 +75,7 @@ docs/io-benchmarks.md.`,
 	f.Int64Var(&cfg.cacheSize, "cache_size", cfg.cacheSize, "block cache size in bytes (<= 0 = no cache)")
 	f.IntVar(&cfg.writeBufferSize, "write_buffer_size", cfg.writeBufferSize, "memtable size in bytes")
 	f.BoolVar(&cfg.sync, "sync", false, "sync the WAL on every write")
+	f.BoolVar(&cfg.walBackgroundWrites, "wal_background_writes", false, "let writes without --sync return before the WAL has them (Options.WALBackgroundWrites: faster, but a process crash may lose the last writes)")
 	f.BoolVar(&cfg.disableAutoComp, "disable_auto_compactions", false, "turn off automatic compactions")
 	f.BoolVar(&cfg.histogram, "histogram", false, "print latency percentiles of each benchmark")
 	f.Int64Var(&cfg.seed, "seed", 0, "seed of the key choice (0 = from the clock; the seed used is printed)")

@@ -1,6 +1,8 @@
 // Package wal owns the write-ahead log: appending serialized batches to a
-// NNNNNN.log file in the record format (see internal/record), flushing them
-// with one write per group commit and syncing on request, and replaying a log
+// NNNNNN.log file in the record format (see internal/record), writing them
+// with one write per group commit before the commit returns (or, with
+// WriterOptions.BackgroundWrites, soon after) and syncing on request through
+// a background flusher, and replaying a log
 // at recovery under one of RocksDB's WAL recovery modes.
 //
 // It never interprets a record (batch encoding belongs to the root package),

@@ -9,21 +9,20 @@ import (
 	"github.com/shaledb/shale/vfs"
 )
 
-// maxPendingBytes bounds the bytes committed without sync that may wait for
-// the background flusher; a committer beyond it waits (back-pressure when the
-// disk is slower than the writers).
-const maxPendingBytes = 4 << 20
+// maxSpareBytes bounds the buffer kept for reuse between writes.
+const maxSpareBytes = 4 << 20
 
 // Writer appends records to one WAL file. AddRecord and Commit are called by
-// one goroutine at a time (the DB's commit leader); a background flusher
-// hands the framed bytes to the file, so a commit without sync does not wait
-// for a write system call, and syncs requested while one runs are batched
-// into the next.
+// one goroutine at a time (the DB's commit leader). A commit without sync
+// writes the framed bytes to the file itself (one write system call for the
+// whole commit group, no hand-off); a commit with sync hands them to a
+// background flusher, which writes and syncs, batching the syncs requested
+// while one runs into the next. At most one goroutine writes at a time.
 //
 // Durability: Commit(true) returns once every record added before it is
-// synced. Commit(false) returns at once; its records reach the OS within the
-// flusher's next write (microseconds), so a process crash can lose the last
-// unsynced commits, and a power failure everything since the last sync.
+// synced. Commit(false) returns once its records have been handed to the OS
+// (written), so they survive a crash of the process but not a power failure,
+// which loses everything since the last sync.
 type Writer struct {
 	f        vfs.File
 	fileName string
@@ -40,6 +39,9 @@ type Writer struct {
 	synced              int64 // bytes known durable
 	flushWanted         int64 // the flusher writes when written < flushWanted
 	syncWanted          int64 // the flusher syncs when synced < syncWanted
+	// writing is set while a goroutine (the flusher or a committer) writes
+	// or syncs with mu released; the others wait for it.
+	writing bool
 	// err is sticky: after a failed write or sync the file's durable state
 	// is unknown, and retrying an fsync can falsely report success, so every
 	// later call fails with the first error.
@@ -52,6 +54,8 @@ type Writer struct {
 	// of the space reserved so far, is used only by the flusher (and by
 	// Close once the flusher is done).
 	preallocStep, preallocated int64
+	// backgroundWrites is WriterOptions.BackgroundWrites.
+	backgroundWrites bool
 }
 
 // WriterOptions configure NewWriterWithOptions.
@@ -61,6 +65,11 @@ type WriterOptions struct {
 	// allocate blocks one by one; Close gives back what is unused. 0 (the
 	// default) or negative: no preallocation.
 	PreallocateSize int64
+	// BackgroundWrites makes Commit(false) return before its records are
+	// written: the flusher writes them within microseconds, batching many
+	// commits into one write system call. Faster for small writes, but a
+	// crash of the process can lose the last commits made without sync.
+	BackgroundWrites bool
 }
 
 // NewWriter returns a Writer appending to f, a newly created empty file;
@@ -71,7 +80,7 @@ func NewWriter(f vfs.File, fileName string) *Writer {
 
 // NewWriterWithOptions is NewWriter with options.
 func NewWriterWithOptions(f vfs.File, fileName string, o WriterOptions) *Writer {
-	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{}), preallocStep: max(o.PreallocateSize, 0)}
+	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{}), preallocStep: max(o.PreallocateSize, 0), backgroundWrites: o.BackgroundWrites}
 	w.flushCond.L = &w.mu
 	w.doneCond.L = &w.mu
 	w.rw = record.NewWriter(nil) // never flushed: the flusher takes its buffer
@@ -126,24 +135,44 @@ func (w *Writer) requestFlushLocked(sync bool) (target int64, err error) {
 	return target, nil
 }
 
-// Commit hands the records added so far to the flusher. With sync it waits
-// until they are durable; without, it returns at once (unless the flusher is
-// more than maxPendingBytes behind).
+// Commit makes the records added so far reach the file: without sync it
+// writes them itself (or waits for a write in progress that takes them),
+// and returns once the OS has them; with sync it hands them to the flusher
+// and waits until they are durable. With WriterOptions.BackgroundWrites, a
+// commit without sync only hands its records to the flusher.
 func (w *Writer) Commit(sync bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	target, err := w.requestFlushLocked(sync)
-	if err != nil {
-		return err
-	}
-	if !sync {
-		for w.err == nil && w.rw.Buffered() > maxPendingBytes {
+	if sync {
+		target, err := w.requestFlushLocked(true)
+		if err != nil {
+			return err
+		}
+		for w.err == nil && w.synced < target {
 			w.doneCond.Wait()
 		}
 		return w.err
 	}
-	for w.err == nil && w.synced < target {
-		w.doneCond.Wait()
+	if w.backgroundWrites {
+		if _, err := w.requestFlushLocked(false); err != nil {
+			return err
+		}
+		// Back-pressure when the disk is slower than the writers.
+		for w.err == nil && w.rw.Buffered() > maxSpareBytes {
+			w.doneCond.Wait()
+		}
+		return w.err
+	}
+	if err := w.checkLocked(); err != nil {
+		return err
+	}
+	target := w.appended
+	for w.err == nil && w.written < target {
+		if w.writing {
+			w.doneCond.Wait()
+			continue
+		}
+		w.writeOutLocked(false)
 	}
 	return w.err
 }
@@ -177,50 +206,21 @@ func (w *Writer) flushLoop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
-		for !w.closing && w.flushWanted <= w.written && w.syncWanted <= w.synced {
+		for w.err == nil && (w.writing || (!w.closing && w.flushWanted <= w.written && w.syncWanted <= w.synced)) {
 			w.flushCond.Wait()
 		}
-		if w.rw.Buffered() == 0 && w.syncWanted <= w.synced {
-			// Only when closing: written+Buffered() >= flushWanted.
+		if w.err != nil {
+			// A committer's write failed and it reported the error; the
+			// file's state is unknown, so nothing more is written.
 			return
 		}
-		data := w.rw.SwapBuffer(w.spare)
-		w.spare = nil
-		end := w.written + int64(len(data))
-		doSync := w.syncWanted > w.synced
-		w.mu.Unlock()
-		var err error
-		if len(data) > 0 && w.preallocStep > 0 && end > w.preallocated {
-			next := (end + w.preallocStep - 1) / w.preallocStep * w.preallocStep
-			if err = w.f.Preallocate(w.preallocated, next-w.preallocated); err != nil {
-				err = fmt.Errorf("shale: preallocating WAL %s: %w", w.fileName, err)
+		if w.rw.Buffered() == 0 && w.syncWanted <= w.synced && w.flushWanted <= w.written {
+			if w.closing {
+				return
 			}
-			w.preallocated = next
+			continue // a committer wrote what was wanted
 		}
-		if err == nil && len(data) > 0 {
-			var n int
-			n, err = w.f.Write(data)
-			if err == nil && n != len(data) {
-				err = fmt.Errorf("short write of %d of %d bytes", n, len(data))
-			}
-			if err != nil {
-				err = fmt.Errorf("shale: writing WAL %s: %w", w.fileName, err)
-			}
-		}
-		if err == nil && doSync {
-			// fdatasync: the WAL is only appended to, and the size it
-			// reaches is part of what fdatasync makes durable.
-			if err = w.f.SyncData(); err != nil {
-				err = fmt.Errorf("shale: syncing WAL %s: %w", w.fileName, err)
-			}
-		}
-		w.mu.Lock()
-		if cap(data) <= maxPendingBytes {
-			w.spare = data[:0]
-		}
-		if err != nil {
-			w.err = err
-			w.doneCond.Broadcast()
+		if err := w.writeOutLocked(w.syncWanted > w.synced); err != nil {
 			if fn := w.onError; fn != nil {
 				w.mu.Unlock()
 				fn(err)
@@ -228,12 +228,61 @@ func (w *Writer) flushLoop() {
 			}
 			return
 		}
+	}
+}
+
+// writeOutLocked writes everything buffered to the file, and syncs it when
+// doSync, with w.mu released during the IO and w.writing set; w.mu is held
+// on entry and on return, and w.writing must be false on entry. A failure
+// is sticky (w.err) and returned.
+func (w *Writer) writeOutLocked(doSync bool) error {
+	w.writing = true
+	data := w.rw.SwapBuffer(w.spare)
+	w.spare = nil
+	end := w.written + int64(len(data))
+	w.mu.Unlock()
+	var err error
+	if len(data) > 0 && w.preallocStep > 0 && end > w.preallocated {
+		next := (end + w.preallocStep - 1) / w.preallocStep * w.preallocStep
+		if err = w.f.Preallocate(w.preallocated, next-w.preallocated); err != nil {
+			err = fmt.Errorf("shale: preallocating WAL %s: %w", w.fileName, err)
+		}
+		w.preallocated = next
+	}
+	if err == nil && len(data) > 0 {
+		var n int
+		n, err = w.f.Write(data)
+		if err == nil && n != len(data) {
+			err = fmt.Errorf("short write of %d of %d bytes", n, len(data))
+		}
+		if err != nil {
+			err = fmt.Errorf("shale: writing WAL %s: %w", w.fileName, err)
+		}
+	}
+	if err == nil && doSync {
+		// fdatasync: the WAL is only appended to, and the size it reaches
+		// is part of what fdatasync makes durable.
+		if err = w.f.SyncData(); err != nil {
+			err = fmt.Errorf("shale: syncing WAL %s: %w", w.fileName, err)
+		}
+	}
+	w.mu.Lock()
+	w.writing = false
+	if cap(data) <= maxSpareBytes {
+		w.spare = data[:0]
+	}
+	if err != nil {
+		w.err = err
+	} else {
 		w.written = end
 		if doSync {
 			w.synced = end
 		}
-		w.doneCond.Broadcast()
 	}
+	w.doneCond.Broadcast()
+	// The flusher may be waiting for this write to end.
+	w.flushCond.Signal()
+	return err
 }
 
 // Close writes and syncs what is buffered, stops the flusher, trims space

@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// TestCommitHandsOffToFlusher checks the asynchronous commit: Commit(false)
-// does not wait for the write, Commit(true) returns only once the records are
-// synced, and everything committed is in the file after Close.
-func TestCommitHandsOffToFlusher(t *testing.T) {
+// TestCommitReachesTheFile checks the two commits: Commit(false) returns
+// only once its records are written to the file (so a process crash cannot
+// lose them), Commit(true) only once they are synced, and everything
+// committed is in the file after Close.
+func TestCommitReachesTheFile(t *testing.T) {
 	fs := newMemFS()
 	f, _ := fs.Create(logName)
 	mf := f.(*memFile)
@@ -19,6 +20,12 @@ func TestCommitHandsOffToFlusher(t *testing.T) {
 		}
 		if err := w.Commit(i%25 == 24); err != nil {
 			t.Fatal(err)
+		}
+		w.mu.Lock()
+		inFile, appended := int64(len(mf.data)), w.appended
+		w.mu.Unlock()
+		if inFile != appended {
+			t.Fatalf("commit %d returned with %d of %d bytes in the file", i, inFile, appended)
 		}
 		if i%25 == 24 {
 			// Synced: the write and sync are done before Commit returns
@@ -48,15 +55,53 @@ func TestCommitHandsOffToFlusher(t *testing.T) {
 	}
 }
 
-// TestBackgroundErrorReported checks that a failed background write reaches
-// the error handler and fails every later call.
-func TestBackgroundErrorReported(t *testing.T) {
+// TestWriteErrors checks that a failed write fails the commit that made it
+// and every later call, and that a failure of the background flusher (which
+// writes for synced commits) also reaches the error handler.
+func TestWriteErrors(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		fs := newMemFS()
+		f, _ := fs.Create(logName)
+		mf := f.(*memFile)
+		boom := errors.New("disk full")
+		mf.failWrite = boom
+		w := NewWriter(f, logName)
+		got := make(chan error, 1)
+		w.SetErrorHandler(func(err error) { got <- err })
+		if err := w.AddRecord(rec(1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(sync); !errors.Is(err, boom) {
+			t.Fatalf("Commit(%v) with a failing write: %v", sync, err)
+		}
+		if sync {
+			if err := <-got; !errors.Is(err, boom) {
+				t.Fatalf("handler got %v", err)
+			}
+		}
+		if err := w.AddRecord(rec(2)); !errors.Is(err, boom) {
+			t.Fatalf("AddRecord after failure: %v", err)
+		}
+		if err := w.Commit(!sync); !errors.Is(err, boom) {
+			t.Fatalf("Commit after failure: %v", err)
+		}
+		if err := w.Close(); !errors.Is(err, boom) {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+}
+
+// TestBackgroundWrites checks WriterOptions.BackgroundWrites: Commit(false)
+// returns before the write, a failed background write reaches the error
+// handler and fails every later call, and what was committed reaches the
+// file by Close.
+func TestBackgroundWrites(t *testing.T) {
 	fs := newMemFS()
 	f, _ := fs.Create(logName)
 	mf := f.(*memFile)
 	boom := errors.New("disk full")
 	mf.failWrite = boom
-	w := NewWriter(f, logName)
+	w := NewWriterWithOptions(f, logName, WriterOptions{BackgroundWrites: true})
 	got := make(chan error, 1)
 	w.SetErrorHandler(func(err error) { got <- err })
 	if err := w.AddRecord(rec(1)); err != nil {
@@ -73,5 +118,24 @@ func TestBackgroundErrorReported(t *testing.T) {
 	}
 	if err := w.Close(); !errors.Is(err, boom) {
 		t.Fatalf("Close: %v", err)
+	}
+
+	fs = newMemFS()
+	f, _ = fs.Create(logName)
+	w = NewWriterWithOptions(f, logName, WriterOptions{BackgroundWrites: true})
+	for i := 0; i < 50; i++ {
+		if err := w.AddRecord(rec(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := replay(fs, TolerateCorruptedTailRecords)
+	if err != nil || len(recs) != 50 {
+		t.Fatalf("replay: %d records, %v", len(recs), err)
 	}
 }
