@@ -297,18 +297,36 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 
 	iters := make([]base.InternalIterator, 0, len(inputs))
 	var tombstones []rangedel.Tombstone
+	// With UseDirectIOForFlushAndCompaction (and buffered user reads), the
+	// inputs are read through direct-IO handles of their own, so a
+	// compaction does not push the user's working set out of the page cache.
+	var directFiles []vfs.File
 	closeIters := func() {
 		for _, it := range iters {
 			it.Close()
 		}
+		for _, f := range directFiles {
+			f.Close()
+		}
+		iters, directFiles = nil, nil
 	}
+	defer closeIters()
+	directInputs := d.opts.UseDirectIOForFlushAndCompaction && !d.opts.UseDirectReads
 	for _, f := range inputs {
 		t, err := d.tableCache.get(f.FileNum)
 		if err != nil {
-			closeIters()
 			return err
 		}
-		iters = append(iters, t.reader.NewIter(sstable.IterOptions{ReadaheadSize: compactionReadaheadSize}))
+		io := sstable.IterOptions{ReadaheadSize: compactionReadaheadSize}
+		if directInputs {
+			df, err := d.fs.Open(d.tablePath(f.FileNum), vfs.DirectIO, vfs.SequentialAccess)
+			if err != nil {
+				return fmt.Errorf("shale: opening %s for compaction with direct IO: %w", d.tablePath(f.FileNum), err)
+			}
+			directFiles = append(directFiles, df)
+			io.File = df
+		}
+		iters = append(iters, t.reader.NewIter(io))
 		for _, s := range t.reader.RangeTombstones() {
 			for _, seq := range s.Seqs {
 				tombstones = append(tombstones, rangedel.Tombstone{Start: s.Start, End: s.End, Seq: seq})
@@ -316,6 +334,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 		}
 	}
 	merged := mergeiter.New(d.cmp.Compare, iters...)
+	iters = nil // merged owns and closes them; directFiles outlive it
 	d.mu.Lock()
 	snaps := d.mu.snapshots.seqs()
 	d.mu.Unlock()

@@ -21,6 +21,23 @@ type openOptsFS struct {
 
 	mu      sync.Mutex
 	creates map[base.FileType][]vfs.OpenOption // OR of the options of each Create
+	opens   map[base.FileType][]vfs.OpenOption // the same for Open
+}
+
+func (fs *openOptsFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	var o vfs.OpenOption
+	for _, x := range opts {
+		o |= x
+	}
+	if t, _, ok := base.ParseFilename(fs.PathBase(name)); ok {
+		fs.mu.Lock()
+		if fs.opens == nil {
+			fs.opens = map[base.FileType][]vfs.OpenOption{}
+		}
+		fs.opens[t] = append(fs.opens[t], o)
+		fs.mu.Unlock()
+	}
+	return fs.FS.Open(name, opts...)
 }
 
 func (fs *openOptsFS) Create(name string, opts ...vfs.OpenOption) (vfs.File, error) {
@@ -226,5 +243,50 @@ func TestDirectIONotProbedWhenOff(t *testing.T) {
 		if strings.HasSuffix(n, ".dbtmp") {
 			t.Fatalf("probe file %s left behind", n)
 		}
+	}
+}
+
+// TestDirectIOCompactionInputs checks that UseDirectIOForFlushAndCompaction
+// alone makes compactions read their inputs through direct-IO handles, while
+// the table cache (user reads) keeps buffered ones, and that the data
+// survives.
+func TestDirectIOCompactionInputs(t *testing.T) {
+	dir := t.TempDir()
+	fs := &openOptsFS{FS: vfs.Default}
+	opts := testOptions(fs)
+	opts.UseDirectIOForFlushAndCompaction = true
+	opts.WriteBufferSize = 32 << 10
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatalf("Open with direct IO on the test directory: %v", err)
+	}
+	defer db.Close()
+	model := map[string]string{}
+	for i := 0; i < 4000; i++ {
+		k := fmt.Sprintf("key-%05d", (i*7919)%2500)
+		v := fmt.Sprintf("%s-v%d-%s", k, i, strings.Repeat("y", i%150))
+		if err := db.Put([]byte(k), []byte(v), nil); err != nil {
+			t.Fatal(err)
+		}
+		model[k] = v
+	}
+	checkAgainstModel(t, db, model) // opens tables through the table cache
+	if err := db.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstModel(t, db, model)
+	fs.mu.Lock()
+	opens := slices.Clone(fs.opens[base.FileTypeTable])
+	fs.mu.Unlock()
+	var direct, buffered int
+	for _, o := range opens {
+		if o&vfs.DirectIO != 0 {
+			direct++
+		} else {
+			buffered++
+		}
+	}
+	if direct == 0 || buffered == 0 {
+		t.Fatalf("table opens: %d with DirectIO (compaction inputs), %d without (user reads); want both", direct, buffered)
 	}
 }

@@ -25,21 +25,21 @@ var directBufPool = sync.Pool{New: func() any { return new(directBuf) }}
 // range that covers it into pooled aligned memory, so vfs needs no bounce
 // buffer. The returned bytes alias db, which the caller puts back in
 // directBufPool when done with them.
-func (r *Reader) readDirect(off int64, n int) (db *directBuf, b []byte, err error) {
-	a := int64(r.align)
+func (r *Reader) readDirect(src fileSource, off int64, n int) (db *directBuf, b []byte, err error) {
+	a := int64(src.align)
 	start := off &^ (a - 1)
 	end := (off + int64(n) + a - 1) &^ (a - 1)
 	need := int(end - start)
 	db = directBufPool.Get().(*directBuf)
-	if cap(db.b) < need || !addrAligned(db.b, r.align) {
+	if cap(db.b) < need || !addrAligned(db.b, src.align) {
 		size := directBufAlign
 		for size < need {
 			size <<= 1
 		}
-		db.b = vfs.AlignedBuffer(size, max(r.align, directBufAlign))
+		db.b = vfs.AlignedBuffer(size, max(src.align, directBufAlign))
 	}
 	buf := db.b[:need]
-	got, rerr := r.f.ReadAt(buf, start)
+	got, rerr := src.f.ReadAt(buf, start)
 	r.stats.FileReads.Add(1)
 	r.stats.DirectReads.Add(1)
 	r.stats.BytesRead.Add(uint64(got))
@@ -54,3 +54,14 @@ func (r *Reader) readDirect(off int64, n int) (db *directBuf, b []byte, err erro
 func addrAligned(p []byte, align int) bool {
 	return align <= 1 || (cap(p) >= align && vfs.IsAligned(p[:align:align], 0, align))
 }
+
+// fileSource is a handle data blocks are read from and its direct-IO
+// alignment: the Reader's own, or one an iterator was given
+// (IterOptions.File), such as a direct-IO handle for compaction.
+type fileSource struct {
+	f     vfs.File
+	align int
+}
+
+// source is the Reader's own handle.
+func (r *Reader) source() fileSource { return fileSource{r.f, r.align} }

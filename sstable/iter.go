@@ -44,6 +44,9 @@ type tableIter struct {
 	raSize  int64
 	raReady bool
 	ra      readahead.State
+	// src is where data blocks are read from: the Reader's handle, or
+	// IterOptions.File.
+	src fileSource
 }
 
 var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
@@ -58,6 +61,10 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	it.lower, it.upper = o.Lower, o.Upper
 	it.fillCache = o.FillCache
 	it.raSize, it.raReady = o.ReadaheadSize, false
+	it.src = r.source()
+	if o.File != nil {
+		it.src = fileSource{o.File, fileAlignment(o.File)}
+	}
 	it.idx, it.loaded = 0, -1
 	it.pos = posInvalid
 	it.err = nil
@@ -73,7 +80,7 @@ func (it *tableIter) load(i int, seek bool) bool {
 	if !it.raReady {
 		it.initReadahead()
 	}
-	if err := it.r.loadDataBlock(&it.data, h, it.fillCache, seek, &it.ra); err != nil {
+	if err := it.r.loadDataBlock(&it.data, h, it.fillCache, seek, &it.ra, it.src); err != nil {
 		it.loaded = -1
 		it.err = err
 		it.pos = posInvalid
@@ -92,7 +99,7 @@ func (it *tableIter) initReadahead() {
 	r := it.r
 	cfg := readahead.Config{
 		Limit:     int64(r.dataEnd),
-		Alignment: r.align,
+		Alignment: it.src.align,
 		Reader:    r.async,
 		MaxAuto:   r.maxAuto,
 	}
@@ -108,7 +115,7 @@ func (it *tableIter) initReadahead() {
 			cfg.Limit = int64(h.offset + h.length + blockTrailerLen)
 		}
 	}
-	it.ra.Init(r.f, cfg)
+	it.ra.Init(it.src.f, cfg)
 	it.raReady = true
 }
 
@@ -296,7 +303,7 @@ func (it *tableIter) Error() error { return it.err }
 func (it *tableIter) Close() error {
 	err := it.err
 	if it.raReady {
-		it.r.stats.addReadahead(it.ra.TakeCounters(), it.r.align > 1)
+		it.r.stats.addReadahead(it.ra.TakeCounters(), it.src.align > 1)
 	}
 	it.ra.Release()
 	keyBuf := it.data.keyBuf

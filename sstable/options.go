@@ -169,4 +169,9 @@ type IterOptions struct {
 	// read from the file, from the first read; 0 reads ahead automatically
 	// (ReaderOptions.MaxAutoReadaheadSize); negative never reads ahead.
 	ReadaheadSize int64
+	// File, when set, is another open handle of the same table that the
+	// iterator reads data blocks from (a direct-IO handle for compaction
+	// inputs, so they bypass the page cache); the caller keeps it open until
+	// the iterator is closed. Index and filter come from the Reader.
+	File vfs.File
 }

@@ -299,3 +299,42 @@ func TestDirectBlockReadAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestIterFromOtherFile checks IterOptions.File: an iterator given another
+// handle of the table (here a direct-IO one) reads every data block from it,
+// aligned, and returns the same entries; the Reader's own handle serves
+// only what the Reader read at open.
+func TestIterFromOtherFile(t *testing.T) {
+	useAlignedFiles(t)
+	rng, _ := newRand(t)
+	for trial := 0; trial < 4; trial++ {
+		data, entries := readaheadTable(t, rng, []Compression{NoCompression, SnappyCompression}[trial%2])
+		own := &alignedFile{bytesFile: bytesFile{data}, align: 1}
+		r, err := NewReader(own, ReaderOptions{FileName: "t.sst"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		own.takeReads()
+		other := &alignedFile{bytesFile: bytesFile{data}, align: 4096}
+		it := r.NewIter(IterOptions{File: other, ReadaheadSize: []int64{-1, 64 << 10}[trial%2]})
+		got := readAll(t, it)
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(entries) {
+			t.Fatalf("trial %d: %d entries, want %d", trial, len(got), len(entries))
+		}
+		for i := range got {
+			if !equalKV(got[i], entries[i]) {
+				t.Fatalf("trial %d: entry %d is %s, want %s", trial, i, got[i].key, entries[i].key)
+			}
+		}
+		if reads := own.takeReads(); len(reads) != 0 {
+			t.Fatalf("trial %d: the Reader's own handle was read %d times by an iterator given another", trial, len(reads))
+		}
+		if reads := other.takeReads(); len(reads) == 0 {
+			t.Fatalf("trial %d: the iterator's handle was never read", trial)
+		}
+		r.Close()
+	}
+}

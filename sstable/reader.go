@@ -109,7 +109,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	r.checksum = ft.checksum
 	r.footOff = uint64(footOff)
 	r.metaStart = r.footOff // narrowed below once the meta blocks are known
-	meta, err := r.readBlock(ft.metaindex, false, nil)
+	meta, err := r.readBlock(ft.metaindex, false, nil, r.source())
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	if !ok {
 		return nil, r.corruptf(ft.metaindex, "no properties block")
 	}
-	pb, err := r.readBlock(ph, false, nil)
+	pb, err := r.readBlock(ph, false, nil, r.source())
 	if err != nil {
 		return nil, err
 	}
@@ -146,13 +146,13 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 			r.name, props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
 	}
 	if h, ok := handles[metaFilterName]; ok {
-		if r.filter, err = r.readBlock(h, false, nil); err != nil {
+		if r.filter, err = r.readBlock(h, false, nil, r.source()); err != nil {
 			return nil, err
 		}
 		r.metaStart = min(r.metaStart, h.offset)
 	}
 	if h, ok := handles[metaRangeDelName]; ok {
-		b, err := r.readBlock(h, false, nil)
+		b, err := r.readBlock(h, false, nil, r.source())
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +162,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		r.metaStart = min(r.metaStart, h.offset)
 	}
 	r.metaStart = min(r.metaStart, ft.index.offset, ph.offset, ft.metaindex.offset)
-	ib, err := r.readBlock(ft.index, false, nil)
+	ib, err := r.readBlock(ft.index, false, nil, r.source())
 	if err != nil {
 		return nil, err
 	}
@@ -182,9 +182,12 @@ func (r *Reader) corruptf(h blockHandle, format string, args ...any) error {
 
 // readAt fills b from the file at off; on a direct file it reads the
 // aligned range covering b and copies.
-func (r *Reader) readAt(b []byte, off int64) error {
-	if r.align > 1 {
-		db, raw, err := r.readDirect(off, len(b))
+func (r *Reader) readAt(b []byte, off int64) error { return r.readFrom(r.source(), b, off) }
+
+// readFrom is readAt from src.
+func (r *Reader) readFrom(src fileSource, b []byte, off int64) error {
+	if src.align > 1 {
+		db, raw, err := r.readDirect(src, off, len(b))
 		if err != nil {
 			return err
 		}
@@ -192,7 +195,7 @@ func (r *Reader) readAt(b []byte, off int64) error {
 		directBufPool.Put(db)
 		return nil
 	}
-	n, err := r.f.ReadAt(b, off)
+	n, err := src.f.ReadAt(b, off)
 	r.stats.FileReads.Add(1)
 	r.stats.BytesRead.Add(uint64(n))
 	return r.readResult(off, len(b), n, err)
@@ -213,7 +216,7 @@ func (r *Reader) readResult(off int64, want, n int, err error) error {
 // readBlock reads, verifies and decompresses the block at h, bypassing the
 // cache: from ra's window when ra is not nil and serves it, else by a read
 // of its own. The result never aliases memory that is reused.
-func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State) ([]byte, error) {
+func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, src fileSource) ([]byte, error) {
 	limit := r.footOff
 	if dataBlock {
 		limit = r.metaStart
@@ -235,8 +238,8 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State) (
 		}
 		buf, shared = w, w != nil
 	}
-	if buf == nil && r.align > 1 {
-		db, raw, err := r.readDirect(int64(h.offset), total)
+	if buf == nil && src.align > 1 {
+		db, raw, err := r.readDirect(src, int64(h.offset), total)
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +248,7 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State) (
 	}
 	if buf == nil {
 		buf = make([]byte, total)
-		if err := r.readAt(buf, int64(h.offset)); err != nil {
+		if err := r.readFrom(src, buf, int64(h.offset)); err != nil {
 			return nil, err
 		}
 	}
@@ -269,7 +272,7 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State) (
 // says whether the caller seeks in the block next or scans it.
 // A block read from the file goes through ra when it is not nil; a cached
 // block is only reported to it.
-func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool, ra *readahead.State) error {
+func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool, ra *readahead.State, src fileSource) error {
 	if r.cache != nil {
 		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok {
 			if ra != nil {
@@ -290,7 +293,7 @@ func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek boo
 			return nil
 		}
 	}
-	b, err := r.readBlock(h, true, ra)
+	b, err := r.readBlock(h, true, ra, src)
 	if err != nil {
 		return err
 	}
@@ -421,7 +424,7 @@ func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []
 	defer putGetIter(bi)
 	for i := r.seekIndex(search); i < len(r.index); i++ {
 		h := r.index[i].handle
-		if err := r.loadDataBlock(bi, h, fillCache, true, nil); err != nil { // Get never reads ahead
+		if err := r.loadDataBlock(bi, h, fillCache, true, nil, r.source()); err != nil { // Get never reads ahead
 			return nil, 0, 0, false, err
 		}
 		if bi.seekGE(search, r.cmp) {
