@@ -148,7 +148,7 @@ func NewAsyncReader(o AsyncOptions) AsyncReader {
 		o.QueueDepth = 128
 	}
 	if !o.DisableIOUring {
-		if r, err := newPlatformAsyncReader(o); err == nil {
+		if r, err := platformAsyncReader(o); err == nil {
 			return r
 		} else if o.Logf != nil && err != errNoPlatformAsync {
 			o.Logf("shale: io_uring unavailable, reading with goroutines instead: %v", err)
@@ -156,6 +156,10 @@ func NewAsyncReader(o AsyncOptions) AsyncReader {
 	}
 	return newPortableReader(o)
 }
+
+// platformAsyncReader is newPlatformAsyncReader; tests replace it to see the
+// fallback when the kernel refuses io_uring.
+var platformAsyncReader = newPlatformAsyncReader
 
 // errNoPlatformAsync says a platform has no native async reader; it is not
 // worth a LOG line.

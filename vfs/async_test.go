@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -474,6 +475,56 @@ func TestAsyncFallback(t *testing.T) {
 	if r.Kind() != "portable" {
 		t.Fatalf("Kind %q with DisableIOUring, want portable", r.Kind())
 	}
+
+	// A kernel that refuses io_uring (seccomp, io_uring_disabled): the
+	// portable reader, and one log line that says why.
+	old := platformAsyncReader
+	t.Cleanup(func() { platformAsyncReader = old })
+	refused := errors.New("io_uring_setup: operation not permitted")
+	platformAsyncReader = func(AsyncOptions) (AsyncReader, error) { return nil, refused }
+	var logs []string
+	r2 := NewAsyncReader(AsyncOptions{Logf: func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }})
+	defer r2.Close()
+	if r2.Kind() != "portable" {
+		t.Fatalf("Kind %q when io_uring is refused, want portable", r2.Kind())
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], refused.Error()) {
+		t.Fatalf("log lines %q: want one naming the refusal", logs)
+	}
+	// The fallback reads correctly.
+	f := mustTempFile(t, []byte("hello, fallback"))
+	reqs := []ReadRequest{{File: f, Off: 7, Buf: make([]byte, 8)}}
+	if err := r2.MultiRead(reqs); err != nil || string(reqs[0].Buf) != "fallback" {
+		t.Fatalf("fallback read: %q, %v", reqs[0].Buf, err)
+	}
+	// On other platforms there is no native reader: no log line.
+	platformAsyncReader = func(AsyncOptions) (AsyncReader, error) { return nil, errNoPlatformAsync }
+	logs = nil
+	r3 := NewAsyncReader(AsyncOptions{Logf: func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }})
+	defer r3.Close()
+	if len(logs) != 0 {
+		t.Fatalf("log lines %q on a platform without a native reader", logs)
+	}
+}
+
+// mustTempFile writes data to a new file and opens it for reading.
+func mustTempFile(t *testing.T, data []byte) File {
+	t.Helper()
+	name := Default.PathJoin(testDir(t), "data")
+	w, err := Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f, err := Default.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // TestReadBatchRelease checks that Release recycles only finished batches.
