@@ -484,6 +484,9 @@ type stressStats struct {
 	killsWithBackground       int
 	killsWithMetrics          int
 	flushes, compactions      uint64
+	// Time spent starting children until they opened the DB, letting them
+	// write, and verifying.
+	opening, writing, verifying time.Duration
 }
 
 // stressRun is the parent's state.
@@ -528,9 +531,11 @@ func runStress(cfg *stressConfig, out io.Writer) error {
 		if err := r.runChild(gen); err != nil {
 			return r.fail(gen, err)
 		}
+		verifyStart := time.Now()
 		if err := r.verify(gen); err != nil {
 			return r.fail(gen, err)
 		}
+		r.stats.verifying += time.Since(verifyStart)
 		if gen%100 == 0 {
 			fmt.Fprintf(out, "  %d kills, %d acked batches verified, %v\n", gen, r.stats.ackedBatches, time.Since(start).Round(time.Millisecond))
 		}
@@ -547,6 +552,11 @@ func (r *stressRun) printSummary(out io.Writer, elapsed time.Duration) {
 	s := &r.stats
 	fmt.Fprintf(out, "kills:                    %d in %v (%v per kill), %d of them while the child opened the DB\n",
 		s.kills, elapsed.Round(time.Millisecond), (elapsed / time.Duration(max(s.kills, 1))).Round(time.Millisecond), s.earlyKills)
+	per := func(d time.Duration) time.Duration {
+		return (d / time.Duration(max(s.kills, 1))).Round(time.Millisecond)
+	}
+	fmt.Fprintf(out, "time per kill:            %v starting the child and opening the DB, %v writing, %v verifying\n",
+		per(s.opening), per(s.writing), per(s.verifying))
 	fmt.Fprintf(out, "acked batches verified:   %d (%d operations)\n", s.ackedBatches, s.ackedOps)
 	fmt.Fprintf(out, "in-flight batches:        %d: %d applied, %d absent, %d with no visible effect\n",
 		s.inFlight, s.applied, s.absent, s.sameBoth)
@@ -649,10 +659,17 @@ func (r *stressRun) runChild(gen int) error {
 	}
 	select {
 	case <-ready:
+		early = false // chosen early, but the child was quicker
 	default:
 		early = true
 	}
 	killErr := cmd.Process.Kill()
+	if early {
+		r.stats.opening += time.Since(started)
+	} else {
+		r.stats.opening += r.readyAfter
+		r.stats.writing += time.Since(started) - r.readyAfter
+	}
 	<-exited
 	waitErr := cmd.Wait()
 	if exitedEarly || stderr.String() != "" {

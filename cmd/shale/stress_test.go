@@ -32,18 +32,35 @@ func TestMain(m *testing.M) {
 // (issue 4); until then this branch tests synced commits.
 const stressTestSync = true
 
-// TestStressKills runs the process-crash loop: 5 kills, or 60 with
-// SHALE_STRESS=1. A violation fails with the seed to reproduce it.
+// TestStressKills runs the process-crash loop with four writers (5 kills,
+// or 60 with SHALE_STRESS=1) and with one, where the state must be exactly
+// the acked prefix plus possibly the batch in flight (2 kills, or 15). A
+// violation fails with the seed to reproduce it.
 func TestStressKills(t *testing.T) {
-	kills := 5
-	if os.Getenv("SHALE_STRESS") == "1" {
-		kills = 60
+	long := os.Getenv("SHALE_STRESS") == "1"
+	for _, tc := range []struct {
+		threads, kills, longKills int
+	}{
+		{threads: 4, kills: 5, longKills: 60},
+		{threads: 1, kills: 2, longKills: 15},
+	} {
+		t.Run(fmt.Sprintf("threads=%d", tc.threads), func(t *testing.T) {
+			kills := tc.kills
+			if long {
+				kills = tc.longKills
+			}
+			runStressTest(t, kills, "--threads", strconv.Itoa(tc.threads))
+		})
 	}
+}
+
+func runStressTest(t *testing.T, kills int, extra ...string) {
 	seed := uint64(time.Now().UnixNano())
 	dir := filepath.Join(t.TempDir(), "stress")
 	args := []string{"stress", "--db", dir, "--kills", strconv.Itoa(kills),
-		"--seed", strconv.FormatUint(seed, 10), "--kill_min", "10ms", "--kill_max", "200ms",
+		"--seed", strconv.FormatUint(seed, 10), "--kill_min", "10ms", "--kill_max", "150ms",
 		"--sync=" + strconv.FormatBool(stressTestSync)}
+	args = append(args, extra...)
 	start := time.Now()
 	stdout, err := runCmd(t, args...)
 	t.Logf("%v\n%s", time.Since(start), stdout)
