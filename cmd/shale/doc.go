@@ -1,9 +1,11 @@
 // Command shale is the command-line tool of the shale key-value store.
 //
-// It owns two things: admin verbs that read and change one database
-// directory (put, get, delete, deleterange, scan), and bench, a benchmark
+// It owns three things: admin verbs that read and change one database
+// directory (put, get, delete, deleterange, scan); bench, a benchmark
 // driver whose flags, workloads and output lines follow RocksDB's db_bench so
-// that numbers can be compared side by side.
+// that numbers can be compared side by side; and stress, the process-crash
+// test, which kills a writing child process again and again and verifies
+// the database against an expected-state log (docs/crash-testing.md).
 //
 //	shale put --db DIR KEY VALUE
 //	shale get --db DIR KEY                 # "not found" on stderr, exit 1 when absent
@@ -12,6 +14,7 @@
 //	shale scan --db DIR [--from K] [--to K] [--limit N] [--reverse]
 //	shale bench [--benchmarks fillseq,readrandom,...] [--num N] ...
 //	shale bench --benchmarks randread_batch,scan_direct [--env_read_latency_us 500] ...
+//	shale stress --db DIR [--kills N] [--duration D] [--seed S] [--sync] [--threads T] ...
 //
 // The file-layer benchmarks (randread_batch, scan_direct) read their own
 // fixtures, a large file and a large database kept in --db/bench-io, which a
@@ -21,7 +24,9 @@
 // one "KEY : VALUE" line per entry, as RocksDB's ldb does.
 //
 // The tool never reaches below the public API of the root shale package: it
-// does not read files of a database directory itself, and it never removes a
-// directory that does not look like a shale database (bench's default
-// directory is a fresh temporary one, removed afterwards).
+// does not read files of a database directory itself (stress keeps its
+// expected-state logs in a directory of its own, beside the database), and
+// it never removes a directory that does not look like a shale database
+// (bench's default directory is a fresh temporary one, removed afterwards;
+// stress wants a missing or empty one).
 package main

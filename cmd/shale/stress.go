@@ -1,0 +1,885 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/internal/stresslog"
+	"github.com/shaledb/shale/vfs"
+	"github.com/spf13/cobra"
+)
+
+// stressChildEnv makes a test binary run `stress child` (see stress_test.go's
+// TestMain); the shale binary runs its arguments and ignores it.
+const stressChildEnv = "SHALE_STRESS_CHILD"
+
+// stressConfig is what `shale stress` and its child share.
+type stressConfig struct {
+	dir             string // holds db/ and expected/
+	kills           int
+	duration        time.Duration
+	seed            uint64
+	sync            bool
+	writeBufferSize int
+	targetFileSize  int64
+	valueSize       int
+	keys            int
+	threads         int
+	killMin         time.Duration
+	killMax         time.Duration
+}
+
+func defaultStressConfig() stressConfig {
+	return stressConfig{
+		kills:           100,
+		writeBufferSize: 64 << 10,
+		targetFileSize:  64 << 10,
+		valueSize:       100,
+		keys:            1000,
+		threads:         4,
+		killMin:         20 * time.Millisecond,
+		killMax:         300 * time.Millisecond,
+	}
+}
+
+func (c *stressConfig) dbDir() string { return filepath.Join(c.dir, "db") }
+
+func (c *stressConfig) logName(gen, thread int) string {
+	return filepath.Join(c.dir, "expected", fmt.Sprintf("%06d-%02d.log", gen, thread))
+}
+
+// dbOptions keeps buffers and files small, so that flushes and compactions
+// run all the time and are in progress at most kills.
+func (c *stressConfig) dbOptions() *shale.Options {
+	return &shale.Options{
+		CreateIfMissing:                true,
+		WriteBufferSize:                c.writeBufferSize,
+		MaxWriteBufferNumber:           3,
+		Level0FileNumCompactionTrigger: 2,
+		Level0SlowdownWritesTrigger:    8,
+		Level0StopWritesTrigger:        16,
+		TargetFileSizeBase:             c.targetFileSize,
+		MaxBytesForLevelBase:           4 * c.targetFileSize,
+		BlockSize:                      1 << 10,
+		BlockCacheSize:                 1 << 20,
+	}
+}
+
+func (c *stressConfig) validate() error {
+	switch {
+	case c.dir == "":
+		return errors.New("stress: --db is required")
+	case c.threads < 1 || c.threads > 64:
+		return fmt.Errorf("stress: --threads must be between 1 and 64, got %d", c.threads)
+	case c.keys < c.threads || c.keys > 1_000_000:
+		return fmt.Errorf("stress: --keys must be between --threads (%d) and 1000000, got %d", c.threads, c.keys)
+	case c.valueSize < 0 || c.valueSize > 1<<20:
+		return fmt.Errorf("stress: --value_size must be between 0 and 1 MiB, got %d", c.valueSize)
+	case c.kills < 0 || c.duration < 0:
+		return errors.New("stress: --kills and --duration must not be negative")
+	case c.kills == 0 && c.duration == 0:
+		return errors.New("stress: give --kills or --duration (or both)")
+	case c.killMin < 0 || c.killMax < c.killMin:
+		return fmt.Errorf("stress: need 0 <= --kill_min (%v) <= --kill_max (%v)", c.killMin, c.killMax)
+	}
+	return nil
+}
+
+// childArgs are the arguments of the child of generation gen.
+func (c *stressConfig) childArgs(gen int, seed uint64) []string {
+	return []string{"stress", "child",
+		"--db", c.dir,
+		"--gen", strconv.Itoa(gen),
+		"--seed", strconv.FormatUint(seed, 10),
+		"--sync=" + strconv.FormatBool(c.sync),
+		"--write_buffer_size", strconv.Itoa(c.writeBufferSize),
+		"--target_file_size_base", strconv.FormatInt(c.targetFileSize, 10),
+		"--value_size", strconv.Itoa(c.valueSize),
+		"--keys", strconv.Itoa(c.keys),
+		"--threads", strconv.Itoa(c.threads),
+	}
+}
+
+func newStressCmd() *cobra.Command {
+	cfg := defaultStressConfig()
+	cmd := &cobra.Command{
+		Use:   "stress --db DIR [--kills N] [--duration D] [--seed S] [--sync] ...",
+		Short: "Kill a writing child process again and again and verify no acknowledged write is lost",
+		Long: `stress is the process-crash test. It starts a child process (this binary,
+re-executed) that writes random batches of puts, deletes and range deletes
+with --threads writers, each on its own part of a --keys key space, and logs
+every batch before committing it and again once it is acknowledged. After a
+random time between --kill_min and --kill_max (sometimes earlier, while the
+child is still opening the database) it kills the child with SIGKILL
+(TerminateProcess on Windows), reopens the database, and checks that it
+holds exactly every acknowledged batch plus, for each writer, either all or
+none of the one batch it had in flight. Then it starts the next child on the
+same database. DIR must be missing or empty; the database is DIR/db.
+Exit status 1 and a message naming the seed, key, expected and found value
+on any violation. See docs/crash-testing.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("seed") {
+				cfg.seed = uint64(time.Now().UnixNano())
+			}
+			return runStress(&cfg, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	registerStressFlags(f, &cfg)
+	f.IntVar(&cfg.kills, "kills", cfg.kills, "stop after this many kills (0 = no limit; then --duration bounds the run)")
+	f.DurationVar(&cfg.duration, "duration", 0, "stop starting children after this long (0 = no limit)")
+	f.DurationVar(&cfg.killMin, "kill_min", cfg.killMin, "shortest time a child writes before it is killed")
+	f.DurationVar(&cfg.killMax, "kill_max", cfg.killMax, "longest time a child writes before it is killed")
+	cmd.AddCommand(newStressChildCmd())
+	return cmd
+}
+
+func registerStressFlags(f interface {
+	StringVar(*string, string, string, string)
+	Uint64Var(*uint64, string, uint64, string)
+	BoolVar(*bool, string, bool, string)
+	IntVar(*int, string, int, string)
+	Int64Var(*int64, string, int64, string)
+}, cfg *stressConfig) {
+	f.StringVar(&cfg.dir, "db", "", "directory of the run: the database goes to DIR/db, the expected-state logs to DIR/expected (required)")
+	f.Uint64Var(&cfg.seed, "seed", 0, "seed of the writes and of the kill times (default: from the clock; printed)")
+	f.BoolVar(&cfg.sync, "sync", false, "sync the WAL on every batch")
+	f.IntVar(&cfg.writeBufferSize, "write_buffer_size", cfg.writeBufferSize, "memtable size in bytes (small, so flushes run at kill time)")
+	f.Int64Var(&cfg.targetFileSize, "target_file_size_base", cfg.targetFileSize, "target size of compaction outputs in bytes")
+	f.IntVar(&cfg.valueSize, "value_size", cfg.valueSize, "mean value size in bytes (values are 0.5x to 1.5x)")
+	f.IntVar(&cfg.keys, "keys", cfg.keys, "size of the key space, split evenly among the writers")
+	f.IntVar(&cfg.threads, "threads", cfg.threads, "concurrent writer goroutines in the child")
+}
+
+func newStressChildCmd() *cobra.Command {
+	cfg := defaultStressConfig()
+	var gen int
+	cmd := &cobra.Command{
+		Use:    "child",
+		Short:  "The writer process of stress (started by stress itself)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cfg.validate(); err != nil {
+				return err
+			}
+			return runStressChild(&cfg, gen, cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+	registerStressFlags(cmd.Flags(), &cfg)
+	cmd.Flags().IntVar(&gen, "gen", 0, "generation: the number of this child")
+	return cmd
+}
+
+// batchID names a batch: the child (generation) that wrote it, its writer
+// and its number in that writer's log.
+type batchID struct {
+	gen, thread int
+	seq         uint64
+}
+
+func (id batchID) String() string { return fmt.Sprintf("%d.%d.%d", id.gen, id.thread, id.seq) }
+
+// stressKey returns key number k of the key space; the padding keeps
+// numeric order.
+func stressKey(dst []byte, k uint32) []byte {
+	dst = append(dst, 'k')
+	s := strconv.AppendUint(nil, uint64(k), 10)
+	for i := len(s); i < 7; i++ {
+		dst = append(dst, '0')
+	}
+	return append(dst, s...)
+}
+
+func parseStressKey(key []byte) (uint32, bool) {
+	if len(key) != 8 || key[0] != 'k' {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(key[1:]), 10, 32)
+	return uint32(v), err == nil
+}
+
+// stressValue returns the value batch id puts at key k: "k@g.t.s|" and
+// filler derived from both, n bytes in all (or just the prefix when n is
+// shorter), so that any value found names the batch that wrote it and any
+// damaged byte shows.
+func stressValue(dst []byte, k uint32, id batchID, n int) []byte {
+	start := len(dst)
+	dst = stressKey(dst, k)
+	dst = fmt.Appendf(dst, "@%s|", id)
+	h := uint64(k)*0x9e3779b97f4a7c15 ^ uint64(id.gen)<<40 ^ uint64(id.thread)<<32 ^ id.seq
+	for len(dst)-start < n {
+		h ^= h << 13
+		h ^= h >> 7
+		h ^= h << 17
+		dst = append(dst, 'a'+byte(h%26))
+	}
+	return dst
+}
+
+// parseStressValue returns the batch a value names and whether the value
+// is exactly what that batch wrote at key k.
+func parseStressValue(k uint32, v []byte) (id batchID, named, exact bool) {
+	at := bytes.IndexByte(v, '@')
+	bar := bytes.IndexByte(v, '|')
+	if at < 0 || bar < at {
+		return id, false, false
+	}
+	parts := strings.Split(string(v[at+1:bar]), ".")
+	if len(parts) != 3 {
+		return id, false, false
+	}
+	var errs [3]error
+	id.gen, errs[0] = strconv.Atoi(parts[0])
+	id.thread, errs[1] = strconv.Atoi(parts[1])
+	id.seq, errs[2] = strconv.ParseUint(parts[2], 10, 64)
+	if errors.Join(errs[:]...) != nil {
+		return id, false, false
+	}
+	return id, true, bytes.Equal(v, stressValue(nil, k, id, len(v)))
+}
+
+// describeFound says what was found at key k: absent, the value of a batch,
+// or garbage.
+func describeFound(k uint32, v []byte) string {
+	if v == nil {
+		return "absent"
+	}
+	id, named, exact := parseStressValue(k, v)
+	switch {
+	case !named:
+		return fmt.Sprintf("garbage %q", truncate(v))
+	case !exact:
+		return fmt.Sprintf("a damaged or misplaced value naming batch %s: %q", id, truncate(v))
+	}
+	return fmt.Sprintf("the value of batch %s (%d bytes)", id, len(v))
+}
+
+// verdict names the kind of violation at key k.
+func verdict(want keyState, k uint32, v []byte) string {
+	id, named, exact := parseStressValue(k, v)
+	switch {
+	case v != nil && (!named || !exact):
+		return "a damaged value"
+	case want.present && v == nil:
+		return "an acknowledged write is lost"
+	case want.present && (id.gen < want.id.gen || id.gen == want.id.gen && id.seq < want.id.seq):
+		return "an acknowledged write is lost (an older value shows)"
+	case !want.present && v != nil:
+		return "an acknowledged delete is lost, or a write no batch made shows"
+	}
+	return "a write no acknowledged or in-flight batch made shows"
+}
+
+func truncate(v []byte) []byte {
+	if len(v) > 64 {
+		return v[:64]
+	}
+	return v
+}
+
+// keyState is what the model expects at one key.
+type keyState struct {
+	present bool
+	id      batchID
+	n       uint32 // value length asked for
+}
+
+func (s keyState) describe(k uint32) string {
+	if !s.present {
+		return "absent"
+	}
+	return fmt.Sprintf("the value of batch %s (%d bytes)", s.id, len(stressValue(nil, k, s.id, int(s.n))))
+}
+
+// stressModel is the expected state of consecutive keys, one entry per key;
+// the whole model starts at key 0, a writer's part of it at the writer's
+// first key.
+type stressModel []keyState
+
+// apply applies a batch's operations in order, as the DB does (later
+// entries of a batch get higher seqnums); m holds the keys from lo on.
+func (m stressModel) apply(lo uint32, id batchID, ops []stresslog.Op) {
+	for _, op := range ops {
+		switch op.Kind {
+		case stresslog.OpPut:
+			m[op.Key-lo] = keyState{present: true, id: id, n: op.Arg}
+		case stresslog.OpDelete:
+			m[op.Key-lo] = keyState{}
+		case stresslog.OpDeleteRange:
+			for k := op.Key; k < op.Arg; k++ {
+				m[k-lo] = keyState{}
+			}
+		}
+	}
+}
+
+// mismatches returns the first key where found differs from m (which holds
+// the keys from lo on), or -1, and how many keys differ.
+func (m stressModel) mismatches(lo uint32, found [][]byte) (first, n int) {
+	first = -1
+	for i, s := range m {
+		k := lo + uint32(i)
+		if !matches(s, k, found[k]) {
+			if first < 0 {
+				first = int(k)
+			}
+			n++
+		}
+	}
+	return first, n
+}
+
+func matches(s keyState, k uint32, v []byte) bool {
+	if !s.present {
+		return v == nil
+	}
+	return v != nil && bytes.Equal(v, stressValue(nil, k, s.id, int(s.n)))
+}
+
+// partition returns the keys writer t owns: [lo, hi).
+func partition(keys, threads, t int) (lo, hi uint32) {
+	return uint32(t * keys / threads), uint32((t + 1) * keys / threads)
+}
+
+// genOps draws a random batch over the keys [lo, hi): often one overwrite,
+// sometimes a lone delete or range delete, otherwise a mix of up to 12 ops
+// (the same key may appear twice; the later op wins).
+func genOps(rng *rand.Rand, lo, hi uint32, valueSize int, ops []stresslog.Op) []stresslog.Op {
+	span := int(hi - lo)
+	key := func() uint32 { return lo + uint32(rng.IntN(span)) }
+	put := func() stresslog.Op {
+		return stresslog.Op{Kind: stresslog.OpPut, Key: key(), Arg: uint32(valueSize/2 + rng.IntN(valueSize+1))}
+	}
+	del := func() stresslog.Op { return stresslog.Op{Kind: stresslog.OpDelete, Key: key()} }
+	rangeDel := func() stresslog.Op {
+		start := key()
+		return stresslog.Op{Kind: stresslog.OpDeleteRange, Key: start, Arg: min(hi, start+1+uint32(rng.IntN(16)))}
+	}
+	switch r := rng.IntN(100); {
+	case r < 40:
+		return append(ops, put())
+	case r < 50:
+		return append(ops, del())
+	case r < 55:
+		return append(ops, rangeDel())
+	}
+	for n := 2 + rng.IntN(11); n > 0; n-- {
+		switch r := rng.IntN(100); {
+		case r < 65:
+			ops = append(ops, put())
+		case r < 85:
+			ops = append(ops, del())
+		default:
+			ops = append(ops, rangeDel())
+		}
+	}
+	return ops
+}
+
+// runStressChild opens the DB and writes until it is killed. It prints
+// "ready" once the DB is open, then every few milliseconds a line
+// "m FLUSHES COMPACTIONS MEMTABLES L0FILES" from the DB's metrics. It also
+// exits when stdin closes (the parent died), so that no orphan writes on.
+func runStressChild(cfg *stressConfig, gen int, stdin io.Reader, stdout io.Writer) error {
+	db, err := shale.Open(cfg.dbDir(), cfg.dbOptions())
+	if err != nil {
+		return fmt.Errorf("stress child %d: opening %s: %w", gen, cfg.dbDir(), err)
+	}
+	// The DB is never closed: the process ends by SIGKILL.
+	if _, err := fmt.Fprintln(stdout, "ready"); err != nil {
+		return err
+	}
+	parentGone := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, stdin)
+		close(parentGone)
+	}()
+	errc := make(chan error, cfg.threads)
+	for t := 0; t < cfg.threads; t++ {
+		go func() { errc <- stressWriter(cfg, db, gen, t) }()
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-parentGone:
+			return fmt.Errorf("stress child %d: the parent closed stdin", gen)
+		case <-tick.C:
+			m := db.Metrics()
+			l0 := 0
+			if len(m.Levels) > 0 {
+				l0 = m.Levels[0].NumFiles
+			}
+			fmt.Fprintf(stdout, "m %d %d %d %d\n", m.Flush.Count, m.Compact.Count, m.MemtableCount, l0)
+		}
+	}
+}
+
+// stressWriter is writer t of child gen: it logs each batch as pending,
+// writes it, and logs the ack, until an error (or the kill).
+func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
+	lo, hi := partition(cfg.keys, cfg.threads, t)
+	rng := rand.New(rand.NewPCG(cfg.seed, uint64(gen)<<8|uint64(t)))
+	log, err := stresslog.Create(vfs.Default, cfg.logName(gen, t))
+	if err != nil {
+		return err
+	}
+	wo := &shale.WriteOptions{Sync: cfg.sync}
+	b := db.NewBatch()
+	var ops []stresslog.Op
+	var key, val []byte
+	for seq := uint64(1); ; seq++ {
+		ops = genOps(rng, lo, hi, cfg.valueSize, ops[:0])
+		if err := log.Pending(seq, ops); err != nil {
+			return err
+		}
+		id := batchID{gen, t, seq}
+		b.Reset()
+		for _, op := range ops {
+			key = stressKey(key[:0], op.Key)
+			switch op.Kind {
+			case stresslog.OpPut:
+				val = stressValue(val[:0], op.Key, id, int(op.Arg))
+				b.Put(key, val)
+			case stresslog.OpDelete:
+				b.Delete(key)
+			case stresslog.OpDeleteRange:
+				val = stressKey(val[:0], op.Arg)
+				b.DeleteRange(key, val)
+			}
+		}
+		if err := db.Write(b, wo); err != nil {
+			return fmt.Errorf("stress child %d: writer %d: batch %s: %w", gen, t, id, err)
+		}
+		if err := log.Acked(seq); err != nil {
+			return err
+		}
+	}
+}
+
+// stressStats are the figures stress prints.
+type stressStats struct {
+	kills, earlyKills         int
+	ackedBatches, ackedOps    int
+	inFlight                  int
+	applied, absent, sameBoth int
+	tornLogs                  int
+	killsWithBackground       int
+	killsWithMetrics          int
+	flushes, compactions      uint64
+	// Time spent starting children until they opened the DB, letting them
+	// write, and verifying.
+	opening, writing, verifying time.Duration
+}
+
+// stressRun is the parent's state.
+type stressRun struct {
+	cfg   *stressConfig
+	exe   string
+	rng   *rand.Rand
+	model stressModel
+	stats stressStats
+	// readyAfter is how long the last child took to open the DB; early
+	// kills land within it.
+	readyAfter time.Duration
+}
+
+func runStress(cfg *stressConfig, out io.Writer) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if names, err := vfs.Default.List(cfg.dir); err == nil && len(names) > 0 {
+		return fmt.Errorf("stress: %s is not empty; give a missing or empty directory", cfg.dir)
+	}
+	if err := vfs.Default.MkdirAll(filepath.Join(cfg.dir, "expected"), 0o755); err != nil {
+		return fmt.Errorf("stress: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("stress: finding this binary to run as the child: %w", err)
+	}
+	r := &stressRun{
+		cfg:   cfg,
+		exe:   exe,
+		rng:   rand.New(rand.NewPCG(cfg.seed, 0x57e55)),
+		model: make(stressModel, cfg.keys),
+	}
+	fmt.Fprintf(out, "stress: seed %d, %d writer threads, %d keys, value_size %d, write_buffer_size %d, sync=%v\n",
+		cfg.seed, cfg.threads, cfg.keys, cfg.valueSize, cfg.writeBufferSize, cfg.sync)
+	start := time.Now()
+	for gen := 1; ; gen++ {
+		if cfg.kills > 0 && gen > cfg.kills || cfg.duration > 0 && time.Since(start) >= cfg.duration {
+			break
+		}
+		if err := r.runChild(gen); err != nil {
+			return r.fail(gen, err)
+		}
+		verifyStart := time.Now()
+		if err := r.verify(gen); err != nil {
+			return r.fail(gen, err)
+		}
+		r.stats.verifying += time.Since(verifyStart)
+		if gen%100 == 0 {
+			fmt.Fprintf(out, "  %d kills, %d acked batches verified, %v\n", gen, r.stats.ackedBatches, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	r.printSummary(out, time.Since(start))
+	return nil
+}
+
+func (r *stressRun) fail(gen int, err error) error {
+	return fmt.Errorf("stress: seed %d, kill %d (sync=%v): %w", r.cfg.seed, gen, r.cfg.sync, err)
+}
+
+func (r *stressRun) printSummary(out io.Writer, elapsed time.Duration) {
+	s := &r.stats
+	fmt.Fprintf(out, "kills:                    %d in %v (%v per kill), %d of them while the child opened the DB\n",
+		s.kills, elapsed.Round(time.Millisecond), (elapsed / time.Duration(max(s.kills, 1))).Round(time.Millisecond), s.earlyKills)
+	per := func(d time.Duration) time.Duration {
+		return (d / time.Duration(max(s.kills, 1))).Round(time.Millisecond)
+	}
+	fmt.Fprintf(out, "time per kill:            %v starting the child and opening the DB, %v writing, %v verifying\n",
+		per(s.opening), per(s.writing), per(s.verifying))
+	fmt.Fprintf(out, "acked batches verified:   %d (%d operations)\n", s.ackedBatches, s.ackedOps)
+	fmt.Fprintf(out, "in-flight batches:        %d: %d applied, %d absent, %d with no visible effect\n",
+		s.inFlight, s.applied, s.absent, s.sameBoth)
+	fmt.Fprintf(out, "background work at kill:  %d of %d kills with a memtable waiting for flush or L0 at the compaction trigger\n",
+		s.killsWithBackground, s.killsWithMetrics)
+	fmt.Fprintf(out, "children's work:          %d flushes, %d compactions\n", s.flushes, s.compactions)
+	if s.tornLogs > 0 {
+		fmt.Fprintf(out, "torn log tails:           %d\n", s.tornLogs)
+	}
+	fmt.Fprintln(out, "ok: no acknowledged batch lost, every in-flight batch all or nothing")
+}
+
+// lockedBuffer collects a child's stderr.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() < 64<<10 {
+		b.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runChild starts child gen, lets it run for a random time and kills it.
+func (r *stressRun) runChild(gen int) error {
+	// The child's seed depends on the run's seed and gen alone, so a seed
+	// replays the same batches whatever the timing did to the kill times.
+	childSeed := r.cfg.seed ^ uint64(gen)*0x9e3779b97f4a7c15
+	cmd := exec.Command(r.exe, r.cfg.childArgs(gen, childSeed)...)
+	cmd.Env = append(os.Environ(), stressChildEnv+"=1")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the child: %w", err)
+	}
+	ready := make(chan struct{})
+	exited := make(chan struct{}) // stdout closed: the child is gone
+	var lastMetrics atomic.Pointer[string]
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "ready" {
+				close(ready)
+			} else if strings.HasPrefix(line, "m ") {
+				lastMetrics.Store(&line)
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+
+	early := r.rng.IntN(10) == 0 && r.readyAfter > 0
+	var wait time.Duration
+	if early {
+		wait = time.Duration(r.rng.Int64N(int64(r.readyAfter)))
+	} else {
+		wait = r.cfg.killMin + time.Duration(r.rng.Int64N(int64(r.cfg.killMax-r.cfg.killMin)+1))
+	}
+	exitedEarly := false
+	if !early {
+		select {
+		case <-ready:
+			r.readyAfter = time.Since(started)
+		case <-exited:
+			exitedEarly = true
+		case <-time.After(2 * time.Minute):
+			cmd.Process.Kill()
+			<-exited
+			cmd.Wait()
+			return fmt.Errorf("the child did not open the database within 2 minutes\n%s", stderr.String())
+		}
+	}
+	if !exitedEarly {
+		select {
+		case <-exited:
+			exitedEarly = true
+		case <-time.After(wait):
+		}
+	}
+	select {
+	case <-ready:
+		early = false // chosen early, but the child was quicker
+	default:
+		early = true
+	}
+	killErr := cmd.Process.Kill()
+	if early {
+		r.stats.opening += time.Since(started)
+	} else {
+		r.stats.opening += r.readyAfter
+		r.stats.writing += time.Since(started) - r.readyAfter
+	}
+	<-exited
+	waitErr := cmd.Wait()
+	if exitedEarly || stderr.String() != "" {
+		return fmt.Errorf("the child failed before it was killed (%v, kill: %v):\n%s", waitErr, killErr, stderr.String())
+	}
+	r.stats.kills++
+	if early {
+		r.stats.earlyKills++
+	}
+	if m := lastMetrics.Load(); m != nil {
+		var flushes, compactions uint64
+		var memtables, l0 int
+		if _, err := fmt.Sscanf(*m, "m %d %d %d %d", &flushes, &compactions, &memtables, &l0); err == nil {
+			r.stats.killsWithMetrics++
+			r.stats.flushes += flushes
+			r.stats.compactions += compactions
+			if memtables > 1 || l0 >= r.cfg.dbOptions().Level0FileNumCompactionTrigger {
+				r.stats.killsWithBackground++
+			}
+		}
+	}
+	return nil
+}
+
+// verify reads the logs of child gen, reopens the DB and checks it against
+// the model: every acked batch applied, each writer's in-flight batch all or
+// nothing. It then advances the model and removes the logs.
+func (r *stressRun) verify(gen int) error {
+	logs := make([]*stresslog.Log, r.cfg.threads)
+	for t := range logs {
+		l, err := stresslog.Read(vfs.Default, r.cfg.logName(gen, t))
+		if errors.Is(err, os.ErrNotExist) {
+			l, err = &stresslog.Log{}, nil // killed before the writer started
+		}
+		if err != nil {
+			return err
+		}
+		if l.Torn {
+			r.stats.tornLogs++
+		}
+		logs[t] = l
+	}
+	db, err := shale.Open(r.cfg.dbDir(), r.cfg.dbOptions())
+	if err != nil {
+		return fmt.Errorf("the database does not open after the kill: %w", err)
+	}
+	found, err := readStressState(db, r.cfg.keys)
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("closing the database after verifying: %w", cerr)
+	}
+	if err != nil {
+		return err
+	}
+	for t, l := range logs {
+		if err := r.verifyWriter(gen, t, l, found); err != nil {
+			return err
+		}
+	}
+	for t := range logs {
+		if err := vfs.Default.Remove(r.cfg.logName(gen, t)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyWriter checks writer t's keys and advances the model by its acked
+// batches and, when found applied, its in-flight one.
+func (r *stressRun) verifyWriter(gen, t int, l *stresslog.Log, found [][]byte) error {
+	lo, hi := partition(r.cfg.keys, r.cfg.threads, t)
+	var inFlight *stresslog.Batch
+	for i := range l.Batches {
+		b := &l.Batches[i]
+		if !b.Acked {
+			inFlight = b
+			break
+		}
+		r.model.apply(0, batchID{gen, t, b.Seq}, b.Ops)
+		r.stats.ackedBatches++
+		r.stats.ackedOps += len(b.Ops)
+	}
+	acked := len(l.Batches)
+	if inFlight != nil {
+		acked--
+	}
+	part := r.model[lo:hi]
+	withAcked, _ := part.mismatches(lo, found)
+	if inFlight == nil {
+		if withAcked < 0 {
+			return nil
+		}
+		return mismatchError(part, lo, found, withAcked, t, acked, nil)
+	}
+	r.stats.inFlight++
+	id := batchID{gen, t, inFlight.Seq}
+	alt := append(stressModel(nil), part...)
+	alt.apply(lo, id, inFlight.Ops)
+	withInFlight, _ := alt.mismatches(lo, found)
+	switch {
+	case withAcked < 0 && withInFlight < 0:
+		r.stats.sameBoth++
+	case withAcked < 0:
+		r.stats.absent++
+	case withInFlight < 0:
+		r.stats.applied++
+		copy(part, alt)
+	default:
+		return explainMismatch(part, alt, lo, found, t, acked, id)
+	}
+	return nil
+}
+
+// explainMismatch reports a writer's keys that match neither the acked
+// state (part) nor the acked state plus the in-flight batch (alt): a key
+// where both differ is a lost or phantom write; otherwise the in-flight
+// batch was applied in part.
+func explainMismatch(part, alt stressModel, lo uint32, found [][]byte, t, acked int, inFlight batchID) error {
+	onlyAcked, onlyAlt := -1, -1 // keys where only one candidate differs
+	for i := range part {
+		k := lo + uint32(i)
+		a, b := matches(part[i], k, found[k]), matches(alt[i], k, found[k])
+		switch {
+		case !a && !b:
+			return mismatchError(part, lo, found, int(k), t, acked, &inFlight)
+		case !a && onlyAcked < 0:
+			onlyAcked = int(k)
+		case !b && onlyAlt < 0:
+			onlyAlt = int(k)
+		}
+	}
+	k := onlyAlt
+	return fmt.Errorf("batch %s, in flight, was applied in part: key %s holds its write, but key %s (writer %d): expected %s, found %s",
+		inFlight, stressKey(nil, uint32(onlyAcked)), stressKey(nil, uint32(k)), t,
+		alt[k-int(lo)].describe(uint32(k)), describeFound(uint32(k), found[k]))
+}
+
+// mismatchError describes the difference at key k between found and m,
+// which holds the keys from lo on.
+func mismatchError(m stressModel, lo uint32, found [][]byte, k, t, acked int, inFlight *batchID) error {
+	want := m[k-int(lo)]
+	flight := "no batch in flight"
+	if inFlight != nil {
+		flight = fmt.Sprintf("batch %s in flight, which does not explain it", inFlight)
+	}
+	return fmt.Errorf("%s: key %s (writer %d; %d batches of this child acked, %s): expected %s, found %s",
+		verdict(want, uint32(k), found[k]), stressKey(nil, uint32(k)), t, acked, flight,
+		want.describe(uint32(k)), describeFound(uint32(k), found[k]))
+}
+
+// readStressState reads every key with a forward scan and checks that a
+// reverse scan, Get and MultiGet agree with it. found[k] is key k's value,
+// nil when absent.
+func readStressState(db *shale.DB, keys int) ([][]byte, error) {
+	found := make([][]byte, keys)
+	var order []uint32
+	it := db.NewIterator(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		k, okKey := parseStressKey(it.Key())
+		if !okKey || int(k) >= keys {
+			it.Close()
+			return nil, fmt.Errorf("the database holds key %q, which no writer wrote", truncate(it.Key()))
+		}
+		if n := len(order); n > 0 && order[n-1] >= k {
+			it.Close()
+			return nil, fmt.Errorf("the iterator returned key %s after %s", stressKey(nil, k), stressKey(nil, order[n-1]))
+		}
+		found[k] = append([]byte{}, it.Value()...)
+		order = append(order, k)
+	}
+	i := len(order) - 1
+	for ok := it.Last(); ok; ok = it.Prev() {
+		k, _ := parseStressKey(it.Key())
+		if i < 0 || order[i] != k || !bytes.Equal(found[k], it.Value()) {
+			it.Close()
+			return nil, fmt.Errorf("reverse iteration disagrees with forward iteration at key %q", truncate(it.Key()))
+		}
+		i--
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return nil, fmt.Errorf("iterating: %w", err)
+	}
+	if i != -1 {
+		return nil, fmt.Errorf("reverse iteration saw %d keys, forward %d", len(order)-1-i, len(order))
+	}
+	all := make([][]byte, keys)
+	for k := range all {
+		all[k] = stressKey(nil, uint32(k))
+		v, err := db.Get(all[k], nil)
+		if errors.Is(err, shale.ErrNotFound) {
+			v, err = nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("Get %s: %w", all[k], err)
+		}
+		if !bytes.Equal(v, found[k]) || (v == nil) != (found[k] == nil) {
+			return nil, fmt.Errorf("Get %s returned %s, the iterator %s", all[k], describeFound(uint32(k), v), describeFound(uint32(k), found[k]))
+		}
+	}
+	vals, errs := db.MultiGet(all, nil)
+	for k := range all {
+		v, err := vals[k], errs[k]
+		if errors.Is(err, shale.ErrNotFound) {
+			v, err = nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("MultiGet %s: %w", all[k], err)
+		}
+		if !bytes.Equal(v, found[k]) || (v == nil) != (found[k] == nil) {
+			return nil, fmt.Errorf("MultiGet %s returned %s, the iterator %s", all[k], describeFound(uint32(k), v), describeFound(uint32(k), found[k]))
+		}
+	}
+	return found, nil
+}
