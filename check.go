@@ -213,6 +213,8 @@ func (r *CheckReport) String() string {
 // MANIFEST (replaying it into a version), every block of every live table,
 // every record of every WAL not yet in tables, and parses the OPTIONS
 // files. o supplies the FS, Comparer and WALRecoveryMode (nil: defaults).
+// Open never reads OPTIONS files (it writes a fresh one), so damage there
+// does not stop Open; Check reports it.
 //
 // Check never modifies anything: it opens files read-only and takes no
 // lock, so it can run beside a process that has the database open (whose

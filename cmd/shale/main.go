@@ -46,6 +46,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newDeleteRangeCmd(),
 		newScanCmd(),
 		newBenchCmd(),
+		newCheckCmd(),
 	)
 	return root
 }
