@@ -331,6 +331,7 @@ func TestParanoidChecksAfterFlushAndCompaction(t *testing.T) {
 		o := matrixOptions(cfs)
 		o.ParanoidChecks = paranoid
 		o.Compression = NoCompression
+		o.WriteBufferSize = 1 << 20 // only the armed Flush writes a table
 		db, err := Open("/db", o)
 		if err != nil {
 			t.Fatal(err)
@@ -362,6 +363,9 @@ func TestParanoidChecksAfterFlushAndCompaction(t *testing.T) {
 			}
 			if n := db.Metrics().Levels[0].NumFiles; n != 0 {
 				t.Fatalf("%d damaged L0 tables installed", n)
+			}
+			if err := db.VerifyChecksum(); err != nil {
+				t.Fatalf("a damaged table was installed: %v", err)
 			}
 		} else {
 			// Without the check the damaged table is installed, and the
