@@ -132,6 +132,7 @@ const (
 	CheckSkipped
 )
 
+// String returns the status as the report prints it.
 func (s CheckStatus) String() string {
 	switch s {
 	case CheckOK:
