@@ -249,6 +249,12 @@ func (d *DB) runToTables(ro compact.RunOptions, tombstoneTime uint64) ([]*manife
 		}
 		metas = append(metas, fm)
 	}
+	if d.opts.ParanoidChecks {
+		if err := d.verifyNewTables(metas); err != nil {
+			d.removeOutputs(metas)
+			return nil, stats, err
+		}
+	}
 	return metas, stats, nil
 }
 

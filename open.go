@@ -102,6 +102,11 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ParanoidChecks {
+		if err := d.checkLiveTables(); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.recover(); err != nil {
 		return nil, err
 	}

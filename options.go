@@ -94,6 +94,15 @@ type Options struct {
 	// WALRecoveryMode chooses how damage in the WAL is handled at Open.
 	// Default TolerateCorruptedTailRecords.
 	WALRecoveryMode WALRecoveryMode
+	// ParanoidChecks turns on expensive checks (paranoid_checks): at Open
+	// every live table is opened and its size checked against the
+	// MANIFEST, and every table a flush or compaction writes is read back
+	// and verified block by block before it is installed (a failure is a
+	// background error). Default false, since a zero bool must be the
+	// default: what RocksDB's default paranoid mode does, shale always does
+	// (every block read from disk is checksummed, damage in the MANIFEST
+	// or mid-WAL fails Open, and a background error stops writes).
+	ParanoidChecks bool
 
 	// UseDirectReads reads SST (and blob) files with direct IO, bypassing
 	// the OS page cache (use_direct_reads): O_DIRECT on Linux, F_NOCACHE on
@@ -291,6 +300,7 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"disable_auto_compactions", strconv.FormatBool(o.DisableAutoCompactions)},
 		{"max_manifest_file_size", itoa(o.MaxManifestFileSize)},
 		{"wal_recovery_mode", itoa(int64(o.WALRecoveryMode))},
+		{"paranoid_checks", strconv.FormatBool(o.ParanoidChecks)},
 		{"use_direct_reads", strconv.FormatBool(o.UseDirectReads)},
 		{"use_direct_io_for_flush_and_compaction", strconv.FormatBool(o.UseDirectIOForFlushAndCompaction)},
 		{"max_auto_readahead_size", itoa(o.MaxAutoReadaheadSize)},
@@ -398,6 +408,8 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		atob(&o.IOUringSQPoll)
 	case "wal_background_writes":
 		atob(&o.WALBackgroundWrites)
+	case "paranoid_checks":
+		atob(&o.ParanoidChecks)
 	case "wal_recovery_mode":
 		var m int
 		atoi(&m)
@@ -429,8 +441,12 @@ type ReadOptions struct {
 	FillCache bool
 	// SkipFillCache keeps blocks read by this call out of the block cache.
 	SkipFillCache bool
-	// VerifyChecksums verifies block checksums on every read from disk.
-	// shale always verifies blocks read from disk, so this is always on.
+	// VerifyChecksums (verify_checksums) is accepted for RocksDB-named
+	// configuration and changes nothing: shale verifies the checksum of
+	// every block it reads from disk, for Get, MultiGet, iterators and
+	// compactions alike, whatever this field says. Blocks served from the
+	// block cache were verified when they were read; DB.VerifyChecksum
+	// re-reads every block from disk.
 	VerifyChecksums bool
 	// ReadaheadSize makes an iterator read ahead this many bytes at a time
 	// from each table it scans, from the first block read (readahead_size).

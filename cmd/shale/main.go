@@ -47,6 +47,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newScanCmd(),
 		newBenchCmd(),
 		newStressCmd(),
+		newCheckCmd(),
 	)
 	return root
 }

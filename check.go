@@ -1,0 +1,673 @@
+package shale
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/record"
+	"github.com/shaledb/shale/sstable"
+	"github.com/shaledb/shale/vfs"
+)
+
+// VerifyChecksum reads every block of every live table from disk (not from
+// the block cache) and checks its checksum and structure, as RocksDB's
+// DB::VerifyChecksum; it also checks each table's size against the
+// MANIFEST. Every damaged table is reported: the result matches
+// ErrCorruption and names each file and offset. Memtables and the WAL are
+// not checked (see Check).
+func (d *DB) VerifyChecksum() error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	rs := d.loadReadState()
+	if rs == nil {
+		return ErrClosed
+	}
+	defer rs.unref()
+	var errs []error
+	for _, files := range rs.version.Levels {
+		for _, f := range files {
+			t, err := d.tableCache.get(f.FileNum)
+			if err == nil {
+				err = d.checkTableSize(f)
+			}
+			if err == nil {
+				err = t.reader.VerifyChecksums()
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkTableSize compares a live table's size on disk with the MANIFEST's.
+func (d *DB) checkTableSize(f *manifest.FileMetadata) error {
+	name := d.tablePath(f.FileNum)
+	fi, err := d.fs.Stat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w (%w)", base.CorruptionErrorf(name, 0, "live table is missing"), err)
+	}
+	if err != nil {
+		return fmt.Errorf("shale: checking %s: %w", name, err)
+	}
+	if uint64(fi.Size()) != f.Size {
+		return base.CorruptionErrorf(name, fi.Size(), "table is %d bytes, the MANIFEST says %d", fi.Size(), f.Size)
+	}
+	return nil
+}
+
+// checkLiveTables is Options.ParanoidChecks at Open: every live table must
+// exist, have the size the MANIFEST records and open (footer, index,
+// filter, properties and range-del blocks pass their checksums).
+func (d *DB) checkLiveTables() error {
+	v := d.versions.Current()
+	defer v.Unref()
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if err := d.checkTableSize(f); err != nil {
+				return err
+			}
+			if _, err := d.tableCache.get(f.FileNum); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// verifyNewTables is Options.ParanoidChecks after a flush or compaction:
+// each output is read back from the file system, block by block, before
+// it is installed.
+func (d *DB) verifyNewTables(metas []*manifest.FileMetadata) error {
+	for _, m := range metas {
+		if err := d.checkTableSize(m); err != nil {
+			return err
+		}
+		if err := verifyTableFile(d.fs, d.tablePath(m.FileNum), d.cmp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyTableFile opens the table at name without a cache and verifies
+// every block.
+func verifyTableFile(fs vfs.FS, name string, cmp *base.Comparer) error {
+	f, err := fs.Open(name, vfs.SequentialAccess)
+	if err != nil {
+		return fmt.Errorf("shale: opening %s: %w", name, err)
+	}
+	r, err := sstable.NewReader(f, sstable.ReaderOptions{Comparer: cmp, FileName: name})
+	if err != nil {
+		return err
+	}
+	return errors.Join(r.VerifyChecksums(), r.Close())
+}
+
+// CheckStatus is the verdict of Check on one file.
+type CheckStatus int
+
+const (
+	// CheckOK: every checksum and structure check passed.
+	CheckOK CheckStatus = iota
+	// CheckRecoverable: the file ends in a torn tail, as a crash leaves
+	// it; Open drops the tail (under the default WALRecoveryMode) and loses
+	// nothing that was synced.
+	CheckRecoverable
+	// CheckDamaged: the file is damaged or missing; Open or reads fail.
+	CheckDamaged
+	// CheckSkipped: not checked (obsolete, temporary, LOG, LOCK, unknown).
+	CheckSkipped
+)
+
+// String returns the status as the report prints it.
+func (s CheckStatus) String() string {
+	switch s {
+	case CheckOK:
+		return "ok"
+	case CheckRecoverable:
+		return "recoverable"
+	case CheckDamaged:
+		return "DAMAGED"
+	case CheckSkipped:
+		return "skipped"
+	}
+	return fmt.Sprintf("CheckStatus(%d)", int(s))
+}
+
+// CheckedFile is what Check found for one file of the database directory.
+type CheckedFile struct {
+	// Name is the file's base name.
+	Name string
+	// Kind is "CURRENT", "MANIFEST", "WAL", "table", "OPTIONS" or "other".
+	Kind string
+	// Size is the file's size in bytes (0 when missing).
+	Size   int64
+	Status CheckStatus
+	// Err is the damage (Status CheckDamaged or CheckRecoverable); it
+	// matches ErrCorruption and names the file and offset, except for a
+	// missing file or a comparer mismatch.
+	Err error
+	// Detail summarizes what was checked, or why the file was skipped.
+	Detail string
+}
+
+// CheckReport is the result of Check: one entry per file, in the order
+// CURRENT, MANIFEST, tables, WALs, OPTIONS, others.
+type CheckReport struct {
+	Dir   string
+	Files []CheckedFile
+}
+
+// OK reports whether no file is damaged (torn tails are recoverable and
+// count as OK).
+func (r *CheckReport) OK() bool {
+	for _, f := range r.Files {
+		if f.Status == CheckDamaged {
+			return false
+		}
+	}
+	return true
+}
+
+// String renders the report for people: one line per file and a summary.
+func (r *CheckReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "database %s\n", r.Dir)
+	counts := map[CheckStatus]int{}
+	for _, f := range r.Files {
+		counts[f.Status]++
+		fmt.Fprintf(&b, "  %-11s %-20s %10d  %s", f.Status, f.Name, f.Size, f.Kind)
+		if f.Detail != "" {
+			fmt.Fprintf(&b, ": %s", f.Detail)
+		}
+		b.WriteByte('\n')
+		if f.Err != nil {
+			for _, line := range strings.Split(f.Err.Error(), "\n") {
+				fmt.Fprintf(&b, "      %s\n", line)
+			}
+		}
+	}
+	verdict := "no damage found"
+	if !r.OK() {
+		verdict = "DAMAGE FOUND"
+	}
+	fmt.Fprintf(&b, "%s: %d files ok, %d recoverable, %d damaged, %d skipped\n", verdict,
+		counts[CheckOK], counts[CheckRecoverable], counts[CheckDamaged], counts[CheckSkipped])
+	return b.String()
+}
+
+// Check verifies the database in dir without opening it, so it works on a
+// database that does not open: it reads CURRENT, every record of the live
+// MANIFEST (replaying it into a version), every block of every live table,
+// every record of every WAL not yet in tables, and parses the OPTIONS
+// files. o supplies the FS, Comparer and WALRecoveryMode (nil: defaults).
+// Open never reads OPTIONS files (it writes a fresh one), so damage there
+// does not stop Open; Check reports it.
+//
+// Check never modifies anything: it opens files read-only and takes no
+// lock, so it can run beside a process that has the database open (whose
+// lock is exclusive). Against a live database a WAL being written may show
+// a recoverable torn tail, and files a compaction replaced may be reported
+// missing; check a closed database for a definitive answer. The error is
+// non-nil only when the check could not run (dir unreadable or holding no
+// database); damage is in the report.
+func Check(dir string, o *Options) (*CheckReport, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	opts.EnsureDefaults()
+	c := &checker{fs: opts.FS, dir: dir, opts: &opts, rep: &CheckReport{Dir: dir}}
+	names, err := c.fs.List(dir)
+	if err != nil {
+		return nil, fmt.Errorf("shale: check: listing %s: %w", dir, err)
+	}
+	slices.Sort(names)
+	var manifests, tables, logs, options []base.FileNum
+	hasCurrent := false
+	for _, name := range names {
+		t, num, ok := base.ParseFilename(name)
+		switch {
+		case !ok:
+			c.add(CheckedFile{Name: name, Kind: "other", Status: CheckSkipped, Detail: "not a shale file"})
+		case t == base.FileTypeCurrent:
+			hasCurrent = true
+		case t == base.FileTypeManifest:
+			manifests = append(manifests, num)
+		case t == base.FileTypeTable:
+			tables = append(tables, num)
+		case t == base.FileTypeLog:
+			logs = append(logs, num)
+		case t == base.FileTypeOptions:
+			options = append(options, num)
+		case t == base.FileTypeTemp:
+			c.add(CheckedFile{Name: name, Kind: "other", Status: CheckSkipped, Detail: "temporary file (Open removes it)"})
+		default:
+			c.add(CheckedFile{Name: name, Kind: "other", Status: CheckSkipped})
+		}
+	}
+	if !hasCurrent && len(manifests) == 0 {
+		return nil, base.InvalidArgumentf("shale: check: %s holds no database (no CURRENT and no MANIFEST)", dir)
+	}
+	others := c.rep.Files
+	c.rep.Files = nil
+
+	v, logNum := c.checkCurrentAndManifest(hasCurrent, manifests)
+	c.checkTables(v, tables)
+	c.checkWALs(logs, logNum, v != nil)
+	for _, num := range options {
+		c.checkOptions(base.MakeFilename(base.FileTypeOptions, num))
+	}
+	c.rep.Files = append(c.rep.Files, others...)
+	return c.rep, nil
+}
+
+// checker carries the state of one Check.
+type checker struct {
+	fs   vfs.FS
+	dir  string
+	opts *Options
+	rep  *CheckReport
+}
+
+func (c *checker) add(f CheckedFile) { c.rep.Files = append(c.rep.Files, f) }
+
+func (c *checker) path(name string) string { return c.fs.PathJoin(c.dir, name) }
+
+// readAll reads a whole file; size is -1 when it cannot be opened.
+func (c *checker) readAll(name string) ([]byte, int64, error) {
+	f, err := c.fs.Open(c.path(name))
+	if err != nil {
+		return nil, -1, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, -1, err
+	}
+	if size > 1<<20 {
+		return nil, size, fmt.Errorf("%d bytes is too large", size)
+	}
+	b := make([]byte, size)
+	if n, err := f.ReadAt(b, 0); n < len(b) {
+		return nil, size, fmt.Errorf("reading: %w", err)
+	}
+	return b, size, nil
+}
+
+// checkCurrentAndManifest checks CURRENT and replays the MANIFEST it names
+// (or, when CURRENT is unusable, the newest MANIFEST). It returns the
+// replayed version (nil if the MANIFEST is unusable) and its log number.
+func (c *checker) checkCurrentAndManifest(hasCurrent bool, manifests []base.FileNum) (*manifest.Version, base.FileNum) {
+	curName := base.MakeFilename(base.FileTypeCurrent, 0)
+	cur := CheckedFile{Name: curName, Kind: "CURRENT"}
+	live, liveOK := base.FileNum(0), false
+	switch data, size, err := c.readAll(curName); {
+	case !hasCurrent:
+		cur.Status, cur.Err = CheckDamaged, base.CorruptionErrorf(c.path(curName), 0, "CURRENT is missing")
+	case err != nil:
+		cur.Size, cur.Status = max(size, 0), CheckDamaged
+		cur.Err = fmt.Errorf("%w (%w)", base.CorruptionErrorf(c.path(curName), 0, "CURRENT cannot be read"), err)
+	default:
+		cur.Size = size
+		s, nl := strings.CutSuffix(string(data), "\n")
+		t, num, ok := base.ParseFilename(s)
+		switch {
+		case !nl || !ok || t != base.FileTypeManifest || base.MakeFilename(t, num) != s:
+			cur.Status = CheckDamaged
+			cur.Err = base.CorruptionErrorf(c.path(curName), 0, "CURRENT holds %q, not a MANIFEST name and a newline", data)
+		case !slices.Contains(manifests, num):
+			cur.Status = CheckDamaged
+			cur.Err = base.CorruptionErrorf(c.path(curName), 0, "CURRENT names %s, which does not exist", s)
+		default:
+			live, liveOK = num, true
+			cur.Detail = "names " + s
+		}
+	}
+	if !liveOK && len(manifests) > 0 {
+		live = manifests[len(manifests)-1]
+		cur.Detail = fmt.Sprintf("unusable; checked the newest MANIFEST, %s, instead", base.MakeFilename(base.FileTypeManifest, live))
+	}
+	c.add(cur)
+	var v *manifest.Version
+	var logNum base.FileNum
+	for _, num := range manifests {
+		name := base.MakeFilename(base.FileTypeManifest, num)
+		if num != live {
+			c.add(CheckedFile{Name: name, Kind: "MANIFEST", Size: c.size(name), Status: CheckSkipped, Detail: "not the live MANIFEST (Open removes it)"})
+			continue
+		}
+		var cf CheckedFile
+		cf, v, logNum = c.replayManifest(name)
+		c.add(cf)
+	}
+	return v, logNum
+}
+
+func (c *checker) size(name string) int64 {
+	if fi, err := c.fs.Stat(c.path(name)); err == nil {
+		return fi.Size()
+	}
+	return 0
+}
+
+// replayManifest reads every record of a MANIFEST, decodes it and applies
+// the edits as Open would.
+func (c *checker) replayManifest(name string) (CheckedFile, *manifest.Version, base.FileNum) {
+	path := c.path(name)
+	cf := CheckedFile{Name: name, Kind: "MANIFEST", Size: c.size(name)}
+	damaged := func(err error) (CheckedFile, *manifest.Version, base.FileNum) {
+		cf.Status, cf.Err = CheckDamaged, err
+		return cf, nil, 0
+	}
+	f, err := c.fs.Open(path)
+	if err != nil {
+		return damaged(fmt.Errorf("shale: opening %s: %w", path, err))
+	}
+	defer f.Close()
+	rr := record.NewReader(io.NewSectionReader(f, 0, math.MaxInt64), path)
+	var edits []*manifest.VersionEdit
+	var offsets []int64
+	var logNum base.FileNum
+	haveNext := false
+	for i := 0; ; i++ {
+		rec, err := rr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return damaged(err)
+		}
+		off := rr.Offset()
+		e := &manifest.VersionEdit{}
+		if err := e.Decode(rec, path, off); err != nil {
+			return damaged(err)
+		}
+		if i == 0 {
+			if e.ComparerName == "" {
+				return damaged(base.CorruptionErrorf(path, off, "first record names no comparer; not a shale MANIFEST"))
+			}
+			if e.ManifestFormat > manifest.ManifestFormatV1 {
+				return damaged(base.CorruptionErrorf(path, off, "MANIFEST format %d is newer than this shale supports (%d)", e.ManifestFormat, manifest.ManifestFormatV1))
+			}
+		}
+		if e.ComparerName != "" && e.ComparerName != c.opts.Comparer.Name {
+			return damaged(base.InvalidArgumentf("shale: %s was written with comparer %q, but the check uses %q (set Options.Comparer)",
+				path, e.ComparerName, c.opts.Comparer.Name))
+		}
+		haveNext = haveNext || e.HasNextFileNumber
+		if e.HasLogNumber {
+			logNum = e.LogNumber
+		}
+		edits = append(edits, e)
+		offsets = append(offsets, off)
+	}
+	if len(edits) == 0 {
+		return damaged(base.CorruptionErrorf(path, 0, "MANIFEST holds no records"))
+	}
+	if !haveNext {
+		return damaged(base.CorruptionErrorf(path, 0, "MANIFEST records no next file number"))
+	}
+	v, err := manifest.Apply(c.opts.Comparer, manifest.NumLevelsMax, nil, edits...)
+	if err != nil {
+		// Find the record that does not apply, one at a time.
+		var pv *manifest.Version
+		for i, e := range edits {
+			if pv, err = manifest.Apply(c.opts.Comparer, manifest.NumLevelsMax, pv, e); err != nil {
+				return damaged(fmt.Errorf("%w: %w", base.CorruptionErrorf(path, offsets[i], "manifest record %d does not apply", i), err))
+			}
+		}
+		return damaged(fmt.Errorf("%w: %w", base.CorruptionErrorf(path, 0, "replayed version is invalid"), err))
+	}
+	for level, files := range v.Levels {
+		if len(files) > 0 && level >= c.opts.NumLevels {
+			return damaged(base.InvalidArgumentf("shale: %s has tables in L%d but Options.NumLevels is %d", path, level, c.opts.NumLevels))
+		}
+	}
+	nTables := 0
+	for _, files := range v.Levels {
+		nTables += len(files)
+	}
+	cf.Status = CheckOK
+	cf.Detail = fmt.Sprintf("live; %d records, %d live tables, log number %s", len(edits), nTables, logNum)
+	if off, dropped := rr.TornTail(); dropped > 0 {
+		cf.Status = CheckRecoverable
+		cf.Err = base.CorruptionErrorf(path, off, "torn tail of %d bytes (Open drops it)", dropped)
+		if completeBadFragment(f, off) {
+			// Every MANIFEST record is synced before its edit takes
+			// effect, so a whole record that fails its checksum is damage
+			// of an acknowledged edit, not a torn write; Open drops it all
+			// the same, losing the edit (and the data of a flush whose WAL
+			// is gone).
+			cf.Status = CheckDamaged
+			cf.Err = base.CorruptionErrorf(path, off, "last record is complete but fails its checksum: damaged after it was written (Open would drop it and lose its edit)")
+		}
+	}
+	return cf, v, logNum
+}
+
+// completeBadFragment reports whether a record fragment whose header and
+// payload are wholly present in the file (and in its 32 KiB block) starts
+// at off but fails its checksum: damage to written data, not a torn write.
+func completeBadFragment(f vfs.File, off int64) bool {
+	var h [record.HeaderSize]byte
+	if n, _ := f.ReadAt(h[:], off); n < len(h) {
+		return false
+	}
+	length := int64(binary.LittleEndian.Uint16(h[4:]))
+	typ := h[6]
+	if length == 0 && typ == 0 || typ < 1 || typ > 4 || off%record.BlockSize+record.HeaderSize+length > record.BlockSize {
+		return false
+	}
+	payload := make([]byte, 1+length)
+	if n, _ := f.ReadAt(payload, off+6); n < len(payload) {
+		return false
+	}
+	c := crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli))
+	masked := (c>>15 | c<<17) + 0xa282ead8
+	return masked != binary.LittleEndian.Uint32(h[:4])
+}
+
+// checkTables verifies every live table of v, and every table when v is
+// unknown; other tables are obsolete.
+func (c *checker) checkTables(v *manifest.Version, present []base.FileNum) {
+	type liveTable struct {
+		level int
+		meta  *manifest.FileMetadata
+	}
+	live := map[base.FileNum]liveTable{}
+	var nums []base.FileNum
+	if v != nil {
+		for level, files := range v.Levels {
+			for _, f := range files {
+				live[f.FileNum] = liveTable{level, f}
+				nums = append(nums, f.FileNum)
+			}
+		}
+	}
+	for _, n := range present {
+		if _, ok := live[n]; !ok {
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	for _, num := range nums {
+		name := base.MakeFilename(base.FileTypeTable, num)
+		path := c.path(name)
+		cf := CheckedFile{Name: name, Kind: "table"}
+		lt, isLive := live[num]
+		if v != nil && !isLive {
+			cf.Size, cf.Status, cf.Detail = c.size(name), CheckSkipped, "not live (Open removes it)"
+			c.add(cf)
+			continue
+		}
+		fi, err := c.fs.Stat(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			cf.Status = CheckDamaged
+			cf.Err = fmt.Errorf("%w (%w)", base.CorruptionErrorf(path, 0, "live table in L%d is missing", lt.level), err)
+		case err != nil:
+			cf.Status, cf.Err = CheckDamaged, fmt.Errorf("shale: checking %s: %w", path, err)
+		default:
+			cf.Size = fi.Size()
+			if isLive && uint64(fi.Size()) != lt.meta.Size {
+				cf.Status = CheckDamaged
+				cf.Err = base.CorruptionErrorf(path, fi.Size(), "table is %d bytes, the MANIFEST says %d", fi.Size(), lt.meta.Size)
+			} else if err := verifyTableFile(c.fs, path, c.opts.Comparer); err != nil {
+				cf.Status, cf.Err = CheckDamaged, err
+			}
+		}
+		if cf.Status == CheckOK {
+			if isLive {
+				cf.Detail = fmt.Sprintf("L%d, %d entries", lt.level, lt.meta.NumEntries)
+			} else {
+				cf.Detail = "blocks ok; liveness unknown (MANIFEST unusable)"
+			}
+		}
+		c.add(cf)
+	}
+}
+
+// walCheck is what reading one WAL found.
+type walCheck struct {
+	cf     CheckedFile
+	writes bool  // holds a batch with entries
+	torn   int64 // bytes of torn tail
+	tornAt int64
+}
+
+// checkWALs reads every WAL at or above the MANIFEST's log number (all of
+// them when the MANIFEST is unusable). A torn tail is recoverable only in
+// the newest WAL holding writes, as Open judges it.
+func (c *checker) checkWALs(logs []base.FileNum, logNum base.FileNum, haveManifest bool) {
+	var checks []*walCheck
+	for _, num := range logs {
+		name := base.MakeFilename(base.FileTypeLog, num)
+		if haveManifest && num < logNum {
+			c.add(CheckedFile{Name: name, Kind: "WAL", Size: c.size(name), Status: CheckSkipped, Detail: "obsolete: its writes are in tables"})
+			continue
+		}
+		checks = append(checks, c.readWAL(name))
+	}
+	for i, w := range checks {
+		if w.torn > 0 && w.cf.Status == CheckOK {
+			w.cf.Status = CheckRecoverable
+			w.cf.Err = base.CorruptionErrorf(c.path(w.cf.Name), w.tornAt, "torn tail of %d bytes (Open drops it)", w.torn)
+			if c.opts.WALRecoveryMode == AbsoluteConsistency {
+				w.cf.Status = CheckDamaged
+				w.cf.Err = base.CorruptionErrorf(c.path(w.cf.Name), w.tornAt, "torn tail of %d bytes (WALRecoveryMode AbsoluteConsistency accepts none)", w.torn)
+			}
+			for _, later := range checks[i+1:] {
+				if later.writes {
+					w.cf.Status = CheckDamaged
+					w.cf.Err = base.CorruptionErrorf(c.path(w.cf.Name), w.tornAt,
+						"WAL ends early (torn tail of %d bytes) but the newer WAL %s holds writes: data between them is lost", w.torn, later.cf.Name)
+					break
+				}
+			}
+		}
+		c.add(w.cf)
+	}
+}
+
+func (c *checker) readWAL(name string) *walCheck {
+	path := c.path(name)
+	w := &walCheck{cf: CheckedFile{Name: name, Kind: "WAL", Size: c.size(name)}}
+	f, err := c.fs.Open(path)
+	if err != nil {
+		w.cf.Status, w.cf.Err = CheckDamaged, fmt.Errorf("shale: opening %s: %w", path, err)
+		return w
+	}
+	defer f.Close()
+	rr := record.NewReader(io.NewSectionReader(f, 0, math.MaxInt64), path)
+	records, entries := 0, 0
+	for {
+		rec, err := rr.Next()
+		if err == io.EOF {
+			w.tornAt, w.torn = rr.TornTail()
+			break
+		}
+		if err != nil {
+			w.cf.Status, w.cf.Err = CheckDamaged, err
+			return w
+		}
+		r, ok := newBatchReader(rec)
+		if !ok {
+			w.cf.Status, w.cf.Err = CheckDamaged, base.CorruptionErrorf(path, rr.Offset(), "WAL record of %d bytes is shorter than a batch header", len(rec))
+			return w
+		}
+		for {
+			_, _, _, ok, malformed := r.next()
+			if malformed {
+				w.cf.Status, w.cf.Err = CheckDamaged, base.CorruptionErrorf(path, rr.Offset(), "malformed batch at seqnum %d", r.seq)
+				return w
+			}
+			if !ok {
+				break
+			}
+		}
+		records++
+		entries += int(r.count)
+		w.writes = w.writes || r.count > 0
+	}
+	w.cf.Detail = fmt.Sprintf("%d records, %d entries", records, entries)
+	return w
+}
+
+// checkOptions parses an OPTIONS file line by line, so a damaged line is
+// reported with its offset, and validates the options it holds. Open never
+// reads OPTIONS files (it writes a fresh one), so damage here only matters
+// to tools that read them.
+func (c *checker) checkOptions(name string) {
+	path := c.path(name)
+	cf := CheckedFile{Name: name, Kind: "OPTIONS"}
+	data, size, err := c.readAll(name)
+	cf.Size = max(size, 0)
+	if err != nil {
+		cf.Status, cf.Err = CheckDamaged, fmt.Errorf("%w (%w)", base.CorruptionErrorf(path, 0, "OPTIONS cannot be read"), err)
+		c.add(cf)
+		return
+	}
+	var all []byte
+	for off := 0; off < len(data); {
+		line, _, _ := bytes.Cut(data[off:], []byte{'\n'})
+		lineOff := off
+		off += len(line) + 1
+		trimmed := strings.TrimSpace(string(line))
+		if k, v, ok := strings.Cut(trimmed, "="); ok && k == "comparator" && v == c.opts.Comparer.Name {
+			continue // a custom comparer is the program's; ParseOptionsFile knows only the default
+		}
+		if _, err := ParseOptionsFile(line); err != nil {
+			cf.Status, cf.Err = CheckDamaged, fmt.Errorf("%w: %w", base.CorruptionErrorf(path, int64(lineOff), "bad OPTIONS line"), err)
+			c.add(cf)
+			return
+		}
+		all = append(append(all, line...), '\n')
+	}
+	o, err := ParseOptionsFile(all)
+	if err == nil {
+		o.FS = c.fs
+		err = o.EnsureDefaults().Validate()
+	}
+	if err != nil {
+		cf.Status, cf.Err = CheckDamaged, fmt.Errorf("%w: %w", base.CorruptionErrorf(path, 0, "OPTIONS do not validate"), err)
+	} else if !bytes.HasPrefix(data, []byte("# shale options")) {
+		cf.Status, cf.Err = CheckDamaged, base.CorruptionErrorf(path, 0, "OPTIONS file does not start with its header")
+	} else {
+		cf.Detail = "parses and validates"
+	}
+	c.add(cf)
+}

@@ -1,0 +1,419 @@
+package shale
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/vfs"
+)
+
+// liveTables returns the names of the live tables of the DB in /db, as
+// Check finds them (without opening the DB, which would flush its WAL).
+func liveTables(t *testing.T, fs vfs.FS) []string {
+	t.Helper()
+	rep, err := Check("/db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range rep.Files {
+		if f.Kind == "table" && f.Status == CheckOK {
+			out = append(out, f.Name)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no live tables:\n%s", rep)
+	}
+	return out
+}
+
+// fileOf returns the report entry of name.
+func fileOf(t *testing.T, rep *CheckReport, name string) CheckedFile {
+	t.Helper()
+	for _, f := range rep.Files {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("report has no %s:\n%s", name, rep)
+	return CheckedFile{}
+}
+
+// snapshotDir returns every file's name and content.
+func snapshotDir(t *testing.T, fs vfs.FS) map[string]string {
+	t.Helper()
+	names, err := fs.List("/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		out[n] = string(readFile(t, fs, "/db/"+n))
+	}
+	return out
+}
+
+func TestCheckCleanAndDamaged(t *testing.T) {
+	m := buildMatrixDB(t)
+	fs := m.fs.CrashClone()
+	before := snapshotDir(t, fs)
+	rep, err := Check("/db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || !strings.Contains(rep.String(), "no damage found") {
+		t.Fatalf("clean database:\n%s", rep)
+	}
+	kinds := map[string]int{}
+	for _, f := range rep.Files {
+		if f.Status == CheckOK {
+			kinds[f.Kind]++
+		}
+		if f.Status == CheckDamaged || f.Status == CheckRecoverable {
+			t.Fatalf("clean database: %s is %s", f.Name, f.Status)
+		}
+	}
+	if kinds["CURRENT"] != 1 || kinds["MANIFEST"] != 1 || kinds["table"] < 3 || kinds["WAL"] != 1 || kinds["OPTIONS"] != 1 {
+		t.Fatalf("clean database: checked %v\n%s", kinds, rep)
+	}
+	if after := snapshotDir(t, fs); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatal("Check modified the database directory")
+	}
+
+	tables := liveTables(t, m.fs.CrashClone())
+	table := tables[0]
+	wal := findFile(t, fs, "/db", base.FileTypeLog)
+	manifestName := findFile(t, fs, "/db", base.FileTypeManifest)
+	optionsName := findFile(t, fs, "/db", base.FileTypeOptions)
+	for _, tc := range []struct {
+		name   string
+		file   string
+		damage func(b []byte) []byte // nil removes the file
+		status CheckStatus
+		msg    string
+	}{
+		{"sst data block", table, func(b []byte) []byte { b[100] ^= 0x04; return b }, CheckDamaged, "checksum"},
+		{"sst missing", table, nil, CheckDamaged, "missing"},
+		{"sst size", table, func(b []byte) []byte {
+			foot := bytes.Clone(b[len(b)-53:])
+			return append(append(b[:len(b)-53], make([]byte, 100)...), foot...)
+		}, CheckDamaged, "the MANIFEST says"},
+		{"wal torn tail", wal, func(b []byte) []byte { return b[:len(b)-20] }, CheckRecoverable, "torn tail"},
+		{"wal middle", wal, func(b []byte) []byte { b[30] ^= 0x01; return b }, CheckDamaged, "checksum"},
+		{"manifest first record", manifestName, func(b []byte) []byte { b[20] ^= 0x01; return b }, CheckDamaged, "checksum"},
+		{"manifest last record bit rot", manifestName, func(b []byte) []byte { b[len(b)-3] ^= 0x01; return b }, CheckDamaged, "complete but fails its checksum"},
+		{"manifest last record torn", manifestName, func(b []byte) []byte { return b[:len(b)-3] }, CheckRecoverable, "torn tail"},
+		{"current garbage", "CURRENT", func(b []byte) []byte { return []byte("MANIFEST-x\n") }, CheckDamaged, "not a MANIFEST name"},
+		{"current names a missing manifest", "CURRENT", func(b []byte) []byte { return []byte("MANIFEST-999999\n") }, CheckDamaged, "does not exist"},
+		{"options bad value", optionsName, func(b []byte) []byte {
+			return bytes.Replace(b, []byte("block_size=1024"), []byte("block_size=1x24"), 1)
+		}, CheckDamaged, "block_size"},
+		{"options invalid value", optionsName, func(b []byte) []byte {
+			return bytes.Replace(b, []byte("block_size=1024"), []byte("block_size=1000"), 1)
+		}, CheckDamaged, "BlockSize"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := m.fs.CrashClone()
+			if tc.damage == nil {
+				if err := fs.Remove("/db/" + tc.file); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				writeFile(t, fs, "/db/"+tc.file, tc.damage(readFile(t, fs, "/db/"+tc.file)))
+			}
+			before := snapshotDir(t, fs)
+			rep, err := Check("/db", &Options{FS: fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fileOf(t, rep, tc.file)
+			if f.Status != tc.status || f.Err == nil || !strings.Contains(f.Err.Error(), tc.msg) {
+				t.Fatalf("%s: status %s, err %v; want %s mentioning %q\n%s", tc.file, f.Status, f.Err, tc.status, tc.msg, rep)
+			}
+			if rep.OK() != (tc.status != CheckDamaged) {
+				t.Fatalf("OK() = %v with %s %s\n%s", rep.OK(), tc.file, f.Status, rep)
+			}
+			if f.Status == CheckDamaged && !strings.Contains(rep.String(), "DAMAGE FOUND") {
+				t.Fatalf("report does not say damage was found:\n%s", rep)
+			}
+			if tc.file != "CURRENT" && !strings.HasPrefix(tc.file, "OPTIONS") && tc.damage != nil && !errors.Is(f.Err, ErrCorruption) {
+				t.Fatalf("damage %v does not match ErrCorruption", f.Err)
+			}
+			if after := snapshotDir(t, fs); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Fatal("Check modified the database directory")
+			}
+		})
+	}
+}
+
+func TestCheckCurrentUnusableChecksNewestManifest(t *testing.T) {
+	m := buildMatrixDB(t)
+	fs := m.fs.CrashClone()
+	writeFile(t, fs, "/db/CURRENT", []byte("garbage"))
+	rep, err := Check("/db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := fileOf(t, rep, "CURRENT"); f.Status != CheckDamaged || !strings.Contains(f.Detail, "newest MANIFEST") {
+		t.Fatalf("CURRENT: %+v", f)
+	}
+	// The MANIFEST and the tables are still checked.
+	if f := fileOf(t, rep, findFile(t, fs, "/db", base.FileTypeManifest)); f.Status != CheckOK {
+		t.Fatalf("MANIFEST: %+v", f)
+	}
+	if _, err := Check("/nodb", &Options{FS: fs}); err == nil {
+		t.Fatal("Check of a missing directory succeeded")
+	}
+	if err := fs.MkdirAll("/empty", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Check("/empty", &Options{FS: fs}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Check of an empty directory: %v", err)
+	}
+}
+
+// TestCheckTornWALBeforeNewerWrites: a torn tail is recoverable only in the
+// newest WAL with writes, as Open judges it.
+func TestCheckTornWALBeforeNewerWrites(t *testing.T) {
+	m := buildMatrixDB(t)
+	fs := m.fs.CrashClone()
+	wal := findFile(t, fs, "/db", base.FileTypeLog)
+	_, num, _ := base.ParseFilename(wal)
+	data := readFile(t, fs, "/db/"+wal)
+	writeFile(t, fs, "/db/"+base.MakeFilename(base.FileTypeLog, num+100), data)
+	writeFile(t, fs, "/db/"+wal, data[:len(data)-20])
+	rep, err := Check("/db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := fileOf(t, rep, wal); f.Status != CheckDamaged || !strings.Contains(f.Err.Error(), "holds writes") {
+		t.Fatalf("%s: %+v", wal, f)
+	}
+	_, err = Open("/db", matrixOptions(fs))
+	expectCorruption(t, err, wal)
+}
+
+func TestVerifyChecksum(t *testing.T) {
+	m := buildMatrixDB(t)
+	fs := m.fs.CrashClone()
+	db, err := Open("/db", matrixOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.VerifyChecksum(); err != nil {
+		t.Fatalf("intact: %v", err)
+	}
+	db.Close()
+	tables := liveTables(t, fs)
+	var damaged []string
+	for _, name := range tables {
+		b := readFile(t, fs, "/db/"+name)
+		b[len(b)/4] ^= 0x10 // a data block: Open does not read it
+		writeFile(t, fs, "/db/"+name, b)
+		damaged = append(damaged, name)
+		if len(damaged) == 2 {
+			break
+		}
+	}
+	db, err = Open("/db", matrixOptions(fs))
+	if err != nil {
+		t.Fatalf("a damaged data block must not fail Open: %v", err)
+	}
+	defer db.Close()
+	err = db.VerifyChecksum()
+	var ce *base.CorruptionError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "checksum mismatch") {
+		t.Fatalf("want a block checksum error, got %v", err)
+	}
+	for _, name := range damaged { // every damaged table is reported
+		expectCorruption(t, err, name)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.VerifyChecksum(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// growTable inserts bytes before a table's footer: the table still opens
+// and reads correctly, but its size no longer matches the MANIFEST.
+func growTable(t *testing.T, fs vfs.FS, name string) {
+	b := readFile(t, fs, "/db/"+name)
+	foot := bytes.Clone(b[len(b)-53:])
+	writeFile(t, fs, "/db/"+name, append(append(b[:len(b)-53], make([]byte, 64)...), foot...))
+}
+
+func TestParanoidChecksAtOpen(t *testing.T) {
+	m := buildMatrixDB(t)
+	name := liveTables(t, m.fs)[0]
+	for _, tc := range []struct {
+		what   string
+		damage func(fs *vfs.MemFS)
+		msg    string
+	}{
+		{"size", func(fs *vfs.MemFS) { growTable(t, fs, name) }, "the MANIFEST says"},
+		{"missing", func(fs *vfs.MemFS) { fs.Remove("/db/" + name) }, "missing"},
+		{"index block", func(fs *vfs.MemFS) {
+			b := readFile(t, fs, "/db/"+name)
+			b[len(b)-80] ^= 0x01 // in the meta blocks before the footer
+			writeFile(t, fs, "/db/"+name, b)
+		}, name},
+	} {
+		paranoid := matrixOptions(m.fs.CrashClone())
+		tc.damage(paranoid.FS.(*vfs.MemFS))
+		paranoid.ParanoidChecks = true
+		_, err := Open("/db", paranoid)
+		if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), name) {
+			t.Fatalf("%s: paranoid Open: %v, want corruption naming %s", tc.what, err, name)
+		}
+		if !strings.Contains(err.Error(), tc.msg) {
+			t.Fatalf("%s: %v does not say %q", tc.what, err, tc.msg)
+		}
+		// Without ParanoidChecks the damage is found only when the table
+		// is read.
+		fs := m.fs.CrashClone()
+		tc.damage(fs)
+		db, err := Open("/db", matrixOptions(fs))
+		if err != nil {
+			t.Fatalf("%s: Open without ParanoidChecks: %v", tc.what, err)
+		}
+		if tc.what == "size" {
+			if err := db.VerifyChecksum(); err == nil || !strings.Contains(err.Error(), "the MANIFEST says") {
+				t.Fatalf("VerifyChecksum of a table of the wrong size: %v", err)
+			}
+		}
+		db.Close()
+	}
+}
+
+// corruptingFS flips one byte of the first write to a table file made
+// while armed: a table damaged between the writer and the disk.
+type corruptingFS struct {
+	vfs.FS
+	armed atomic.Bool
+	hits  atomic.Int32
+}
+
+func (fs *corruptingFS) Create(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.Create(name, opts...)
+	if err != nil || !strings.HasSuffix(name, ".sst") || !fs.armed.Load() {
+		return f, err
+	}
+	return &corruptingFile{File: f, fs: fs}, nil
+}
+
+type corruptingFile struct {
+	vfs.File
+	fs   *corruptingFS
+	done bool
+}
+
+func (f *corruptingFile) Write(p []byte) (int, error) {
+	if f.done || len(p) < 64 {
+		return f.File.Write(p)
+	}
+	f.done = true
+	f.fs.hits.Add(1)
+	q := bytes.Clone(p)
+	q[len(q)/2] ^= 0x08
+	return f.File.Write(q)
+}
+
+func TestParanoidChecksAfterFlushAndCompaction(t *testing.T) {
+	for _, paranoid := range []bool{false, true} {
+		cfs := &corruptingFS{FS: vfs.NewMem()}
+		o := matrixOptions(cfs)
+		o.ParanoidChecks = paranoid
+		o.Compression = NoCompression
+		o.WriteBufferSize = 1 << 20 // only the armed Flush writes a table
+		db, err := Open("/db", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		val := func(i int) string { return fmt.Sprintf("value-%04d-%s", i, strings.Repeat("y", 30)) }
+		for i := 0; i < 300; i++ {
+			if err := db.Put([]byte(fmt.Sprintf("k%04d", i)), []byte(val(i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfs.armed.Store(true)
+		err = db.Flush()
+		if cfs.hits.Load() == 0 {
+			t.Fatal("no table write was damaged")
+		}
+		if paranoid {
+			// The damaged table is never installed: the flush fails, the
+			// DB stops writes, and the memtable still answers.
+			if !errors.Is(err, ErrCorruption) || !errors.Is(err, ErrReadOnly) {
+				t.Fatalf("paranoid flush of a damaged table: %v", err)
+			}
+			if err := db.Put([]byte("x"), []byte("y"), nil); !errors.Is(err, ErrReadOnly) {
+				t.Fatalf("write after a failed paranoid flush: %v", err)
+			}
+			for i := 0; i < 300; i++ {
+				if v, err := db.Get([]byte(fmt.Sprintf("k%04d", i)), nil); err != nil || string(v) != val(i) {
+					t.Fatalf("Get k%04d after the failed flush: %q %v", i, v, err)
+				}
+			}
+			if n := db.Metrics().Levels[0].NumFiles; n != 0 {
+				t.Fatalf("%d damaged L0 tables installed", n)
+			}
+			if err := db.VerifyChecksum(); err != nil {
+				t.Fatalf("a damaged table was installed: %v", err)
+			}
+		} else {
+			// Without the check the damaged table is installed, and the
+			// damage shows at read time.
+			if err != nil {
+				t.Fatalf("flush: %v", err)
+			}
+			if err := db.VerifyChecksum(); !errors.Is(err, ErrCorruption) {
+				t.Fatalf("VerifyChecksum of the damaged flush output: %v", err)
+			}
+		}
+		db.Close()
+	}
+
+	// Compaction: the inputs are intact, the output is damaged.
+	cfs := &corruptingFS{FS: vfs.NewMem()}
+	o := matrixOptions(cfs)
+	o.ParanoidChecks = true
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 200; i++ {
+			if err := db.Put([]byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprintf("r%d-%d", round, i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfs.armed.Store(true)
+	err = db.CompactRange(nil, nil)
+	if !errors.Is(err, ErrCorruption) || cfs.hits.Load() == 0 {
+		t.Fatalf("paranoid compaction into a damaged table: %v (damaged writes %d)", err, cfs.hits.Load())
+	}
+	cfs.armed.Store(false)
+	for i := 0; i < 200; i++ {
+		if v, err := db.Get([]byte(fmt.Sprintf("k%04d", i)), nil); err != nil || string(v) != fmt.Sprintf("r2-%d", i) {
+			t.Fatalf("Get k%04d after the failed compaction: %q %v", i, v, err)
+		}
+	}
+	if err := db.VerifyChecksum(); err != nil {
+		t.Fatalf("the installed tables must be intact: %v", err)
+	}
+	if !strings.Contains(fmt.Sprint(db.Put([]byte("a"), nil, nil)), "compaction") {
+		t.Fatal("the background error does not say the compaction failed")
+	}
+}

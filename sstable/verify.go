@@ -1,0 +1,194 @@
+package sstable
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/readahead"
+)
+
+// verifyReadaheadSize is the readahead of VerifyChecksums over the data
+// blocks: it reads the whole table front to back, as a compaction does.
+const verifyReadaheadSize = 2 << 20
+
+// VerifyChecksums reads every block of the table from the file, never from
+// the cache, and checks it: footer, metaindex, properties, filter, range-del
+// and index blocks must match what was read at open, and every data block
+// must pass its checksum, decompress, decode, hold strictly ordered keys
+// within its index separators, and the blocks together hold as many point
+// entries as the properties say. The first failure is returned as an error
+// matching base.ErrCorruption naming the file and the block's offset.
+func (r *Reader) VerifyChecksums() error {
+	size, err := r.f.Size()
+	if err != nil {
+		return fmt.Errorf("shale: verifying %s: %w", r.name, err)
+	}
+	if uint64(size) != r.footOff+footerLen {
+		return base.CorruptionErrorf(r.name, size, "table is %d bytes, but was %d bytes when opened", size, r.footOff+footerLen)
+	}
+	var fb [footerLen]byte
+	if err := r.readAt(fb[:], int64(r.footOff)); err != nil {
+		return err
+	}
+	ft, err := decodeFooter(r.name, int64(r.footOff), fb[:])
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(ft.encode(), fb[:]) {
+		// decodeFooter accepts a handle varint with a redundant
+		// continuation byte (the same handle); only a damaged file has one.
+		return base.CorruptionErrorf(r.name, int64(r.footOff), "footer is not in canonical form")
+	}
+	if ft.checksum != r.checksum {
+		return base.CorruptionErrorf(r.name, int64(r.footOff), "footer checksum type %d, but %d when opened", ft.checksum, r.checksum)
+	}
+	if err := r.verifyMetaBlocks(ft); err != nil {
+		return err
+	}
+	return r.verifyDataBlocks()
+}
+
+// verifyMetaBlocks re-reads the metaindex, every block it names, and the
+// index block, and compares what they hold with the Reader's copies.
+func (r *Reader) verifyMetaBlocks(ft footer) error {
+	meta, err := r.readBlock(ft.metaindex, false, nil, r.source())
+	if err != nil {
+		return err
+	}
+	var it blockIter
+	if !it.init(meta, false) {
+		return r.corruptf(ft.metaindex, "bad metaindex block")
+	}
+	for ok := it.first(); ok; ok = it.next() {
+		h, n := decodeHandle(it.val)
+		if n <= 0 || n != len(it.val) {
+			return r.corruptf(ft.metaindex, "bad handle for %q in metaindex", it.key)
+		}
+		b, err := r.readBlock(h, false, nil, r.source())
+		if err != nil {
+			return err
+		}
+		switch string(it.key) {
+		case metaPropertiesName:
+			p, msg := decodeProperties(b)
+			if msg != "" {
+				return r.corruptf(h, "%s", msg)
+			}
+			if p.NumEntries != r.props.NumEntries || p.NumRangeDeletions != r.props.NumRangeDeletions ||
+				p.NumDataBlocks != r.props.NumDataBlocks || p.ComparerName != r.props.ComparerName {
+				return r.corruptf(h, "properties block differs from the one read at open")
+			}
+		case metaFilterName:
+			if string(b) != string(r.filter) {
+				return r.corruptf(h, "filter block differs from the one read at open")
+			}
+		case metaRangeDelName:
+			if err := r.verifyRangeDelBlock(h, b); err != nil {
+				return err
+			}
+		}
+	}
+	if it.corrupt {
+		return r.corruptf(ft.metaindex, "bad metaindex block")
+	}
+	ib, err := r.readBlock(ft.index, false, nil, r.source())
+	if err != nil {
+		return err
+	}
+	if !it.init(ib, true) {
+		return r.corruptf(ft.index, "bad index block")
+	}
+	i := 0
+	for ok := it.first(); ok; ok = it.next() {
+		bh, n := decodeHandle(it.val)
+		if n <= 0 || n != len(it.val) || i >= len(r.index) || bh != r.index[i].handle ||
+			base.InternalCompare(r.cmp, it.ikey, r.index[i].sep) != 0 {
+			return r.corruptf(ft.index, "index entry %d differs from the one read at open", i)
+		}
+		i++
+	}
+	if it.corrupt || i != len(r.index) {
+		return r.corruptf(ft.index, "index block holds %d entries, %d when opened", i, len(r.index))
+	}
+	return nil
+}
+
+// verifyRangeDelBlock checks that a re-read range-del block decodes to the
+// tombstones read at open.
+func (r *Reader) verifyRangeDelBlock(h blockHandle, b []byte) error {
+	var it blockIter
+	if !it.init(b, true) {
+		return r.corruptf(h, "bad range-del block")
+	}
+	span, seq := 0, 0
+	for ok := it.first(); ok; ok = it.next() {
+		if span < len(r.rangeDels) && seq == len(r.rangeDels[span].Seqs) {
+			span, seq = span+1, 0
+		}
+		if span >= len(r.rangeDels) {
+			return r.corruptf(h, "range-del block holds more tombstones than when opened")
+		}
+		s := r.rangeDels[span]
+		k := it.ikey
+		if k.Kind() != base.KindRangeDelete || r.cmp(k.UserKey, s.Start) != 0 || r.cmp(it.val, s.End) != 0 || k.SeqNum() != s.Seqs[seq] {
+			return r.corruptf(h, "range tombstone %s differs from the one read at open", k)
+		}
+		seq++
+	}
+	if it.corrupt {
+		return r.corruptf(h, "bad range-del block")
+	}
+	if len(r.rangeDels) > 0 && (span != len(r.rangeDels)-1 || seq != len(r.rangeDels[span].Seqs)) {
+		return r.corruptf(h, "range-del block holds fewer tombstones than when opened")
+	}
+	return nil
+}
+
+// verifyDataBlocks reads every data block from the file (with readahead)
+// and checks its checksum, encoding and key order.
+func (r *Reader) verifyDataBlocks() error {
+	var ra readahead.State
+	ra.Init(r.f, readahead.Config{Size: verifyReadaheadSize, Limit: int64(r.dataEnd), Alignment: r.align, Reader: r.async})
+	defer ra.Release()
+	var it blockIter
+	var prev []byte // the previous entry's encoded internal key
+	var points uint64
+	for i, item := range r.index {
+		h := item.handle
+		b, err := r.readBlock(h, true, &ra, r.source())
+		if err != nil {
+			return err
+		}
+		if !it.init(b, true) {
+			return r.corruptf(h, "bad data block restart array")
+		}
+		first := true
+		for ok := it.first(); ok; ok = it.next() {
+			if prev != nil {
+				pk, _ := base.DecodeInternalKey(prev)
+				if base.InternalCompare(r.cmp, pk, it.ikey) >= 0 {
+					return r.corruptf(h, "data block keys out of order: %s after %s", it.ikey, pk)
+				}
+			}
+			if first && i > 0 && base.InternalCompare(r.cmp, it.ikey, r.index[i-1].sep) <= 0 {
+				return r.corruptf(h, "first key %s of data block is not above the previous block's separator", it.ikey)
+			}
+			first = false
+			prev = append(prev[:0], it.key...)
+			points++
+		}
+		if it.corrupt {
+			return r.corruptf(h, "bad data block entry")
+		}
+		if prev != nil {
+			if pk, _ := base.DecodeInternalKey(prev); base.InternalCompare(r.cmp, pk, item.sep) > 0 {
+				return r.corruptf(h, "data block key %s is above its index separator %s", pk, item.sep)
+			}
+		}
+	}
+	if want := r.props.NumEntries - r.props.NumRangeDeletions; points != want {
+		return base.CorruptionErrorf(r.name, 0, "data blocks hold %d point entries, properties say %d", points, want)
+	}
+	return nil
+}
