@@ -1,7 +1,8 @@
 // Command shale is the command-line tool of the shale key-value store.
 //
-// It owns three things: admin verbs that read and change one database
-// directory (put, get, delete, deleterange, scan); bench, a benchmark
+// It owns four things: admin verbs that read and change one database
+// directory (put, get, delete, deleterange, scan), and check, which verifies
+// every checksum of every live file without changing anything; bench, a benchmark
 // driver whose flags, workloads and output lines follow RocksDB's db_bench so
 // that numbers can be compared side by side; and stress, the process-crash
 // test, which kills a writing child process again and again and verifies
@@ -12,6 +13,7 @@
 //	shale delete --db DIR KEY
 //	shale deleterange --db DIR START END   # removes [START, END)
 //	shale scan --db DIR [--from K] [--to K] [--limit N] [--reverse]
+//	shale check --db DIR                   # exit 1 when damage was found
 //	shale bench [--benchmarks fillseq,readrandom,...] [--num N] ...
 //	shale bench --benchmarks randread_batch,scan_direct [--env_read_latency_us 500] ...
 //	shale stress --db DIR [--kills N] [--duration D] [--seed S] [--sync] [--threads T] ...
