@@ -208,7 +208,15 @@ func (vs *VersionSet) replay(manifestNum base.FileNum) (*Version, error) {
 	for i := 0; ; i++ {
 		rec, err := rr.Next()
 		if err == io.EOF {
-			if off, dropped := rr.TornTail(); dropped > 0 {
+			off, dropped := rr.TornTail()
+			if rr.TailChecksumMismatch() {
+				// Every edit is synced before it takes effect, so the last
+				// record may describe files already relied on (a flush whose
+				// WAL is gone): dropping it would lose data silently.
+				return nil, base.CorruptionErrorf(name, off,
+					"manifest: the last record is whole but fails its checksum (damaged after it was written, not torn by a crash)")
+			}
+			if dropped > 0 {
 				o.Logger.Warn("shale: ignoring torn tail of MANIFEST", "file", name, "offset", off, "bytes", dropped)
 			}
 			if i == 0 {

@@ -312,6 +312,17 @@ func TestLoadTornTail(t *testing.T) {
 	if got := currentString(vs2); got != shapes2[3] {
 		t.Fatalf("got\n%s\nwant\n%s", got, shapes2[3])
 	}
+
+	// A flipped bit in the last record, which is whole: the edit was synced
+	// and may be relied on (its WAL deleted), so this is corruption, not a
+	// tail to drop.
+	o3, path3, _ := buildDB(t, 5)
+	data3 := readFile(t, o3.FS, path3)
+	data3[len(data3)-2] ^= 0x10
+	writeFile(t, o3.FS, path3, string(data3))
+	if _, err := Load(o3); !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), o3.FS.PathBase(path3)) {
+		t.Fatalf("Load with a flipped bit in the last record: %v, want corruption naming the MANIFEST", err)
+	}
 }
 
 func TestLoadCorruptMiddleRecord(t *testing.T) {

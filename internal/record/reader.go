@@ -93,6 +93,11 @@ type Reader struct {
 	resumeAt, skipFrom   int64
 	skipped              int64
 	tornOff, tornDropped int64
+	// badWhole is set while damage() handles a fragment that is whole (its
+	// header and every payload byte are in the file) but fails its
+	// checksum, with no zeroed sector in it; tailBitRot keeps it when that
+	// fragment begins the torn tail. See TailChecksumMismatch.
+	badWhole, tailBitRot bool
 	err                  error // sticky: an IO error, or io.EOF at the end
 }
 
@@ -216,7 +221,10 @@ func (r *Reader) Next() ([]byte, error) {
 		if f.st != fragOK {
 			// Follow the bad fragment's length when it stays in its block;
 			// findIntact checks that bound.
-			return r.damage(f.off, f.off, dropFrom, f.end, "%s", fragStatusMsg[f.st])
+			r.badWhole = f.st == fragBadChecksum && !hasZeroSector(r.data[r.pos:r.pos+int(f.end-f.off)], f.off)
+			rec, err := r.damage(f.off, f.off, dropFrom, f.end, "%s", fragStatusMsg[f.st])
+			r.badWhole = false
+			return rec, err
 		}
 		switch f.typ {
 		case fullFragment, firstFragment:
@@ -265,6 +273,7 @@ func (r *Reader) damage(errOff, fragOff, dropFrom, chainFrom int64, format strin
 
 	q := r.findIntact(int(fragOff-r.dataOff), chainFrom-r.dataOff)
 	if q < 0 {
+		r.tailBitRot = r.badWhole
 		r.err = io.EOF
 		return nil, io.EOF
 	}
@@ -355,6 +364,36 @@ func (r *Reader) Offset() int64 { return r.recOff }
 // EndOffset returns the file offset just past the last fragment of the record
 // last returned by Next.
 func (r *Reader) EndOffset() int64 { return r.recEnd }
+
+// TailChecksumMismatch reports, after Next returned io.EOF, whether the
+// dropped tail began with a fragment that was whole — header and every
+// payload byte present, no zeroed sector — yet failed its checksum. A write
+// cut short by a crash leaves a truncated fragment, or zeros where sectors
+// never reached the disk; a whole fragment with a wrong checksum is damage
+// to data once written (a flipped bit), and a reader that must not lose a
+// synced record (the MANIFEST) treats it as corruption.
+func (r *Reader) TailChecksumMismatch() bool { return r.tailBitRot }
+
+// hasZeroSector reports whether frag, the bytes of a fragment starting at
+// file offset off, contains a whole 512-byte sector of zeros: what a write
+// cut short by a power loss leaves where sectors were never written.
+func hasZeroSector(frag []byte, off int64) bool {
+	const sector = 512
+	start := int((sector - off%sector) % sector)
+	for i := start; i+sector <= len(frag); i += sector {
+		zero := true
+		for _, c := range frag[i : i+sector] {
+			if c != 0 {
+				zero = false
+				break
+			}
+		}
+		if zero {
+			return true
+		}
+	}
+	return false
+}
 
 // TornTail describes the tail dropped when Next returned io.EOF: offset is
 // where the dropped bytes begin and dropped how many there are, not counting

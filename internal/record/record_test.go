@@ -365,6 +365,18 @@ func TestLastRecordDamageIsTornTail(t *testing.T) {
 		if off != w.offsets[2] || dropped != w.ends[2]-w.offsets[2] {
 			t.Fatalf("flip at %d: TornTail %d, %d", i, off, dropped)
 		}
+		// A flip in the checksum or the payload leaves the fragment whole
+		// with a wrong checksum; one in the length or type does not.
+		at := i - w.offsets[2]
+		if want := at < 4 || at >= HeaderSize; r.TailChecksumMismatch() != want {
+			t.Fatalf("flip at header byte %d: TailChecksumMismatch %v, want %v", at, r.TailChecksumMismatch(), want)
+		}
+	}
+	// Truncation is a torn write, never a checksum mismatch.
+	for cut := w.offsets[2] + 1; cut < w.ends[2]; cut++ {
+		if _, r := readAll(w.file[:cut]); r.TailChecksumMismatch() {
+			t.Fatalf("cut at %d reported as a checksum mismatch", cut)
+		}
 	}
 	// A multi-block last record whose LAST fragment is damaged.
 	recs = append(recs, payload(3, 2*BlockSize))
@@ -378,6 +390,16 @@ func TestLastRecordDamageIsTornTail(t *testing.T) {
 	checkPrefix(t, got, w, 3)
 	if off, dropped := r.TornTail(); off != w.offsets[3] || dropped != int64(len(file))-w.offsets[3] {
 		t.Fatalf("TornTail %d, %d", off, dropped)
+	}
+	if !r.TailChecksumMismatch() {
+		t.Fatal("a flipped bit in a whole LAST fragment is not a checksum mismatch")
+	}
+	// Zeros where sectors never reached the disk: a torn write.
+	file = bytes.Clone(w.file)
+	z := (int64(len(file)) - 1024) &^ 511
+	clear(file[z : z+512])
+	if _, r := readAll(file); r.TailChecksumMismatch() {
+		t.Fatal("a zeroed sector in the last fragment is reported as a checksum mismatch")
 	}
 }
 
