@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -21,7 +22,9 @@ import (
 // table the recovered version references exists with its recorded size,
 // and the DB holds exactly the state after some prefix of the writes that
 // includes every write acknowledged as durable before the crash (the
-// writes are sequential, so the prefix is exact).
+// writes are sequential, so the prefix is exact). A few times the workload
+// fails a WAL sync or a flush (vfs.FaultFS above the crash points) and calls
+// Resume, so crashes during and after a Resume are covered too.
 //
 // Under MemFS's model only a sync changes what a crash leaves
 // (vfs.Mutation.Durable), so the test reopens one crash clone per sync and
@@ -37,7 +40,10 @@ func TestPowerLoss(t *testing.T) {
 type plStep struct {
 	write  crashWrite
 	sync   bool
-	action string // "", "flush", "compact" or "reopen"
+	// action is "", "flush", "compact", "reopen", or a fault followed by
+	// Resume: "wal-fault" (a synced write whose WAL sync fails) or
+	// "flush-fault" (a flush whose table cannot be created).
+	action string
 }
 
 // plPoint is a crash point: what the crash follows and what was
@@ -75,6 +81,10 @@ func plWorkload(rng *rand.Rand, writes int) []plStep {
 			steps = append(steps, plStep{action: "compact"})
 		case rng.IntN(150) == 0:
 			steps = append(steps, plStep{action: "flush"})
+		case rng.IntN(400) == 0:
+			steps = append(steps, plStep{action: "wal-fault"})
+		case rng.IntN(400) == 0:
+			steps = append(steps, plStep{action: "flush-fault"})
 		}
 	}
 	return steps
@@ -90,6 +100,14 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 		}
 	}
 
+	// failed holds the writes whose call failed (each to a key of its own):
+	// they may or may not be there after a crash.
+	failed := model{}
+	for i, s := range steps {
+		if s.action == "wal-fault" {
+			failed[fmt.Sprintf("failed%04d", i)] = fmt.Sprintf("failed-value-%d", i)
+		}
+	}
 	mem := vfs.NewMem()
 	var issued, lastSynced atomic.Int64
 	var (
@@ -122,6 +140,9 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 		cur.points = append(cur.points, plPoint{m: m, phase: phase, lastSynced: ls})
 	}
 	cfs := vfs.NewCrashPointFS(mem, hook)
+	// Faults are injected above the crash points: a failed operation never
+	// reaches the file system.
+	ffs := vfs.NewFaultFS(cfs, seed)
 
 	var wg sync.WaitGroup
 	var checked, reopened atomic.Int64
@@ -133,7 +154,7 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 			if img.fs == nil {
 				continue
 			}
-			if msg := checkPowerLossImage(img, writes); msg != "" {
+			if msg := checkPowerLossImage(img, writes, failed); msg != "" {
 				select {
 				case failures <- msg:
 				default:
@@ -144,13 +165,14 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 		}
 	}()
 
-	opts := testOptions(cfs)
+	opts := testOptions(ffs)
 	opts.Logger = slog.New(slog.DiscardHandler)
 	db, err := Open("/db", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range steps {
+	faults := 0
+	for i, s := range steps {
 		var err error
 		switch s.action {
 		case "":
@@ -173,6 +195,29 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 		case "compact":
 			n := issued.Load()
 			if err = db.CompactRange(nil, nil); err == nil {
+				lastSynced.Store(n)
+			}
+		case "wal-fault", "flush-fault":
+			rule := vfs.FaultRule{Op: vfs.OpSync, PathPattern: "*.log", Nth: 1}
+			if s.action == "flush-fault" {
+				rule = vfs.FaultRule{Op: vfs.OpCreate, PathPattern: "*.sst", Nth: 1}
+			}
+			ffs.AddRule(rule)
+			if s.action == "wal-fault" {
+				k := fmt.Sprintf("failed%04d", i)
+				err = db.Put([]byte(k), []byte(failed[k]), &WriteOptions{Sync: true})
+			} else {
+				err = db.Flush()
+			}
+			ffs.ClearRules()
+			if !errors.Is(err, vfs.ErrInjected) {
+				t.Fatalf("%s: the failed call returned %v", s.action, err)
+			}
+			faults++
+			// Resume flushes the memtables: everything acknowledged
+			// before it is in tables when it returns.
+			n := issued.Load()
+			if err = db.Resume(); err == nil {
 				lastSynced.Store(n)
 			}
 		case "reopen":
@@ -202,6 +247,7 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 		t.Fatal(msg)
 	default:
 	}
+	t.Logf("%d injected faults followed by Resume", faults)
 	t.Logf("%d writes, %d mutations = crash points; %d durable images, %d reopened (sample %.2f), %d crash points checked",
 		len(writes), total, sampled, reopened.Load(), sample, checked.Load())
 	names := slices.Sorted(func(yield func(string) bool) {
@@ -240,6 +286,7 @@ func crashPhase(stack string) string {
 		{"(*DB).deleteObsoleteFiles(", "obsolete-file deletion"},
 		{"shale.Open(", "open"},
 		{"(*DB).Close(", "close"},
+		{"(*DB).Resume(", "resume"},
 	} {
 		if strings.Contains(stack, j.fn) {
 			job = j.name
@@ -273,7 +320,7 @@ func crashPhase(stack string) string {
 
 // checkPowerLossImage reopens one crash image and checks every crash point
 // that leaves it; it returns a failure message, or "".
-func checkPowerLossImage(img *plImage, writes []crashWrite) string {
+func checkPowerLossImage(img *plImage, writes []crashWrite, failed model) string {
 	first := img.points[0]
 	where := first.String()
 	if len(img.points) > 1 {
@@ -310,6 +357,10 @@ func checkPowerLossImage(img *plImage, writes []crashWrite) string {
 		return fmt.Sprintf("%s: scan: %v", where, err)
 	}
 	for k, want := range got {
+		if failed[k] == want {
+			delete(got, k)
+			continue
+		}
 		if val, err := db.Get([]byte(k), nil); err != nil || string(val) != want {
 			return fmt.Sprintf("%s: Get(%s) = %q, %v; the scan saw %q", where, k, val, err, want)
 		}
