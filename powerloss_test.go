@@ -38,8 +38,8 @@ func TestPowerLoss(t *testing.T) {
 
 // plStep is one step of the power-loss workload: a write, or an action.
 type plStep struct {
-	write  crashWrite
-	sync   bool
+	write crashWrite
+	sync  bool
 	// action is "", "flush", "compact", "reopen", or a fault followed by
 	// Resume: "wal-fault" (a synced write whose WAL sync fails) or
 	// "flush-fault" (a flush whose table cannot be created).
