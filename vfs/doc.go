@@ -81,6 +81,15 @@
 //   - directories made by MkdirAll are durable at once (a simplification:
 //     crash tests are about the files of a database, not its directory).
 //
+// CrashPointFS (NewCrashPointFS) numbers every mutation (create, write,
+// sync, directory sync, rename, remove, truncate, lock, mkdir) and calls a
+// hook after each one, with mutations serialized, so a test can take a
+// CrashClone after exactly mutation N and name it in a failure ("op 1234:
+// rename /db/000012.dbtmp -> /db/CURRENT"). Under the model above only a
+// sync (or MkdirAll) changes what a crash leaves (Mutation.Durable), so a
+// test needs to reopen one clone per durable mutation to cover a crash
+// after every mutation.
+//
 // vfs never interprets file contents, and no other shale package touches the
 // os package's files; that is what makes crash simulation and fault injection
 // possible.
