@@ -17,8 +17,8 @@ import (
 // A failure names the seed, the option sets and the first differing line;
 // rerun one set with SHALE_SEED=<seed> go test -run 'TestMetamorphic/<seed>/<set>$'.
 func TestMetamorphic(t *testing.T) {
-	n := bySize(2000, 800, 10000)
-	forEachSeed(t, bySize(1, 1, 5), func(t *testing.T, seed uint64) {
+	n := bySize(2000, 600, 8000)
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
 		runMetamorphic(t, seed, n, metamorphicSets)
 	})
 }
