@@ -34,6 +34,12 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	if ro != nil {
 		lower, upper, readahead = ro.LowerBound, ro.UpperBound, ro.ReadaheadSize
 	}
+	// The seqnum is read before the read state and the memtables' range
+	// tombstones: every batch at or below it is then wholly in what the
+	// iterator collects. Read after, it could cover a batch committed while
+	// the iterator was built, whose points the live memtable iterator shows
+	// but whose range tombstones the list taken earlier lacks.
+	seq := d.readSeq(ro)
 	rs := d.loadReadState()
 	if rs == nil {
 		return &Iterator{err: ErrClosed}
@@ -98,7 +104,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	if tableDels != nil {
 		lists = append(lists, tableDels)
 	}
-	opts := dbiter.Options{Cmp: d.cmp, Snapshot: d.readSeq(ro), Lower: lower, Upper: upper}
+	opts := dbiter.Options{Cmp: d.cmp, Snapshot: seq, Lower: lower, Upper: upper}
 	switch len(lists) {
 	case 0:
 	case 1:

@@ -2,34 +2,116 @@ package shale
 
 import (
 	"fmt"
-	"testing"
+	"strings"
 )
 
-// optionVariants are option sets the model test runs under: the same random
-// operations must give the same answers whatever the block size, restart
-// interval, compression, filters, buffer sizes, level shape or job count.
-var optionVariants = []struct {
+// metaOptionSet is one configuration the metamorphic test runs its
+// operation sequence under: Options changes on top of testOptions, how every
+// write and read is issued, and the file system.
+type metaOptionSet struct {
 	name string
 	set  func(*Options)
-}{
-	{"restart1-block1k", func(o *Options) { o.BlockRestartInterval = 1 }},
-	{"zstd-nofilter", func(o *Options) { o.Compression = ZstdCompression; o.BloomBitsPerKey = -1 }},
-	{"nocompression-nocache", func(o *Options) { o.Compression = NoCompression; o.BlockCacheSize = -1 }},
-	{"static-levels", func(o *Options) { o.DisableDynamicLevelBytes = true; o.NumLevels = 3 }},
-	{"many-jobs", func(o *Options) { o.MaxBackgroundJobs = 6; o.MaxWriteBufferNumber = 4 }},
-	{"large-buffers", func(o *Options) { o.WriteBufferSize = 1 << 20; o.TargetFileSizeBase = 64 << 10 }},
-	{"no-auto-compactions", func(o *Options) { o.DisableAutoCompactions = true }},
-	{"big-blocks", func(o *Options) { o.BlockSize = 64 << 10; o.BlockRestartInterval = 128 }},
+	cfg  dbRunConfig
+	// osFS runs on the operating system's file system in a temporary
+	// directory instead of an in-memory one.
+	osFS bool
 }
 
-// TestModelOptionVariants is the metamorphic side of the model test.
-func TestModelOptionVariants(t *testing.T) {
-	ops := bySize(1500, 600, 8000)
-	for _, v := range optionVariants {
-		seed := modelSeed(t)
-		t.Run(fmt.Sprintf("%s/%d", v.name, seed), func(t *testing.T) {
-			t.Logf("seed %d (rerun with SHALE_SEED=%d -run 'TestModelOptionVariants/%s')", seed, seed, v.name)
-			runModel(t, seed, ops, v.set)
-		})
+// metamorphicSets are the option sets the metamorphic test compares: the
+// same operations must give the same answers whatever the memtable and block
+// sizes, compression, filters, cache, level shape, job count, sync, WAL,
+// direct IO, readahead or async read engine.
+var metamorphicSets = []metaOptionSet{
+	{name: "base", set: func(o *Options) {}},
+	{name: "tiny-memtable-nocompression", set: func(o *Options) {
+		o.WriteBufferSize = 4 << 10
+		o.TargetFileSizeBase = 4 << 10
+		o.MaxBytesForLevelBase = 16 << 10
+		o.Compression = NoCompression
+	}},
+	{name: "large-memtable-zstd", set: func(o *Options) {
+		o.WriteBufferSize = 1 << 20
+		o.TargetFileSizeBase = 64 << 10
+		o.Compression = ZstdCompression
+	}},
+	{name: "big-blocks-nobloom", set: func(o *Options) {
+		o.BlockSize = 64 << 10
+		o.BlockRestartInterval = 128
+		o.BloomBitsPerKey = -1
+	}},
+	{name: "nocache-restart1-snappy", set: func(o *Options) {
+		o.BlockCacheSize = -1
+		o.BlockRestartInterval = 1
+		o.Compression = SnappyCompression
+	}},
+	{name: "3-static-levels", set: func(o *Options) {
+		o.NumLevels = 3
+		o.DisableDynamicLevelBytes = true
+	}},
+	{name: "7-static-levels", set: func(o *Options) {
+		o.NumLevels = 7
+		o.DisableDynamicLevelBytes = true
+		o.MaxBytesForLevelBase = 8 << 10
+		o.MaxBytesForLevelMultiplier = 2
+	}},
+	{name: "1-job", set: func(o *Options) { o.MaxBackgroundJobs = 1 }},
+	{name: "6-jobs", set: func(o *Options) {
+		o.MaxBackgroundJobs = 6
+		o.MaxWriteBufferNumber = 4
+	}},
+	{name: "no-auto-compactions", set: func(o *Options) { o.DisableAutoCompactions = true }},
+	{name: "sync-every-write", set: func(o *Options) {}, cfg: dbRunConfig{sync: syncAlways}},
+	{name: "sync-never", set: func(o *Options) {}, cfg: dbRunConfig{sync: syncNever}},
+	{name: "disable-wal", set: func(o *Options) {}, cfg: dbRunConfig{disableWAL: true}},
+	{name: "direct-io", set: func(o *Options) {
+		o.UseDirectReads = true
+		o.UseDirectIOForFlushAndCompaction = true
+	}},
+	{name: "readahead-8k", set: func(o *Options) { o.MaxAutoReadaheadSize = 8 << 10 }},
+	{name: "readahead-fixed-32k", set: func(o *Options) {}, cfg: dbRunConfig{readaheadSize: 32 << 10}},
+	{name: "readahead-off", set: func(o *Options) { o.MaxAutoReadaheadSize = -1 }},
+	{name: "osfs", set: func(o *Options) {}, osFS: true},
+	{name: "osfs-no-iouring-direct", set: func(o *Options) {
+		o.DisableIOUring = true
+		o.UseDirectReads = true
+		o.UseDirectIOForFlushAndCompaction = true
+	}, osFS: true},
+}
+
+// describe lists what the set changes from testOptions, for failure reports.
+func (s metaOptionSet) describe() string {
+	base := testOptions(nil).EnsureDefaults()
+	o := testOptions(nil)
+	s.set(o)
+	o.EnsureDefaults()
+	baseFields := map[string]string{}
+	for _, kv := range base.optionsFileFields() {
+		baseFields[kv[0]] = kv[1]
 	}
+	var diffs []string
+	for _, kv := range o.optionsFileFields() {
+		if baseFields[kv[0]] != kv[1] {
+			diffs = append(diffs, kv[0]+"="+kv[1])
+		}
+	}
+	switch s.cfg.sync {
+	case syncAlways:
+		diffs = append(diffs, "WriteOptions.Sync=true on every write")
+	case syncNever:
+		diffs = append(diffs, "WriteOptions.Sync=false on every write")
+	}
+	if s.cfg.disableWAL {
+		diffs = append(diffs, "WriteOptions.DisableWAL=true")
+	}
+	if s.cfg.readaheadSize != 0 {
+		diffs = append(diffs, fmt.Sprintf("ReadOptions.ReadaheadSize=%d", s.cfg.readaheadSize))
+	}
+	fs := "MemFS"
+	if s.osFS {
+		fs = "OS file system"
+	}
+	if len(diffs) == 0 {
+		return fmt.Sprintf("%s on %s: testOptions unchanged", s.name, fs)
+	}
+	return fmt.Sprintf("%s on %s: testOptions with %s", s.name, fs, strings.Join(diffs, ", "))
 }

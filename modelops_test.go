@@ -1,0 +1,723 @@
+package shale
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"slices"
+	"strings"
+)
+
+// This file holds what the model test (TestModel) and the metamorphic test
+// (TestMetamorphic) share: a generator of random operation sequences, two
+// targets that run them (the DB and the in-memory model), and runOp, which
+// runs one operation on a target and renders everything observable about it
+// as lines of an observation log. The generator never looks at results, so a
+// seed gives the same sequence whatever runs it, and two targets that behave
+// alike write identical logs.
+
+// opKind names one operation of a generated sequence.
+type opKind uint8
+
+const (
+	opPut opKind = iota
+	opDelete
+	opSingleDelete
+	opDeleteRange
+	opBatch
+	opGet
+	opMultiGet
+	opIter
+	opNewSnapshot
+	opReleaseSnapshot
+	opFlush
+	opCompactRange
+	opReopen
+)
+
+// iterStepKind names one move of an iterator.
+type iterStepKind uint8
+
+const (
+	stepFirst iterStepKind = iota
+	stepLast
+	stepSeekGE
+	stepSeekLT // SeekForPrev, then Prev past an exact match
+	stepSeekForPrev
+	stepNext
+	stepPrev
+	stepScanFwd // First, then Next to the end
+	stepScanRev // Last, then Prev to the start
+)
+
+var stepNames = [...]string{"First", "Last", "SeekGE", "SeekLT", "SeekForPrev", "Next", "Prev", "ScanFwd", "ScanRev"}
+
+type iterStep struct {
+	kind iterStepKind
+	key  []byte // for the seeks
+}
+
+// batchEntry is one write of a batch: opPut, opDelete or opDeleteRange
+// (value is then the end key).
+type batchEntry struct {
+	kind       opKind
+	key, value []byte
+}
+
+// modelOp is one generated operation.
+type modelOp struct {
+	kind opKind
+	// key and value: the Put's key and value, the Delete's key, the range
+	// [key, value) of DeleteRange and CompactRange (nil = unbounded), the
+	// key of a Get.
+	key, value []byte
+	batch      []batchEntry
+	sync       bool
+	// snap is a snapshot id: the one a read uses (0 = latest state), or the
+	// one NewSnapshot creates and ReleaseSnapshot releases.
+	snap         int
+	keys         [][]byte // MultiGet
+	lower, upper []byte   // iterator bounds (nil = none)
+	steps        []iterStep
+}
+
+func (op modelOp) String() string {
+	switch op.kind {
+	case opPut:
+		return fmt.Sprintf("put %s=%s sync=%v", op.key, fmtValue(op.value), op.sync)
+	case opDelete:
+		return fmt.Sprintf("delete %s sync=%v", op.key, op.sync)
+	case opSingleDelete:
+		return fmt.Sprintf("singledelete %s sync=%v", op.key, op.sync)
+	case opDeleteRange:
+		return fmt.Sprintf("deleterange [%s,%s) sync=%v", op.key, op.value, op.sync)
+	case opBatch:
+		var b strings.Builder
+		fmt.Fprintf(&b, "batch sync=%v:", op.sync)
+		for _, e := range op.batch {
+			switch e.kind {
+			case opPut:
+				fmt.Fprintf(&b, " put %s=%s", e.key, fmtValue(e.value))
+			case opDelete:
+				fmt.Fprintf(&b, " delete %s", e.key)
+			case opDeleteRange:
+				fmt.Fprintf(&b, " deleterange [%s,%s)", e.key, e.value)
+			}
+		}
+		return b.String()
+	case opGet:
+		return fmt.Sprintf("get %s snap#%d", op.key, op.snap)
+	case opMultiGet:
+		return fmt.Sprintf("multiget %s snap#%d", bytes.Join(op.keys, []byte(",")), op.snap)
+	case opIter:
+		return fmt.Sprintf("iter [%s,%s) snap#%d, %d steps", op.lower, op.upper, op.snap, len(op.steps))
+	case opNewSnapshot:
+		return fmt.Sprintf("new snapshot #%d", op.snap)
+	case opReleaseSnapshot:
+		return fmt.Sprintf("release snapshot #%d", op.snap)
+	case opFlush:
+		return "flush"
+	case opCompactRange:
+		return fmt.Sprintf("compactrange [%s,%s]", op.key, op.value)
+	case opReopen:
+		return "close and reopen"
+	}
+	return fmt.Sprintf("op kind %d", op.kind)
+}
+
+// opGenerator produces a random operation sequence from a seed. It tracks
+// only what the sequence itself decides (which keys may be single-deleted,
+// which snapshots are live), never a target's answers.
+type opGenerator struct {
+	rng     *rand.Rand
+	numKeys int
+	n       int // operations generated so far
+	// putsSince counts Puts of a key since it was last deleted; SingleDelete
+	// is only defined for a key Put exactly once (2 = "more than once, or
+	// unknown").
+	putsSince map[string]int
+	liveSnaps []int
+	lastSnap  int
+}
+
+func newOpGenerator(seed uint64, numKeys int) *opGenerator {
+	return &opGenerator{
+		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		numKeys:   numKeys,
+		putsSince: map[string]int{},
+	}
+}
+
+// generateOps returns the first n operations of seed's sequence.
+func generateOps(seed uint64, n, numKeys int) []modelOp {
+	g := newOpGenerator(seed, numKeys)
+	ops := make([]modelOp, n)
+	for i := range ops {
+		ops[i] = g.next()
+	}
+	return ops
+}
+
+func (g *opGenerator) key() []byte {
+	return []byte(fmt.Sprintf("key%05d", g.rng.IntN(g.numKeys)))
+}
+
+// boundKey is a seek target or bound: usually a key, sometimes between two
+// keys or outside the key space.
+func (g *opGenerator) boundKey() []byte {
+	switch g.rng.IntN(20) {
+	case 0:
+		return []byte("a") // before every key
+	case 1:
+		return []byte("z") // after every key
+	case 2, 3:
+		return append(g.key(), '!') // between two keys
+	}
+	return g.key()
+}
+
+func (g *opGenerator) value() []byte {
+	n := 20 + g.rng.IntN(200)
+	if g.rng.IntN(50) == 0 {
+		n = 1<<10 + g.rng.IntN(5<<10) // spans blocks at small block sizes
+	}
+	prefix := fmt.Sprintf("v%d-", g.n)
+	v := make([]byte, max(n, len(prefix)))
+	copy(v, prefix)
+	for j := len(prefix); j < len(v); j++ {
+		v[j] = 'a' + byte(g.rng.IntN(26))
+	}
+	return v
+}
+
+// readSnap picks the snapshot a read uses: sometimes a live one.
+func (g *opGenerator) readSnap() int {
+	if len(g.liveSnaps) > 0 && g.rng.IntN(3) == 0 {
+		return g.liveSnaps[g.rng.IntN(len(g.liveSnaps))]
+	}
+	return 0
+}
+
+func (g *opGenerator) orderedPair() ([]byte, []byte) {
+	s, e := g.key(), g.key()
+	if bytes.Compare(s, e) > 0 {
+		s, e = e, s
+	}
+	return s, e
+}
+
+// markRangeDeleted keeps keys in [s, e) from being single-deleted: a range
+// tombstone under a later Put would leave a SingleDelete meeting an older Put.
+func (g *opGenerator) markRangeDeleted(s, e []byte) {
+	for k := range g.putsSince {
+		if k >= string(s) && k < string(e) {
+			g.putsSince[k] = 2
+		}
+	}
+}
+
+// next returns the next operation.
+func (g *opGenerator) next() modelOp {
+	defer func() { g.n++ }()
+	rng := g.rng
+	sync := rng.IntN(8) == 0
+	for {
+		switch r := rng.IntN(100); {
+		case r < 30:
+			op := modelOp{kind: opPut, key: g.key(), value: g.value(), sync: sync}
+			g.putsSince[string(op.key)]++
+			return op
+		case r < 36:
+			op := modelOp{kind: opDelete, key: g.key(), sync: sync}
+			g.putsSince[string(op.key)] = 0
+			return op
+		case r < 40:
+			// Look for a key Put exactly once (a few tries keep the
+			// sequence deterministic without scanning a map).
+			for try := 0; try < 20; try++ {
+				if k := g.key(); g.putsSince[string(k)] == 1 {
+					g.putsSince[string(k)] = 0
+					return modelOp{kind: opSingleDelete, key: k, sync: sync}
+				}
+			}
+		case r < 42:
+			s, e := g.orderedPair()
+			g.markRangeDeleted(s, e)
+			return modelOp{kind: opDeleteRange, key: s, value: e, sync: sync}
+		case r < 50:
+			op := modelOp{kind: opBatch, sync: sync}
+			for n := rng.IntN(10); n >= 0; n-- {
+				switch k := g.key(); rng.IntN(12) {
+				case 0, 1, 2:
+					op.batch = append(op.batch, batchEntry{kind: opDelete, key: k})
+					g.putsSince[string(k)] = 0
+				case 3:
+					s, e := g.orderedPair()
+					op.batch = append(op.batch, batchEntry{kind: opDeleteRange, key: s, value: e})
+					g.markRangeDeleted(s, e)
+				default:
+					op.batch = append(op.batch, batchEntry{kind: opPut, key: k, value: g.value()})
+					g.putsSince[string(k)] = 2
+				}
+			}
+			return op
+		case r < 68:
+			return modelOp{kind: opGet, key: g.key(), snap: g.readSnap()}
+		case r < 73:
+			op := modelOp{kind: opMultiGet, snap: g.readSnap()}
+			for n := 1 + rng.IntN(8); n > 0; n-- {
+				op.keys = append(op.keys, g.key())
+			}
+			return op
+		case r < 86:
+			return g.iterOp()
+		case r < 89:
+			g.lastSnap++
+			g.liveSnaps = append(g.liveSnaps, g.lastSnap)
+			return modelOp{kind: opNewSnapshot, snap: g.lastSnap}
+		case r < 92:
+			if len(g.liveSnaps) == 0 {
+				continue
+			}
+			j := rng.IntN(len(g.liveSnaps))
+			id := g.liveSnaps[j]
+			g.liveSnaps = slices.Delete(g.liveSnaps, j, j+1)
+			return modelOp{kind: opReleaseSnapshot, snap: id}
+		case r < 95:
+			return modelOp{kind: opFlush}
+		case r < 97:
+			op := modelOp{kind: opCompactRange}
+			if rng.IntN(2) == 0 {
+				op.key, op.value = g.orderedPair()
+			}
+			return op
+		case r < 98:
+			// Snapshots do not survive a reopen.
+			g.liveSnaps = g.liveSnaps[:0]
+			return modelOp{kind: opReopen}
+		default:
+			return modelOp{kind: opGet, key: g.key()}
+		}
+	}
+}
+
+func (g *opGenerator) iterOp() modelOp {
+	rng := g.rng
+	op := modelOp{kind: opIter, snap: g.readSnap()}
+	if rng.IntN(3) == 0 {
+		op.lower = g.boundKey()
+	}
+	if rng.IntN(3) == 0 {
+		op.upper = g.boundKey()
+	}
+	if rng.IntN(4) == 0 {
+		// A whole scan in one direction.
+		op.steps = []iterStep{{kind: stepScanFwd + iterStepKind(rng.IntN(2))}}
+		return op
+	}
+	for n := 1 + rng.IntN(30); n > 0; n-- {
+		s := iterStep{kind: iterStepKind(rng.IntN(int(stepPrev) + 1))}
+		if s.kind == stepNext || s.kind == stepPrev {
+			// Walks are more common than jumps.
+			if rng.IntN(2) == 0 {
+				s.kind = stepNext + iterStepKind(rng.IntN(2))
+			}
+		}
+		switch s.kind {
+		case stepSeekGE, stepSeekLT, stepSeekForPrev:
+			s.key = g.boundKey()
+		}
+		op.steps = append(op.steps, s)
+	}
+	return op
+}
+
+// kvIterator is what runOp needs of an iterator; *Iterator has it.
+type kvIterator interface {
+	First() bool
+	Last() bool
+	Seek(key []byte) bool
+	SeekForPrev(key []byte) bool
+	Next() bool
+	Prev() bool
+	Valid() bool
+	Key() []byte
+	Value() []byte
+	Close() error
+}
+
+// opTarget runs operations: the DB (dbTarget) or the model (modelTarget).
+type opTarget interface {
+	write(op modelOp) error // opPut, opDelete, opSingleDelete, opDeleteRange, opBatch
+	get(key []byte, snap int) ([]byte, error)
+	multiGet(keys [][]byte, snap int) ([][]byte, []error)
+	newIter(snap int, lower, upper []byte) kvIterator
+	newSnapshot(id int)
+	releaseSnapshot(id int)
+	flush() error
+	compactRange(start, end []byte) error
+	reopen() error
+}
+
+// fmtValue renders a value for the log: short ones whole, long ones by
+// prefix, length and checksum, so a log line stays short but still tells
+// any two values apart.
+func fmtValue(v []byte) string {
+	if len(v) <= 16 {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("%q..(%d,%08x)", v[:12], len(v), crc32.ChecksumIEEE(v))
+}
+
+// fmtResult renders a read's answer; errors other than ErrNotFound are
+// rendered whole, so they differ from the model's answer.
+func fmtResult(v []byte, err error) string {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "not found"
+	case err != nil:
+		return "error: " + err.Error()
+	}
+	return fmtValue(v)
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return "error: " + err.Error()
+}
+
+// runOp runs op (the i-th of its sequence) on t and appends to log what
+// can be observed of it: the outcome of every write, read, iterator move and
+// maintenance call.
+func runOp(t opTarget, op modelOp, i int, log []string) []string {
+	line := func(format string, args ...any) {
+		log = append(log, fmt.Sprintf("op %d: ", i)+fmt.Sprintf(format, args...))
+	}
+	switch op.kind {
+	case opPut, opDelete, opSingleDelete, opDeleteRange, opBatch:
+		line("%s -> %s", op, fmtErr(t.write(op)))
+	case opGet:
+		v, err := t.get(op.key, op.snap)
+		line("get %s snap#%d -> %s", op.key, op.snap, fmtResult(v, err))
+	case opMultiGet:
+		vals, errs := t.multiGet(op.keys, op.snap)
+		var b strings.Builder
+		for j, k := range op.keys {
+			fmt.Fprintf(&b, " %s=%s", k, fmtResult(vals[j], errs[j]))
+		}
+		line("multiget snap#%d:%s", op.snap, b.String())
+	case opIter:
+		it := t.newIter(op.snap, op.lower, op.upper)
+		at := func() string {
+			if !it.Valid() {
+				return "invalid"
+			}
+			return fmt.Sprintf("%s=%s", it.Key(), fmtValue(it.Value()))
+		}
+		for _, s := range op.steps {
+			name := stepNames[s.kind]
+			if s.key != nil {
+				name += "(" + string(s.key) + ")"
+			}
+			switch s.kind {
+			case stepFirst:
+				it.First()
+			case stepLast:
+				it.Last()
+			case stepSeekGE:
+				it.Seek(s.key)
+			case stepSeekForPrev:
+				it.SeekForPrev(s.key)
+			case stepSeekLT:
+				if it.SeekForPrev(s.key) && bytes.Equal(it.Key(), s.key) {
+					it.Prev()
+				}
+			case stepNext, stepPrev:
+				if !it.Valid() {
+					continue // undefined on an invalid iterator
+				}
+				if s.kind == stepNext {
+					it.Next()
+				} else {
+					it.Prev()
+				}
+			case stepScanFwd, stepScanRev:
+				var b strings.Builder
+				rev := s.kind == stepScanRev
+				ok := it.First()
+				if rev {
+					ok = it.Last()
+				}
+				for ok {
+					fmt.Fprintf(&b, " %s=%s", it.Key(), fmtValue(it.Value()))
+					if rev {
+						ok = it.Prev()
+					} else {
+						ok = it.Next()
+					}
+				}
+				line("iter [%s,%s) snap#%d %s:%s", op.lower, op.upper, op.snap, name, b.String())
+				continue
+			}
+			line("iter [%s,%s) snap#%d %s -> %s", op.lower, op.upper, op.snap, name, at())
+		}
+		line("iter close -> %s", fmtErr(it.Close()))
+	case opNewSnapshot:
+		t.newSnapshot(op.snap)
+	case opReleaseSnapshot:
+		t.releaseSnapshot(op.snap)
+	case opFlush:
+		line("flush -> %s", fmtErr(t.flush()))
+	case opCompactRange:
+		line("compactrange [%s,%s] -> %s", op.key, op.value, fmtErr(t.compactRange(op.key, op.value)))
+	case opReopen:
+		line("reopen -> %s", fmtErr(t.reopen()))
+	}
+	return log
+}
+
+// modelTarget runs operations on the in-memory model.
+type modelTarget struct {
+	cur   model
+	snaps map[int]model
+}
+
+func newModelTarget() *modelTarget {
+	return &modelTarget{cur: model{}, snaps: map[int]model{}}
+}
+
+func (m *modelTarget) write(op modelOp) error {
+	apply := func(kind opKind, key, value []byte) {
+		switch kind {
+		case opPut:
+			m.cur[string(key)] = string(value)
+		case opDelete, opSingleDelete:
+			delete(m.cur, string(key))
+		case opDeleteRange:
+			for k := range m.cur {
+				if k >= string(key) && k < string(value) {
+					delete(m.cur, k)
+				}
+			}
+		}
+	}
+	if op.kind == opBatch {
+		for _, e := range op.batch {
+			apply(e.kind, e.key, e.value)
+		}
+		return nil
+	}
+	apply(op.kind, op.key, op.value)
+	return nil
+}
+
+func (m *modelTarget) state(snap int) model {
+	if snap == 0 {
+		return m.cur
+	}
+	return m.snaps[snap]
+}
+
+func (m *modelTarget) get(key []byte, snap int) ([]byte, error) {
+	v, ok := m.state(snap)[string(key)]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return []byte(v), nil
+}
+
+func (m *modelTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {
+	vals, errs := make([][]byte, len(keys)), make([]error, len(keys))
+	for i, k := range keys {
+		vals[i], errs[i] = m.get(k, snap)
+	}
+	return vals, errs
+}
+
+func (m *modelTarget) newIter(snap int, lower, upper []byte) kvIterator {
+	s := m.state(snap)
+	return &modelIter{m: s, keys: s.sortedKeys(lower, upper), pos: -1}
+}
+
+func (m *modelTarget) newSnapshot(id int)     { m.snaps[id] = m.cur.clone() }
+func (m *modelTarget) releaseSnapshot(id int) { delete(m.snaps, id) }
+func (m *modelTarget) flush() error           { return nil }
+func (m *modelTarget) compactRange(_, _ []byte) error {
+	return nil
+}
+func (m *modelTarget) reopen() error {
+	clear(m.snaps)
+	return nil
+}
+
+// modelIter iterates over a model's sorted keys within bounds, with the
+// DB iterator's semantics (seeks outside the bounds land on the bounds).
+type modelIter struct {
+	m    model
+	keys []string
+	pos  int // -1 or len(keys) = invalid
+}
+
+func (i *modelIter) Valid() bool { return i.pos >= 0 && i.pos < len(i.keys) }
+func (i *modelIter) First() bool { i.pos = 0; return i.Valid() }
+func (i *modelIter) Last() bool  { i.pos = len(i.keys) - 1; return i.Valid() }
+func (i *modelIter) Next() bool  { i.pos++; return i.Valid() }
+func (i *modelIter) Prev() bool  { i.pos--; return i.Valid() }
+func (i *modelIter) Seek(key []byte) bool {
+	i.pos, _ = slices.BinarySearch(i.keys, string(key))
+	return i.Valid()
+}
+func (i *modelIter) SeekForPrev(key []byte) bool {
+	pos, found := slices.BinarySearch(i.keys, string(key))
+	if !found {
+		pos--
+	}
+	i.pos = pos
+	return i.Valid()
+}
+func (i *modelIter) Key() []byte   { return []byte(i.keys[i.pos]) }
+func (i *modelIter) Value() []byte { return []byte(i.m[i.keys[i.pos]]) }
+func (i *modelIter) Close() error  { return nil }
+
+// dbRunConfig is how a dbTarget writes and reads, beyond its Options.
+type dbRunConfig struct {
+	sync          syncMode
+	disableWAL    bool  // every write skips the WAL
+	readaheadSize int64 // ReadOptions.ReadaheadSize of every iterator
+}
+
+// syncMode chooses WriteOptions.Sync of a dbTarget's writes.
+type syncMode uint8
+
+const (
+	syncAsGenerated syncMode = iota
+	syncAlways
+	syncNever
+)
+
+// dbTarget runs operations on a DB.
+type dbTarget struct {
+	db    *DB
+	dir   string
+	opts  *Options
+	cfg   dbRunConfig
+	snaps map[int]*Snapshot
+	// flushes and compactions count background work over every reopen.
+	flushes, compactions uint64
+}
+
+func openDBTarget(dir string, opts *Options, cfg dbRunConfig) (*dbTarget, error) {
+	db, err := Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &dbTarget{db: db, dir: dir, opts: opts, cfg: cfg, snaps: map[int]*Snapshot{}}, nil
+}
+
+func (d *dbTarget) writeOptions(op modelOp) *WriteOptions {
+	wo := &WriteOptions{Sync: op.sync, DisableWAL: d.cfg.disableWAL}
+	switch d.cfg.sync {
+	case syncAlways:
+		wo.Sync = true
+	case syncNever:
+		wo.Sync = false
+	}
+	return wo
+}
+
+func (d *dbTarget) write(op modelOp) error {
+	wo := d.writeOptions(op)
+	switch op.kind {
+	case opPut:
+		return d.db.Put(op.key, op.value, wo)
+	case opDelete:
+		return d.db.Delete(op.key, wo)
+	case opSingleDelete:
+		return d.db.SingleDelete(op.key, wo)
+	case opDeleteRange:
+		return d.db.DeleteRange(op.key, op.value, wo)
+	}
+	b := d.db.NewBatch()
+	for _, e := range op.batch {
+		switch e.kind {
+		case opPut:
+			b.Put(e.key, e.value)
+		case opDelete:
+			b.Delete(e.key)
+		case opDeleteRange:
+			b.DeleteRange(e.key, e.value)
+		}
+	}
+	return d.db.Write(b, wo)
+}
+
+func (d *dbTarget) readOptions(snap int) *ReadOptions {
+	if snap == 0 {
+		return nil
+	}
+	return &ReadOptions{Snapshot: d.snaps[snap]}
+}
+
+func (d *dbTarget) get(key []byte, snap int) ([]byte, error) {
+	return d.db.Get(key, d.readOptions(snap))
+}
+
+func (d *dbTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {
+	return d.db.MultiGet(keys, d.readOptions(snap))
+}
+
+func (d *dbTarget) newIter(snap int, lower, upper []byte) kvIterator {
+	ro := &ReadOptions{LowerBound: lower, UpperBound: upper, ReadaheadSize: d.cfg.readaheadSize}
+	if snap != 0 {
+		ro.Snapshot = d.snaps[snap]
+	}
+	return d.db.NewIterator(ro)
+}
+
+func (d *dbTarget) newSnapshot(id int) { d.snaps[id] = d.db.NewSnapshot() }
+
+func (d *dbTarget) releaseSnapshot(id int) {
+	d.snaps[id].Release()
+	delete(d.snaps, id)
+}
+
+func (d *dbTarget) flush() error { return d.db.Flush() }
+
+func (d *dbTarget) compactRange(start, end []byte) error { return d.db.CompactRange(start, end) }
+
+func (d *dbTarget) countWork() {
+	m := d.db.Metrics()
+	d.flushes += m.Flush.Count
+	d.compactions += m.Compact.Count + m.Compact.TrivialMoves
+}
+
+func (d *dbTarget) reopen() error {
+	for id, s := range d.snaps {
+		s.Release()
+		delete(d.snaps, id)
+	}
+	d.countWork()
+	if err := d.db.Close(); err != nil {
+		return err
+	}
+	db, err := Open(d.dir, d.opts)
+	if err != nil {
+		// Later operations fail with ErrClosed on the old handle.
+		return err
+	}
+	d.db = db
+	return nil
+}
+
+// close releases the snapshots and closes the DB.
+func (d *dbTarget) close() error {
+	for id, s := range d.snaps {
+		s.Release()
+		delete(d.snaps, id)
+	}
+	return d.db.Close()
+}
