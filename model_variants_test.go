@@ -63,6 +63,8 @@ var metamorphicSets = []metaOptionSet{
 	{name: "sync-every-write", set: func(o *Options) {}, cfg: dbRunConfig{sync: syncAlways}},
 	{name: "sync-never", set: func(o *Options) {}, cfg: dbRunConfig{sync: syncNever}},
 	{name: "disable-wal", set: func(o *Options) {}, cfg: dbRunConfig{disableWAL: true}},
+	{name: "wal-background-writes", set: func(o *Options) { o.WALBackgroundWrites = true }},
+	{name: "paranoid-checks", set: func(o *Options) { o.ParanoidChecks = true }},
 	{name: "direct-io", set: func(o *Options) {
 		o.UseDirectReads = true
 		o.UseDirectIOForFlushAndCompaction = true
