@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +164,23 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	for j, s := range seeds {
 		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n[]byte(%q)\n", s[0], s[1])
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", j)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// FuzzEditDecode: a few random edits, and one with a new file whose
+	// custom fields are all present.
+	editDir := filepath.Join("testdata", "fuzz", "FuzzEditDecode")
+	if err := os.MkdirAll(editDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	edits := [][]byte{(&VersionEdit{NewFiles: []NewFileEntry{{Level: 2, Meta: tableMeta(12, "a", "b", 6)}}}).Encode(nil)}
+	for range 3 {
+		edits = append(edits, randEdit(rng).Encode(nil))
+	}
+	for j, e := range edits {
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", e)
+		if err := os.WriteFile(filepath.Join(editDir, fmt.Sprintf("seed-%d", j)), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
