@@ -61,33 +61,6 @@ func TestBatchEncodingRoundTrip(t *testing.T) {
 	}
 }
 
-// FuzzBatchReader feeds arbitrary bytes to the batch decoder: it must not
-// panic, and must never read past its input.
-func FuzzBatchReader(f *testing.F) {
-	b := newBatch()
-	b.Put([]byte("key"), []byte("value"))
-	b.DeleteRange([]byte("a"), []byte("b"))
-	b.setSeqNum(7)
-	f.Add(b.data)
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r, ok := newBatchReader(data)
-		if !ok {
-			return
-		}
-		for i := 0; i < len(data)+1; i++ {
-			_, key, value, ok, malformed := r.next()
-			if malformed || !ok {
-				return
-			}
-			if len(key)+len(value) > len(data) {
-				t.Fatalf("entry larger than the batch")
-			}
-		}
-		t.Fatal("decoder did not terminate")
-	})
-}
-
 // TestMalformedBatchInIntactWALRecord: a WAL record with a valid checksum but
 // a malformed batch inside fails Open with ErrCorruption naming the WAL.
 func TestMalformedBatchInIntactWALRecord(t *testing.T) {

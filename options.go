@@ -340,7 +340,11 @@ func ParseOptionsFile(data []byte) (*Options, error) {
 			return nil, base.InvalidArgumentf("shale: OPTIONS %s=%s: %v", k, v, err)
 		}
 	}
-	return o, sc.Err()
+	if err := sc.Err(); err != nil {
+		// bufio.ErrTooLong: a line longer than the scanner's 64 KiB.
+		return nil, base.InvalidArgumentf("shale: reading OPTIONS file: %v", err)
+	}
+	return o, nil
 }
 
 func (o *Options) setOptionsFileField(k, v string) error {

@@ -65,7 +65,10 @@
 //	+------------------+-------------------------------------------+
 //
 // type: 0 none, 1 snappy, 7 zstd (a zstd block starts with the uvarint
-// decompressed length). A block is stored compressed only when that saves at
+// decompressed length). A stated decompressed length never sizes an
+// allocation on trust: a snappy block stating more than 22 times its stored
+// size is corruption (snappy cannot expand further), and a zstd block gets
+// at most 64 times its stored size up front. A block is stored compressed only when that saves at
 // least 1/8 of its size; filter, range-del, properties and metaindex blocks
 // are never compressed. Checksum: the footer's type, 1 = CRC32C masked as in
 // LevelDB, 3 = low 32 bits of xxhash64.

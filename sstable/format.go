@@ -138,15 +138,28 @@ func compressBlock(c Compression, raw, dst []byte) ([]byte, byte, []byte) {
 	return out, typ, dst
 }
 
+const (
+	// snappyMaxExpansion bounds how much a snappy block can expand: the
+	// densest element, a 3-byte copy, yields 64 bytes. A longer stated
+	// length is corruption, refused before anything is allocated for it.
+	snappyMaxExpansion = 22
+	// zstdPreallocRatio bounds the buffer allocated up front for a zstd
+	// block from its stated length; zstd can expand far more than this
+	// (runs of one byte), so a longer output is grown, not refused.
+	zstdPreallocRatio = 64
+)
+
 // decompressBlock returns the decompressed contents of a stored block, or
-// an error message.
+// an error message. The decompressed length a block states is never
+// trusted for an allocation beyond what its compressed size makes
+// plausible.
 func decompressBlock(typ byte, b []byte) ([]byte, string) {
 	switch typ {
 	case blockTypeNone:
 		return b, ""
 	case blockTypeSnappy:
 		n, err := snappy.DecodedLen(b)
-		if err != nil || n > maxBlockLen {
+		if err != nil || n > maxBlockLen || n > snappyMaxExpansion*len(b) {
 			return nil, "bad snappy block length"
 		}
 		out, err := snappy.Decode(make([]byte, n), b)
@@ -163,7 +176,9 @@ func decompressBlock(typ byte, b []byte) ([]byte, string) {
 		if err != nil {
 			return nil, "zstd unavailable: " + err.Error()
 		}
-		out, err := dec.DecodeAll(b[m:], make([]byte, 0, n))
+		// n comes from the file: allocate for it only as far as the
+		// compressed bytes make plausible, and let a longer output grow.
+		out, err := dec.DecodeAll(b[m:], make([]byte, 0, min(n, zstdPreallocRatio*uint64(len(b))+64<<10)))
 		if err != nil {
 			return nil, "bad zstd block: " + err.Error()
 		}

@@ -44,7 +44,10 @@ func (f *adminFlags) decode(what, s string) ([]byte, error) {
 	if !f.hex {
 		return []byte(s), nil
 	}
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	// At most one prefix: "0x0X12" is not hex.
+	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
+		s = s[2:]
+	}
 	b, err := hex.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q is not valid hex: %v", what, s, err)
