@@ -11,14 +11,14 @@ import (
 	"github.com/shaledb/shale/internal/base"
 )
 
-// batchEntry is one decoded batch entry.
-type batchEntry struct {
+// decodedEntry is one decoded batch entry.
+type decodedEntry struct {
 	kind       base.Kind
 	key, value string
 }
 
 // decodeBatch decodes data fully; ok is false when it is malformed.
-func decodeBatch(t *testing.T, data []byte) (seq base.SeqNum, entries []batchEntry, ok bool) {
+func decodeBatch(t *testing.T, data []byte) (seq base.SeqNum, entries []decodedEntry, ok bool) {
 	r, ok := newBatchReader(data)
 	if !ok {
 		return 0, nil, false
@@ -34,7 +34,7 @@ func decodeBatch(t *testing.T, data []byte) (seq base.SeqNum, entries []batchEnt
 		if len(key)+len(value) > len(data) {
 			t.Fatalf("entry larger than the batch")
 		}
-		entries = append(entries, batchEntry{kind, string(key), string(value)})
+		entries = append(entries, decodedEntry{kind, string(key), string(value)})
 	}
 	t.Fatal("decoder did not terminate")
 	return 0, nil, false

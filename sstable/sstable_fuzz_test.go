@@ -451,7 +451,7 @@ func repairChecksums(b []byte) {
 func refTable(r *Reader) (entries []kv, ok bool) {
 	var all []refEntry
 	for i, ie := range r.index {
-		b, err := r.readBlock(ie.handle, true, nil)
+		b, err := r.readBlock(ie.handle, true, nil, r.source())
 		if err != nil {
 			return nil, false
 		}
