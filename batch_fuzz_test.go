@@ -2,13 +2,11 @@ package shale
 
 import (
 	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/fuzzseed"
 )
 
 // decodedEntry is one decoded batch entry.
@@ -86,26 +84,8 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	miscount := bytes.Clone(full.data)
 	miscount[8]++
 	opts := testOptions(nil).EnsureDefaults().encodeOptionsFile()
-	seeds := map[string][][]byte{
-		"FuzzBatchReader":      {full.data, empty.data, miscount, full.data[:len(full.data)-3]},
-		"FuzzParseOptionsFile": {opts, []byte("[CFOptions \"default\"]\n  compression=zstd\n  num_levels=x\n"), []byte("no equals sign\n")},
-	}
-	for name, list := range seeds {
-		dir := filepath.Join("testdata", "fuzz", name)
-		if os.Getenv("SHALE_WRITE_FUZZ_SEEDS") != "1" {
-			if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-				t.Errorf("no seed corpus in %s (SHALE_WRITE_FUZZ_SEEDS=1 writes it): %v", dir, err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for j, s := range list {
-			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", j)), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	fuzzseed.Sync(t, map[string][][]any{
+		"FuzzBatchReader":      {{full.data}, {empty.data}, {miscount}, {full.data[:len(full.data)-3]}},
+		"FuzzParseOptionsFile": {{opts}, {[]byte("[CFOptions \"default\"]\n  compression=zstd\n  num_levels=x\n")}, {[]byte("no equals sign\n")}},
+	})
 }

@@ -13,8 +13,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/fuzzseed"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -761,47 +760,5 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"FuzzIndexBlock":    {{indexSeed(), uint16(6 * 35)}},
 		"FuzzCompression":   {{[]byte("abcabcabd"), uint8(3)}, {[]byte{}, uint8(0)}, {blockSeeds()[0], uint8(1)}},
 	}
-	writeFuzzSeeds(t, seeds)
-}
-
-// writeFuzzSeeds writes seeds[name] as testdata/fuzz/<name>/seed-N files
-// when SHALE_WRITE_FUZZ_SEEDS=1, and otherwise checks that every target in
-// seeds has a committed corpus.
-func writeFuzzSeeds(t *testing.T, seeds map[string][][]any) {
-	write := os.Getenv("SHALE_WRITE_FUZZ_SEEDS") == "1"
-	for name, list := range seeds {
-		dir := filepath.Join("testdata", "fuzz", name)
-		if !write {
-			if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-				t.Errorf("no seed corpus in %s (SHALE_WRITE_FUZZ_SEEDS=1 writes it): %v", dir, err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for j, args := range list {
-			var sb strings.Builder
-			sb.WriteString("go test fuzz v1\n")
-			for _, a := range args {
-				switch v := a.(type) {
-				case []byte:
-					fmt.Fprintf(&sb, "[]byte(%q)\n", v)
-				case string:
-					fmt.Fprintf(&sb, "string(%q)\n", v)
-				case uint8:
-					fmt.Fprintf(&sb, "byte('\\x%02x')\n", v)
-				case uint16:
-					fmt.Fprintf(&sb, "uint16(%d)\n", v)
-				case bool:
-					fmt.Fprintf(&sb, "bool(%t)\n", v)
-				default:
-					t.Fatalf("seed of type %T", a)
-				}
-			}
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", j)), []byte(sb.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	fuzzseed.Sync(t, seeds)
 }

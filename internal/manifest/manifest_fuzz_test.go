@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/fuzzseed"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -142,11 +141,8 @@ func manifestSeed(t *testing.T) []byte {
 // testdata/fuzz when SHALE_WRITE_FUZZ_SEEDS=1; otherwise it checks that
 // the corpus exists and that its first seed loads.
 func TestWriteFuzzSeeds(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzManifestLoad")
-	if os.Getenv("SHALE_WRITE_FUZZ_SEEDS") != "1" {
-		if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-			t.Fatalf("no seed corpus in %s (SHALE_WRITE_FUZZ_SEEDS=1 writes it): %v", dir, err)
-		}
+	if !fuzzseed.Writing() {
+		fuzzseed.Sync(t, map[string][][]any{"FuzzManifestLoad": nil, "FuzzEditDecode": nil})
 		return
 	}
 	m := manifestSeed(t)
@@ -155,33 +151,17 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	} else {
 		vs.Close()
 	}
-	seeds := [][2][]byte{
-		{m, nil}, {m[:len(m)-3], nil}, {m, []byte("MANIFEST-000005")}, {m, []byte("MANIFEST-5\n")}, {nil, nil},
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for j, s := range seeds {
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n[]byte(%q)\n", s[0], s[1])
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", j)), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// FuzzEditDecode: a few random edits, and one with a new file whose
 	// custom fields are all present.
-	editDir := filepath.Join("testdata", "fuzz", "FuzzEditDecode")
-	if err := os.MkdirAll(editDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	edits := [][]byte{(&VersionEdit{NewFiles: []NewFileEntry{{Level: 2, Meta: tableMeta(12, "a", "b", 6)}}}).Encode(nil)}
+	edits := [][]any{{(&VersionEdit{NewFiles: []NewFileEntry{{Level: 2, Meta: tableMeta(12, "a", "b", 6)}}}).Encode(nil)}}
 	for range 3 {
-		edits = append(edits, randEdit(rng).Encode(nil))
+		edits = append(edits, []any{randEdit(rng).Encode(nil)})
 	}
-	for j, e := range edits {
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", e)
-		if err := os.WriteFile(filepath.Join(editDir, fmt.Sprintf("seed-%d", j)), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fuzzseed.Sync(t, map[string][][]any{
+		"FuzzManifestLoad": {
+			{m, []byte(nil)}, {m[:len(m)-3], []byte(nil)}, {m, []byte("MANIFEST-000005")}, {m, []byte("MANIFEST-5\n")}, {[]byte(nil), []byte(nil)},
+		},
+		"FuzzEditDecode": edits,
+	})
 }

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/fuzzseed"
 )
 
 // readerEvent is one result of Reader.Next, for comparing two readers.
@@ -133,48 +131,10 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	damaged := bytes.Clone(small)
 	damaged[HeaderSize+1] ^= 0xff // the first record: damage followed by intact records
 	zeroTail := append(bytes.Clone(small), make([]byte, 40)...)
-	writeFuzzSeeds(t, map[string][][]any{
+	fuzzseed.Sync(t, map[string][][]any{
 		"FuzzReader": {{small}, {damaged}, {zeroTail}, {small[:len(small)-2]},
 			{append(frag(middleFragment, []byte("m")), frag(lastFragment, []byte("l"))...)}},
 		"FuzzWriterReader": {{[]byte("a\x00bb\x00\x00ccc"), uint32(1 << 20), uint16(9)},
 			{[]byte("x\x00y"), uint32(BlockSize + 9), uint16(BlockSize / 2)}},
 	})
-}
-
-// writeFuzzSeeds writes seeds[name] as testdata/fuzz/<name>/seed-N files
-// when SHALE_WRITE_FUZZ_SEEDS=1, and otherwise checks that every target in
-// seeds has a committed corpus.
-func writeFuzzSeeds(t *testing.T, seeds map[string][][]any) {
-	write := os.Getenv("SHALE_WRITE_FUZZ_SEEDS") == "1"
-	for name, list := range seeds {
-		dir := filepath.Join("testdata", "fuzz", name)
-		if !write {
-			if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-				t.Errorf("no seed corpus in %s (SHALE_WRITE_FUZZ_SEEDS=1 writes it): %v", dir, err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for j, args := range list {
-			var sb strings.Builder
-			sb.WriteString("go test fuzz v1\n")
-			for _, a := range args {
-				switch v := a.(type) {
-				case []byte:
-					fmt.Fprintf(&sb, "[]byte(%q)\n", v)
-				case uint16:
-					fmt.Fprintf(&sb, "uint16(%d)\n", v)
-				case uint32:
-					fmt.Fprintf(&sb, "uint32(%d)\n", v)
-				default:
-					t.Fatalf("seed of type %T", a)
-				}
-			}
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", j)), []byte(sb.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 }

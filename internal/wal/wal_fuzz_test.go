@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/fuzzseed"
 	"github.com/shaledb/shale/internal/record"
 	"github.com/shaledb/shale/vfs"
 )
@@ -105,20 +104,11 @@ func walSeeds(t *testing.T) [][]byte {
 // TestWriteFuzzSeeds writes the FuzzReplay seed corpus into testdata/fuzz
 // when SHALE_WRITE_FUZZ_SEEDS=1; otherwise it checks that it exists.
 func TestWriteFuzzSeeds(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzReplay")
-	if os.Getenv("SHALE_WRITE_FUZZ_SEEDS") != "1" {
-		if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-			t.Fatalf("no seed corpus in %s (SHALE_WRITE_FUZZ_SEEDS=1 writes it): %v", dir, err)
-		}
-		return
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for j, s := range walSeeds(t) {
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", j)), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+	var seeds [][]any
+	if fuzzseed.Writing() {
+		for _, s := range walSeeds(t) {
+			seeds = append(seeds, []any{s})
 		}
 	}
+	fuzzseed.Sync(t, map[string][][]any{"FuzzReplay": seeds})
 }
