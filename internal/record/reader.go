@@ -375,14 +375,18 @@ func (r *Reader) EndOffset() int64 { return r.recEnd }
 func (r *Reader) TailChecksumMismatch() bool { return r.tailBitRot }
 
 // hasZeroSector reports whether frag, the bytes of a fragment starting at
-// file offset off, contains a whole 512-byte sector of zeros: what a write
-// cut short by a power loss leaves where sectors were never written.
+// file offset off, holds the zeros that a write cut short by a power loss
+// leaves where 512-byte sectors were never written: a sector whose bytes
+// inside the fragment are all zero. The sectors where the fragment begins
+// and ends count with the part of them the fragment covers, since a small
+// record crosses at most one sector boundary and a sector never written
+// there zeroes only part of it.
 func hasZeroSector(frag []byte, off int64) bool {
 	const sector = 512
-	start := int((sector - off%sector) % sector)
-	for i := start; i+sector <= len(frag); i += sector {
+	for i := 0; i < len(frag); {
+		next := min(i+sector-int((off+int64(i))%sector), len(frag))
 		zero := true
-		for _, c := range frag[i : i+sector] {
+		for _, c := range frag[i:next] {
 			if c != 0 {
 				zero = false
 				break
@@ -391,6 +395,7 @@ func hasZeroSector(frag []byte, off int64) bool {
 		if zero {
 			return true
 		}
+		i = next
 	}
 	return false
 }

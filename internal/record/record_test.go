@@ -587,3 +587,53 @@ func TestNoAllocs(t *testing.T) {
 		t.Fatalf("reader: %v allocs per record", allocs)
 	}
 }
+
+// TestTornSectorAtFragmentEdgeIsTorn: a power loss that writes some sectors of
+// the last record and not others leaves zeros where the unwritten sectors
+// are. When such a sector is only partly covered by the fragment (the
+// fragment ends, or its header begins, inside it), the fragment holds fewer
+// than 512 zero bytes, but the damage is still a torn write, not bit rot: a
+// MANIFEST with it must open.
+func TestTornSectorAtFragmentEdgeIsTorn(t *testing.T) {
+	// Record 1 ends at 400 + headers; record 2 (300 bytes) crosses the
+	// sector boundary at 512.
+	recs := [][]byte{payload(0, 400-HeaderSize), payload(1, 300)}
+	w := writeRecords(t, recs, nil, 0)
+	if w.offsets[1] >= 512 || w.ends[1] <= 512 || w.ends[1] >= 1024 {
+		t.Fatalf("layout: record 2 at [%d, %d) does not cross 512", w.offsets[1], w.ends[1])
+	}
+	// Sector 1 never written: the bytes of record 2 past 512 are zeros.
+	file := bytes.Clone(w.file)
+	clear(file[512:])
+	got, r := readAll(file)
+	if got.err != io.EOF {
+		t.Fatalf("err %v, want io.EOF", got.err)
+	}
+	checkPrefix(t, got, w, 1)
+	if r.TailChecksumMismatch() {
+		t.Fatal("a record whose end lies in a sector never written is reported as a checksum mismatch")
+	}
+	// Sector 0 never rewritten after record 1 was synced, sector 1 written:
+	// the first bytes of a header that straddles 512 are zeros.
+	recs = [][]byte{payload(0, 508-HeaderSize), payload(1, 300)} // record 2's header at 508..515
+	w = writeRecords(t, recs, nil, 0)
+	if w.offsets[1] != 508 {
+		t.Fatalf("layout: record 2 at %d, want 508", w.offsets[1])
+	}
+	file = bytes.Clone(w.file)
+	clear(file[508:512])
+	got, r = readAll(file)
+	if got.err != io.EOF {
+		t.Fatalf("err %v, want io.EOF", got.err)
+	}
+	checkPrefix(t, got, w, 1)
+	if r.TailChecksumMismatch() {
+		t.Fatal("a header whose first sector was never written is reported as a checksum mismatch")
+	}
+	// A flipped bit in the same record is still bit rot.
+	file = bytes.Clone(w.file)
+	file[w.ends[1]-10] ^= 4
+	if _, r := readAll(file); !r.TailChecksumMismatch() {
+		t.Fatal("a flipped bit is not a checksum mismatch")
+	}
+}

@@ -9,8 +9,9 @@
 // never assigns sequence numbers, and never coordinates concurrent writers:
 // the DB's commit leader gathers a group and calls the Writer alone.
 //
-// On-disk layout: exactly the record format, one record per committed write
-// group, with no file header of its own:
+// On-disk layout: exactly the record format, one record per committed batch
+// (a commit group's records are written together), with no file header of
+// its own:
 //
 //	+---------+---------+---------+-----
 //	| block 0 | block 1 | block 2 | ...    32 KiB blocks of record fragments
