@@ -30,8 +30,9 @@ const (
 	// wantReadError: the read fails with an error wrapping the cause; the
 	// DB stays writable and the next read succeeds.
 	wantReadError
-	// wantTolerated: the failure is logged and nothing fails (removing an
-	// obsolete file); the next Open removes the file.
+	// wantTolerated: nothing fails: removing an obsolete file (logged; the
+	// next Open removes the file), and the hints preallocation and writeback
+	// (the writer stops giving them).
 	wantTolerated
 )
 
@@ -83,7 +84,7 @@ var faultMatrix = []faultCase{
 	// WAL: commits, rotation, recovery.
 	{op: vfs.OpWrite, kind: "WAL", pattern: "*.log", job: "commit", want: wantReadOnly},
 	{op: vfs.OpSync, kind: "WAL", pattern: "*.log", job: "commit", want: wantReadOnly},
-	{op: vfs.OpPreallocate, kind: "WAL", pattern: "*.log", job: "commit", want: wantReadOnly},
+	{op: vfs.OpPreallocate, kind: "WAL", pattern: "*.log", job: "commit", want: wantTolerated},
 	{op: vfs.OpWrite, kind: "WAL", pattern: "*.log", job: "commit-nosync", want: wantReadOnly},
 	{op: vfs.OpCreate, kind: "WAL", pattern: "*.log", job: "flush", want: wantReadOnly},
 	{op: vfs.OpTruncate, kind: "WAL", pattern: "*.log", job: "flush", want: wantReadOnly},
@@ -96,8 +97,8 @@ var faultMatrix = []faultCase{
 	{op: vfs.OpCreate, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
 	{op: vfs.OpWrite, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly, nth: 2},
 	{op: vfs.OpSync, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
-	{op: vfs.OpPreallocate, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
-	{op: vfs.OpStartWriteback, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
+	{op: vfs.OpPreallocate, kind: "SST", pattern: "*.sst", job: "flush", want: wantTolerated},
+	{op: vfs.OpStartWriteback, kind: "SST", pattern: "*.sst", job: "flush", want: wantTolerated},
 	{op: vfs.OpTruncate, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
 	{op: vfs.OpCreate, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly},
 	{op: vfs.OpWrite, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly, nth: 3},

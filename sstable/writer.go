@@ -53,9 +53,13 @@ func (s *fileSink) Write(p []byte) (int, error) {
 	if s.step > 0 && end > s.preallocated {
 		next := (end + s.step - 1) / s.step * s.step
 		if err := s.f.Preallocate(s.preallocated, next-s.preallocated); err != nil {
-			return 0, err
+			// Preallocation is a hint (as in RocksDB, whose fallocate
+			// failures are ignored): stop reserving, and let the write
+			// itself report a full disk.
+			s.step = 0
+		} else {
+			s.preallocated = next
 		}
-		s.preallocated = next
 	}
 	n, err := s.f.Write(p)
 	s.written += int64(n)
@@ -64,7 +68,8 @@ func (s *fileSink) Write(p []byte) (int, error) {
 	}
 	if s.bytesPerSync > 0 && s.written-s.writebackAt >= s.bytesPerSync {
 		if err := s.f.StartWriteback(s.writebackAt, s.written-s.writebackAt); err != nil {
-			return n, err
+			// Only a hint too: the final sync makes the data durable.
+			s.bytesPerSync = 0
 		}
 		s.writebackAt = s.written
 	}

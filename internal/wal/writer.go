@@ -244,10 +244,13 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 	var err error
 	if len(data) > 0 && w.preallocStep > 0 && end > w.preallocated {
 		next := (end + w.preallocStep - 1) / w.preallocStep * w.preallocStep
-		if err = w.f.Preallocate(w.preallocated, next-w.preallocated); err != nil {
-			err = fmt.Errorf("shale: preallocating WAL %s: %w", w.fileName, err)
+		if perr := w.f.Preallocate(w.preallocated, next-w.preallocated); perr != nil {
+			// Preallocation is a hint: stop reserving and let the write
+			// report a full disk itself.
+			w.preallocStep = 0
+		} else {
+			w.preallocated = next
 		}
-		w.preallocated = next
 	}
 	if err == nil && len(data) > 0 {
 		var n int
