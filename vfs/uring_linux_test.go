@@ -254,3 +254,21 @@ func TestURingDirectWriterBufferedTail(t *testing.T) {
 		}
 	}
 }
+
+// TestURingSQPollNeedsNonfixed: before Linux 5.11 an SQ polling ring reads
+// only registered files, so a ring without IORING_FEAT_SQPOLL_NONFIXED must
+// be refused when SQ polling is asked for (NewAsyncReader then falls back to
+// a ring without it), and accepted otherwise.
+func TestURingSQPollNeedsNonfixed(t *testing.T) {
+	old := uringParams{features: ioringFeatSingleMmap}
+	if err := checkFeatures(&old, true); err == nil {
+		t.Fatal("an SQ polling ring without IORING_FEAT_SQPOLL_NONFIXED was accepted")
+	}
+	if err := checkFeatures(&old, false); err != nil {
+		t.Fatalf("a ring without SQ polling was refused: %v", err)
+	}
+	recent := uringParams{features: ioringFeatSingleMmap | ioringFeatSQPollNonfixed}
+	if err := checkFeatures(&recent, true); err != nil {
+		t.Fatalf("an SQ polling ring with IORING_FEAT_SQPOLL_NONFIXED was refused: %v", err)
+	}
+}
