@@ -187,6 +187,13 @@ func (r *uringReader) classify(req *ReadRequest) (rt route, f *osFile, fd int32,
 		}
 		return routeInline, nil, 0, 0, deadline
 	}
+	if f.dio != nil {
+		if _, writing := f.dio.size(); writing {
+			// A DirectIO file being written holds its newest bytes in its
+			// write buffer, which only its ReadAt sees.
+			return routePortable, nil, 0, 0, deadline
+		}
+	}
 	align = Alignment(f)
 	if align > 1 && !IsAligned(req.Buf, req.Off, align) {
 		return routePortable, nil, 0, 0, deadline // the file's ReadAt bounces

@@ -21,7 +21,8 @@ const (
 	ioringSetupSQPoll = 1 << 1
 
 	// features reported by io_uring_setup.
-	ioringFeatSingleMmap = 1 << 0
+	ioringFeatSingleMmap     = 1 << 0
+	ioringFeatSQPollNonfixed = 1 << 7 // since Linux 5.11
 
 	// io_uring_enter flags.
 	ioringEnterGetEvents = 1 << 0
@@ -150,6 +151,10 @@ func newURing(entries uint32, sqpoll bool) (*uring, error) {
 		return nil, setupError(errno, sqpoll)
 	}
 	u := &uring{fd: int(fd), sqpoll: sqpoll}
+	if err := checkFeatures(&p, sqpoll); err != nil {
+		_ = u.close()
+		return nil, err
+	}
 	if err := u.mmap(&p); err != nil {
 		_ = u.close()
 		return nil, err
@@ -159,6 +164,16 @@ func newURing(entries uint32, sqpoll bool) (*uring, error) {
 		return nil, err
 	}
 	return u, nil
+}
+
+// checkFeatures refuses a ring whose kernel lacks what the reader relies
+// on: SQ polling before Linux 5.11 reads only registered files, which the
+// reader does not use, so every read would fail with EBADF.
+func checkFeatures(p *uringParams, sqpoll bool) error {
+	if sqpoll && p.features&ioringFeatSQPollNonfixed == 0 {
+		return errors.New("shale: io_uring: SQ polling of unregistered files needs Linux 5.11 (IORING_FEAT_SQPOLL_NONFIXED)")
+	}
+	return nil
 }
 
 // setupError explains a failed io_uring_setup.

@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"bytes"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -205,4 +207,68 @@ func TestURingAllocs(t *testing.T) {
 func evictRange(f File, off, n int64) bool {
 	of, ok := f.(*osFile)
 	return ok && unix.Fadvise(int(of.fd()), off, n, unix.FADV_DONTNEED) == nil
+}
+
+// TestURingDirectWriterBufferedTail reads, through the ring, a DirectIO file
+// being written whose last bytes are still in its write buffer: every
+// aligned read must see what the file's ReadAt sees (the buffered bytes),
+// not the file on disk, which lacks them or holds the zero padding of an
+// earlier flush.
+func TestURingDirectWriterBufferedTail(t *testing.T) {
+	r := newTestURing(t, AsyncOptions{QueueDepth: 8})
+	defer r.Close()
+	name := filepath.Join(testDir(t), "direct")
+	f, err := Default.Create(name, DirectIO)
+	if errors.Is(err, ErrDirectIOUnsupported) {
+		t.Skipf("no direct IO here: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	align := Alignment(f)
+	data := make([]byte, 3*align+100)
+	for i := range data {
+		data[i] = byte(i*7 + 1)
+	}
+	// Write and flush a first part, then append more without flushing: the
+	// block of the flushed tail is on disk padded with zeros, and what
+	// follows exists only in memory.
+	if _, err := f.Write(data[:align+10]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SyncData(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data[align+10:]); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ off, n int }{{0, align}, {align, align}, {0, 4 * align}, {2 * align, 2 * align}} {
+		buf := AlignedBuffer(c.n, align)
+		want := make([]byte, c.n)
+		wantN, wantErr := f.ReadAt(want, int64(c.off))
+		if err := r.MultiRead([]ReadRequest{{File: f, Off: int64(c.off), Buf: buf}}); !sameError(err, wantErr) {
+			t.Fatalf("read off %d len %d through the ring: err %v, ReadAt gives %v", c.off, c.n, err, wantErr)
+		}
+		if !bytes.Equal(buf[:wantN], want[:wantN]) {
+			t.Fatalf("read off %d len %d through the ring: bytes differ from ReadAt's (the write buffer was not seen)", c.off, c.n)
+		}
+	}
+}
+
+// TestURingSQPollNeedsNonfixed: before Linux 5.11 an SQ polling ring reads
+// only registered files, so a ring without IORING_FEAT_SQPOLL_NONFIXED must
+// be refused when SQ polling is asked for (NewAsyncReader then falls back to
+// a ring without it), and accepted otherwise.
+func TestURingSQPollNeedsNonfixed(t *testing.T) {
+	old := uringParams{features: ioringFeatSingleMmap}
+	if err := checkFeatures(&old, true); err == nil {
+		t.Fatal("an SQ polling ring without IORING_FEAT_SQPOLL_NONFIXED was accepted")
+	}
+	if err := checkFeatures(&old, false); err != nil {
+		t.Fatalf("a ring without SQ polling was refused: %v", err)
+	}
+	recent := uringParams{features: ioringFeatSingleMmap | ioringFeatSQPollNonfixed}
+	if err := checkFeatures(&recent, true); err != nil {
+		t.Fatalf("an SQ polling ring with IORING_FEAT_SQPOLL_NONFIXED was refused: %v", err)
+	}
 }
