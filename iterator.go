@@ -34,16 +34,24 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	if ro != nil {
 		lower, upper, readahead = ro.LowerBound, ro.UpperBound, ro.ReadaheadSize
 	}
-	// The seqnum is read before the read state and the memtables' range
-	// tombstones: every batch at or below it is then wholly in what the
-	// iterator collects. Read after, it could cover a batch committed while
-	// the iterator was built, whose points the live memtable iterator shows
-	// but whose range tombstones the list taken earlier lacks.
-	seq := d.readSeq(ro)
+	// The read state is taken before the seqnum, and the seqnum before the
+	// memtables' range tombstones (as Get does). Read before the read state,
+	// the seqnum could predate a flush or compaction installed in between
+	// that dropped the versions it sees (only registered snapshots keep old
+	// versions), and a key would vanish. Read after the range tombstone
+	// lists, it could cover a batch committed while the iterator was built,
+	// whose points the live memtable iterator shows but whose range
+	// tombstones the lists lack. A batch committed between the read state
+	// and the seqnum is either in the read state's memtables, whole, or in
+	// a newer memtable the iterator does not see at all.
 	rs := d.loadReadState()
 	if rs == nil {
 		return &Iterator{err: ErrClosed}
 	}
+	if testHookNewIterator != nil {
+		testHookNewIterator()
+	}
+	seq := d.readSeq(ro)
 	i := &Iterator{db: d, rs: rs}
 	d.openIters.Add(1)
 	fill := ro.fillCache()
@@ -118,6 +126,10 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	return i
 }
+
+// testHookNewIterator, when set by a test, runs while NewIterator collects
+// its view, between taking the read state and reading the seqnum.
+var testHookNewIterator func()
 
 // overlapsBounds reports whether [smallest, largest] meets [lower, upper).
 func overlapsBounds(cmp base.Compare, smallest, largest, lower, upper []byte) bool {

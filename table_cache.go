@@ -86,8 +86,7 @@ func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
 		Stats:                &tc.stats,
 	})
 	if err != nil {
-		f.Close()
-		return err
+		return err // NewReader has closed f
 	}
 	t.reader = r
 	if spans := r.RangeTombstones(); len(spans) > 0 {

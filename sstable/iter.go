@@ -302,10 +302,11 @@ func (it *tableIter) Error() error { return it.err }
 // Close returns the iterator to the pool and returns its error.
 func (it *tableIter) Close() error {
 	err := it.err
-	if it.raReady {
-		it.r.stats.addReadahead(it.ra.TakeCounters(), it.src.align > 1)
+	// Release first: the counters must include the parts still in flight,
+	// which it waits for.
+	if c := it.ra.Release(); it.raReady {
+		it.r.stats.addReadahead(c, it.src.align > 1)
 	}
-	it.ra.Release()
 	keyBuf := it.data.keyBuf
 	*it = tableIter{}
 	it.data.keyBuf = keyBuf[:0]

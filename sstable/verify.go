@@ -150,7 +150,7 @@ func (r *Reader) verifyRangeDelBlock(h blockHandle, b []byte) error {
 func (r *Reader) verifyDataBlocks() error {
 	var ra readahead.State
 	ra.Init(r.f, readahead.Config{Size: verifyReadaheadSize, Limit: int64(r.dataEnd), Alignment: r.align, Reader: r.async})
-	defer ra.Release()
+	defer func() { r.stats.addReadahead(ra.Release(), r.align > 1) }()
 	var it blockIter
 	var prev []byte // the previous entry's encoded internal key
 	var points uint64

@@ -119,14 +119,18 @@ func (s *State) Init(f vfs.File, cfg Config) {
 // Enabled reports whether s may serve reads at all.
 func (s *State) Enabled() bool { return s.cfg.Size > 0 || s.cfg.MaxAuto > 0 }
 
-// Release returns the window's memory to a pool shared by all States; s is
-// then empty (as after Init with a zero Config).
-func (s *State) Release() {
+// Release waits for the reads in flight, returns the window's memory to a
+// pool shared by all States and returns the counters not yet taken
+// (including those of the reads it waited for); s is then empty (as after
+// Init with a zero Config).
+func (s *State) Release() Counters {
 	s.drain()
+	c := s.counters
 	if s.cur.mem != nil {
 		bufferPool.Put(s.cur.mem)
 	}
 	*s = State{}
+	return c
 }
 
 // Counters returns the counters since Init or the last TakeCounters.
