@@ -25,38 +25,34 @@ type openOptsFS struct {
 }
 
 func (fs *openOptsFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
-	var o vfs.OpenOption
-	for _, x := range opts {
-		o |= x
-	}
-	if t, _, ok := base.ParseFilename(fs.PathBase(name)); ok {
-		fs.mu.Lock()
-		if fs.opens == nil {
-			fs.opens = map[base.FileType][]vfs.OpenOption{}
-		}
-		fs.opens[t] = append(fs.opens[t], o)
-		fs.mu.Unlock()
-	}
+	fs.record(&fs.opens, name, opts)
 	return fs.FS.Open(name, opts...)
 }
 
 func (fs *openOptsFS) Create(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	o := fs.record(&fs.creates, name, opts)
+	if fs.refuseDirect && o&vfs.DirectIO != 0 {
+		return nil, fmt.Errorf("create %s: %w", name, vfs.ErrDirectIOUnsupported)
+	}
+	return fs.FS.Create(name, opts...)
+}
+
+// record notes the options of one Open or Create of name in *m, by file
+// type, and returns them ORed together.
+func (fs *openOptsFS) record(m *map[base.FileType][]vfs.OpenOption, name string, opts []vfs.OpenOption) vfs.OpenOption {
 	var o vfs.OpenOption
 	for _, x := range opts {
 		o |= x
 	}
 	if t, _, ok := base.ParseFilename(fs.PathBase(name)); ok {
 		fs.mu.Lock()
-		if fs.creates == nil {
-			fs.creates = map[base.FileType][]vfs.OpenOption{}
+		if *m == nil {
+			*m = map[base.FileType][]vfs.OpenOption{}
 		}
-		fs.creates[t] = append(fs.creates[t], o)
+		(*m)[t] = append((*m)[t], o)
 		fs.mu.Unlock()
 	}
-	if fs.refuseDirect && o&vfs.DirectIO != 0 {
-		return nil, fmt.Errorf("create %s: %w", name, vfs.ErrDirectIOUnsupported)
-	}
-	return fs.FS.Create(name, opts...)
+	return o
 }
 
 func (fs *openOptsFS) createdWith(t base.FileType) []vfs.OpenOption {

@@ -1,7 +1,6 @@
 package vfs
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -13,11 +12,7 @@ import (
 // the cache, so the file is read and written in blocks of the file system's
 // block size like an O_DIRECT file on Linux.
 func openDirect(name string, flag int, o OpenOption) (*osFile, error) {
-	created := false
-	if flag&os.O_CREATE != 0 {
-		_, err := os.Lstat(name)
-		created = errors.Is(err, os.ErrNotExist)
-	}
+	created := willCreate(name, flag)
 	f, err := os.OpenFile(name, flag, 0o644)
 	if err != nil {
 		return nil, err

@@ -13,11 +13,7 @@ import (
 // systems) gets an error wrapping ErrDirectIOUnsupported; a file the refused
 // open created is removed again.
 func openDirect(name string, flag int, o OpenOption) (*osFile, error) {
-	created := false
-	if flag&os.O_CREATE != 0 {
-		_, err := os.Lstat(name)
-		created = errors.Is(err, os.ErrNotExist)
-	}
+	created := willCreate(name, flag)
 	f, err := os.OpenFile(name, flag|unix.O_DIRECT, 0o644)
 	if err != nil {
 		err = directOpenError(name, err)

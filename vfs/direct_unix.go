@@ -344,3 +344,13 @@ func (d *directFile) truncate(size int64) error {
 	}
 	return nil
 }
+
+// willCreate reports whether opening name with flag creates it, so that a
+// direct-IO open the file system then refuses can remove what it created.
+func willCreate(name string, flag int) bool {
+	if flag&os.O_CREATE == 0 {
+		return false
+	}
+	_, err := os.Lstat(name)
+	return errors.Is(err, os.ErrNotExist)
+}
