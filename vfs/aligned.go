@@ -1,6 +1,9 @@
 package vfs
 
-import "unsafe"
+import (
+	"sync"
+	"unsafe"
+)
 
 // AlignedBuffer returns a zeroed buffer of n bytes whose address is a
 // multiple of align (a power of two), for direct IO. The buffer is a slice
@@ -32,6 +35,45 @@ func IsAligned(b []byte, off int64, align int) bool {
 		(len(b) == 0 || int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))&m == 0)
 }
 
-// alignDown and alignUp round x to a multiple of align (a power of two).
-func alignDown(x int64, align int) int64 { return x &^ int64(align-1) }
-func alignUp(x int64, align int) int64   { return (x + int64(align-1)) &^ int64(align-1) }
+// AlignDown and AlignUp round x to a multiple of align (a power of two).
+func AlignDown(x int64, align int) int64 { return x &^ int64(align-1) }
+
+// AlignUp: see AlignDown.
+func AlignUp(x int64, align int) int64 { return (x + int64(align-1)) &^ int64(align-1) }
+
+// AddrAligned reports whether p's memory starts on a multiple of align.
+func AddrAligned(p []byte, align int) bool {
+	return align <= 1 || (cap(p) >= align && IsAligned(p[:align:align], 0, align))
+}
+
+// minPooledAlign is the least alignment of AlignedPool buffers: enough for
+// every logical block size in use (512 and 4096 bytes), so one pooled
+// buffer suits any direct file.
+const minPooledAlign = 4096
+
+// AlignedPool recycles aligned buffers for direct IO. Sizes are rounded up
+// to a power of two (at least 4 KiB), so buffers are reused across sizes.
+// The zero value is ready to use.
+type AlignedPool struct{ p sync.Pool }
+
+// Get returns a buffer of at least n bytes (its length is its capacity)
+// whose address is a multiple of align: a pooled one when it fits, else a
+// new one.
+func (ap *AlignedPool) Get(n, align int) *[]byte {
+	if b, ok := ap.p.Get().(*[]byte); ok {
+		if cap(*b) >= n && AddrAligned(*b, align) {
+			*b = (*b)[:cap(*b)]
+			return b
+		}
+		// Too small: let it go rather than keep small buffers circulating.
+	}
+	size := minPooledAlign
+	for size < n {
+		size <<= 1
+	}
+	b := AlignedBuffer(size, max(align, minPooledAlign))
+	return &b
+}
+
+// Put hands b back for a later Get; b must not be used afterwards.
+func (ap *AlignedPool) Put(b *[]byte) { ap.p.Put(b) }

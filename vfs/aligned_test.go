@@ -29,7 +29,24 @@ func TestAlignedBuffer(t *testing.T) {
 			t.Fatalf("len %d off %d reported aligned", len(c.b), c.off)
 		}
 	}
-	if alignDown(5000, 4096) != 4096 || alignUp(5000, 4096) != 8192 || alignUp(4096, 4096) != 4096 {
+	if AlignDown(5000, 4096) != 4096 || AlignUp(5000, 4096) != 8192 || AlignUp(4096, 4096) != 4096 {
 		t.Fatal("alignDown/alignUp")
+	}
+}
+
+func TestAlignedPool(t *testing.T) {
+	var p AlignedPool
+	for _, c := range []struct{ n, align int }{{1, 512}, {5000, 4096}, {70000, 512}, {100, 8192}} {
+		b := p.Get(c.n, c.align)
+		if len(*b) < c.n || len(*b) != cap(*b) || len(*b)&(len(*b)-1) != 0 || len(*b) < 4096 {
+			t.Fatalf("Get(%d, %d): len %d cap %d, want a power of two >= max(n, 4096)", c.n, c.align, len(*b), cap(*b))
+		}
+		if !AddrAligned(*b, c.align) || !AddrAligned(*b, 4096) {
+			t.Fatalf("Get(%d, %d) is not aligned", c.n, c.align)
+		}
+		p.Put(b)
+	}
+	if AddrAligned(AlignedBuffer(8192, 4096)[1:], 512) {
+		t.Fatal("AddrAligned of an offset slice")
 	}
 }

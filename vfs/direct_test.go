@@ -129,8 +129,8 @@ func TestDirectRoundTrip(t *testing.T) {
 			n := 1 + rng.IntN(3*align)
 			aligned := rng.IntN(2) == 0
 			if aligned {
-				off = alignDown(off, align)
-				n = int(alignUp(int64(n), align))
+				off = AlignDown(off, align)
+				n = int(AlignUp(int64(n), align))
 			}
 			checkRead(t, f, model, off, n, aligned, align)
 		}
@@ -154,7 +154,7 @@ func TestDirectRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	all := AlignedBuffer(int(alignUp(int64(len(model)), align))+align, align)
+	all := AlignedBuffer(int(AlignUp(int64(len(model)), align))+align, align)
 	n, err := r.ReadAt(all, 0)
 	if n != len(model) || err != io.EOF || !bytes.Equal(all[:n], model) {
 		t.Fatalf("direct reread = %d, %v; want %d bytes and io.EOF equal to the model", n, err, len(model))
@@ -201,7 +201,7 @@ func TestDirectReadPaths(t *testing.T) {
 	}
 	// The end of the file falls inside a block.
 	tail := AlignedBuffer(4*align, align)
-	last := alignDown(size, align)
+	last := AlignDown(size, align)
 	if n, err := f.ReadAt(tail, last); n != int(size-last) || err != io.EOF || !bytes.Equal(tail[:n], data[last:]) {
 		t.Fatalf("aligned read across EOF = %d, %v; want %d, io.EOF", n, err, size-last)
 	}
@@ -211,7 +211,7 @@ func TestDirectReadPaths(t *testing.T) {
 	if n, err := f.ReadAt(q, size); n != 0 || err != io.EOF {
 		t.Fatalf("read at EOF = %d, %v; want 0, io.EOF", n, err)
 	}
-	if n, err := f.ReadAt(tail[:align], alignUp(size, align)+int64(align)); n != 0 || err != io.EOF {
+	if n, err := f.ReadAt(tail[:align], AlignUp(size, align)+int64(align)); n != 0 || err != io.EOF {
 		t.Fatalf("aligned read past EOF = %d, %v; want 0, io.EOF", n, err)
 	}
 	if _, err := f.ReadAt(q, -1); err == nil {
@@ -352,7 +352,7 @@ func TestDirectConcurrentReads(t *testing.T) {
 				n := 1 + rng.IntN(8192)
 				p := AlignedBuffer(n, align)
 				if g%2 == 0 {
-					off, n = alignDown(off, align), int(alignUp(int64(n), align))
+					off, n = AlignDown(off, align), int(AlignUp(int64(n), align))
 					p = AlignedBuffer(n, align)
 				}
 				if k, err := r.ReadAt(p, off); k != n || err != nil || !bytes.Equal(p, data[off:off+int64(n)]) {
@@ -413,7 +413,7 @@ func BenchmarkDirectReadAt(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				off := alignDown(rng.Int64N(size-8192), 4096) + shift
+				off := AlignDown(rng.Int64N(size-8192), 4096) + shift
 				if _, err := f.ReadAt(p, off); err != nil {
 					b.Fatal(err)
 				}

@@ -144,14 +144,14 @@ func (d *directFile) readFile(p []byte, off int64) (int, error) {
 		b = *bp
 		defer bouncePool.Put(bp)
 	} else {
-		b = AlignedBuffer(int(alignUp(bounceSize, d.align)), d.align)
+		b = AlignedBuffer(int(AlignUp(bounceSize, d.align)), d.align)
 	}
 	n := 0
 	for n < len(p) {
 		cur := off + int64(n)
-		start := alignDown(cur, d.align)
+		start := AlignDown(cur, d.align)
 		skip := int(cur - start)
-		want := int(min(int64(len(b)), alignUp(cur+int64(len(p)-n), d.align)-start))
+		want := int(min(int64(len(b)), AlignUp(cur+int64(len(p)-n), d.align)-start))
 		m, err := d.preadFull(b[:want], start)
 		if m > skip {
 			n += copy(p[n:], b[skip:m])
@@ -255,7 +255,7 @@ func (d *directFile) reloadLocked() error {
 	if err := d.flushLocked(); err != nil {
 		return err
 	}
-	d.bufOff = alignDown(d.pos, d.align)
+	d.bufOff = AlignDown(d.pos, d.align)
 	k := int(d.pos - d.bufOff)
 	d.buf = d.buf[:k]
 	if k > 0 {
@@ -292,7 +292,7 @@ func (d *directFile) flushLocked() error {
 		return nil
 	}
 	k := len(d.buf)
-	padded := int(alignUp(int64(k), d.align))
+	padded := int(AlignUp(int64(k), d.align))
 	clear(d.buf[k:padded])
 	if err := d.pwriteFull(d.buf[:padded], d.bufOff); err != nil {
 		d.err = err
@@ -305,7 +305,7 @@ func (d *directFile) flushLocked() error {
 		}
 	}
 	d.dirty = false
-	if whole := int(alignDown(int64(k), d.align)); whole > 0 {
+	if whole := int(AlignDown(int64(k), d.align)); whole > 0 {
 		d.buf = d.buf[:copy(d.buf, d.buf[whole:k])]
 		d.bufOff += int64(whole)
 	}
@@ -339,7 +339,7 @@ func (d *directFile) truncate(size int64) error {
 	d.sz = size
 	if size < d.bufOff+int64(len(d.buf)) {
 		// buf holds bytes cut off; the next Write reloads from the file.
-		d.bufOff = alignDown(size, d.align)
+		d.bufOff = AlignDown(size, d.align)
 		d.buf = d.buf[:0]
 	}
 	return nil

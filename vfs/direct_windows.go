@@ -161,9 +161,9 @@ func (d *directState) readAt(f *osFile, p []byte, off int64) (int, error) {
 	n := 0
 	for n < len(p) {
 		cur := off + int64(n)
-		start := alignDown(cur, d.align)
+		start := AlignDown(cur, d.align)
 		skip := int(cur - start)
-		l := int(min(alignUp(int64(skip+len(p)-n), d.align), int64(len(buf))))
+		l := int(min(AlignUp(int64(skip+len(p)-n), d.align), int64(len(buf))))
 		got, err := d.rawRead(f, buf[:l], start)
 		if got > skip {
 			n += copy(p[n:], buf[skip:got])
@@ -193,7 +193,7 @@ func (d *directState) write(f *osFile, p []byte) (int, error) {
 	for len(p) > 0 {
 		pos := f.pos
 		if pos%int64(a) == 0 && len(p) >= a && IsAligned(p[:a], 0, a) {
-			k := min(alignDown(int64(len(p)), a), maxIOChunk)
+			k := min(AlignDown(int64(len(p)), a), maxIOChunk)
 			if err := d.rawWrite(f, p[:k], pos); err != nil {
 				d.tailOff = -1
 				return written, err
@@ -211,7 +211,7 @@ func (d *directState) write(f *osFile, p []byte) (int, error) {
 		}
 		d.stagedWrites.Add(1)
 		stage := d.stage
-		chunkStart := alignDown(pos, a)
+		chunkStart := AlignDown(pos, a)
 		head := int(pos - chunkStart)
 		if head > 0 {
 			if d.tailOff == chunkStart && d.tailLen >= head {
@@ -223,8 +223,8 @@ func (d *directState) write(f *osFile, p []byte) (int, error) {
 		n := min(len(p), len(stage)-head)
 		copy(stage[head:], p[:n])
 		end := head + n
-		padded := int(alignUp(int64(end), a))
-		lastStart := int(alignDown(int64(end), a))
+		padded := int(AlignUp(int64(end), a))
+		lastStart := int(AlignDown(int64(end), a))
 		// The padding is zeros: past the end of data this handle wrote there
 		// is nothing else (a direct file has one writer) but zeros left by a
 		// Truncate that grew the file.

@@ -378,7 +378,7 @@ func TestWindowsDirectIO(t *testing.T) {
 			}
 		default: // aligned read straight into an aligned buffer
 			if len(model) >= align {
-				off := alignDown(rng.Int64N(int64(len(model))), align)
+				off := AlignDown(rng.Int64N(int64(len(model))), align)
 				p := AlignedBuffer(align, align)
 				n, err := f.ReadAt(p, off)
 				want := model[off:min(off+int64(align), int64(len(model)))]

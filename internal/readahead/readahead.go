@@ -3,7 +3,6 @@ package readahead
 import (
 	"errors"
 	"io"
-	"sync"
 
 	"github.com/shaledb/shale/vfs"
 )
@@ -23,9 +22,6 @@ const (
 	// about as much as a small request gains by running in parallel.
 	MinPartSize = 256 << 10
 	MaxParts    = 4
-	// bufferAlign is the alignment of every window buffer, so a pooled
-	// buffer suits any file whose alignment is at most this.
-	bufferAlign = 4096
 )
 
 // Config configures a State.
@@ -356,7 +352,7 @@ func (s *State) drain() {
 func (s *State) prepare(b *buffer, off, end, ra int64) []vfs.ReadRequest {
 	align := s.cfg.Alignment
 	wantEnd := max(end, min(end+ra, s.cfg.Limit))
-	start, stop := alignDown(off, align), alignUp(wantEnd, align)
+	start, stop := vfs.AlignDown(off, align), vfs.AlignUp(wantEnd, align)
 	// Keep the old window's tail when the new window starts inside it and
 	// the tail ends on an alignment boundary (it does unless the file
 	// ended there, and then there is nothing more to read anyway).
@@ -365,8 +361,8 @@ func (s *State) prepare(b *buffer, off, end, ra int64) []vfs.ReadRequest {
 		keep = int(b.end() - start)
 	}
 	need := int(stop - start)
-	if b.mem == nil || cap(*b.mem) < need || !addrAligned(*b.mem, align) {
-		mem := newBuffer(need, align)
+	if b.mem == nil || cap(*b.mem) < need || !vfs.AddrAligned(*b.mem, align) {
+		mem := bufferPool.Get(need, align)
 		if keep > 0 {
 			copy(*mem, (*b.mem)[start-b.off:b.n])
 		}
@@ -391,7 +387,7 @@ func (s *State) prepare(b *buffer, off, end, ra int64) []vfs.ReadRequest {
 		parts = min(MaxParts, len(data)/MinPartSize)
 		parts = max(parts, 1)
 	}
-	partLen := alignDown(int64(len(data)/parts), align)
+	partLen := vfs.AlignDown(int64(len(data)/parts), align)
 	reqs := s.reqs[:0]
 	for p := 0; p < parts && len(data) > 0; p++ {
 		l := int(min(partLen, int64(len(data))))
@@ -432,33 +428,4 @@ func (s *State) finish(b *buffer, reqs []vfs.ReadRequest) error {
 }
 
 // bufferPool holds window memory between iterators.
-var bufferPool sync.Pool
-
-// newBuffer returns pooled memory of at least n bytes (n rounded up to a
-// power of two, so buffers are reused across sizes) aligned to align.
-func newBuffer(n, align int) *[]byte {
-	if p, ok := bufferPool.Get().(*[]byte); ok {
-		if cap(*p) >= n && addrAligned(*p, align) {
-			*p = (*p)[:cap(*p)]
-			return p
-		}
-		// Too small: let it go rather than keep small buffers circulating.
-	}
-	size := 1
-	for size < n {
-		size <<= 1
-	}
-	b := vfs.AlignedBuffer(size, max(align, bufferAlign))
-	return &b
-}
-
-// addrAligned reports whether p's memory starts on a multiple of align.
-func addrAligned(p []byte, align int) bool {
-	if align <= 1 {
-		return true
-	}
-	return cap(p) >= align && vfs.IsAligned(p[:align:align], 0, align)
-}
-
-func alignDown(x int64, align int) int64 { return x &^ int64(align-1) }
-func alignUp(x int64, align int) int64   { return (x + int64(align-1)) &^ int64(align-1) }
+var bufferPool vfs.AlignedPool

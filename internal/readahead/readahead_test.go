@@ -272,7 +272,7 @@ func TestRandomized(t *testing.T) {
 			rs := f.takeReads()
 			for _, r := range rs {
 				fileBytes += uint64(min(int64(r.n), int64(len(f.data))-r.off))
-				if r.off+int64(r.n) > alignUp(limit, align) {
+				if r.off+int64(r.n) > vfs.AlignUp(limit, align) {
 					t.Fatalf("trial %d: read [%d, %d) passes the limit %d (align %d)", trial, r.off, r.off+int64(r.n), limit, align)
 				}
 				if r.off%int64(align) != 0 || r.n%align != 0 {
@@ -382,7 +382,7 @@ func TestDirectAlignedAndSplit(t *testing.T) {
 		}
 		next = r.off + int64(r.n)
 	}
-	if want := alignUp(1000+3000+1<<20, 512); next != want {
+	if want := vfs.AlignUp(1000+3000+1<<20, 512); next != want {
 		t.Fatalf("window ends at %d, want %d", next, want)
 	}
 	if f.maxIn < 2 {
@@ -399,7 +399,7 @@ func TestDirectAlignedAndSplit(t *testing.T) {
 func TestDirectStraddlingBlockKeepsTail(t *testing.T) {
 	f := newFakeFile(1<<20, 512)
 	var s State
-	// Explicit 4000 bytes: the window [0, alignUp(1000+4000)) = [0, 5120)
+	// Explicit 4000 bytes: the window [0, vfs.AlignUp(1000+4000)) = [0, 5120)
 	// ends inside the block [4000, 6000).
 	s.Init(f, Config{Size: 4000, Limit: 1 << 20, Alignment: 512})
 	defer s.Release()
@@ -410,7 +410,7 @@ func TestDirectStraddlingBlockKeepsTail(t *testing.T) {
 		t.Fatal("straddling block not served")
 	}
 	// The new window starts at 3584 (4000 rounded down); [3584, 5120) is
-	// kept from the old window, so only [5120, alignUp(10000)) is read.
+	// kept from the old window, so only [5120, vfs.AlignUp(10000)) is read.
 	if got, want := fmt.Sprint(f.takeReads()), fmt.Sprint([]readCall{{5120, 10240 - 5120}}); got != want {
 		t.Fatalf("refill read %s, want %s", got, want)
 	}
