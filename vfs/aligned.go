@@ -41,9 +41,10 @@ func AlignDown(x int64, align int) int64 { return x &^ int64(align-1) }
 // AlignUp: see AlignDown.
 func AlignUp(x int64, align int) int64 { return (x + int64(align-1)) &^ int64(align-1) }
 
-// AddrAligned reports whether p's memory starts on a multiple of align.
+// AddrAligned reports whether p's memory starts on a multiple of align,
+// whatever p's length or capacity.
 func AddrAligned(p []byte, align int) bool {
-	return align <= 1 || (cap(p) >= align && IsAligned(p[:align:align], 0, align))
+	return align <= 1 || uintptr(unsafe.Pointer(unsafe.SliceData(p)))&uintptr(align-1) == 0
 }
 
 // minPooledAlign is the least alignment of AlignedPool buffers: enough for

@@ -35,6 +35,15 @@ func TestAlignedBuffer(t *testing.T) {
 }
 
 func TestAlignedPool(t *testing.T) {
+	// A fresh pool each time, so the first Get of every case allocates: a
+	// buffer smaller than its alignment must still report aligned.
+	for _, c := range []struct{ n, align int }{{100, 8192}, {4096, 16384}} {
+		var fresh AlignedPool
+		b := fresh.Get(c.n, c.align)
+		if !AddrAligned(*b, c.align) {
+			t.Fatalf("fresh Get(%d, %d) is not aligned", c.n, c.align)
+		}
+	}
 	var p AlignedPool
 	for _, c := range []struct{ n, align int }{{1, 512}, {5000, 4096}, {70000, 512}, {100, 8192}} {
 		b := p.Get(c.n, c.align)
