@@ -139,6 +139,11 @@ type Options struct {
 	// has reached the OS when it returns (RocksDB's behaviour, with
 	// manual_wal_flush off), so only a power loss can take it.
 	WALBackgroundWrites bool
+	// Statistics, when set, collects the DB's tickers and latency
+	// histograms (RocksDB's statistics): see NewStatistics. Several DBs may
+	// share one. Default nil: nothing is collected, and the read path does
+	// not read the clock.
+	Statistics *Statistics
 }
 
 const (
@@ -456,6 +461,36 @@ type ReadOptions struct {
 	// from each table it scans, from the first block read (readahead_size).
 	// Default 0: automatic readahead (see Options.MaxAutoReadaheadSize).
 	ReadaheadSize int64
+	// AsyncIO (async_io) turns on the async read path for MultiGet and
+	// iterators: MultiGet reads the blocks of many files as one batch of
+	// concurrent reads, a Seek issues the block reads of every level before
+	// waiting for any, and iterators prefetch the next readahead window in
+	// the background. Results are the same either way. Default false.
+	AsyncIO bool
+	// OptimizeMultiGetForIO (optimize_multiget_for_io), with AsyncIO, lets
+	// MultiGet read files of several levels at once; false keeps the
+	// concurrency within one level at a time, for less CPU. RocksDB's
+	// default is true, which NewReadOptions sets; the zero ReadOptions has
+	// it false.
+	OptimizeMultiGetForIO bool
+	// PerfContext, when set, receives the counts of the work done by the
+	// calls made with these ReadOptions: Get, MultiGet and MultiGetFunc add
+	// theirs when they return, an iterator when it is closed. Calls that
+	// share one PerfContext must not run concurrently.
+	PerfContext *PerfContext
+}
+
+// NewReadOptions returns ReadOptions with RocksDB's defaults
+// (OptimizeMultiGetForIO true); the zero ReadOptions differs only there.
+func NewReadOptions() *ReadOptions { return &ReadOptions{OptimizeMultiGetForIO: true} }
+
+func (ro *ReadOptions) asyncIO() bool { return ro != nil && ro.AsyncIO }
+
+func (ro *ReadOptions) perfContext() *PerfContext {
+	if ro == nil {
+		return nil
+	}
+	return ro.PerfContext
 }
 
 func (ro *ReadOptions) fillCache() bool {

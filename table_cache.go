@@ -17,8 +17,10 @@ type tableCache struct {
 	d  *DB
 	mu sync.RWMutex
 	m  map[base.FileNum]*cachedTable
-	// stats counts the file reads of every reader (Metrics().IO).
-	stats sstable.ReadStats
+	// stats counts the file reads of every reader (Metrics().IO): the
+	// Statistics' own when Options.Statistics is set, so its tickers need no
+	// second count.
+	stats *sstable.ReadStats
 }
 
 // compactionReadaheadSize is the explicit readahead of compaction input
@@ -35,7 +37,11 @@ type cachedTable struct {
 }
 
 func newTableCache(d *DB) *tableCache {
-	return &tableCache{d: d, m: make(map[base.FileNum]*cachedTable)}
+	tc := &tableCache{d: d, m: make(map[base.FileNum]*cachedTable), stats: new(sstable.ReadStats)}
+	if st := d.opts.Statistics; st != nil {
+		tc.stats = &st.tables
+	}
+	return tc
 }
 
 // get returns the open table num, opening it if needed.
@@ -83,7 +89,7 @@ func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
 		FileName:             name,
 		MaxAutoReadaheadSize: d.opts.MaxAutoReadaheadSize,
 		AsyncReader:          d.ioReader,
-		Stats:                &tc.stats,
+		Stats:                tc.stats,
 	})
 	if err != nil {
 		return err // NewReader has closed f

@@ -174,4 +174,15 @@ type IterOptions struct {
 	// inputs, so they bypass the page cache); the caller keeps it open until
 	// the iterator is closed. Index and filter come from the Reader.
 	File vfs.File
+	// Async turns on the async read path (ReadOptions.AsyncIO): the first
+	// phase of a two-phase seek (PrepareSeekGE) submits the read of the
+	// data block a seek needs without waiting for it, and readahead is
+	// double-buffered: the next window is read in the background, through
+	// ReaderOptions.AsyncReader, while the iterator consumes the current
+	// one. Without an AsyncReader it changes nothing.
+	Async bool
+	// Stats, when set, also receives the counts of this iterator's reads
+	// (the Reader's own ReaderOptions.Stats always does): the per-call
+	// counts behind the DB's PerfContext.
+	Stats *ReadStats
 }

@@ -23,6 +23,42 @@ type ReadStats struct {
 	// ReadaheadBytesIssued counts the bytes read into readahead windows,
 	// ReadaheadBytesUsed those of them that blocks were served from.
 	ReadaheadBytesIssued, ReadaheadBytesUsed atomic.Uint64
+
+	// The counters below serve the async read path (ReadOptions.AsyncIO)
+	// and the DB's Statistics.
+
+	// CacheHits counts data blocks found in the block cache.
+	CacheHits atomic.Uint64
+	// AsyncReads counts read requests the read path submitted through the
+	// AsyncReader: MultiGet batches, first phases of two-phase seeks and
+	// background prefetches (readahead windows split into parts count in
+	// FileReads, not here).
+	AsyncReads atomic.Uint64
+	// ReadsCoalesced counts data blocks that were read by one request
+	// together with an adjacent block instead of by a request of their own.
+	ReadsCoalesced atomic.Uint64
+	// PrefetchHits counts data blocks served from a readahead window or a
+	// prefetch buffer.
+	PrefetchHits atomic.Uint64
+	// BloomChecks counts bloom filter probes by Get and MultiGet;
+	// BloomUseful those that ruled the key out (no table lookup).
+	BloomChecks, BloomUseful atomic.Uint64
+}
+
+// Add adds every counter of o to s.
+func (s *ReadStats) Add(o *ReadStats) {
+	s.BlockReads.Add(o.BlockReads.Load())
+	s.FileReads.Add(o.FileReads.Load())
+	s.BytesRead.Add(o.BytesRead.Load())
+	s.DirectReads.Add(o.DirectReads.Load())
+	s.ReadaheadBytesIssued.Add(o.ReadaheadBytesIssued.Load())
+	s.ReadaheadBytesUsed.Add(o.ReadaheadBytesUsed.Load())
+	s.CacheHits.Add(o.CacheHits.Load())
+	s.AsyncReads.Add(o.AsyncReads.Load())
+	s.ReadsCoalesced.Add(o.ReadsCoalesced.Load())
+	s.PrefetchHits.Add(o.PrefetchHits.Load())
+	s.BloomChecks.Add(o.BloomChecks.Load())
+	s.BloomUseful.Add(o.BloomUseful.Load())
 }
 
 // discardStats receives the counts of Readers opened without Stats, so the
