@@ -3,6 +3,9 @@ package shale
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/shaledb/shale/vfs"
 )
 
 // metaOptionSet is one configuration the metamorphic test runs its
@@ -72,12 +75,26 @@ var metamorphicSets = []metaOptionSet{
 	{name: "readahead-8k", set: func(o *Options) { o.MaxAutoReadaheadSize = 8 << 10 }},
 	{name: "readahead-fixed-32k", set: func(o *Options) {}, cfg: dbRunConfig{readaheadSize: 32 << 10}},
 	{name: "readahead-off", set: func(o *Options) { o.MaxAutoReadaheadSize = -1 }},
+	{name: "async-io", set: func(o *Options) {}, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
+	{name: "async-io-single-level", set: func(o *Options) {}, cfg: dbRunConfig{asyncIO: true}},
+	{name: "async-io-latency-nocache", set: func(o *Options) {
+		// Reads that take time, so async reads really are in flight while
+		// the read path goes on.
+		o.FS = vfs.NewLatencyFS(o.FS, vfs.LatencyOptions{ReadLatency: 20 * time.Microsecond, ReadJitter: 20 * time.Microsecond, Seed: 1})
+		o.BlockCacheSize = -1
+	}, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
+	{name: "async-io-direct-readahead-32k", set: func(o *Options) {
+		o.UseDirectReads = true
+	}, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true, readaheadSize: 32 << 10}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {
 		o.DisableIOUring = true
 		o.UseDirectReads = true
 		o.UseDirectIOForFlushAndCompaction = true
 	}, osFS: true},
+	{name: "osfs-async-io-direct", set: func(o *Options) {
+		o.UseDirectReads = true
+	}, osFS: true, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
 }
 
 // describe lists what the set changes from testOptions, for failure reports.
@@ -104,6 +121,9 @@ func (s metaOptionSet) describe() string {
 	}
 	if s.cfg.disableWAL {
 		diffs = append(diffs, "WriteOptions.DisableWAL=true")
+	}
+	if s.cfg.asyncIO {
+		diffs = append(diffs, fmt.Sprintf("ReadOptions.AsyncIO=true, OptimizeMultiGetForIO=%v", s.cfg.optimizeMultiGet))
 	}
 	if s.cfg.readaheadSize != 0 {
 		diffs = append(diffs, fmt.Sprintf("ReadOptions.ReadaheadSize=%d", s.cfg.readaheadSize))

@@ -588,6 +588,9 @@ type dbRunConfig struct {
 	sync          syncMode
 	disableWAL    bool  // every write skips the WAL
 	readaheadSize int64 // ReadOptions.ReadaheadSize of every iterator
+	// asyncIO and optimizeMultiGet set ReadOptions.AsyncIO and
+	// OptimizeMultiGetForIO of every read.
+	asyncIO, optimizeMultiGet bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -656,10 +659,14 @@ func (d *dbTarget) write(op modelOp) error {
 }
 
 func (d *dbTarget) readOptions(snap int) *ReadOptions {
-	if snap == 0 {
+	if snap == 0 && !d.cfg.asyncIO {
 		return nil
 	}
-	return &ReadOptions{Snapshot: d.snaps[snap]}
+	ro := &ReadOptions{AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet}
+	if snap != 0 {
+		ro.Snapshot = d.snaps[snap]
+	}
+	return ro
 }
 
 func (d *dbTarget) get(key []byte, snap int) ([]byte, error) {
@@ -671,7 +678,8 @@ func (d *dbTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {
 }
 
 func (d *dbTarget) newIter(snap int, lower, upper []byte) kvIterator {
-	ro := &ReadOptions{LowerBound: lower, UpperBound: upper, ReadaheadSize: d.cfg.readaheadSize}
+	ro := &ReadOptions{LowerBound: lower, UpperBound: upper, ReadaheadSize: d.cfg.readaheadSize,
+		AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet}
 	if snap != 0 {
 		ro.Snapshot = d.snaps[snap]
 	}
