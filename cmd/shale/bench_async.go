@@ -251,6 +251,17 @@ type asyncMode struct {
 	seek bool // seekrandom with long scans; else multireadrandom (MultiGet)
 }
 
+// asyncioCachedRound is how long each mode runs per round in the cached
+// phase without --duration: served from memory, --reads keys take a few
+// milliseconds, too short to measure on a shared machine. A variable so
+// that tests can shorten it.
+var asyncioCachedRound = 400 * time.Millisecond
+
+// asyncioCachedRounds is the number of rounds of the cached phase: more and
+// shorter than the main phase's, since its ratio is a few percent and
+// bursts of other work on the machine must average out.
+const asyncioCachedRounds = 9
+
 // asyncModeResult is what one mode measured over all rounds.
 type asyncModeResult struct {
 	mode                 asyncMode
@@ -314,7 +325,7 @@ func benchAsyncIO(r *benchRunner, _ *benchThread) error {
 	fmt.Fprintf(r.out, "asyncio : shape %s\n", shapeLine(m))
 	fmt.Fprintf(r.out, "asyncio : %s, block cache %d MiB, %d threads, MultiGet batches of %d, seekrandom with %d nexts, %d rounds\n",
 		env, c.cacheSize>>20, c.threads, c.batchSize, c.seekNexts, asyncioRounds)
-	results, err := r.runAsyncModes(modes)
+	results, err := r.runAsyncModes(modes, asyncioRounds, c.duration/asyncioRounds)
 	if err != nil {
 		return err
 	}
@@ -362,32 +373,40 @@ func printAsyncMode(r *benchRunner, prefix string, m *asyncModeResult) {
 }
 
 // runAsyncModes runs every mode once per round and merges the rounds.
-// Every mode and round draws its own random keys: with the same keys, a
-// mode would find the blocks the mode before it read in the block cache.
+// Every MultiGet mode and round draws its own random keys: with the same
+// keys, a mode would find the blocks the mode before it read in the block
+// cache. The scan modes of a round seek to the same keys, so that they scan
+// the same ranges: what the cache keeps of a 65536-entry scan is its tail,
+// which the next mode reaches last.
 // A short untimed warm-up first opens the tables (their index and filter
 // blocks), which the first timed mode would otherwise pay for alone.
-func (r *benchRunner) runAsyncModes(modes []asyncMode) ([]asyncModeResult, error) {
+func (r *benchRunner) runAsyncModes(modes []asyncMode, rounds int, perRound time.Duration) ([]asyncModeResult, error) {
 	c := &r.cfg
 	results := make([]asyncModeResult, len(modes))
 	for i, m := range modes {
 		results[i] = asyncModeResult{mode: m, hist: newLatencyHistogram()}
 	}
 	// Per thread and round: keys for the multiget modes, seeks for the
-	// scans (about as many entries as keys, at least one seek).
-	keysPerRound := max(int64(c.batchSize), (c.reads+asyncioRounds-1)/asyncioRounds)
-	seeksPerRound := max(1, (c.reads/int64(max(1, c.seekNexts))+asyncioRounds-1)/asyncioRounds)
-	perRound := c.duration / asyncioRounds
+	// scans (about as many entries as keys, but at least 4 seeks: a round
+	// lasts as long as its slowest thread, and one long scan per thread
+	// makes that a lottery).
+	keysPerRound := max(int64(c.batchSize), (c.reads+int64(rounds)-1)/int64(rounds))
+	seeksPerRound := max(4, (c.reads/int64(max(1, c.seekNexts))+int64(rounds)-1)/int64(rounds))
 	warm := asyncModeResult{mode: modes[0], hist: newLatencyHistogram()}
 	if err := r.runAsyncMode(&warm, 0xffff, 64*int64(c.batchSize), 0); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
-	for round := range asyncioRounds {
+	for round := range rounds {
 		for i, m := range modes {
 			limit := keysPerRound
 			if m.seek {
 				limit = seeksPerRound
 			}
-			if err := r.runAsyncMode(&results[i], round<<8|i, limit, perRound); err != nil {
+			stream := round<<8 | i
+			if m.seek {
+				stream = round<<8 | 0xff
+			}
+			if err := r.runAsyncMode(&results[i], stream, limit, perRound); err != nil {
 				return nil, fmt.Errorf("%s: %w", m.name, err)
 			}
 		}
@@ -543,6 +562,11 @@ func (r *benchRunner) runAsyncCached(modes []asyncMode) (results []asyncModeResu
 	if err := errors.Join(it.Err(), it.Close()); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(r.out, "asyncio : cached: %d MiB block cache warmed by a scan of %d entries; no latency FS\n", o.BlockCacheSize>>20, entries)
-	return r.runAsyncModes(modes)
+	perRound := r.cfg.duration / asyncioCachedRounds
+	if perRound == 0 {
+		perRound = asyncioCachedRound
+	}
+	fmt.Fprintf(r.out, "asyncio : cached: %d MiB block cache warmed by a scan of %d entries; no latency FS; %d rounds of %v per mode\n",
+		o.BlockCacheSize>>20, entries, asyncioCachedRounds, perRound)
+	return r.runAsyncModes(modes, asyncioCachedRounds, perRound)
 }
