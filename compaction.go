@@ -414,6 +414,42 @@ func (d *DB) applyVersionEdit(edit *manifest.VersionEdit) error {
 // where it holds tombstones, so that deleted data (and the tombstones, unless
 // a snapshot needs them) is gone from disk when it returns.
 func (d *DB) CompactRange(start, end []byte) error {
+	return d.CompactRangeWithOptions(start, end, nil)
+}
+
+// CompactRangeOptions changes what CompactRangeWithOptions does (RocksDB's
+// CompactRangeOptions).
+type CompactRangeOptions struct {
+	// ChangeLevel (change_level) compacts the range down to TargetLevel and
+	// no further: every file overlapping it in levels 0 to TargetLevel-1 is
+	// merged, level by level, into TargetLevel; levels below are untouched.
+	// Default false: CompactRange.
+	ChangeLevel bool
+	// TargetLevel (target_level) is the level ChangeLevel compacts into,
+	// from 1 to Options.NumLevels-1.
+	TargetLevel int
+}
+
+// CompactRangeWithOptions is CompactRange with options; a nil o, or one
+// without ChangeLevel, is CompactRange. With ChangeLevel it places the data
+// of [start, end] in o.TargetLevel, e.g. to build an LSM of a chosen shape.
+func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) error {
+	last := d.opts.NumLevels - 1
+	co := d.compactOptions()
+	// target is the deepest level the loop compacts into; only without
+	// ChangeLevel is the last level (target) also rewritten in place.
+	target, changeLevel := last, o != nil && o.ChangeLevel
+	if changeLevel {
+		if o.TargetLevel < 1 || o.TargetLevel > last {
+			return base.InvalidArgumentf("shale: CompactRangeOptions.TargetLevel must be between 1 and %d (Options.NumLevels-1), got %d",
+				last, o.TargetLevel)
+		}
+		target = o.TargetLevel
+		// Each level must compact into the next and never past target:
+		// dynamic level sizing sends L0 to its base level, which may lie
+		// below target. Static sizing makes L1 the base level.
+		co.DynamicLevelBytes = false
+	}
 	if err := d.Flush(); err != nil {
 		return err
 	}
@@ -427,9 +463,7 @@ func (d *DB) CompactRange(start, end []byte) error {
 	for d.mu.compact.running > 0 && !d.mu.closing {
 		d.mu.compact.cond.Wait()
 	}
-	co := d.compactOptions()
-	last := d.opts.NumLevels - 1
-	for level := 0; level <= last; level++ {
+	for level := 0; level <= target; level++ {
 		if d.mu.closing {
 			return ErrClosed
 		}
@@ -437,9 +471,10 @@ func (d *DB) CompactRange(start, end []byte) error {
 			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
 		}
 		v := d.versions.Current()
-		if level == last && !holdsTombstones(v.Overlaps(d.cmp.Compare, last, start, end)) {
+		if level == target && (changeLevel || !holdsTombstones(v.Overlaps(d.cmp.Compare, last, start, end))) {
 			// The last level is rewritten in place only to drop what its
-			// tombstones delete (and the tombstones, as no snapshot needs).
+			// tombstones delete (and the tombstones, as no snapshot needs);
+			// a ChangeLevel target is never rewritten.
 			v.Unref()
 			break
 		}
@@ -447,6 +482,13 @@ func (d *DB) CompactRange(start, end []byte) error {
 		if c == nil {
 			v.Unref()
 			continue
+		}
+		if c.OutputLevel > target {
+			// PickManual compacts level into level+1 (L0 into L1 under
+			// static sizing); anything else is a bug, refused before it
+			// misplaces data.
+			v.Unref()
+			return fmt.Errorf("shale: internal error: manual compaction L%d->L%d passes target level %d", level, c.OutputLevel, target)
 		}
 		d.startCompactionLocked(c)
 		d.mu.Unlock()

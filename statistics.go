@@ -1,6 +1,11 @@
 package shale
 
 import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shaledb/shale/sstable"
@@ -23,8 +28,33 @@ const (
 	TickerBloomUseful                       // probes that ruled a table out
 	TickerMultiGetKeysFound                 // MultiGet keys found
 	TickerMultiGetKeysRead                  // MultiGet keys asked for
+	TickerFileReads                         // read calls made to table files
 	numTickers
 )
+
+// tickerNames are the names of the tickers, in Ticker order.
+var tickerNames = [numTickers]string{
+	TickerBlockReads:          "shale.block.read.count",
+	TickerBytesRead:           "shale.block.read.bytes",
+	TickerBlockCacheHits:      "shale.block.cache.hit",
+	TickerAsyncReads:          "shale.async.read.count",
+	TickerReadsCoalesced:      "shale.read.coalesced",
+	TickerPrefetchHits:        "shale.prefetch.hits",
+	TickerPrefetchWastedBytes: "shale.prefetched.bytes.discarded",
+	TickerBloomChecks:         "shale.bloom.filter.checked",
+	TickerBloomUseful:         "shale.bloom.filter.useful",
+	TickerMultiGetKeysFound:   "shale.number.multiget.keys.found",
+	TickerMultiGetKeysRead:    "shale.number.multiget.keys.read",
+	TickerFileReads:           "shale.file.read.count",
+}
+
+// String returns the ticker's name, e.g. "shale.block.cache.hit".
+func (t Ticker) String() string {
+	if t < 0 || t >= numTickers {
+		return fmt.Sprintf("Ticker(%d)", int(t))
+	}
+	return tickerNames[t]
+}
 
 // HistogramType names one latency histogram of Statistics.
 type HistogramType int
@@ -38,10 +68,29 @@ const (
 	numHistograms
 )
 
-// HistogramData summarizes one histogram, in microseconds.
+var histogramNames = [numHistograms]string{
+	HistogramGetMicros:      "db.get.micros",
+	HistogramMultiGetMicros: "db.multiget.micros",
+	HistogramSeekMicros:     "db.seek.micros",
+	HistogramNextMicros:     "db.next.micros",
+}
+
+// String returns the histogram's name, e.g. "db.get.micros".
+func (h HistogramType) String() string {
+	if h < 0 || h >= numHistograms {
+		return fmt.Sprintf("HistogramType(%d)", int(h))
+	}
+	return histogramNames[h]
+}
+
+// HistogramData summarizes one histogram, in microseconds. The percentiles
+// are within 1% of the exact ones (see latencyHistogram); Average and P100
+// are exact up to the nanosecond.
 type HistogramData struct {
 	Count                        uint64
 	Average, P50, P95, P99, P100 float64
+	// Sum is the total of the recorded values, in microseconds.
+	Sum float64
 }
 
 // Statistics collects tickers and latency histograms of the DBs whose
@@ -50,7 +99,10 @@ type Statistics struct {
 	// tables is the ReadStats every table reader of the DBs adds to; the
 	// table tickers are read from it.
 	tables sstable.ReadStats
-	// TODO(issue 5): histograms and the tickers not in tables.
+	// tickers holds the tickers not read from tables (indexed by Ticker;
+	// the table ones stay zero here).
+	tickers [numTickers]atomic.Uint64
+	hists   [numHistograms]latencyHistogram
 }
 
 // NewStatistics returns an empty Statistics.
@@ -62,12 +114,186 @@ func (s *Statistics) record(h HistogramType, start time.Time) {
 	if s == nil {
 		return
 	}
-	_ = time.Since(start)
+	s.hists[h].record(time.Since(start))
 }
 
-// add adds n to ticker t; s may be nil.
+// recordDuration adds latency d to histogram h; s may be nil.
+func (s *Statistics) recordDuration(h HistogramType, d time.Duration) {
+	if s == nil {
+		return
+	}
+	s.hists[h].record(d)
+}
+
+// add adds n to ticker t; s may be nil. The table tickers are counted by
+// the table readers (s.tables); add must not be used for them.
 func (s *Statistics) add(t Ticker, n uint64) {
 	if s == nil {
 		return
 	}
+	s.tickers[t].Add(n)
+}
+
+// TickerCount returns the current value of ticker t (RocksDB's
+// getTickerCount); 0 for a nil Statistics or an unknown ticker.
+func (s *Statistics) TickerCount(t Ticker) uint64 {
+	if s == nil || t < 0 || t >= numTickers {
+		return 0
+	}
+	ts := &s.tables
+	switch t {
+	case TickerBlockReads:
+		return ts.BlockReads.Load()
+	case TickerBytesRead:
+		return ts.BytesRead.Load()
+	case TickerBlockCacheHits:
+		return ts.CacheHits.Load()
+	case TickerAsyncReads:
+		return ts.AsyncReads.Load()
+	case TickerReadsCoalesced:
+		return ts.ReadsCoalesced.Load()
+	case TickerPrefetchHits:
+		return ts.PrefetchHits.Load()
+	case TickerPrefetchWastedBytes:
+		// Used is loaded first: both only grow, and used never exceeds
+		// issued, so a later issued is at least the used loaded here.
+		used := ts.ReadaheadBytesUsed.Load()
+		issued := ts.ReadaheadBytesIssued.Load()
+		if issued < used {
+			return 0
+		}
+		return issued - used
+	case TickerBloomChecks:
+		return ts.BloomChecks.Load()
+	case TickerBloomUseful:
+		return ts.BloomUseful.Load()
+	case TickerFileReads:
+		return ts.FileReads.Load()
+	}
+	return s.tickers[t].Load()
+}
+
+// Histogram returns the summary of histogram h; the zero HistogramData for
+// a nil Statistics, an unknown histogram or one with nothing recorded.
+func (s *Statistics) Histogram(h HistogramType) HistogramData {
+	if s == nil || h < 0 || h >= numHistograms {
+		return HistogramData{}
+	}
+	return s.hists[h].data()
+}
+
+// String renders every ticker and histogram, one per line, like RocksDB's
+// statistics dump:
+//
+//	shale.block.cache.hit COUNT : 12
+//	db.get.micros P50 : 3.1 P95 : 9.0 P99 : 12.2 P100 : 40.0 COUNT : 100 SUM : 450
+func (s *Statistics) String() string {
+	var b strings.Builder
+	for t := Ticker(0); t < numTickers; t++ {
+		fmt.Fprintf(&b, "%s COUNT : %d\n", t, s.TickerCount(t))
+	}
+	for h := HistogramType(0); h < numHistograms; h++ {
+		d := s.Histogram(h)
+		fmt.Fprintf(&b, "%s P50 : %f P95 : %f P99 : %f P100 : %f COUNT : %d SUM : %d\n",
+			h, d.P50, d.P95, d.P99, d.P100, d.Count, uint64(math.Round(d.Sum)))
+	}
+	return b.String()
+}
+
+// latencyHistogram is a log-linear histogram of nanosecond latencies that
+// many goroutines record into without a lock: each power of two is split
+// into 2^histSubBits equal buckets, each an atomic counter. A value v >= 2^k
+// (k = histSubBits) falls in a bucket of width 2^(e-k) where 2^e <= v, so a
+// percentile reported as its bucket's midpoint is within 2^-(k+1) of the
+// value (0.8% for k = 6, and exact below 2^k ns). record costs one atomic
+// add to the bucket and one to the sum, plus a CAS when the maximum grows;
+// the count is the sum of the buckets, read only by data.
+type latencyHistogram struct {
+	buckets [histBuckets]atomic.Uint64
+	sum     atomic.Uint64 // nanoseconds
+	max     atomic.Uint64 // nanoseconds
+}
+
+const (
+	histSubBits = 6
+	histSub     = 1 << histSubBits
+	// Values below histSub have a bucket each; every exponent e in
+	// [histSubBits, 63] has histSub buckets.
+	histBuckets = histSub + (64-histSubBits)*histSub
+)
+
+// histBucket returns the bucket of v.
+func histBucket(v uint64) int {
+	if v < histSub {
+		return int(v)
+	}
+	e := bits.Len64(v) - 1 // e >= histSubBits
+	sub := (v >> (e - histSubBits)) & (histSub - 1)
+	return histSub + (e-histSubBits)*histSub + int(sub)
+}
+
+// histBucketRange returns the smallest value of bucket i and its width.
+func histBucketRange(i int) (lo, width uint64) {
+	if i < histSub {
+		return uint64(i), 1
+	}
+	e := (i-histSub)/histSub + histSubBits
+	sub := uint64((i - histSub) % histSub)
+	width = 1 << (e - histSubBits)
+	return (histSub + sub) * width, width
+}
+
+func (h *latencyHistogram) record(d time.Duration) {
+	v := uint64(max(d, 0))
+	h.buckets[histBucket(v)].Add(1)
+	h.sum.Add(v)
+	for {
+		m := h.max.Load()
+		if v <= m || h.max.CompareAndSwap(m, v) {
+			return
+		}
+	}
+}
+
+// data summarizes the histogram. Records made while it runs may be counted
+// partly (in a bucket but not yet in the sum); the summary stays
+// consistent in itself: percentiles come from one pass over the buckets.
+func (h *latencyHistogram) data() HistogramData {
+	var counts [histBuckets]uint64
+	var count uint64
+	for i := range h.buckets {
+		c := h.buckets[i].Load()
+		counts[i] = c
+		count += c
+	}
+	if count == 0 {
+		return HistogramData{}
+	}
+	maxNs := h.max.Load()
+	sumNs := h.sum.Load()
+	const us = 1e3
+	d := HistogramData{Count: count, Sum: float64(sumNs) / us, Average: float64(sumNs) / us / float64(count)}
+	// percentile returns the midpoint of the bucket holding the value of
+	// rank ceil(q*count), capped by the maximum (the last bucket's midpoint
+	// may lie above it).
+	percentile := func(q float64) float64 {
+		rank := uint64(math.Ceil(q * float64(count)))
+		rank = max(rank, 1)
+		var seen uint64
+		for i, c := range counts {
+			seen += c
+			if seen >= rank {
+				lo, width := histBucketRange(i)
+				mid := float64(lo) + float64(width-1)/2
+				if maxNs > 0 {
+					mid = min(mid, float64(maxNs))
+				}
+				return mid / us
+			}
+		}
+		return float64(maxNs) / us
+	}
+	d.P50, d.P95, d.P99 = percentile(0.50), percentile(0.95), percentile(0.99)
+	d.P100 = float64(maxNs) / us
+	return d
 }

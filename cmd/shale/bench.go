@@ -65,6 +65,15 @@ type benchConfig struct {
 	scanDBSize           int64 // scan_direct's database
 	multireadBatchSize   int   // reads per batch of randread_batch
 	compressionSet       bool  // --compression_type was given (scan_direct defaults to none)
+
+	// The async read path (issue 5); see bench_async.go.
+	asyncIO               bool  // ReadOptions.AsyncIO
+	optimizeMultiGetForIO bool  // ReadOptions.OptimizeMultiGetForIO
+	multireadBatched      bool  // multireadrandom calls MultiGet; false loops Get (db_bench)
+	multireadStride       int64 // keys of a multireadrandom batch are start + i*stride; 0 = random
+	statistics            bool  // set Options.Statistics and print it after each benchmark
+	numLevels             int   // Options.NumLevels
+	seekNextsSet          bool  // --seek_nexts was given (asyncio defaults it to 65536)
 }
 
 // defaultBenchConfig returns db_bench's defaults.
@@ -88,6 +97,9 @@ func defaultBenchConfig() benchConfig {
 		fileSize:             1 << 30,
 		scanDBSize:           1 << 30,
 		multireadBatchSize:   64,
+
+		optimizeMultiGetForIO: true,
+		numLevels:             7,
 	}
 }
 
@@ -126,10 +138,14 @@ var benchSpecs = map[string]benchSpec{
 	// The file-layer benchmarks print their own lines, one per mode.
 	"randread_batch": {fn: benchRandReadBatch, control: true, ownOutput: true},
 	"scan_direct":    {fn: benchScanDirect, control: true, ownOutput: true},
+	// The async read path (issue 5).
+	"multireadrandom":      {fn: benchMultiReadRandom},
+	"fillseqdeterministic": {fn: benchFillSeqDeterministic, freshDB: true, control: true},
+	"asyncio":              {fn: benchAsyncIO, control: true, ownOutput: true},
 }
 
 // knownBenchmarks lists the benchmark names for help and errors.
-const knownBenchmarks = "fillseq, fillrandom, overwrite, readrandom, readseq, readreverse, seekrandom, deleterandom, readwhilewriting, flush, compact, stats, randread_batch, scan_direct"
+const knownBenchmarks = "fillseq, fillrandom, overwrite, readrandom, readseq, readreverse, seekrandom, deleterandom, readwhilewriting, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio"
 
 // benchResult is the merged outcome of one benchmark over its threads.
 type benchResult struct {
@@ -180,7 +196,8 @@ type benchRunner struct {
 	db       *shale.DB
 	fs       vfs.FS // vfs.Default, or a LatencyFS over it (--env_read_*)
 	wo       *shale.WriteOptions
-	ro       *shale.ReadOptions // --readahead_size
+	ro       *shale.ReadOptions // --readahead_size, --async_io, --optimize_multiget_for_io
+	stats    *shale.Statistics  // --statistics; kept across fresh DBs, as db_bench
 	values   []byte             // shared, read-only source of value bytes
 	done     atomic.Int64       // ops finished in the running benchmark, for progress
 	stop     atomic.Bool        // set when --duration has elapsed
@@ -205,8 +222,11 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 		dir:      cfg.db,
 		fs:       benchFS(&cfg),
 		wo:       &shale.WriteOptions{Sync: cfg.sync},
-		ro:       &shale.ReadOptions{ReadaheadSize: cfg.readaheadSize},
+		ro:       cfg.readOptions(),
 		values:   benchdata.CompressibleBytes(max(1<<20, 2*cfg.valueSize), 0.5),
+	}
+	if cfg.statistics {
+		r.stats = shale.NewStatistics()
 	}
 	if r.dir == "" {
 		if cfg.useExistingDB {
@@ -229,6 +249,9 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 		return nil, err
 	}
 	defer func() {
+		if r.db == nil { // a failed reopen (recreate, asyncio) left none
+			return
+		}
 		if cerr := r.db.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing %s: %w", r.dir, cerr)
 		}
@@ -285,6 +308,10 @@ func (c *benchConfig) validate() error {
 		return fmt.Errorf("--scan_db_size must be positive, got %d", c.scanDBSize)
 	case c.multireadBatchSize < 1:
 		return fmt.Errorf("--multiread_batch_size must be positive, got %d", c.multireadBatchSize)
+	case c.multireadStride < 0:
+		return fmt.Errorf("--multiread_stride must be >= 0, got %d", c.multireadStride)
+	case c.numLevels < 2:
+		return fmt.Errorf("--num_levels must be at least 2, got %d", c.numLevels)
 	}
 	if _, err := sstable.ParseCompression(c.compression); err != nil {
 		return fmt.Errorf("--compression_type: %v", err)
@@ -367,6 +394,8 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		DisableIOUring:                   r.cfg.disableIOUring,
 		IOUringSQPoll:                    r.cfg.ioUringSQPoll,
 		WALBackgroundWrites:              r.cfg.walBackgroundWrites,
+		NumLevels:                        r.cfg.numLevels,
+		Statistics:                       r.stats,
 	}
 	if o.MaxAutoReadaheadSize == 0 {
 		o.MaxAutoReadaheadSize = -1
@@ -509,6 +538,10 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 	}
 	if r.cfg.ioStats {
 		fmt.Fprintf(r.out, "%-12s : DB %s\n", name, formatIOMetrics(&r.db.Metrics().IO))
+	}
+	if r.stats != nil {
+		// Cumulative since the run started, as db_bench's --statistics.
+		fmt.Fprintf(r.out, "STATISTICS:\n%s", r.stats.String())
 	}
 	return res, true, nil
 }
@@ -725,7 +758,7 @@ func benchDeleteRandom(r *benchRunner, t *benchThread) error {
 func benchReadRandom(r *benchRunner, t *benchThread) error {
 	for i := int64(0); t.more(i, r.cfg.reads, true); i++ {
 		k := t.randomKey()
-		v, err := r.db.Get(k, nil)
+		v, err := r.db.Get(k, r.ro)
 		t.reads++
 		var bytes int64
 		switch {

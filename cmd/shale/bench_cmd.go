@@ -36,7 +36,18 @@ and readahead off, with a 32-block readahead, and buffered from a cold page
 cache). Their fixtures stay in --db/` + benchIODir + ` and are reused.
 --env_read_latency_us, --env_read_jitter_us and --env_read_bandwidth_mb run
 everything over a simulated slow device (vfs.LatencyFS). See
-docs/io-benchmarks.md.`,
+docs/io-benchmarks.md.
+
+The async read path (docs/async-io.md): multireadrandom reads --reads keys
+per thread in batches of --batch_size (MultiGet with --multiread_batched,
+else a loop of Get; ops count keys, the histogram times batches).
+fillseqdeterministic builds a fresh LSM of a fixed shape: every level of
+--num_levels holds keys from the whole key space, and L0 four files (use
+--disable_auto_compactions to keep the shape). asyncio compares, in
+interleaved rounds on the current database, multireadrandom with AsyncIO off,
+on with --optimize_multiget_for_io=false and on with true, and seekrandom
+with --seek_nexts (default 65536 here) off and on; then the same with
+everything in the block cache.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
@@ -50,6 +61,7 @@ docs/io-benchmarks.md.`,
 			cfg.envReadJitter = time.Duration(jitterUS) * time.Microsecond
 			cfg.useDirectReadsSet = flags.Changed("use_direct_reads")
 			cfg.compressionSet = flags.Changed("compression_type")
+			cfg.seekNextsSet = flags.Changed("seek_nexts")
 			if benchConfigHook != nil {
 				benchConfigHook(cfg)
 				return nil
@@ -66,7 +78,7 @@ docs/io-benchmarks.md.`,
 	f.IntVar(&cfg.keySize, "key_size", cfg.keySize, "size of each key in bytes")
 	f.IntVar(&cfg.valueSize, "value_size", cfg.valueSize, "size of each value in bytes")
 	f.IntVar(&cfg.threads, "threads", cfg.threads, "number of concurrent threads (readers, for readwhilewriting)")
-	f.IntVar(&cfg.batchSize, "batch_size", cfg.batchSize, "entries per write batch")
+	f.IntVar(&cfg.batchSize, "batch_size", cfg.batchSize, "entries per write batch; keys per batch of multireadrandom")
 	f.IntVar(&cfg.seekNexts, "seek_nexts", cfg.seekNexts, "Next calls after each Seek in seekrandom")
 	f.StringVar(&cfg.db, "db", "", "database directory (default: a fresh temporary directory, removed afterwards)")
 	f.BoolVar(&cfg.useExistingDB, "use_existing_db", false, "use the database in --db as it is; skip fillseq/fillrandom")
@@ -97,6 +109,14 @@ docs/io-benchmarks.md.`,
 	f.Int64Var(&cfg.fileSize, "file_size", cfg.fileSize, "size in bytes of randread_batch's file (kept in --db/"+benchIODir+" and reused)")
 	f.Int64Var(&cfg.scanDBSize, "scan_db_size", cfg.scanDBSize, "minimum size in bytes of scan_direct's database (kept in --db/"+benchIODir+" and reused)")
 	f.IntVar(&cfg.multireadBatchSize, "multiread_batch_size", cfg.multireadBatchSize, "reads per batch in randread_batch")
+
+	// The async read path: MultiGet, async iterators, statistics.
+	f.BoolVar(&cfg.asyncIO, "async_io", false, "read with ReadOptions.AsyncIO (MultiGet and iterators)")
+	f.BoolVar(&cfg.optimizeMultiGetForIO, "optimize_multiget_for_io", cfg.optimizeMultiGetForIO, "with --async_io, let MultiGet read several levels at once (ReadOptions.OptimizeMultiGetForIO)")
+	f.BoolVar(&cfg.multireadBatched, "multiread_batched", false, "multireadrandom reads each batch with one MultiGet (false: a loop of Get, as db_bench)")
+	f.Int64Var(&cfg.multireadStride, "multiread_stride", 0, "keys of a multireadrandom batch are start + i*stride from a random start (0 = random keys)")
+	f.BoolVar(&cfg.statistics, "statistics", false, "collect Options.Statistics and print its tickers and histograms after each benchmark")
+	f.IntVar(&cfg.numLevels, "num_levels", cfg.numLevels, "number of LSM levels (Options.NumLevels)")
 	return cmd
 }
 

@@ -1,0 +1,305 @@
+package shale
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/vfs"
+)
+
+// histRelErr is the bound latencyHistogram promises for percentiles.
+const histRelErr = 1.0 / (2 << histSubBits)
+
+func TestHistBuckets(t *testing.T) {
+	// Every bucket's range maps back to it, and buckets tile the values.
+	var next uint64
+	for i := 0; i < histBuckets; i++ {
+		lo, width := histBucketRange(i)
+		if lo != next {
+			t.Fatalf("bucket %d starts at %d, want %d", i, lo, next)
+		}
+		if histBucket(lo) != i || histBucket(lo+width-1) != i {
+			t.Fatalf("bucket %d [%d, +%d) maps to %d and %d", i, lo, width, histBucket(lo), histBucket(lo+width-1))
+		}
+		if lo >= histSub && float64(width)/2 > histRelErr*float64(lo) {
+			t.Fatalf("bucket %d [%d, +%d): half width above the error bound", i, lo, width)
+		}
+		next = lo + width
+	}
+	if next != 0 { // the last bucket ends at 2^64, which wraps
+		t.Fatalf("buckets end at %d, want 2^64", next)
+	}
+	if got := histBucket(math.MaxUint64); got != histBuckets-1 {
+		t.Fatalf("histBucket(max) = %d", got)
+	}
+}
+
+// exactPercentile returns the value of rank ceil(q*n) of sorted (as the
+// histogram defines percentiles).
+func exactPercentile(sorted []time.Duration, q float64) float64 {
+	rank := max(int(math.Ceil(q*float64(len(sorted)))), 1)
+	return float64(sorted[rank-1]) / 1e3
+}
+
+func TestHistogramPercentiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	dists := map[string]func() time.Duration{
+		"constant":    func() time.Duration { return 1234 * time.Microsecond },
+		"uniform":     func() time.Duration { return time.Duration(rng.Int64N(int64(100 * time.Millisecond))) },
+		"exponential": func() time.Duration { return time.Duration(rng.ExpFloat64() * 500e3) },
+		"bimodal": func() time.Duration {
+			if rng.IntN(100) < 97 {
+				return time.Duration(50+rng.IntN(10)) * time.Microsecond
+			}
+			return time.Duration(20+rng.IntN(10)) * time.Millisecond
+		},
+		"tiny": func() time.Duration { return time.Duration(rng.IntN(100)) }, // exact buckets
+	}
+	for name, gen := range dists {
+		t.Run(name, func(t *testing.T) {
+			s := NewStatistics()
+			vals := make([]time.Duration, 20000)
+			var sum time.Duration
+			for i := range vals {
+				vals[i] = gen()
+				sum += vals[i]
+				s.recordDuration(HistogramSeekMicros, vals[i])
+			}
+			slices.Sort(vals)
+			d := s.Histogram(HistogramSeekMicros)
+			if d.Count != uint64(len(vals)) {
+				t.Fatalf("Count = %d, want %d", d.Count, len(vals))
+			}
+			if want := float64(sum) / 1e3 / float64(len(vals)); math.Abs(d.Average-want) > 1e-6*want+1e-9 {
+				t.Fatalf("Average = %v, want %v", d.Average, want)
+			}
+			if want := float64(vals[len(vals)-1]) / 1e3; d.P100 != want {
+				t.Fatalf("P100 = %v, want %v", d.P100, want)
+			}
+			for _, c := range []struct {
+				q   float64
+				got float64
+			}{{0.5, d.P50}, {0.95, d.P95}, {0.99, d.P99}} {
+				want := exactPercentile(vals, c.q)
+				if math.Abs(c.got-want) > histRelErr*want+1e-9 {
+					t.Errorf("P%v = %v, want %v within %.2f%%", c.q*100, c.got, want, 100*histRelErr)
+				}
+			}
+			if other := s.Histogram(HistogramGetMicros); other != (HistogramData{}) {
+				t.Fatalf("db.get.micros got records of db.seek.micros: %+v", other)
+			}
+		})
+	}
+}
+
+// TestStatisticsNil checks that a nil Statistics, the default, can be used
+// everywhere the read path uses it.
+func TestStatisticsNil(t *testing.T) {
+	var s *Statistics
+	s.record(HistogramGetMicros, time.Now())
+	s.recordDuration(HistogramNextMicros, time.Second)
+	s.add(TickerMultiGetKeysFound, 3)
+	if s.TickerCount(TickerMultiGetKeysFound) != 0 || s.Histogram(HistogramGetMicros) != (HistogramData{}) {
+		t.Fatal("nil Statistics reports data")
+	}
+	if got := s.String(); !strings.Contains(got, "shale.block.cache.hit COUNT : 0") {
+		t.Fatalf("nil String() = %q", got)
+	}
+	// Unknown tickers and histograms are reported as zero, not a panic.
+	s = NewStatistics()
+	if s.TickerCount(-1) != 0 || s.TickerCount(numTickers) != 0 || s.Histogram(numHistograms).Count != 0 {
+		t.Fatal("unknown ticker or histogram has data")
+	}
+	if Ticker(99).String() != "Ticker(99)" || HistogramType(-1).String() != "HistogramType(-1)" {
+		t.Fatal("unknown names")
+	}
+}
+
+func TestStatisticsNames(t *testing.T) {
+	seen := map[string]bool{}
+	for tk := Ticker(0); tk < numTickers; tk++ {
+		n := tk.String()
+		if !strings.HasPrefix(n, "shale.") || seen[n] {
+			t.Fatalf("ticker %d: name %q empty, not shale.*, or taken", tk, n)
+		}
+		seen[n] = true
+	}
+	want := []string{"db.get.micros", "db.multiget.micros", "db.seek.micros", "db.next.micros"}
+	for h := HistogramType(0); h < numHistograms; h++ {
+		if h.String() != want[h] {
+			t.Fatalf("histogram %d = %q, want %q", h, h, want[h])
+		}
+	}
+}
+
+// TestStatisticsTickers checks that the table tickers come from the
+// ReadStats the table readers add to, and the others from add.
+func TestStatisticsTickers(t *testing.T) {
+	s := NewStatistics()
+	ts := &s.tables
+	ts.BlockReads.Add(1)
+	ts.BytesRead.Add(2)
+	ts.CacheHits.Add(3)
+	ts.AsyncReads.Add(4)
+	ts.ReadsCoalesced.Add(5)
+	ts.PrefetchHits.Add(6)
+	ts.ReadaheadBytesIssued.Add(100)
+	ts.ReadaheadBytesUsed.Add(30)
+	ts.BloomChecks.Add(8)
+	ts.BloomUseful.Add(9)
+	ts.FileReads.Add(12)
+	s.add(TickerMultiGetKeysFound, 10)
+	s.add(TickerMultiGetKeysRead, 11)
+	s.add(TickerMultiGetKeysRead, 1)
+	want := map[Ticker]uint64{
+		TickerBlockReads: 1, TickerBytesRead: 2, TickerBlockCacheHits: 3, TickerAsyncReads: 4,
+		TickerReadsCoalesced: 5, TickerPrefetchHits: 6, TickerPrefetchWastedBytes: 70,
+		TickerBloomChecks: 8, TickerBloomUseful: 9, TickerMultiGetKeysFound: 10,
+		TickerMultiGetKeysRead: 12, TickerFileReads: 12,
+	}
+	if len(want) != int(numTickers) {
+		t.Fatalf("test covers %d tickers of %d", len(want), numTickers)
+	}
+	for tk, n := range want {
+		if got := s.TickerCount(tk); got != n {
+			t.Errorf("%s = %d, want %d", tk, got, n)
+		}
+	}
+	s.recordDuration(HistogramGetMicros, 3*time.Microsecond)
+	s.recordDuration(HistogramGetMicros, 5*time.Microsecond)
+	out := s.String()
+	for _, line := range []string{
+		"shale.prefetched.bytes.discarded COUNT : 70\n",
+		"shale.number.multiget.keys.read COUNT : 12\n",
+		"db.get.micros P50 : 2.991500 P95 : 5.000000 P99 : 5.000000 P100 : 5.000000 COUNT : 2 SUM : 8\n",
+		"db.next.micros P50 : 0.000000 P95 : 0.000000 P99 : 0.000000 P100 : 0.000000 COUNT : 0 SUM : 0\n",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("String() lacks %q:\n%s", line, out)
+		}
+	}
+	if n := strings.Count(out, "\n"); n != int(numTickers)+int(numHistograms) {
+		t.Errorf("String() has %d lines, want %d", n, int(numTickers)+int(numHistograms))
+	}
+}
+
+// TestStatisticsConcurrent records from many goroutines while others read;
+// under -race it checks the lock-free paths, and the totals must add up.
+func TestStatisticsConcurrent(t *testing.T) {
+	s := NewStatistics()
+	const writers, per = 4, 5000
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			d := s.Histogram(HistogramNextMicros)
+			if d.Count > 0 && (d.P50 > d.P95 || d.P95 > d.P99 || d.P99 > d.P100) {
+				t.Errorf("percentiles out of order: %+v", d)
+				return
+			}
+			_ = s.String()
+		}
+	})
+	for w := range writers {
+		wg.Go(func() {
+			for i := range per {
+				s.recordDuration(HistogramNextMicros, time.Duration(1+(w*per+i)%1000)*time.Microsecond)
+				s.add(TickerMultiGetKeysRead, 1)
+				s.record(HistogramGetMicros, time.Now())
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	d := s.Histogram(HistogramNextMicros)
+	if d.Count != writers*per || s.TickerCount(TickerMultiGetKeysRead) != writers*per {
+		t.Fatalf("count %d, ticker %d; want %d", d.Count, s.TickerCount(TickerMultiGetKeysRead), writers*per)
+	}
+	if d.P100 != 1000 {
+		t.Fatalf("P100 = %v, want 1000", d.P100)
+	}
+	if g := s.Histogram(HistogramGetMicros); g.Count != writers*per {
+		t.Fatalf("db.get.micros count %d, want %d", g.Count, writers*per)
+	}
+}
+
+// TestStatisticsDB checks that a DB with Options.Statistics counts its table
+// reads there, and that two DBs sharing one Statistics add up.
+func TestStatisticsDB(t *testing.T) {
+	s := NewStatistics()
+	var dbs []*DB
+	for i := range 2 {
+		o := testOptions(vfs.NewMem())
+		o.Statistics = s
+		o.BlockCacheSize = -1 // every Get reads its block from the file
+		db, err := Open("/db", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for k := range 50 {
+			if err := db.Put(fmt.Appendf(nil, "k%03d", k), []byte{byte(i)}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		dbs = append(dbs, db)
+	}
+	before := s.TickerCount(TickerBlockReads)
+	for _, db := range dbs {
+		if _, err := db.Get([]byte("k007"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.TickerCount(TickerBlockReads) - before; got < 2 {
+		t.Fatalf("two Gets from files of two DBs added %d block reads, want >= 2", got)
+	}
+	for _, db := range dbs {
+		if m := db.Metrics(); m.IO.BlockReads != s.TickerCount(TickerBlockReads) {
+			t.Fatalf("Metrics().IO.BlockReads = %d, Statistics %d: not one count", m.IO.BlockReads, s.TickerCount(TickerBlockReads))
+		}
+	}
+	if s.TickerCount(TickerBytesRead) == 0 || s.TickerCount(TickerFileReads) == 0 {
+		t.Fatalf("no bytes or file reads counted:\n%s", s)
+	}
+}
+
+// BenchmarkStatisticsRecord measures record, which the read path calls per
+// Get, Seek and Next when Statistics is set.
+func BenchmarkStatisticsRecord(b *testing.B) {
+	s := NewStatistics()
+	b.Run("serial", func(b *testing.B) {
+		d := 3 * time.Microsecond
+		for i := 0; b.Loop(); i++ {
+			s.recordDuration(HistogramNextMicros, d+time.Duration(i&1023))
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			d := 3 * time.Microsecond
+			for i := 0; pb.Next(); i++ {
+				s.recordDuration(HistogramNextMicros, d+time.Duration(i&1023))
+			}
+		})
+	})
+	b.Run("with-clock", func(b *testing.B) {
+		for b.Loop() {
+			s.record(HistogramNextMicros, time.Now())
+		}
+	})
+}
