@@ -1,0 +1,235 @@
+package sstable
+
+import (
+	"encoding/binary"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/readahead"
+	"github.com/shaledb/shale/vfs"
+)
+
+// This file holds the block-loading steps that the synchronous read path
+// (readBlock, loadDataBlock) and the iterators' async read path share, and
+// the first phase of a two-phase seek.
+
+// checkHandle returns a corruption error unless h lies within the data
+// blocks (dataBlock) or before the footer.
+func (r *Reader) checkHandle(h blockHandle, dataBlock bool) error {
+	limit := r.footOff
+	if dataBlock {
+		limit = r.metaStart
+	}
+	if h.length > maxBlockLen || h.offset > limit || h.length+blockTrailerLen > limit-h.offset {
+		return r.corruptf(h, "block handle (offset %d, length %d) out of bounds", h.offset, h.length)
+	}
+	return nil
+}
+
+// decodeBlock verifies the checksum of the block at h read into buf (its
+// bytes and trailer) and decompresses it. shared says buf is memory that is
+// reused (a readahead window or a pooled direct-IO buffer): an uncompressed
+// block is then copied out, so the result never aliases reused memory.
+func (r *Reader) decodeBlock(h blockHandle, buf []byte, shared bool, src fileSource) ([]byte, error) {
+	n := int(h.length)
+	r.stats.BlockReads.Add(1)
+	if src.stats != nil {
+		src.stats.BlockReads.Add(1)
+	}
+	if want, got := binary.LittleEndian.Uint32(buf[n+1:]), checksum(r.checksum, buf[:n+1]); want != got {
+		return nil, r.corruptf(h, "block checksum mismatch: stored %#x, computed %#x", want, got)
+	}
+	b, msg := decompressBlock(buf[n], buf[:n])
+	if msg != "" {
+		return nil, r.corruptf(h, "%s", msg)
+	}
+	if shared && buf[n] == blockTypeNone {
+		b = append(make([]byte, 0, n), b...)
+	}
+	return b, nil
+}
+
+// installDataBlock points bi at the data block b just read from the file
+// at h, after checking its restart array, and caches it when fillCache.
+func (r *Reader) installDataBlock(bi *blockIter, h blockHandle, b []byte, fillCache bool) error {
+	if !blockValid(b) {
+		return r.corruptf(h, "bad data block restart array")
+	}
+	if fillCache && r.cache != nil {
+		r.cache.SetAux(r.cacheID, h.offset, b, nil)
+	}
+	bi.init(b, true)
+	return nil
+}
+
+// countFileRead counts one read of n bytes from src.
+func (r *Reader) countFileRead(src fileSource, n int) {
+	for _, s := range [2]*ReadStats{r.stats, src.stats} {
+		if s == nil {
+			continue
+		}
+		s.FileReads.Add(1)
+		s.BytesRead.Add(uint64(n))
+		if src.align > 1 {
+			s.DirectReads.Add(1)
+		}
+	}
+}
+
+// countCacheHit counts a data block found in the cache.
+func (r *Reader) countCacheHit(src fileSource) {
+	r.stats.CacheHits.Add(1)
+	if src.stats != nil {
+		src.stats.CacheHits.Add(1)
+	}
+}
+
+// addReadahead adds the readahead counters c to the Reader's stats and
+// src's.
+func (r *Reader) addReadahead(src fileSource, c readahead.Counters) {
+	r.stats.addReadahead(c, src.align > 1)
+	if src.stats != nil {
+		src.stats.addReadahead(c, src.align > 1)
+	}
+}
+
+// pendingRead is the read of one data block that the first phase of a
+// two-phase seek submitted and that the block's next load waits for.
+//
+// Invariant: while batch is not nil the read may be in flight, and its
+// buffer (req[0].Buf, within mem for direct IO) must be neither reused nor
+// pooled; every path that drops the read (consume, discard) waits for it
+// first.
+type pendingRead struct {
+	batch  *vfs.ReadBatch
+	req    [1]vfs.ReadRequest
+	handle blockHandle
+	// mem is the pooled aligned memory of a direct-IO read, nil otherwise;
+	// skip is where the block starts in req[0].Buf.
+	mem  *[]byte
+	skip int
+}
+
+// PrepareSeekGE is the first phase of a two-phase seek (IterOptions.Async):
+// it finds the data block SeekGE(key) would load and, unless that block is
+// loaded already, cached, or being read, submits its read through the
+// Reader's AsyncReader without waiting. The SeekGE that loads the block
+// waits for the read; a read no load uses is waited for and dropped at the
+// next absolute positioning or Close. Without Async it does nothing.
+func (it *tableIter) PrepareSeekGE(key []byte) {
+	if !it.async {
+		return
+	}
+	if it.lower != nil && it.cmp(key, it.lower) < 0 {
+		key = it.lower
+	}
+	if it.upper != nil && it.cmp(key, it.upper) >= 0 {
+		return
+	}
+	i := it.r.seekIndex(base.MakeSearchKey(key))
+	it.prepareBlock(i)
+}
+
+// PrepareFirst is PrepareSeekGE for First.
+func (it *tableIter) PrepareFirst() {
+	if !it.async {
+		return
+	}
+	if it.lower != nil {
+		it.PrepareSeekGE(it.lower)
+		return
+	}
+	it.prepareBlock(0)
+}
+
+// prepareBlock submits the read of data block i unless it needs none.
+func (it *tableIter) prepareBlock(i int) {
+	r := it.r
+	if i >= len(r.index) || i == it.loaded {
+		return
+	}
+	h := r.index[i].handle
+	if it.pend.batch != nil {
+		if it.pend.handle == h {
+			return
+		}
+		it.discardPending()
+	}
+	if r.cache != nil {
+		if _, ok := r.cache.Get(r.cacheID, h.offset); ok {
+			return
+		}
+	}
+	if r.checkHandle(h, true) != nil {
+		return // the load reports it
+	}
+	p := &it.pend
+	total := int64(h.length) + blockTrailerLen
+	off := int64(h.offset)
+	if align := it.src.align; align > 1 {
+		start, end := vfs.AlignDown(off, align), vfs.AlignUp(off+total, align)
+		p.mem = directBufPool.Get(int(end-start), align)
+		p.req[0] = vfs.ReadRequest{File: it.src.f, Off: start, Buf: (*p.mem)[:end-start]}
+		p.skip = int(off - start)
+	} else {
+		p.req[0] = vfs.ReadRequest{File: it.src.f, Off: off, Buf: make([]byte, total)}
+		p.skip = 0
+	}
+	p.handle = h
+	r.stats.AsyncReads.Add(1)
+	if it.src.stats != nil {
+		it.src.stats.AsyncReads.Add(1)
+	}
+	p.batch = r.async.Submit(p.req[:])
+}
+
+// awaitPending waits for the pending read and counts it; it returns the
+// block's bytes (with trailer) and whether they are in shared memory.
+func (it *tableIter) awaitPending() (buf []byte, err error) {
+	p := &it.pend
+	p.batch.Wait()
+	p.batch.Release()
+	p.batch = nil
+	req := &p.req[0]
+	it.r.countFileRead(it.src, req.N)
+	total := int(p.handle.length) + blockTrailerLen
+	if err := it.r.readResult(int64(p.handle.offset), total, req.N-p.skip, req.Err); err != nil {
+		return nil, err
+	}
+	return req.Buf[p.skip : p.skip+total], nil
+}
+
+// freePending forgets the (completed) pending read and frees its memory.
+func (it *tableIter) freePending() {
+	p := &it.pend
+	if p.mem != nil {
+		directBufPool.Put(p.mem)
+	}
+	*p = pendingRead{}
+}
+
+// discardPending waits for a pending read that no load used and drops it.
+func (it *tableIter) discardPending() {
+	if it.pend.batch == nil {
+		return
+	}
+	it.awaitPending()
+	it.freePending()
+}
+
+// loadPending loads the data block of the pending read into it.data: it
+// waits for the read, then verifies, decompresses and caches the block as
+// a synchronous load does.
+func (it *tableIter) loadPending(h blockHandle) error {
+	buf, err := it.awaitPending()
+	defer it.freePending()
+	if err != nil {
+		return err
+	}
+	total := int(h.length) + blockTrailerLen
+	it.ra.NoteRead(int64(h.offset), total)
+	b, err := it.r.decodeBlock(h, buf, it.pend.mem != nil, it.src)
+	if err != nil {
+		return err
+	}
+	return it.r.installDataBlock(&it.data, h, b, it.fillCache)
+}
