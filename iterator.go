@@ -28,6 +28,8 @@ type Iterator struct {
 	perf  *PerfContext
 	// statistics is Options.Statistics: when nil, no clock is read.
 	statistics *Statistics
+	// group batches the first-phase reads of two-phase seeks (AsyncIO).
+	group *sstable.ReadGroup
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -65,6 +67,10 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	async := ro.asyncIO()
 	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill, ReadaheadSize: readahead,
 		Async: async, Stats: &i.stats}
+	if async && d.ioReader != nil {
+		i.group = sstable.NewReadGroup(d.ioReader)
+		tableIterOpts.Group = i.group
+	}
 
 	var children []base.InternalIterator
 	lists := make([]*rangedel.List, 0, 4)
@@ -130,9 +136,12 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		opts.RangeDels = rangedel.Merge(d.cmp.Compare, lists...)
 	}
 	merged := mergeiter.New(d.cmp.Compare, children...)
-	// With AsyncIO a Seek first lets every L0 table and level submit the
-	// read of the block it needs, then positions each (two-phase seek).
-	merged.SetTwoPhase(async)
+	// With AsyncIO a Seek first lets every L0 table and level queue the
+	// read of the block it needs, submits them as one batch, then
+	// positions each (two-phase seek).
+	if i.group != nil {
+		merged.SetTwoPhase(true, i.group.Submit)
+	}
 	i.it = dbiter.New(merged, opts)
 	if invariants.Enabled {
 		reportLeakedIterator(i)
@@ -299,6 +308,7 @@ func (i *Iterator) Close() error {
 		return i.err
 	}
 	err := i.it.Close() // closes the table iterators, which count their last reads
+	i.group.Close()     // after the table iterators, which wait for their reads
 	i.perf.addReadStats(&i.stats)
 	i.rs.unref()
 	i.db.openIters.Add(-1)

@@ -51,6 +51,7 @@ type tableIter struct {
 	// pend is the read the first phase of a two-phase seek submitted.
 	async bool
 	pend  pendingRead
+	group *ReadGroup
 }
 
 var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
@@ -71,6 +72,7 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	}
 	it.src.stats = o.Stats
 	it.async = o.Async && r.async != nil
+	it.group = o.Group
 	it.idx, it.loaded = 0, -1
 	it.pos = posInvalid
 	it.err = nil
@@ -87,8 +89,8 @@ func (it *tableIter) load(i int, seek bool) bool {
 		it.initReadahead()
 	}
 	var err error
-	if it.pend.batch != nil && it.pend.handle == h {
-		err = it.loadPending(h)
+	if it.pend.active && it.pend.handle == h {
+		err = it.loadPending(h, seek)
 	} else {
 		err = it.r.loadDataBlock(&it.data, h, it.fillCache, seek, &it.ra, it.src)
 	}
@@ -227,7 +229,7 @@ func (it *tableIter) seekGE(key []byte) bool {
 // block or, when SeekGE does not need that block, dropped.
 func (it *tableIter) SeekGE(key []byte) bool {
 	ok := it.seekGE(key)
-	if it.pend.batch != nil {
+	if it.pend.active {
 		it.discardPending()
 	}
 	return ok
@@ -236,7 +238,7 @@ func (it *tableIter) SeekGE(key []byte) bool {
 // SeekLT positions at the last entry whose user key is < key (and < Upper).
 func (it *tableIter) SeekLT(key []byte) bool {
 	it.err = nil
-	if it.pend.batch != nil {
+	if it.pend.active {
 		it.discardPending()
 	}
 	if it.upper != nil && it.cmp(key, it.upper) > 0 {
@@ -288,7 +290,7 @@ func (it *tableIter) First() bool {
 // Last positions at the last entry (below Upper).
 func (it *tableIter) Last() bool {
 	it.err = nil
-	if it.pend.batch != nil {
+	if it.pend.active {
 		it.discardPending()
 	}
 	if it.upper != nil {

@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/readahead"
@@ -95,12 +96,18 @@ func (r *Reader) addReadahead(src fileSource, c readahead.Counters) {
 // pendingRead is the read of one data block that the first phase of a
 // two-phase seek submitted and that the block's next load waits for.
 //
-// Invariant: while batch is not nil the read may be in flight, and its
-// buffer (req[0].Buf, within mem for direct IO) must be neither reused nor
+// Invariant: while active the read may be in flight, and its buffer
+// (req[0].Buf, within mem for direct IO) must be neither reused nor
 // pooled; every path that drops the read (consume, discard) waits for it
 // first.
 type pendingRead struct {
+	active bool
+	// The read is batch's request, or with a ReadGroup the group's request
+	// idx of generation gen.
 	batch  *vfs.ReadBatch
+	group  *ReadGroup
+	gen    uint64
+	idx    int
 	req    [1]vfs.ReadRequest
 	handle blockHandle
 	// mem is the pooled aligned memory of a direct-IO read, nil otherwise;
@@ -148,7 +155,7 @@ func (it *tableIter) prepareBlock(i int) {
 		return
 	}
 	h := r.index[i].handle
-	if it.pend.batch != nil {
+	if it.pend.active {
 		if it.pend.handle == h {
 			return
 		}
@@ -175,21 +182,39 @@ func (it *tableIter) prepareBlock(i int) {
 		p.skip = 0
 	}
 	p.handle = h
+	p.active = true
 	r.stats.AsyncReads.Add(1)
 	if it.src.stats != nil {
 		it.src.stats.AsyncReads.Add(1)
 	}
+	if it.group != nil {
+		p.group = it.group
+		p.gen, p.idx = it.group.add(p.req[0])
+		return
+	}
 	p.batch = r.async.Submit(p.req[:])
 }
+
+// errPendingLost says a pending read's result was dropped by its
+// ReadGroup; the load reads the block by itself.
+var errPendingLost = errors.New("sstable: pending read dropped")
 
 // awaitPending waits for the pending read and counts it; it returns the
 // block's bytes (with trailer) and whether they are in shared memory.
 func (it *tableIter) awaitPending() (buf []byte, err error) {
 	p := &it.pend
-	p.batch.Wait()
-	p.batch.Release()
-	p.batch = nil
 	req := &p.req[0]
+	if p.group != nil {
+		n, rerr, ok := p.group.wait(p.gen, p.idx)
+		if !ok {
+			return nil, errPendingLost
+		}
+		req.N, req.Err = n, rerr
+	} else {
+		p.batch.Wait()
+		p.batch.Release()
+		p.batch = nil
+	}
 	it.r.countFileRead(it.src, req.N)
 	total := int(p.handle.length) + blockTrailerLen
 	if err := it.r.readResult(int64(p.handle.offset), total, req.N-p.skip, req.Err); err != nil {
@@ -209,7 +234,7 @@ func (it *tableIter) freePending() {
 
 // discardPending waits for a pending read that no load used and drops it.
 func (it *tableIter) discardPending() {
-	if it.pend.batch == nil {
+	if !it.pend.active {
 		return
 	}
 	it.awaitPending()
@@ -219,9 +244,12 @@ func (it *tableIter) discardPending() {
 // loadPending loads the data block of the pending read into it.data: it
 // waits for the read, then verifies, decompresses and caches the block as
 // a synchronous load does.
-func (it *tableIter) loadPending(h blockHandle) error {
+func (it *tableIter) loadPending(h blockHandle, seek bool) error {
 	buf, err := it.awaitPending()
 	defer it.freePending()
+	if err == errPendingLost {
+		return it.r.loadDataBlock(&it.data, h, it.fillCache, seek, &it.ra, it.src)
+	}
 	if err != nil {
 		return err
 	}

@@ -82,6 +82,11 @@ func TestAsyncIterMatchesSync(t *testing.T) {
 		o.Async = true
 		var itStats ReadStats
 		o.Stats = &itStats
+		var group *ReadGroup
+		if rng.IntN(2) == 0 {
+			group = NewReadGroup(async)
+			o.Group = group
+		}
 		asy := r.NewIter(o)
 		prep := asy.(base.SeekPreparer)
 		var trace []string
@@ -98,6 +103,9 @@ func TestAsyncIterMatchesSync(t *testing.T) {
 					prep.PrepareSeekGE(randomUserKey(rng)) // a read the seek may not use
 				default:
 					prep.PrepareSeekGE(key)
+				}
+				if rng.IntN(2) == 0 {
+					group.Submit() // else the seek's wait submits
 				}
 				a, b = sync.SeekGE(key), asy.SeekGE(key)
 			case k == 3:
@@ -142,6 +150,7 @@ func TestAsyncIterMatchesSync(t *testing.T) {
 		if err := asy.Close(); err != nil {
 			t.Fatal(err)
 		}
+		group.Close()
 		asyncReads += itStats.AsyncReads.Load()
 		if got, want := itStats.AsyncReads.Load(), stats.AsyncReads.Load(); got != want {
 			t.Fatalf("trial %d: iterator counted %d async reads, the reader %d (only it read async)", trial, got, want)
@@ -200,10 +209,10 @@ func (f *rvFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // TestTwoPhaseSeekOverlapsTables checks that a two-phase seek over an
-// L0-like set of overlapping tables submits the block read of every table
-// before any of them waits: the AsyncReader sees one submission per table
-// in the prepare phase, all of the reads are in flight at once, and the
-// merged result is the one of a plain seek.
+// L0-like set of overlapping tables submits the block reads of every table
+// as one batch before any of them waits: the AsyncReader sees one batch
+// with one read per table, all of them in flight at once, and the merged
+// results are those of plain seeks.
 func TestTwoPhaseSeekOverlapsTables(t *testing.T) {
 	rng, _ := newRand(t)
 	const n = 6
@@ -225,13 +234,21 @@ func TestTwoPhaseSeekOverlapsTables(t *testing.T) {
 		defer r.Close()
 		readers = append(readers, r)
 	}
+	group := NewReadGroup(async)
+	defer group.Close()
 	mk := func(async bool) *mergeiter.Iter {
 		var its []base.InternalIterator
+		o := IterOptions{Async: async, ReadaheadSize: -1}
+		if async {
+			o.Group = group
+		}
 		for _, r := range readers {
-			its = append(its, r.NewIter(IterOptions{Async: async, ReadaheadSize: -1}))
+			its = append(its, r.NewIter(o))
 		}
 		m := mergeiter.New(bytes.Compare, its...)
-		m.SetTwoPhase(async)
+		if async {
+			m.SetTwoPhase(true, group.Submit)
+		}
 		return m
 	}
 	plain, twoPhase := mk(false), mk(true)
@@ -241,8 +258,9 @@ func TestTwoPhaseSeekOverlapsTables(t *testing.T) {
 	rv.arm(true)
 	before := async.Stats()
 	twoPhase.SeekGE(nil)
-	if b, in := async.Stats().Batches-before.Batches, rv.max(); b != n || in != n {
-		t.Fatalf("seek to the start: %d submissions, %d in flight at once; want %d of each", b, in, n)
+	after := async.Stats()
+	if b, reads, in := after.Batches-before.Batches, after.Reads-before.Reads, rv.max(); b != 1 || reads != n || in != n {
+		t.Fatalf("seek to the start: %d batches of %d reads, %d in flight at once; want 1 batch of %d", b, reads, in, n)
 	}
 	rv.arm(false)
 	// Random seeks through the merge give the plain seek's results.
@@ -364,5 +382,48 @@ func TestAsyncIterStats(t *testing.T) {
 			t.Fatalf("async=%v: iterator read %d bytes, the reader %d", async, o, s)
 		}
 		r.Close()
+	}
+}
+
+// TestReadGroupDroppedRead checks iterators sharing a ReadGroup when one
+// prepares after the group's batch went out without the other waiting:
+// the group drains the old batch and drops its results, and the first
+// iterator's seek reads its block by itself and is still right.
+func TestReadGroupDroppedRead(t *testing.T) {
+	rng, _ := newRand(t)
+	data, _ := readaheadTable(t, rng, SnappyCompression)
+	async := portableReader(t)
+	r, err := NewReader(&bytesFile{data}, ReaderOptions{AsyncReader: async})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	group := NewReadGroup(async)
+	defer group.Close()
+	o := IterOptions{Async: true, Group: group, ReadaheadSize: -1}
+	var own ReadStats
+	o.Stats = &own
+	a := r.NewIter(o)
+	o.Stats = nil
+	b := r.NewIter(o)
+	ref := r.NewIter(IterOptions{})
+	defer a.Close()
+	defer b.Close()
+	defer ref.Close()
+	for i := 0; i < 20; i++ {
+		ka, kb := randomUserKey(rng), randomUserKey(rng)
+		a.(base.SeekPreparer).PrepareSeekGE(ka)
+		group.Submit()
+		b.(base.SeekPreparer).PrepareSeekGE(kb) // drains a's read and drops it
+		group.Submit()
+		if got, want := iterState(a, a.SeekGE(ka)), iterState(ref, ref.SeekGE(ka)); got != want {
+			t.Fatalf("seek %q after its read was dropped: %s, want %s", ka, got, want)
+		}
+		if got, want := iterState(b, b.SeekGE(kb)), iterState(ref, ref.SeekGE(kb)); got != want {
+			t.Fatalf("seek %q: %s, want %s", kb, got, want)
+		}
+	}
+	if own.AsyncReads.Load() == 0 {
+		t.Fatal("no read was prepared")
 	}
 }

@@ -30,8 +30,9 @@ type Iter struct {
 	reverse bool
 	err     error
 	// twoPhase makes SeekGE and First prepare every child before
-	// positioning any (SetTwoPhase).
+	// positioning any, then call submit if set (SetTwoPhase).
 	twoPhase bool
+	submit   func()
 }
 
 var _ base.InternalIterator = (*Iter)(nil)
@@ -53,9 +54,18 @@ func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
 
 // SetTwoPhase turns two-phase seeks on or off (default off). With them,
 // SeekGE and First first call PrepareSeekGE (PrepareFirst) on every child
-// that is a base.SeekPreparer, so the reads of all children are in flight
-// together, and only then position each child, which waits for its own.
-func (m *Iter) SetTwoPhase(on bool) { m.twoPhase = on }
+// that is a base.SeekPreparer, then submit (when not nil: it sends the
+// reads the children queued as one batch), so the reads of all children
+// are in flight together, and only then position each child, which waits
+// for its own.
+func (m *Iter) SetTwoPhase(on bool, submit func()) { m.twoPhase, m.submit = on, submit }
+
+// prepared ends the first phase.
+func (m *Iter) prepared() {
+	if m.submit != nil {
+		m.submit()
+	}
+}
 
 // less orders heap entries: by internal key, then by child index, reversed in
 // reverse mode.
@@ -132,6 +142,7 @@ func (m *Iter) SeekGE(key []byte) bool {
 				p.PrepareSeekGE(key)
 			}
 		}
+		m.prepared()
 	}
 	for i := range m.children {
 		c := &m.children[i]
@@ -159,6 +170,7 @@ func (m *Iter) First() bool {
 				p.PrepareFirst()
 			}
 		}
+		m.prepared()
 	}
 	for i := range m.children {
 		c := &m.children[i]
