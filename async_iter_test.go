@@ -247,3 +247,57 @@ func BenchmarkScanAsync(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSeekCachedAsync measures the cost side of AsyncIO: seeks (and a
+// few Nexts) over a multi-table DB whose blocks are all in the block cache,
+// with AsyncIO off and on. Run briefly:
+//
+//	go test -run XXX -bench SeekCachedAsync -benchtime 20000x
+func BenchmarkSeekCachedAsync(b *testing.B) {
+	o := &Options{CreateIfMissing: true, FS: vfs.NewMem(), BlockCacheSize: 64 << 20, DisableAutoCompactions: true,
+		WriteBufferSize: 1 << 20}
+	db, err := Open("/db", o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const nKeys = 20000
+	val := make([]byte, 100)
+	for i := 0; i < nKeys; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("key%012d", i*7%nKeys)), val, nil); err != nil {
+			b.Fatal(err)
+		}
+		if i%5000 == 4999 {
+			if err := db.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// Warm the cache.
+	it := db.NewIterator(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	it.Close()
+	for _, async := range []bool{false, true} {
+		b.Run(fmt.Sprintf("async=%v", async), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(3, 3))
+			keys := make([][]byte, 1024)
+			for i := range keys {
+				keys[i] = []byte(fmt.Sprintf("key%012d", rng.IntN(nKeys)))
+			}
+			it := db.NewIterator(&ReadOptions{AsyncIO: async})
+			defer it.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ok := it.Seek(keys[i%len(keys)])
+				for n := 0; ok && n < 10; n++ {
+					ok = it.Next()
+				}
+			}
+			b.StopTimer()
+			if st := it.Stats(); st.BlockReads != 0 {
+				b.Fatalf("blocks read from files: %+v", st)
+			}
+		})
+	}
+}

@@ -52,6 +52,11 @@ type tableIter struct {
 	async bool
 	pend  pendingRead
 	group *ReadGroup
+	// prepKey and prepIdx are the key of the last PrepareSeekGE (clamped)
+	// and its index entry, while prepValid.
+	prepKey   []byte
+	prepIdx   int
+	prepValid bool
 }
 
 var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
@@ -214,7 +219,7 @@ func (it *tableIter) seekGE(key []byte) bool {
 		return it.stop(posAfterLast)
 	}
 	search := base.MakeSearchKey(key)
-	i := it.r.seekIndex(search)
+	i := it.seekIndexPrepared(key)
 	if i == len(it.r.index) {
 		return it.stop(posAfterLast)
 	}
@@ -346,9 +351,9 @@ func (it *tableIter) Close() error {
 	if c := it.ra.Release(); it.raReady {
 		it.r.addReadahead(it.src, c)
 	}
-	keyBuf := it.data.keyBuf
+	keyBuf, prepKey := it.data.keyBuf, it.prepKey
 	*it = tableIter{}
-	it.data.keyBuf = keyBuf[:0]
+	it.data.keyBuf, it.prepKey = keyBuf[:0], prepKey[:0]
 	tableIterPool.Put(it)
 	return err
 }

@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 
@@ -62,6 +63,27 @@ func (r *Reader) installDataBlock(bi *blockIter, h blockHandle, b []byte, fillCa
 	return nil
 }
 
+// useCachedBlock points bi at the data block b (with aux) that the cache
+// holds for h, and counts the hit.
+func (r *Reader) useCachedBlock(bi *blockIter, h blockHandle, b, aux []byte, fillCache, seek bool, ra *readahead.State, src fileSource) {
+	r.countCacheHit(src)
+	if ra != nil {
+		ra.NoteCached(int64(h.offset), int(h.length)+blockTrailerLen)
+	}
+	if aux == nil {
+		if !seek || !fillCache {
+			bi.init(b, true) // validated before it was cached
+			return
+		}
+		// The block is sought in again while cached: now its search
+		// structure pays. Blocks that churn through a small cache
+		// never pay for one.
+		aux = buildBlockSearch(b, r.bytewise)
+		r.cache.SetAux(r.cacheID, h.offset, b, aux)
+	}
+	bi.initCached(b, aux, seek)
+}
+
 // countFileRead counts one read of n bytes from src.
 func (r *Reader) countFileRead(src fileSource, n int) {
 	for _, s := range [2]*ReadStats{r.stats, src.stats} {
@@ -102,6 +124,11 @@ func (r *Reader) addReadahead(src fileSource, c readahead.Counters) {
 // first.
 type pendingRead struct {
 	active bool
+	// cached is set when the prepare found the block in the cache: block
+	// and aux are what the cache held (blocks are immutable and kept alive
+	// by the GC, so holding them is safe), and no read is in flight.
+	cached     bool
+	block, aux []byte
 	// The read is batch's request, or with a ReadGroup the group's request
 	// idx of generation gen.
 	batch  *vfs.ReadBatch
@@ -133,7 +160,23 @@ func (it *tableIter) PrepareSeekGE(key []byte) {
 		return
 	}
 	i := it.r.seekIndex(base.MakeSearchKey(key))
+	// The seek that follows finds the same index entry without a search.
+	it.prepKey = append(it.prepKey[:0], key...)
+	it.prepIdx, it.prepValid = i, true
 	it.prepareBlock(i)
+}
+
+// seekIndexPrepared is seekIndex for SeekGE(key) (key clamped to the
+// bounds), using the result of the PrepareSeekGE before it if it was for
+// the same key.
+func (it *tableIter) seekIndexPrepared(key []byte) int {
+	if it.prepValid {
+		it.prepValid = false
+		if bytes.Equal(key, it.prepKey) {
+			return it.prepIdx
+		}
+	}
+	return it.r.seekIndex(base.MakeSearchKey(key))
 }
 
 // PrepareFirst is PrepareSeekGE for First.
@@ -162,7 +205,9 @@ func (it *tableIter) prepareBlock(i int) {
 		it.discardPending()
 	}
 	if r.cache != nil {
-		if _, ok := r.cache.Get(r.cacheID, h.offset); ok {
+		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok {
+			// The load uses it without a second lookup.
+			it.pend = pendingRead{active: true, cached: true, block: b, aux: aux, handle: h}
 			return
 		}
 	}
@@ -237,6 +282,10 @@ func (it *tableIter) discardPending() {
 	if !it.pend.active {
 		return
 	}
+	if it.pend.cached {
+		it.pend = pendingRead{}
+		return
+	}
 	it.awaitPending()
 	it.freePending()
 }
@@ -245,6 +294,12 @@ func (it *tableIter) discardPending() {
 // waits for the read, then verifies, decompresses and caches the block as
 // a synchronous load does.
 func (it *tableIter) loadPending(h blockHandle, seek bool) error {
+	if it.pend.cached {
+		b, aux := it.pend.block, it.pend.aux
+		it.pend = pendingRead{}
+		it.r.useCachedBlock(&it.data, h, b, aux, it.fillCache, seek, &it.ra, it.src)
+		return nil
+	}
 	buf, err := it.awaitPending()
 	defer it.freePending()
 	if err == errPendingLost {

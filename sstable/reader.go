@@ -257,22 +257,7 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, s
 func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool, ra *readahead.State, src fileSource) error {
 	if r.cache != nil {
 		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok {
-			r.countCacheHit(src)
-			if ra != nil {
-				ra.NoteCached(int64(h.offset), int(h.length)+blockTrailerLen)
-			}
-			if aux == nil {
-				if !seek || !fillCache {
-					bi.init(b, true) // validated before it was cached
-					return nil
-				}
-				// The block is sought in again while cached: now its search
-				// structure pays. Blocks that churn through a small cache
-				// never pay for one.
-				aux = buildBlockSearch(b, r.bytewise)
-				r.cache.SetAux(r.cacheID, h.offset, b, aux)
-			}
-			bi.initCached(b, aux, seek)
+			r.useCachedBlock(bi, h, b, aux, fillCache, seek, ra, src)
 			return nil
 		}
 	}
