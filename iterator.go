@@ -61,16 +61,18 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		testHookNewIterator()
 	}
 	seq := d.readSeq(ro)
-	i := &Iterator{db: d, rs: rs, perf: ro.perfContext(), statistics: d.opts.Statistics}
+	async := ro.asyncIO()
+	var group *sstable.ReadGroup
+	if async && d.ioReader != nil {
+		group = sstable.NewReadGroup(d.ioReader)
+	}
+	i := &Iterator{db: d, rs: rs, perf: ro.perfContext(), statistics: d.opts.Statistics, group: group}
 	d.openIters.Add(1)
 	fill := ro.fillCache()
-	async := ro.asyncIO()
+	// Not modified after this: the level iterators' open closures capture
+	// it by value, which keeps it off the heap.
 	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill, ReadaheadSize: readahead,
-		Async: async, Stats: &i.stats}
-	if async && d.ioReader != nil {
-		i.group = sstable.NewReadGroup(d.ioReader)
-		tableIterOpts.Group = i.group
-	}
+		Async: async, Group: group, Stats: &i.stats}
 
 	var children []base.InternalIterator
 	lists := make([]*rangedel.List, 0, 4)
