@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/dbiter"
@@ -21,6 +22,14 @@ type Iterator struct {
 	rs     *readState
 	err    error
 	closed bool
+	// stats counts the table reads of this iterator (Stats); perf is
+	// ReadOptions.PerfContext, which receives them at Close.
+	stats sstable.ReadStats
+	perf  *PerfContext
+	// statistics is Options.Statistics: when nil, no clock is read.
+	statistics *Statistics
+	// group batches the first-phase reads of two-phase seeks (AsyncIO).
+	group *sstable.ReadGroup
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -52,10 +61,18 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		testHookNewIterator()
 	}
 	seq := d.readSeq(ro)
-	i := &Iterator{db: d, rs: rs}
+	async := ro.asyncIO()
+	var group *sstable.ReadGroup
+	if async && d.ioReader != nil {
+		group = sstable.NewReadGroup(d.ioReader)
+	}
+	i := &Iterator{db: d, rs: rs, perf: ro.perfContext(), statistics: d.opts.Statistics, group: group}
 	d.openIters.Add(1)
 	fill := ro.fillCache()
-	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill, ReadaheadSize: readahead}
+	// Not modified after this: the level iterators' open closures capture
+	// it by value, which keeps it off the heap.
+	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill, ReadaheadSize: readahead,
+		Async: async, Group: group, Stats: &i.stats}
 
 	var children []base.InternalIterator
 	lists := make([]*rangedel.List, 0, 4)
@@ -120,7 +137,14 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	default:
 		opts.RangeDels = rangedel.Merge(d.cmp.Compare, lists...)
 	}
-	i.it = dbiter.New(mergeiter.New(d.cmp.Compare, children...), opts)
+	merged := mergeiter.New(d.cmp.Compare, children...)
+	// With AsyncIO a Seek first lets every L0 table and level queue the
+	// read of the block it needs, submits them as one batch, then
+	// positions each (two-phase seek).
+	if i.group != nil {
+		merged.SetTwoPhase(true, i.group.Submit)
+	}
+	i.it = dbiter.New(merged, opts)
 	if invariants.Enabled {
 		reportLeakedIterator(i)
 	}
@@ -144,23 +168,104 @@ func overlapsBounds(cmp base.Compare, smallest, largest, lower, upper []byte) bo
 
 func (i *Iterator) usable() bool { return i.it != nil && !i.closed }
 
+// The positioning methods record their latency in Options.Statistics
+// (db.seek.micros for Seek, SeekForPrev, First and Last; db.next.micros
+// for Next and Prev), reading the clock only when it is set.
+
 // First moves to the first key; it reports whether the iterator is valid.
-func (i *Iterator) First() bool { return i.usable() && i.it.First() }
+func (i *Iterator) First() bool {
+	if !i.usable() {
+		return false
+	}
+	if i.statistics == nil {
+		return i.it.First()
+	}
+	start := time.Now()
+	ok := i.it.First()
+	i.statistics.record(HistogramSeekMicros, start)
+	return ok
+}
 
 // Last moves to the last key.
-func (i *Iterator) Last() bool { return i.usable() && i.it.Last() }
+func (i *Iterator) Last() bool {
+	if !i.usable() {
+		return false
+	}
+	if i.statistics == nil {
+		return i.it.Last()
+	}
+	start := time.Now()
+	ok := i.it.Last()
+	i.statistics.record(HistogramSeekMicros, start)
+	return ok
+}
 
 // Seek moves to the first key >= key.
-func (i *Iterator) Seek(key []byte) bool { return i.usable() && i.it.SeekGE(key) }
+func (i *Iterator) Seek(key []byte) bool {
+	if !i.usable() {
+		return false
+	}
+	if i.statistics == nil {
+		return i.it.SeekGE(key)
+	}
+	start := time.Now()
+	ok := i.it.SeekGE(key)
+	i.statistics.record(HistogramSeekMicros, start)
+	return ok
+}
 
 // SeekForPrev moves to the last key <= key.
-func (i *Iterator) SeekForPrev(key []byte) bool { return i.usable() && i.it.SeekForPrev(key) }
+func (i *Iterator) SeekForPrev(key []byte) bool {
+	if !i.usable() {
+		return false
+	}
+	if i.statistics == nil {
+		return i.it.SeekForPrev(key)
+	}
+	start := time.Now()
+	ok := i.it.SeekForPrev(key)
+	i.statistics.record(HistogramSeekMicros, start)
+	return ok
+}
 
 // Next moves to the next key.
-func (i *Iterator) Next() bool { return i.usable() && i.it.Next() }
+func (i *Iterator) Next() bool {
+	if !i.usable() {
+		return false
+	}
+	if i.statistics == nil {
+		return i.it.Next()
+	}
+	start := time.Now()
+	ok := i.it.Next()
+	i.statistics.record(HistogramNextMicros, start)
+	return ok
+}
 
 // Prev moves to the previous key.
-func (i *Iterator) Prev() bool { return i.usable() && i.it.Prev() }
+func (i *Iterator) Prev() bool {
+	if !i.usable() {
+		return false
+	}
+	if i.statistics == nil {
+		return i.it.Prev()
+	}
+	start := time.Now()
+	ok := i.it.Prev()
+	i.statistics.record(HistogramNextMicros, start)
+	return ok
+}
+
+// Stats returns the counts of the table reads this iterator made so far:
+// blocks read and their bytes, block cache hits, blocks served from
+// readahead windows, async reads submitted, and read-ahead bytes wasted.
+// Reads of the windows in flight are counted once they complete (at the
+// latest when the iterator is closed).
+func (i *Iterator) Stats() PerfContext {
+	var p PerfContext
+	p.addReadStats(&i.stats)
+	return p
+}
 
 // Valid reports whether the iterator is at a key.
 func (i *Iterator) Valid() bool { return i.usable() && i.it.Valid() }
@@ -204,7 +309,9 @@ func (i *Iterator) Close() error {
 		}
 		return i.err
 	}
-	err := i.it.Close()
+	err := i.it.Close() // closes the table iterators, which count their last reads
+	i.group.Close()     // after the table iterators, which wait for their reads
+	i.perf.addReadStats(&i.stats)
 	i.rs.unref()
 	i.db.openIters.Add(-1)
 	return err

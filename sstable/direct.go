@@ -21,9 +21,7 @@ func (r *Reader) readDirect(src fileSource, off int64, n int) (db *[]byte, b []b
 	db = directBufPool.Get(need, src.align)
 	buf := (*db)[:need]
 	got, rerr := src.f.ReadAt(buf, start)
-	r.stats.FileReads.Add(1)
-	r.stats.DirectReads.Add(1)
-	r.stats.BytesRead.Add(uint64(got))
+	r.countFileRead(src, got)
 	if err := r.readResult(off, n, got-int(off-start), rerr); err != nil {
 		directBufPool.Put(db)
 		return nil, nil, err
@@ -37,7 +35,10 @@ func (r *Reader) readDirect(src fileSource, off int64, n int) (db *[]byte, b []b
 type fileSource struct {
 	f     vfs.File
 	align int
+	// stats, when not nil, also receives the counts of reads from this
+	// source (IterOptions.Stats): the Reader's stats always do.
+	stats *ReadStats
 }
 
 // source is the Reader's own handle.
-func (r *Reader) source() fileSource { return fileSource{r.f, r.align} }
+func (r *Reader) source() fileSource { return fileSource{r.f, r.align, nil} }

@@ -45,8 +45,18 @@ type tableIter struct {
 	raReady bool
 	ra      readahead.State
 	// src is where data blocks are read from: the Reader's handle, or
-	// IterOptions.File.
+	// IterOptions.File; its stats is IterOptions.Stats.
 	src fileSource
+	// async is IterOptions.Async with a Reader that has an AsyncReader;
+	// pend is the read the first phase of a two-phase seek submitted.
+	async bool
+	pend  pendingRead
+	group *ReadGroup
+	// prepKey and prepIdx are the key of the last PrepareSeekGE (clamped)
+	// and its index entry, while prepValid.
+	prepKey   []byte
+	prepIdx   int
+	prepValid bool
 }
 
 var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
@@ -63,8 +73,11 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	it.raSize, it.raReady = o.ReadaheadSize, false
 	it.src = r.source()
 	if o.File != nil {
-		it.src = fileSource{o.File, fileAlignment(o.File)}
+		it.src = fileSource{o.File, fileAlignment(o.File), nil}
 	}
+	it.src.stats = o.Stats
+	it.async = o.Async && r.async != nil
+	it.group = o.Group
 	it.idx, it.loaded = 0, -1
 	it.pos = posInvalid
 	it.err = nil
@@ -80,7 +93,18 @@ func (it *tableIter) load(i int, seek bool) bool {
 	if !it.raReady {
 		it.initReadahead()
 	}
-	if err := it.r.loadDataBlock(&it.data, h, it.fillCache, seek, &it.ra, it.src); err != nil {
+	var err error
+	if it.pend.active && it.pend.handle == h {
+		err = it.loadPending(h, seek)
+	} else {
+		err = it.r.loadDataBlock(&it.data, h, it.fillCache, seek, &it.ra, it.src)
+	}
+	if c := it.ra.Counters(); c != (readahead.Counters{}) {
+		// Counted as they happen, so that an iterator's Stats are current.
+		it.ra.TakeCounters()
+		it.r.addReadahead(it.src, c)
+	}
+	if err != nil {
 		it.loaded = -1
 		it.err = err
 		it.pos = posInvalid
@@ -102,6 +126,7 @@ func (it *tableIter) initReadahead() {
 		Alignment: it.src.align,
 		Reader:    r.async,
 		MaxAuto:   r.maxAuto,
+		Async:     it.async,
 	}
 	switch {
 	case it.raSize > 0:
@@ -184,9 +209,8 @@ func (it *tableIter) settleBackward(ok bool) bool {
 	return true
 }
 
-// SeekGE positions at the first entry whose user key is >= key (and >=
-// Lower).
-func (it *tableIter) SeekGE(key []byte) bool {
+// seekGE is SeekGE but for the pending read.
+func (it *tableIter) seekGE(key []byte) bool {
 	it.err = nil
 	if it.lower != nil && it.cmp(key, it.lower) < 0 {
 		key = it.lower
@@ -195,7 +219,7 @@ func (it *tableIter) SeekGE(key []byte) bool {
 		return it.stop(posAfterLast)
 	}
 	search := base.MakeSearchKey(key)
-	i := it.r.seekIndex(search)
+	i := it.seekIndexPrepared(key)
 	if i == len(it.r.index) {
 		return it.stop(posAfterLast)
 	}
@@ -205,9 +229,23 @@ func (it *tableIter) SeekGE(key []byte) bool {
 	return it.settleForward(it.data.seekGE(search, it.cmp))
 }
 
+// SeekGE positions at the first entry whose user key is >= key (and >=
+// Lower). A read that PrepareSeekGE submitted is used by the load of its
+// block or, when SeekGE does not need that block, dropped.
+func (it *tableIter) SeekGE(key []byte) bool {
+	ok := it.seekGE(key)
+	if it.pend.active {
+		it.discardPending()
+	}
+	return ok
+}
+
 // SeekLT positions at the last entry whose user key is < key (and < Upper).
 func (it *tableIter) SeekLT(key []byte) bool {
 	it.err = nil
+	if it.pend.active {
+		it.discardPending()
+	}
 	if it.upper != nil && it.cmp(key, it.upper) > 0 {
 		key = it.upper
 	}
@@ -244,6 +282,7 @@ func (it *tableIter) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
+	defer it.discardPending() // after the load that may use it
 	if len(it.r.index) == 0 {
 		return it.stop(posAfterLast)
 	}
@@ -256,6 +295,9 @@ func (it *tableIter) First() bool {
 // Last positions at the last entry (below Upper).
 func (it *tableIter) Last() bool {
 	it.err = nil
+	if it.pend.active {
+		it.discardPending()
+	}
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
@@ -302,14 +344,16 @@ func (it *tableIter) Error() error { return it.err }
 // Close returns the iterator to the pool and returns its error.
 func (it *tableIter) Close() error {
 	err := it.err
+	// A read still pending must complete before its memory goes.
+	it.discardPending()
 	// Release first: the counters must include the parts still in flight,
 	// which it waits for.
 	if c := it.ra.Release(); it.raReady {
-		it.r.stats.addReadahead(c, it.src.align > 1)
+		it.r.addReadahead(it.src, c)
 	}
-	keyBuf := it.data.keyBuf
+	keyBuf, prepKey := it.data.keyBuf, it.prepKey
 	*it = tableIter{}
-	it.data.keyBuf = keyBuf[:0]
+	it.data.keyBuf, it.prepKey = keyBuf[:0], prepKey[:0]
 	tableIterPool.Put(it)
 	return err
 }

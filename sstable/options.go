@@ -181,6 +181,12 @@ type IterOptions struct {
 	// ReaderOptions.AsyncReader, while the iterator consumes the current
 	// one. Without an AsyncReader it changes nothing.
 	Async bool
+	// Group, with Async, gathers the reads of the first phase of two-phase
+	// seeks of many table iterators into one batch (submitted by
+	// Group.Submit, or by the first iterator that waits); nil submits each
+	// read on its own. The group must serve one goroutine and outlive the
+	// iterators.
+	Group *ReadGroup
 	// Stats, when set, also receives the counts of this iterator's reads
 	// (the Reader's own ReaderOptions.Stats always does): the per-call
 	// counts behind the DB's PerfContext.

@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -196,8 +195,7 @@ func (r *Reader) readFrom(src fileSource, b []byte, off int64) error {
 		return nil
 	}
 	n, err := src.f.ReadAt(b, off)
-	r.stats.FileReads.Add(1)
-	r.stats.BytesRead.Add(uint64(n))
+	r.countFileRead(src, n)
 	return r.readResult(off, len(b), n, err)
 }
 
@@ -217,15 +215,10 @@ func (r *Reader) readResult(off int64, want, n int, err error) error {
 // cache: from ra's window when ra is not nil and serves it, else by a read
 // of its own. The result never aliases memory that is reused.
 func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, src fileSource) ([]byte, error) {
-	limit := r.footOff
-	if dataBlock {
-		limit = r.metaStart
+	if err := r.checkHandle(h, dataBlock); err != nil {
+		return nil, err
 	}
-	if h.length > maxBlockLen || h.offset > limit || h.length+blockTrailerLen > limit-h.offset {
-		return nil, r.corruptf(h, "block handle (offset %d, length %d) out of bounds", h.offset, h.length)
-	}
-	n := int(h.length)
-	total := n + blockTrailerLen
+	total := int(h.length) + blockTrailerLen
 	var buf []byte
 	// shared is true when buf is memory that is reused (a readahead window
 	// or a pooled direct-IO buffer): an uncompressed block is then copied
@@ -252,18 +245,7 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, s
 			return nil, err
 		}
 	}
-	r.stats.BlockReads.Add(1)
-	if want, got := binary.LittleEndian.Uint32(buf[n+1:]), checksum(r.checksum, buf[:n+1]); want != got {
-		return nil, r.corruptf(h, "block checksum mismatch: stored %#x, computed %#x", want, got)
-	}
-	b, msg := decompressBlock(buf[n], buf[:n])
-	if msg != "" {
-		return nil, r.corruptf(h, "%s", msg)
-	}
-	if shared && buf[n] == blockTypeNone {
-		b = append(make([]byte, 0, n), b...)
-	}
-	return b, nil
+	return r.decodeBlock(h, buf, shared, src)
 }
 
 // loadDataBlock points bi at the data block at h, from the cache when it is
@@ -275,21 +257,7 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, s
 func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool, ra *readahead.State, src fileSource) error {
 	if r.cache != nil {
 		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok {
-			if ra != nil {
-				ra.NoteCached(int64(h.offset), int(h.length)+blockTrailerLen)
-			}
-			if aux == nil {
-				if !seek || !fillCache {
-					bi.init(b, true) // validated before it was cached
-					return nil
-				}
-				// The block is sought in again while cached: now its search
-				// structure pays. Blocks that churn through a small cache
-				// never pay for one.
-				aux = buildBlockSearch(b, r.bytewise)
-				r.cache.SetAux(r.cacheID, h.offset, b, aux)
-			}
-			bi.initCached(b, aux, seek)
+			r.useCachedBlock(bi, h, b, aux, fillCache, seek, ra, src)
 			return nil
 		}
 	}
@@ -297,14 +265,7 @@ func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek boo
 	if err != nil {
 		return err
 	}
-	if !blockValid(b) {
-		return r.corruptf(h, "bad data block restart array")
-	}
-	if fillCache && r.cache != nil {
-		r.cache.SetAux(r.cacheID, h.offset, b, nil)
-	}
-	bi.init(b, true)
-	return nil
+	return r.installDataBlock(bi, h, b, fillCache)
 }
 
 func (r *Reader) decodeIndex(h blockHandle, b []byte) error {

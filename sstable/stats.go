@@ -68,7 +68,7 @@ var discardStats ReadStats
 // addReadahead adds the counters a readahead state took since the last
 // call; direct says whether its file is read with direct IO.
 func (s *ReadStats) addReadahead(c readahead.Counters, direct bool) {
-	if c.Reads == 0 && c.BytesUsed == 0 {
+	if c == (readahead.Counters{}) {
 		return
 	}
 	s.FileReads.Add(c.Reads)
@@ -78,4 +78,6 @@ func (s *ReadStats) addReadahead(c readahead.Counters, direct bool) {
 	}
 	s.ReadaheadBytesIssued.Add(c.BytesIssued)
 	s.ReadaheadBytesUsed.Add(c.BytesUsed)
+	s.PrefetchHits.Add(c.Hits)
+	s.AsyncReads.Add(c.AsyncReads)
 }

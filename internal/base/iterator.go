@@ -29,3 +29,15 @@ type InternalIterator interface {
 	// Close releases the iterator's resources and returns its error.
 	Close() error
 }
+
+// SeekPreparer is implemented by iterators that can split a seek into two
+// phases (ReadOptions.AsyncIO). PrepareSeekGE(key) starts the reads that
+// the following SeekGE(key) needs without waiting for them, and
+// PrepareFirst those of First, so that a merging iterator can start the
+// reads of all its children before any of them waits. A prepare call
+// changes no result; a read it started that the positioning call does not
+// use is dropped by it.
+type SeekPreparer interface {
+	PrepareSeekGE(key []byte)
+	PrepareFirst()
+}

@@ -33,9 +33,15 @@ type LevelIter struct {
 	checkLower, checkUpper bool
 	valid                  bool
 	err                    error
+	// prepErr is an error of the last prepare call (opening or closing a
+	// file), which the positioning call that follows reports as its own.
+	prepErr error
 }
 
-var _ base.InternalIterator = (*LevelIter)(nil)
+var (
+	_ base.InternalIterator = (*LevelIter)(nil)
+	_ base.SeekPreparer     = (*LevelIter)(nil)
+)
 
 // NewLevelIter returns an iterator over files, which must be sorted and not
 // overlap. open(i) opens the iterator of files[i]; it is called only when the
@@ -158,16 +164,65 @@ func (l *LevelIter) backward(ok bool) bool {
 	return false
 }
 
+// seekFile returns the file SeekGE(key) positions in first (key already
+// clamped to the bounds).
+func (l *LevelIter) seekFile(key []byte) int {
+	return l.lo + sort.Search(l.hi-l.lo, func(j int) bool { return !l.endsBefore(l.lo+j, key) })
+}
+
+// PrepareSeekGE opens the file SeekGE(key) starts in and lets it prepare
+// the seek, if it can (base.SeekPreparer).
+func (l *LevelIter) PrepareSeekGE(key []byte) {
+	if l.lower != nil && l.cmp(key, l.lower) < 0 {
+		key = l.lower
+	}
+	if l.upper != nil && l.cmp(key, l.upper) >= 0 {
+		return
+	}
+	l.prepare(l.seekFile(key), key)
+}
+
+// PrepareFirst is PrepareSeekGE for First.
+func (l *LevelIter) PrepareFirst() { l.prepare(l.lo, nil) }
+
+// prepare opens files[i] and prepares its seek to key (its first entry in
+// bounds when key is nil).
+func (l *LevelIter) prepare(i int, key []byte) {
+	err := l.err
+	l.err = l.prepErr
+	ok := l.load(i)
+	l.err, l.prepErr = err, l.err
+	if !ok {
+		return
+	}
+	p, isPrep := l.iter.(base.SeekPreparer)
+	switch {
+	case !isPrep:
+	case key != nil:
+		p.PrepareSeekGE(key)
+	case l.checkLower:
+		p.PrepareSeekGE(l.lower)
+	default:
+		p.PrepareFirst()
+	}
+}
+
+// startPositioning resets the iterator for an absolute positioning call,
+// taking over the error of a prepare call before it.
+func (l *LevelIter) startPositioning() {
+	l.err, l.valid, l.prepErr = l.prepErr, false, nil
+}
+
 // SeekGE positions at the first entry whose user key is >= key.
 func (l *LevelIter) SeekGE(key []byte) bool {
-	l.err, l.valid = nil, false
+	l.startPositioning()
 	if l.lower != nil && l.cmp(key, l.lower) < 0 {
 		key = l.lower
 	}
 	if l.upper != nil && l.cmp(key, l.upper) >= 0 {
 		return false
 	}
-	i := l.lo + sort.Search(l.hi-l.lo, func(j int) bool { return !l.endsBefore(l.lo+j, key) })
+	i := l.seekFile(key)
 	if !l.load(i) {
 		return false
 	}
@@ -176,7 +231,7 @@ func (l *LevelIter) SeekGE(key []byte) bool {
 
 // SeekLT positions at the last entry whose user key is < key.
 func (l *LevelIter) SeekLT(key []byte) bool {
-	l.err, l.valid = nil, false
+	l.startPositioning()
 	if l.upper != nil && l.cmp(key, l.upper) > 0 {
 		key = l.upper
 	}
@@ -195,7 +250,7 @@ func (l *LevelIter) SeekLT(key []byte) bool {
 
 // First positions at the first entry.
 func (l *LevelIter) First() bool {
-	l.err, l.valid = nil, false
+	l.startPositioning()
 	if !l.load(l.lo) {
 		return false
 	}
@@ -207,7 +262,7 @@ func (l *LevelIter) First() bool {
 
 // Last positions at the last entry.
 func (l *LevelIter) Last() bool {
-	l.err, l.valid = nil, false
+	l.startPositioning()
 	if !l.load(l.hi - 1) {
 		return false
 	}

@@ -5,7 +5,9 @@ import "github.com/shaledb/shale/internal/base"
 // child is one input of a merging iterator with its current key cached, so
 // that heap comparisons do not go through the interface.
 type child struct {
-	iter  base.InternalIterator
+	iter base.InternalIterator
+	// prep is iter as a base.SeekPreparer, nil when it is none.
+	prep  base.SeekPreparer
 	key   base.InternalKey
 	index int
 	// valid is true while iter is positioned at an entry. The merge keeps the
@@ -27,6 +29,10 @@ type Iter struct {
 	heap    []*child
 	reverse bool
 	err     error
+	// twoPhase makes SeekGE and First prepare every child before
+	// positioning any, then call submit if set (SetTwoPhase).
+	twoPhase bool
+	submit   func()
 }
 
 var _ base.InternalIterator = (*Iter)(nil)
@@ -41,8 +47,24 @@ func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
 	}
 	for i, it := range iters {
 		m.children[i] = child{iter: it, index: i}
+		m.children[i].prep, _ = it.(base.SeekPreparer)
 	}
 	return m
+}
+
+// SetTwoPhase turns two-phase seeks on or off (default off). With them,
+// SeekGE and First first call PrepareSeekGE (PrepareFirst) on every child
+// that is a base.SeekPreparer, then submit (when not nil: it sends the
+// reads the children queued as one batch), so the reads of all children
+// are in flight together, and only then position each child, which waits
+// for its own.
+func (m *Iter) SetTwoPhase(on bool, submit func()) { m.twoPhase, m.submit = on, submit }
+
+// prepared ends the first phase.
+func (m *Iter) prepared() {
+	if m.submit != nil {
+		m.submit()
+	}
 }
 
 // less orders heap entries: by internal key, then by child index, reversed in
@@ -114,6 +136,14 @@ func (m *Iter) reset(reverse bool) {
 // SeekGE positions at the first entry whose user key is >= key.
 func (m *Iter) SeekGE(key []byte) bool {
 	m.reset(false)
+	if m.twoPhase {
+		for i := range m.children {
+			if p := m.children[i].prep; p != nil {
+				p.PrepareSeekGE(key)
+			}
+		}
+		m.prepared()
+	}
 	for i := range m.children {
 		c := &m.children[i]
 		m.add(c, c.iter.SeekGE(key))
@@ -134,6 +164,14 @@ func (m *Iter) SeekLT(key []byte) bool {
 // First positions at the first entry.
 func (m *Iter) First() bool {
 	m.reset(false)
+	if m.twoPhase {
+		for i := range m.children {
+			if p := m.children[i].prep; p != nil {
+				p.PrepareFirst()
+			}
+		}
+		m.prepared()
+	}
 	for i := range m.children {
 		c := &m.children[i]
 		m.add(c, c.iter.First())

@@ -41,12 +41,21 @@
 // BytesUsed the bytes of blocks served from windows (each byte of a window
 // counted once), so BytesIssued - BytesUsed is wasted readahead.
 //
-// The seam for asynchronous readahead: filling a window is split into
-// prepare (choose the range and build the requests into a buffer) and
-// completing its parts (awaitPart and retire, as they arrive); a window's
-// memory is reused only after drain. A double-buffered mode adds a second
-// buffer whose parts are submitted ahead with Config.Reader and swaps the
-// buffers when the reader reaches it; nothing else has to change.
+// Async double buffer (Config.Async, with a Config.Reader): a State has a
+// second buffer. Whenever the current window is filled, the window right
+// after it (within the limit) is submitted to the async reader before the
+// current window's own read, and is read while the caller consumes the
+// current one. A read that moves into it (or whose block straddles the two
+// windows) waits only for the prefetched bytes it needs, the buffers swap,
+// and the prefetch of the following window is submitted. Each buffer reads
+// a full window of the size the synchronous mode would read next (so the
+// automatic growth is the same); SplitWindow instead splits that size
+// between the two buffers, as RocksDB does. The prefetch buffer keeps room
+// in front of its bytes, into which the current window's tail is copied
+// when a block straddles the two, so a swap never copies the window. A
+// prefetch that fails or comes back short serves nothing: the caller reads
+// the block itself. A window's memory is reused or pooled only after the
+// reads into it completed (drain; Init and Release wait).
 //
 // The package never decodes blocks, never consults the block cache and is
 // not safe for concurrent use: each iterator owns its States.

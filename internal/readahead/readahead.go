@@ -22,7 +22,21 @@ const (
 	// about as much as a small request gains by running in parallel.
 	MinPartSize = 256 << 10
 	MaxParts    = 4
+	// straddleRoom is the room a prefetch buffer keeps in front of the
+	// bytes it reads, so that a block straddling the end of the current
+	// window can be joined to the prefetched bytes without copying them: the
+	// current window's tail is copied into the room instead. A block with a
+	// longer tail than this is left to the caller.
+	straddleRoom = 64 << 10
 )
+
+// SplitWindow selects how the async double buffer (Config.Async) sizes its
+// two buffers. false (the default): each buffer reads a full window of the
+// size the synchronous mode would read. true: one window is split between
+// the two buffers, each reading half of it (RocksDB's layout). It is a
+// package-level knob for benchmarks (BenchmarkScanAsync); set it only while
+// no State is in use.
+var SplitWindow = false
 
 // Config configures a State.
 type Config struct {
@@ -37,8 +51,14 @@ type Config struct {
 	// Alignment is the file's vfs.Alignment; above 1 the file is read with
 	// direct IO and every read is aligned in offset, length and address.
 	Alignment int
-	// Reader, when not nil, reads large direct windows as concurrent parts.
+	// Reader, when not nil, reads large direct windows as concurrent parts,
+	// and the prefetches of Async.
 	Reader vfs.AsyncReader
+	// Async double-buffers the readahead (ReadOptions.AsyncIO): whenever a
+	// window is filled, the window right after it is read in the background
+	// through Reader, and reads that move into it swap the buffers. It
+	// needs Reader; without one it is ignored.
+	Async bool
 }
 
 // Counters are what a State did, since Init or the last TakeCounters.
@@ -50,26 +70,57 @@ type Counters struct {
 	// a State reads nothing else), BytesUsed the bytes of blocks served
 	// from windows.
 	BytesIssued, BytesUsed uint64
+	// Hits counts the blocks served from windows.
+	Hits uint64
+	// AsyncReads counts the background prefetches submitted (one per
+	// window read ahead of the reader, however many parts it has).
+	AsyncReads uint64
 }
 
-// buffer is a window: data[:n] holds the file's bytes [off, off+n), and
-// once the reads still in flight complete it will hold [off, off+planned).
+// buffer is a window: (*mem)[base:base+n] holds the file's bytes
+// [off, off+n), and once the reads still in flight complete it will hold
+// [off, off+planned).
 type buffer struct {
 	mem     *[]byte // pooled backing memory; nil until the first window
+	base    int     // where the window's bytes start in mem
 	off     int64
 	n       int
 	planned int
+
+	reqs [MaxParts]vfs.ReadRequest
+	// inflight is the batch reading the parts of the window, nil when none
+	// is in flight; parts are its requests (a prefix of reqs), partDone says
+	// which have completed, and partErr is the first error among them. The
+	// window's memory must not be reused or pooled while inflight is set:
+	// the kernel may still write into it.
+	inflight *vfs.ReadBatch
+	parts    []vfs.ReadRequest
+	partDone [MaxParts]bool
+	partErr  error
 }
 
 // end is the end of what the window holds or will hold.
 func (b *buffer) end() int64 { return b.off + int64(b.planned) }
 
+// validEnd is the end of what the window holds now.
+func (b *buffer) validEnd() int64 { return b.off + int64(b.n) }
+
 func (b *buffer) contains(off, end int64) bool {
 	return b.planned > 0 && off >= b.off && end <= b.end()
 }
 
+// clear empties the window, keeping its memory; no read may be in flight.
+func (b *buffer) clear() {
+	b.base, b.off, b.n, b.planned = 0, 0, 0, 0
+}
+
 // State is the readahead of one iterator over one file. The zero value
 // serves nothing; Init configures it. It is not safe for concurrent use.
+//
+// A State holds two buffers, bufs[cur] (the window reads are served from)
+// and bufs[1-cur] (the prefetch: only used with Config.Async, empty
+// otherwise). It may be copied only while no read is in flight (after
+// Release), since a batch in flight writes into its requests in place.
 type State struct {
 	f   vfs.File
 	cfg Config
@@ -81,49 +132,46 @@ type State struct {
 	runLen   int
 	autoSize int64
 
-	cur buffer
-	// usedHi is the file offset up to which bytes of the window have been
-	// counted as used; it only grows while a window lives, so no byte is
+	bufs [2]buffer
+	cur  int
+	// usedHi is the file offset up to which bytes of the windows have been
+	// counted as used; it only grows while a run of windows lives (the
+	// prefetch always lies after the current window), so no byte is
 	// counted twice.
 	usedHi int64
-	reqs   [MaxParts]vfs.ReadRequest
-	// inflight is the batch reading the parts of cur, nil when none is in
-	// flight; parts are its requests (a prefix of reqs), partDone says which
-	// have completed, and partErr is the first error among them. The
-	// window's memory must not be reused or pooled while inflight is set:
-	// the kernel may still write into it.
-	inflight *vfs.ReadBatch
-	parts    []vfs.ReadRequest
-	partDone [MaxParts]bool
-	partErr  error
 
 	counters Counters
 }
 
-// Init configures s to read f; it keeps the memory of an earlier window.
+// Init configures s to read f; it keeps the memory of earlier windows.
 func (s *State) Init(f vfs.File, cfg Config) {
 	s.drain()
 	if cfg.Alignment < 1 {
 		cfg.Alignment = 1
 	}
-	mem := s.cur.mem
+	if cfg.Reader == nil {
+		cfg.Async = false
+	}
+	m0, m1 := s.bufs[0].mem, s.bufs[1].mem
 	*s = State{f: f, cfg: cfg}
-	s.cur.mem = mem
+	s.bufs[0].mem, s.bufs[1].mem = m0, m1
 	s.autoSize = s.initialAuto()
 }
 
 // Enabled reports whether s may serve reads at all.
 func (s *State) Enabled() bool { return s.cfg.Size > 0 || s.cfg.MaxAuto > 0 }
 
-// Release waits for the reads in flight, returns the window's memory to a
+// Release waits for the reads in flight, returns the windows' memory to a
 // pool shared by all States and returns the counters not yet taken
 // (including those of the reads it waited for); s is then empty (as after
 // Init with a zero Config).
 func (s *State) Release() Counters {
 	s.drain()
 	c := s.counters
-	if s.cur.mem != nil {
-		bufferPool.Put(s.cur.mem)
+	for i := range s.bufs {
+		if m := s.bufs[i].mem; m != nil {
+			bufferPool.Put(m)
+		}
 	}
 	*s = State{}
 	return c
@@ -149,7 +197,15 @@ func (s *State) initialAuto() int64 {
 
 // sequential reports whether a read at off continues the current run.
 func (s *State) sequential(off int64) bool {
-	return off == s.prevEnd || (s.cur.n > 0 && off >= s.cur.off && off < s.cur.end())
+	if off == s.prevEnd {
+		return true
+	}
+	for i := range s.bufs {
+		if b := &s.bufs[i]; b.planned > 0 && off >= b.off && off < b.end() {
+			return true
+		}
+	}
+	return false
 }
 
 // note moves the run past [off, end); counts says whether the read counts
@@ -182,21 +238,38 @@ func (s *State) NoteCached(off int64, n int) {
 	s.prevEnd = end
 }
 
+// NoteRead tells s that the caller read the block at [off, off+n) from
+// the file by itself (the read a two-phase seek submitted ahead): it counts
+// toward the sequential run like a read s did not serve, but causes no IO.
+func (s *State) NoteRead(off int64, n int) {
+	if !s.Enabled() {
+		return
+	}
+	s.note(off, off+int64(n), true)
+}
+
 // Read returns the file's bytes [off, off+n) from the window, filling a new
 // window first when the mode calls for it. It returns nil and no error when
 // it does not serve the read: the caller then reads the block itself. The
 // returned bytes belong to s and change with the next Read. An error is
 // one the file returned (io.EOF excepted: a window cut short by the end of
 // the file serves what it holds, and a block it does not hold is left to
-// the caller, who reports the short read).
+// the caller, who reports the short read). A failed background prefetch
+// returns no error: the caller reads the block itself.
 func (s *State) Read(off int64, n int) ([]byte, error) {
 	if !s.Enabled() {
 		return nil, nil
 	}
 	end := off + int64(n)
-	if s.cur.contains(off, end) {
+	cur := &s.bufs[s.cur]
+	if cur.contains(off, end) {
 		s.note(off, end, true)
-		return s.serveWhenRead(off, end)
+		return s.serveWhenRead(cur, off, end), nil
+	}
+	if s.cfg.Async {
+		if b, ok := s.tryPrefetched(off, end); ok {
+			return b, nil
+		}
 	}
 	s.note(off, end, true)
 	var ra int64
@@ -209,50 +282,133 @@ func (s *State) Read(off int64, n int) ([]byte, error) {
 	default:
 		return nil, nil
 	}
-	if err := s.fill(off, end, ra); err != nil {
+	if err := s.fill(off, end, s.portion(ra)); err != nil {
 		return nil, err
 	}
-	if !s.cur.contains(off, end) {
+	if !cur.contains(off, end) {
 		return nil, nil
 	}
-	return s.serveWhenRead(off, end)
+	return s.serveWhenRead(cur, off, end), nil
 }
 
-// serveWhenRead waits until the window's parts up to end have been read and
-// serves [off, end). When the window ends short of end (the file ended, or
-// a part failed), it serves nothing and the caller reads the block itself:
-// a failed prefetch never fails a read that works, and an error that
+// portion is the share of a window of ra bytes one buffer reads: all of
+// it, or half with SplitWindow in async mode.
+func (s *State) portion(ra int64) int64 {
+	if s.cfg.Async && SplitWindow {
+		return max(ra/2, int64(s.cfg.Alignment))
+	}
+	return ra
+}
+
+// nextWindow is the readahead of the prefetch that follows the current
+// window: what the synchronous mode's next refill would read.
+func (s *State) nextWindow() int64 {
+	if s.cfg.Size > 0 {
+		return s.portion(s.cfg.Size)
+	}
+	ra := s.autoSize
+	s.autoSize = min(2*s.autoSize, s.cfg.MaxAuto)
+	return s.portion(ra)
+}
+
+// tryPrefetched serves [off, end) from the prefetch buffer when the read
+// has moved into it (or straddles the current window's end into it): it
+// waits for the prefetched bytes the read needs, makes the prefetch the
+// current window and submits the prefetch of the window after it. ok is
+// false when the prefetch buffer does not hold the read; b is nil (with
+// ok true) when the prefetch failed or came back short, and the caller
+// reads the block itself.
+func (s *State) tryPrefetched(off, end int64) (b []byte, ok bool) {
+	cur, nxt := &s.bufs[s.cur], &s.bufs[1-s.cur]
+	if nxt.planned == 0 || end > nxt.end() {
+		return nil, false
+	}
+	tail := 0 // bytes of the read at the end of cur
+	switch {
+	case off >= nxt.off:
+	case off >= cur.off && off < cur.end() && nxt.off == cur.end():
+		// The block straddles the two windows: it needs all of cur's tail.
+		s.drainBuf(cur)
+		if cur.validEnd() != nxt.off {
+			return nil, false
+		}
+		tail = int(nxt.off - off)
+	default:
+		return nil, false
+	}
+	s.note(off, end, true)
+	for nxt.inflight != nil && nxt.validEnd() < end {
+		s.awaitPart(nxt)
+	}
+	if nxt.validEnd() < end {
+		// A failed or short prefetch: forget it, and let the caller read.
+		s.drainBuf(nxt)
+		nxt.clear()
+		return nil, true
+	}
+	if tail > 0 {
+		if tail > nxt.base {
+			return nil, true // a block longer than the room: the caller reads it
+		}
+		copy((*nxt.mem)[nxt.base-tail:nxt.base], (*cur.mem)[cur.base+int(off-cur.off):cur.base+cur.n])
+		nxt.base -= tail
+		nxt.off -= int64(tail)
+		nxt.n += tail
+		nxt.planned += tail
+	}
+	// Swap: the old window becomes the prefetch buffer, once nothing
+	// reads into it any more.
+	s.drainBuf(cur)
+	cur.clear()
+	s.cur = 1 - s.cur
+	s.prefetch()
+	return s.serve(&s.bufs[s.cur], off, end), true
+}
+
+// serveWhenRead waits until b's parts up to end have been read and serves
+// [off, end). When the window ends short of end (the file ended, or a part
+// failed), it serves nothing and the caller reads the block itself: a
+// failed prefetch never fails a read that works, and an error that
 // persists is reported by the caller's own read, with the block's offset.
-func (s *State) serveWhenRead(off, end int64) ([]byte, error) {
-	for s.inflight != nil && s.cur.off+int64(s.cur.n) < end {
-		if !s.awaitPart() {
+func (s *State) serveWhenRead(b *buffer, off, end int64) []byte {
+	for b.inflight != nil && b.validEnd() < end {
+		if !s.awaitPart(b) {
 			break
 		}
 	}
-	if s.cur.off+int64(s.cur.n) < end {
-		return nil, nil
+	if b.validEnd() < end {
+		return nil
 	}
-	return s.serve(off, end), nil
+	return s.serve(b, off, end)
 }
 
-// serve counts [off, end) as used and returns it from the window.
-func (s *State) serve(off, end int64) []byte {
+// serve counts [off, end) as used and returns it from b.
+func (s *State) serve(b *buffer, off, end int64) []byte {
 	if from := max(off, s.usedHi); end > from {
 		s.counters.BytesUsed += uint64(end - from)
 		s.usedHi = end
 	}
-	return (*s.cur.mem)[off-s.cur.off : end-s.cur.off]
+	s.counters.Hits++
+	return (*b.mem)[b.base+int(off-b.off) : b.base+int(end-b.off)]
 }
 
-// fill replaces the window with one that holds [off, end) and ra bytes
-// after it (within the limit). A window split into parts is submitted to
-// the async reader as one batch and not waited for: Read waits only for the
-// parts it serves from, so the parts after them are read while the caller
-// works through the first (the device sees every part at once, and the CPU
-// does not wait for the whole window).
+// fill replaces the current window with one that holds [off, end) and ra
+// bytes after it (within the limit). A window split into parts is
+// submitted to the async reader as one batch and not waited for: Read
+// waits only for the parts it serves from, so the parts after them are
+// read while the caller works through the first (the device sees every
+// part at once, and the CPU does not wait for the whole window). In async
+// mode the prefetch of the window after it is submitted before the
+// window's own read, so the two overlap.
 func (s *State) fill(off, end, ra int64) error {
-	s.drain()
-	reqs := s.prepare(&s.cur, off, end, ra)
+	cur, nxt := &s.bufs[s.cur], &s.bufs[1-s.cur]
+	s.drainBuf(cur)
+	s.drainBuf(nxt)
+	nxt.clear()
+	reqs := s.prepare(cur, off, end, ra)
+	if s.cfg.Async {
+		s.prefetch()
+	}
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -261,43 +417,77 @@ func (s *State) fill(off, end, ra int64) error {
 			r := &reqs[i]
 			r.N, r.Err = s.f.ReadAt(r.Buf, r.Off)
 		}
-		return s.finish(&s.cur, reqs)
+		return s.finish(cur, reqs)
 	}
-	s.parts = reqs
-	s.partDone = [MaxParts]bool{}
-	s.partErr = nil
-	s.inflight = s.cfg.Reader.Submit(reqs)
+	s.submit(cur, reqs)
 	return nil
 }
 
-// awaitPart waits for one more part of the window in flight and extends
+// submit starts the reads of b's parts.
+func (s *State) submit(b *buffer, reqs []vfs.ReadRequest) {
+	b.parts = reqs
+	b.partDone = [MaxParts]bool{}
+	b.partErr = nil
+	b.inflight = s.cfg.Reader.Submit(reqs)
+}
+
+// prefetch submits the read of the window after the current one, within
+// the limit, into the other buffer (which must be idle). It reads nothing
+// when the current window reaches the limit or ends unaligned (the file
+// ended there).
+func (s *State) prefetch() {
+	cur, nxt := &s.bufs[s.cur], &s.bufs[1-s.cur]
+	nxt.clear()
+	align := s.cfg.Alignment
+	from := cur.end()
+	if cur.planned == 0 || from%int64(align) != 0 || from >= s.cfg.Limit {
+		return
+	}
+	stop := vfs.AlignUp(min(from+s.nextWindow(), s.cfg.Limit), align)
+	if stop <= from {
+		return
+	}
+	room := int(vfs.AlignUp(straddleRoom, align))
+	need := int(stop - from)
+	if nxt.mem == nil || cap(*nxt.mem) < room+need || !vfs.AddrAligned(*nxt.mem, align) {
+		if nxt.mem != nil {
+			bufferPool.Put(nxt.mem)
+		}
+		nxt.mem = bufferPool.Get(room+need, align)
+	}
+	nxt.base, nxt.off, nxt.n, nxt.planned = room, from, 0, need
+	reqs := s.split(nxt, (*nxt.mem)[room:room+need], from)
+	s.counters.AsyncReads++
+	s.submit(nxt, reqs)
+}
+
+// awaitPart waits for one more part of b's window in flight and extends
 // the window's valid prefix over the parts now complete and full. It
 // returns false when no part remains.
-func (s *State) awaitPart() bool {
-	i, ok := s.inflight.Next()
+func (s *State) awaitPart(b *buffer) bool {
+	i, ok := b.inflight.Next()
 	if !ok {
-		s.inflight.Release()
-		s.inflight = nil
+		b.inflight.Release()
+		b.inflight = nil
 		return false
 	}
-	r := &s.parts[i]
-	s.partDone[i] = true
+	r := &b.parts[i]
+	b.partDone[i] = true
 	s.counters.Reads++
 	s.counters.BytesRead += uint64(r.N)
 	s.counters.BytesIssued += uint64(r.N)
-	if r.Err != nil && !errors.Is(r.Err, io.EOF) && s.partErr == nil {
-		s.partErr = r.Err
+	if r.Err != nil && !errors.Is(r.Err, io.EOF) && b.partErr == nil {
+		b.partErr = r.Err
 	}
 	// The valid prefix grows over completed parts in order, up to the first
 	// short or failed one.
-	b := &s.cur
-	for p := range s.parts {
-		q := &s.parts[p]
+	for p := range b.parts {
+		q := &b.parts[p]
 		qEnd := int(q.Off-b.off) + len(q.Buf)
 		if qEnd <= b.n {
 			continue
 		}
-		if !s.partDone[p] || q.Err != nil && !errors.Is(q.Err, io.EOF) {
+		if !b.partDone[p] || q.Err != nil && !errors.Is(q.Err, io.EOF) {
 			break
 		}
 		b.n = int(q.Off-b.off) + q.N
@@ -305,50 +495,56 @@ func (s *State) awaitPart() bool {
 			break
 		}
 	}
-	if s.allPartsDone() {
-		s.retire()
+	if b.allPartsDone() {
+		s.retire(b)
 	}
 	return true
 }
 
-func (s *State) allPartsDone() bool {
-	for p := range s.parts {
-		if !s.partDone[p] {
+func (b *buffer) allPartsDone() bool {
+	for p := range b.parts {
+		if !b.partDone[p] {
 			return false
 		}
 	}
 	return true
 }
 
-// retire ends the batch in flight once every part has completed: the
+// retire ends b's batch in flight once every part has completed: the
 // window then holds exactly its valid prefix.
-func (s *State) retire() {
+func (s *State) retire(b *buffer) {
 	// Every request has been returned by Next, so Release recycles it.
-	if _, ok := s.inflight.Next(); !ok {
-		s.inflight.Release()
+	if _, ok := b.inflight.Next(); !ok {
+		b.inflight.Release()
 	}
-	s.inflight = nil
-	for p := range s.parts {
-		q := &s.parts[p]
+	b.inflight = nil
+	for p := range b.parts {
+		q := &b.parts[p]
 		q.Buf, q.File, q.Err = nil, nil, nil // do not pin them in s
 	}
-	s.parts = nil
+	b.parts = nil
 	// The window keeps its valid prefix, which ends before a short or
 	// failed part: blocks there were read, whatever came after them.
-	s.cur.planned = s.cur.n
+	b.planned = b.n
 }
 
-// drain waits for the reads in flight, so the window's memory may be
+// drain waits for every read in flight, so the windows' memory may be
 // reused or pooled.
 func (s *State) drain() {
-	for s.inflight != nil {
-		s.awaitPart()
+	s.drainBuf(&s.bufs[0])
+	s.drainBuf(&s.bufs[1])
+}
+
+// drainBuf waits for b's reads in flight.
+func (s *State) drainBuf(b *buffer) {
+	for b.inflight != nil {
+		s.awaitPart(b)
 	}
 }
 
 // prepare points b at the new window and returns the requests that fill
-// it, built in s.reqs. The part of the old window the new one starts in is
-// kept (moved to the front), and only the rest is requested.
+// it. The part of the old window the new one starts in is kept (moved to
+// the front), and only the rest is requested.
 func (s *State) prepare(b *buffer, off, end, ra int64) []vfs.ReadRequest {
 	align := s.cfg.Alignment
 	wantEnd := max(end, min(end+ra, s.cfg.Limit))
@@ -361,34 +557,42 @@ func (s *State) prepare(b *buffer, off, end, ra int64) []vfs.ReadRequest {
 		keep = int(b.end() - start)
 	}
 	need := int(stop - start)
+	from0 := b.base + int(start-b.off) // the kept tail in the old memory
 	if b.mem == nil || cap(*b.mem) < need || !vfs.AddrAligned(*b.mem, align) {
 		mem := bufferPool.Get(need, align)
 		if keep > 0 {
-			copy(*mem, (*b.mem)[start-b.off:b.n])
+			copy(*mem, (*b.mem)[from0:b.base+b.n])
 		}
 		if b.mem != nil {
 			bufferPool.Put(b.mem)
 		}
 		b.mem = mem
 	} else if keep > 0 {
-		copy(*b.mem, (*b.mem)[start-b.off:b.n])
+		copy(*b.mem, (*b.mem)[from0:b.base+b.n])
 	}
 	if keep == 0 {
 		s.usedHi = start
 	}
-	b.off, b.n, b.planned = start, keep, need
+	b.base, b.off, b.n, b.planned = 0, start, keep, need
 	from := start + int64(keep)
 	if from >= stop {
 		return nil
 	}
-	data := (*b.mem)[keep:need]
+	return s.split(b, (*b.mem)[keep:need], from)
+}
+
+// split builds, in b.reqs, the requests that read data from the file at
+// from: one, or with direct IO and an async reader up to MaxParts aligned
+// parts of at least MinPartSize.
+func (s *State) split(b *buffer, data []byte, from int64) []vfs.ReadRequest {
+	align := s.cfg.Alignment
 	parts := 1
 	if align > 1 && s.cfg.Reader != nil {
 		parts = min(MaxParts, len(data)/MinPartSize)
 		parts = max(parts, 1)
 	}
 	partLen := vfs.AlignDown(int64(len(data)/parts), align)
-	reqs := s.reqs[:0]
+	reqs := b.reqs[:0]
 	for p := 0; p < parts && len(data) > 0; p++ {
 		l := int(min(partLen, int64(len(data))))
 		if p == parts-1 {

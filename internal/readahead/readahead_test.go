@@ -515,7 +515,7 @@ func TestDirectWindowServesFirstPartEarly(t *testing.T) {
 		close(g.gate)
 		t.Fatal("the first block waited for parts after it")
 	}
-	if s.inflight == nil {
+	if s.bufs[s.cur].inflight == nil {
 		t.Fatal("no part left in flight: the window was read whole before serving")
 	}
 	close(g.gate)
