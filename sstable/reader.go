@@ -52,6 +52,9 @@ type Reader struct {
 	stats   *ReadStats
 	maxAuto int64 // automatic readahead cap; <= 0 is off
 	async   vfs.AsyncReader
+	// id numbers the Reader among all Readers of the process (MultiGetBatch
+	// orders its reads by it).
+	id uint64
 }
 
 // fileAlignment is vfs.Alignment; tests replace it to read through a fake
@@ -80,7 +83,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		o.Comparer = base.DefaultComparer
 	}
 	r := &Reader{f: f, name: o.FileName, cmp: o.Comparer.Compare, cache: o.Cache,
-		align: fileAlignment(f), stats: o.Stats, maxAuto: o.MaxAutoReadaheadSize, async: o.AsyncReader}
+		align: fileAlignment(f), stats: o.Stats, maxAuto: o.MaxAutoReadaheadSize, async: o.AsyncReader, id: readerIDs.Add(1)}
 	if r.stats == nil {
 		r.stats = &discardStats
 	}
@@ -217,15 +220,10 @@ func (r *Reader) readResult(off int64, want, n int, err error) error {
 // cache: from ra's window when ra is not nil and serves it, else by a read
 // of its own. The result never aliases memory that is reused.
 func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, src fileSource) ([]byte, error) {
-	limit := r.footOff
-	if dataBlock {
-		limit = r.metaStart
+	if err := r.checkHandle(h, dataBlock); err != nil {
+		return nil, err
 	}
-	if h.length > maxBlockLen || h.offset > limit || h.length+blockTrailerLen > limit-h.offset {
-		return nil, r.corruptf(h, "block handle (offset %d, length %d) out of bounds", h.offset, h.length)
-	}
-	n := int(h.length)
-	total := n + blockTrailerLen
+	total := int(h.length) + blockTrailerLen
 	var buf []byte
 	// shared is true when buf is memory that is reused (a readahead window
 	// or a pooled direct-IO buffer): an uncompressed block is then copied
@@ -253,6 +251,28 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, s
 		}
 	}
 	r.stats.BlockReads.Add(1)
+	return r.decodeBlock(h, buf, shared)
+}
+
+// checkHandle checks that the block at h lies where blocks of its kind may:
+// data blocks below metaStart, any block below the footer.
+func (r *Reader) checkHandle(h blockHandle, dataBlock bool) error {
+	limit := r.footOff
+	if dataBlock {
+		limit = r.metaStart
+	}
+	if h.length > maxBlockLen || h.offset > limit || h.length+blockTrailerLen > limit-h.offset {
+		return r.corruptf(h, "block handle (offset %d, length %d) out of bounds", h.offset, h.length)
+	}
+	return nil
+}
+
+// decodeBlock verifies the checksum of buf, the block at h with its
+// trailer as read from the file, and returns its decompressed contents.
+// shared says buf is memory that is reused: an uncompressed block is then
+// copied out, so the result never aliases it.
+func (r *Reader) decodeBlock(h blockHandle, buf []byte, shared bool) ([]byte, error) {
+	n := int(h.length)
 	if want, got := binary.LittleEndian.Uint32(buf[n+1:]), checksum(r.checksum, buf[:n+1]); want != got {
 		return nil, r.corruptf(h, "block checksum mismatch: stored %#x, computed %#x", want, got)
 	}
@@ -273,30 +293,49 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, s
 // A block read from the file goes through ra when it is not nil; a cached
 // block is only reported to it.
 func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool, ra *readahead.State, src fileSource) error {
-	if r.cache != nil {
-		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok {
-			if ra != nil {
-				ra.NoteCached(int64(h.offset), int(h.length)+blockTrailerLen)
-			}
-			if aux == nil {
-				if !seek || !fillCache {
-					bi.init(b, true) // validated before it was cached
-					return nil
-				}
-				// The block is sought in again while cached: now its search
-				// structure pays. Blocks that churn through a small cache
-				// never pay for one.
-				aux = buildBlockSearch(b, r.bytewise)
-				r.cache.SetAux(r.cacheID, h.offset, b, aux)
-			}
-			bi.initCached(b, aux, seek)
-			return nil
+	if r.cachedDataBlock(bi, h, fillCache, seek) {
+		if ra != nil {
+			ra.NoteCached(int64(h.offset), int(h.length)+blockTrailerLen)
 		}
+		return nil
 	}
 	b, err := r.readBlock(h, true, ra, src)
 	if err != nil {
 		return err
 	}
+	return r.useDataBlock(bi, h, b, fillCache)
+}
+
+// cachedDataBlock points bi at the data block at h when the cache holds it
+// and reports whether it did (see loadDataBlock for fillCache and seek).
+func (r *Reader) cachedDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool) bool {
+	if r.cache == nil {
+		return false
+	}
+	b, aux, ok := r.cache.GetAux(r.cacheID, h.offset)
+	if !ok {
+		return false
+	}
+	if aux == nil {
+		if !seek || !fillCache {
+			bi.init(b, true) // validated before it was cached
+			return true
+		}
+		// The block is sought in again while cached: now its search
+		// structure pays. Blocks that churn through a small cache never pay
+		// for one.
+		aux = buildBlockSearch(b, r.bytewise)
+		r.cache.SetAux(r.cacheID, h.offset, b, aux)
+	}
+	bi.initCached(b, aux, seek)
+	return true
+}
+
+// useDataBlock points bi at b, the data block at h just read from the file
+// and verified, after checking its restart array; it caches b when
+// fillCache. Every data block read from the file passes through here before
+// it is searched or cached.
+func (r *Reader) useDataBlock(bi *blockIter, h blockHandle, b []byte, fillCache bool) error {
 	if !blockValid(b) {
 		return r.corruptf(h, "bad data block restart array")
 	}
@@ -389,6 +428,27 @@ func (r *Reader) MayContain(userKey []byte) bool {
 	return bloomMayContain(r.filter, bloomHash(userKey))
 }
 
+// ProbeBloom is MayContain counting the probe in the Reader's ReadStats
+// (BloomChecks, and BloomUseful when it rules the key out) and in extra
+// when not nil. A table without a filter is not probed and not counted.
+func (r *Reader) ProbeBloom(userKey []byte, extra *ReadStats) bool {
+	if r.filter == nil {
+		return true
+	}
+	ok := bloomMayContain(r.filter, bloomHash(userKey))
+	r.stats.BloomChecks.Add(1)
+	if !ok {
+		r.stats.BloomUseful.Add(1)
+	}
+	if extra != nil {
+		extra.BloomChecks.Add(1)
+		if !ok {
+			extra.BloomUseful.Add(1)
+		}
+	}
+	return ok
+}
+
 // seekIndex returns the first index entry whose separator is >= k, or
 // len(r.index).
 func (r *Reader) seekIndex(k base.InternalKey) int {
@@ -416,7 +476,7 @@ func (r *Reader) seekIndexCompare(k base.InternalKey) int {
 // checks the bloom filter first and does not allocate when the block is
 // cached. value may alias a cached block and must not be modified.
 func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
-	if !r.MayContain(key) {
+	if !r.ProbeBloom(key, nil) {
 		return nil, 0, 0, false, nil
 	}
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
@@ -424,8 +484,16 @@ func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []
 	defer putGetIter(bi)
 	for i := r.seekIndex(search); i < len(r.index); i++ {
 		h := r.index[i].handle
-		if err := r.loadDataBlock(bi, h, fillCache, true, nil, r.source()); err != nil { // Get never reads ahead
-			return nil, 0, 0, false, err
+		if r.cachedDataBlock(bi, h, fillCache, true) {
+			r.stats.CacheHits.Add(1)
+		} else {
+			b, err := r.readBlock(h, true, nil, r.source()) // Get never reads ahead
+			if err == nil {
+				err = r.useDataBlock(bi, h, b, fillCache)
+			}
+			if err != nil {
+				return nil, 0, 0, false, err
+			}
 		}
 		if bi.seekGE(search, r.cmp) {
 			k := bi.ikey
