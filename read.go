@@ -1,6 +1,8 @@
 package shale
 
 import (
+	"time"
+
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/rangedel"
@@ -16,6 +18,9 @@ func (d *DB) readSeq(ro *ReadOptions) base.SeqNum {
 
 // Get returns a copy of the value of key, or ErrNotFound.
 func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
+	if st := d.opts.Statistics; st != nil {
+		defer st.record(HistogramGetMicros, time.Now())
+	}
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -102,37 +107,6 @@ func fileContains(cmp base.Compare, f *manifest.FileMetadata, key []byte) bool {
 	}
 	c := cmp(key, f.Largest.UserKey)
 	return c < 0 || (c == 0 && !f.Largest.IsExclusiveSentinel())
-}
-
-// MultiGet looks up several keys at one snapshot. values[i] and errs[i]
-// answer keys[i]; errs[i] is ErrNotFound for an absent key.
-func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
-	values := make([][]byte, len(keys))
-	errs := make([]error, len(keys))
-	if err := d.checkOpen(); err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return values, errs
-	}
-	rs := d.loadReadState()
-	if rs == nil {
-		for i := range errs {
-			errs[i] = ErrClosed
-		}
-		return values, errs
-	}
-	defer rs.unref()
-	snap := d.readSeq(ro)
-	fill := ro.fillCache()
-	for i, k := range keys {
-		v, err := d.getFrom(rs, k, snap, fill)
-		if err == nil {
-			v = append(make([]byte, 0, len(v)), v...)
-		}
-		values[i], errs[i] = v, err
-	}
-	return values, errs
 }
 
 // rangeDels returns every range tombstone of the read state's sources

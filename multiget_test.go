@@ -1,0 +1,243 @@
+package shale
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/vfs"
+)
+
+// multiGetModes are the three ways MultiGet batches its reads.
+var multiGetModes = []struct {
+	name              string
+	async, optimizeIO bool
+}{
+	{"single-file", false, false},
+	{"single-level", true, false},
+	{"multi-level", true, true},
+}
+
+func testKey(i int) []byte { return []byte(fmt.Sprintf("key%05d", i)) }
+
+// mgDB is a DB under test with the snapshots taken while it was written.
+type mgDB struct {
+	d     *DB
+	snaps []*Snapshot
+	nKeys int
+}
+
+// writeRandom applies n random writes to keys [0, nKeys): puts of values
+// of varying size, Delete, SingleDelete, DeleteRange, with flushes and
+// snapshots along the way.
+func (m *mgDB) writeRandom(t *testing.T, rng *rand.Rand, n int, compactRange bool) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		k := testKey(rng.IntN(m.nKeys))
+		var err error
+		switch p := rng.IntN(100); {
+		case p < 70:
+			v := bytes.Repeat([]byte{byte('a' + rng.IntN(26))}, 1+rng.IntN(600))
+			copy(v, fmt.Sprintf("%d:", i))
+			err = m.d.Put(k, v, nil)
+		case p < 82:
+			err = m.d.Delete(k, nil)
+		case p < 88:
+			err = m.d.SingleDelete(k, nil)
+		case p < 92:
+			a := rng.IntN(m.nKeys)
+			err = m.d.DeleteRange(testKey(a), testKey(a+1+rng.IntN(20)), nil)
+		case p < 94:
+			if len(m.snaps) < 8 {
+				m.snaps = append(m.snaps, m.d.NewSnapshot())
+			}
+		case p < 96:
+			err = m.d.Flush()
+		case p < 97 && compactRange:
+			a := rng.IntN(m.nKeys)
+			err = m.d.CompactRange(testKey(a), testKey(a+rng.IntN(200)))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (m *mgDB) release() {
+	for _, s := range m.snaps {
+		s.Release()
+	}
+	m.snaps = nil
+}
+
+// shape returns the number of files of each level.
+func (m *mgDB) shape() []int {
+	rs := m.d.loadReadState()
+	defer rs.unref()
+	var n []int
+	for _, files := range rs.version.Levels {
+		n = append(n, len(files))
+	}
+	return n
+}
+
+// randomKeys returns a batch of keys with duplicates and absent ones.
+func (m *mgDB) randomKeys(rng *rand.Rand) [][]byte {
+	n := 1 + rng.IntN(64)
+	keys := make([][]byte, 0, n)
+	for len(keys) < n {
+		switch p := rng.IntN(10); {
+		case p == 0 && len(keys) > 0:
+			keys = append(keys, append([]byte(nil), keys[rng.IntN(len(keys))]...))
+		case p == 1:
+			keys = append(keys, []byte(fmt.Sprintf("absent%d", rng.IntN(100))))
+		case p == 2:
+			keys = append(keys, testKey(m.nKeys+rng.IntN(10)))
+		default:
+			keys = append(keys, testKey(rng.IntN(m.nKeys)))
+		}
+	}
+	return keys
+}
+
+// check compares MultiGet and MultiGetFunc in every mode with looped Get,
+// for rounds random batches at random snapshots.
+func (m *mgDB) check(t *testing.T, rng *rand.Rand, rounds int) {
+	t.Helper()
+	for r := 0; r < rounds; r++ {
+		keys := m.randomKeys(rng)
+		var snap *Snapshot
+		if len(m.snaps) > 0 && rng.IntN(3) > 0 {
+			snap = m.snaps[rng.IntN(len(m.snaps))]
+		}
+		skipFill := rng.IntN(4) == 0
+		want := make([][]byte, len(keys))
+		wantErr := make([]error, len(keys))
+		for i, k := range keys {
+			want[i], wantErr[i] = m.d.Get(k, &ReadOptions{Snapshot: snap, SkipFillCache: skipFill})
+			if wantErr[i] != nil && !errors.Is(wantErr[i], ErrNotFound) {
+				t.Fatalf("Get(%q): %v", k, wantErr[i])
+			}
+		}
+		same := func(mode string, i int, v []byte, err error) {
+			t.Helper()
+			if !errors.Is(err, wantErr[i]) && (err != nil || wantErr[i] != nil) {
+				t.Fatalf("%s: key %d %q: error %v, Get says %v", mode, i, keys[i], err, wantErr[i])
+			}
+			if !bytes.Equal(v, want[i]) || (v == nil) != (want[i] == nil) {
+				t.Fatalf("%s: key %d %q: value %.20q, Get says %.20q", mode, i, keys[i], v, want[i])
+			}
+		}
+		for _, mode := range multiGetModes {
+			ro := &ReadOptions{Snapshot: snap, SkipFillCache: skipFill, AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+			vals, errs := m.d.MultiGet(keys, ro)
+			for i := range keys {
+				same("MultiGet "+mode.name, i, vals[i], errs[i])
+			}
+			calls := make([]int, len(keys))
+			kept := make([][]byte, len(keys))
+			m.d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
+				calls[i]++
+				same("MultiGetFunc "+mode.name, i, v, err)
+				kept[i] = v
+			})
+			for i, c := range calls {
+				if c != 1 {
+					t.Fatalf("MultiGetFunc %s: fn called %d times for index %d", mode.name, c, i)
+				}
+			}
+			// The values handed to fn are the caller's: each its own copy,
+			// which later calls do not change.
+			vals, _ = m.d.MultiGet(keys, ro)
+			seen := map[*byte]bool{}
+			for i, v := range kept {
+				same("kept value "+mode.name, i, v, wantErr[i])
+				if len(v) > 0 {
+					if seen[&v[0]] {
+						t.Fatalf("MultiGetFunc %s: index %d shares its value's memory", mode.name, i)
+					}
+					seen[&v[0]] = true
+					if len(vals[i]) > 0 && &vals[i][0] == &v[0] {
+						t.Fatalf("MultiGetFunc %s: index %d shares memory with a later call", mode.name, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMultiGetModel checks that MultiGet and MultiGetFunc, in all three
+// modes, answer as looped Get does, on DBs with data in memtables, several
+// L0 files and several levels, tombstones, range tombstones and snapshots;
+// on a plain in-memory FS, a latency FS, without a block cache and with
+// direct reads.
+func TestMultiGetModel(t *testing.T) {
+	variants := []struct {
+		name string
+		fs   func() vfs.FS
+		opt  func(*Options)
+	}{
+		{"mem", func() vfs.FS { return vfs.NewMem() }, nil},
+		{"latency", func() vfs.FS {
+			return vfs.NewLatencyFS(vfs.NewMem(), vfs.LatencyOptions{ReadLatency: 20 * time.Microsecond, ReadJitter: 10 * time.Microsecond})
+		}, nil},
+		{"nocache", func() vfs.FS { return vfs.NewMem() }, func(o *Options) { o.BlockCacheSize = -1 }},
+		{"smallcache", func() vfs.FS { return vfs.NewMem() }, func(o *Options) { o.BlockCacheSize = 16 << 10 }},
+		{"direct", func() vfs.FS { return vfs.NewMem() }, func(o *Options) { o.UseDirectReads = true; o.BlockCacheSize = 32 << 10 }},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			seed := modelSeed(t)
+			t.Logf("seed %d (SHALE_SEED reruns)", seed)
+			rng := rand.New(rand.NewPCG(seed, seed^0x3a))
+			fs := v.fs()
+			opts := testOptions(fs)
+			opts.DisableDynamicLevelBytes = true // fill L1 first: data in several levels
+			if v.opt != nil {
+				v.opt(opts)
+			}
+			d, err := Open("db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &mgDB{d: d, nKeys: 1500}
+			rounds := bySize(12, 4, 60)
+			// Phase 1: automatic compactions spread the data over the levels
+			// while MultiGets run.
+			for i := 0; i < 4; i++ {
+				m.writeRandom(t, rng, bySize(1500, 600, 5000), i == 0)
+				m.check(t, rng, rounds)
+			}
+			t.Logf("after phase 1: files per level %v", m.shape())
+			m.release()
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Phase 2: without compactions, flushes pile up L0 files over
+			// the levels.
+			opts.DisableAutoCompactions = true
+			if d, err = Open("db", opts); err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			m.d = d
+			for i := 0; i < 5; i++ {
+				m.writeRandom(t, rng, bySize(100, 80, 400), false)
+				if err := d.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				m.writeRandom(t, rng, 50, false) // and some in the memtable
+				m.check(t, rng, rounds)
+			}
+			shape := m.shape()
+			t.Logf("after phase 2: files per level %v", shape)
+			if shape[0] < 3 {
+				t.Fatalf("want several L0 files, have %v", shape)
+			}
+			m.release()
+		})
+	}
+}
