@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -240,4 +241,218 @@ func TestMultiGetModel(t *testing.T) {
 			m.release()
 		})
 	}
+}
+
+// buildLayeredDB opens a DB on fs with a fixed seed and writes it into a
+// shape with data in several L0 files and several levels, auto compactions
+// off at the end.
+func buildLayeredDB(t *testing.T, fs vfs.FS, opt func(*Options)) *mgDB {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(7, 11))
+	opts := testOptions(fs)
+	opts.DisableDynamicLevelBytes = true
+	if opt != nil {
+		opt(opts)
+	}
+	d, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mgDB{d: d, nKeys: 1500}
+	for i := 0; i < 4; i++ {
+		m.writeRandom(t, rng, 1500, i == 0)
+	}
+	m.release()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.DisableAutoCompactions = true
+	if m.d, err = Open("db", opts); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		m.writeRandom(t, rng, 100, false)
+		if err := m.d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shape := m.shape()
+	levels := 0
+	for _, n := range shape[1:] {
+		if n > 0 {
+			levels++
+		}
+	}
+	if shape[0] < 2 || levels < 2 {
+		t.Fatalf("want several L0 files and levels, have %v", shape)
+	}
+	t.Logf("files per level %v", shape)
+	return m
+}
+
+// TestMultiGetBatching counts the batches each mode submits for one set of
+// keys: multi-level fewer than single-level, fewer than single-file.
+func TestMultiGetBatching(t *testing.T) {
+	m := buildLayeredDB(t, vfs.NewMem(), func(o *Options) { o.BlockCacheSize = -1 })
+	d := m.d
+	defer d.Close()
+	var keys [][]byte
+	for i := 0; i < 1500; i += 13 {
+		keys = append(keys, testKey(i))
+	}
+	d.MultiGet(keys, nil) // open every table first
+	var batches [3]uint64
+	var pcs [3]PerfContext
+	for i, mode := range multiGetModes {
+		before := d.ioReader.Stats()
+		ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pcs[i]}
+		_, errs := d.MultiGet(keys, ro)
+		batches[i] = d.ioReader.Stats().Batches - before.Batches
+		found := 0
+		for _, err := range errs {
+			if err == nil {
+				found++
+			} else if !errors.Is(err, ErrNotFound) {
+				t.Fatal(err)
+			}
+		}
+		pc := pcs[i]
+		t.Logf("%s: %d batches, perf %+v", mode.name, batches[i], pc)
+		if pc.MultiGetKeysFound != uint64(found) || found == 0 {
+			t.Fatalf("%s: MultiGetKeysFound %d, found %d", mode.name, pc.MultiGetKeysFound, found)
+		}
+		if pc.AsyncReads == 0 || pc.BlockReads == 0 || pc.BlockCacheHits != 0 || pc.BloomChecks == 0 || pc.BloomUseful == 0 {
+			t.Fatalf("%s: implausible counts %+v", mode.name, pc)
+		}
+	}
+	if !(batches[2] < batches[1] && batches[1] < batches[0]) {
+		t.Fatalf("batches single-file %d, single-level %d, multi-level %d: want strictly fewer in that order", batches[0], batches[1], batches[2])
+	}
+	// Every mode reads the same blocks; only the grouping differs.
+	if pcs[0].BlockReads != pcs[1].BlockReads || pcs[1].BlockReads != pcs[2].BlockReads {
+		t.Fatalf("block reads differ between modes: %d %d %d", pcs[0].BlockReads, pcs[1].BlockReads, pcs[2].BlockReads)
+	}
+}
+
+// TestMultiGetCoalesce reads a run of adjacent keys of one table: adjacent
+// blocks share requests, and with a block cache a second call reads
+// nothing.
+func TestMultiGetCoalesce(t *testing.T) {
+	opts := testOptions(vfs.NewMem())
+	opts.DisableAutoCompactions = true
+	opts.WriteBufferSize = 1 << 20
+	d, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i := 0; i < 400; i++ {
+		if err := d.Put(testKey(i), bytes.Repeat([]byte{byte(i)}, 300), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]byte
+	for i := 100; i < 200; i++ {
+		keys = append(keys, testKey(i))
+	}
+	for _, mode := range multiGetModes {
+		var pc PerfContext
+		before := d.ioReader.Stats()
+		ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pc, SkipFillCache: true}
+		vals, errs := d.MultiGet(keys, ro)
+		for i := range keys {
+			if errs[i] != nil || !bytes.Equal(vals[i], bytes.Repeat([]byte{byte(100 + i)}, 300)) {
+				t.Fatalf("key %q: %v", keys[i], errs[i])
+			}
+		}
+		batches := d.ioReader.Stats().Batches - before.Batches
+		// 100 values of 300 bytes fill about 30 blocks of 1 KiB, read by one
+		// request.
+		if batches != 1 || pc.AsyncReads != 1 || pc.ReadsCoalesced+1 != pc.BlockReads || pc.BlockReads < 20 {
+			t.Fatalf("%s: %d batches, perf %+v", mode.name, batches, pc)
+		}
+	}
+	var pc PerfContext
+	d.MultiGet(keys, &ReadOptions{PerfContext: &pc}) // fills the cache
+	pc = PerfContext{}
+	d.MultiGet(keys, &ReadOptions{PerfContext: &pc})
+	if pc.BlockReads != 0 || pc.AsyncReads != 0 || pc.BlockCacheHits != uint64(len(keys)) {
+		t.Fatalf("all cached: perf %+v", pc)
+	}
+}
+
+// TestMultiGetFaults fails reads of table files: keys whose lookups need a
+// failing read get an error, every other key the right answer; never a wrong
+// value, never a hang.
+func TestMultiGetFaults(t *testing.T) {
+	ffs := vfs.NewFaultFS(vfs.NewMem(), 5)
+	m := buildLayeredDB(t, ffs, func(o *Options) { o.BlockCacheSize = -1 })
+	d := m.d
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(modelSeed(t), 3))
+	rs := d.loadReadState()
+	var tables []string
+	for _, files := range rs.version.Levels {
+		for _, f := range files {
+			tables = append(tables, base.MakeFilename(base.FileTypeTable, f.FileNum))
+		}
+	}
+	rs.unref()
+	for round := 0; round < bySize(40, 15, 200); round++ {
+		keys := m.randomKeys(rng)
+		// The answers without faults.
+		ffs.ClearRules()
+		want := make([][]byte, len(keys))
+		wantErr := make([]error, len(keys))
+		for i, k := range keys {
+			if want[i], wantErr[i] = d.Get(k, nil); wantErr[i] != nil && !errors.Is(wantErr[i], ErrNotFound) {
+				t.Fatal(wantErr[i])
+			}
+		}
+		// One table fails every read: MultiGet fails exactly the keys
+		// that Get fails.
+		bad := tables[rng.IntN(len(tables))]
+		ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: bad})
+		getErr := make([]error, len(keys))
+		for i, k := range keys {
+			_, getErr[i] = d.Get(k, nil)
+		}
+		for _, mode := range multiGetModes {
+			ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+			vals, errs := d.MultiGet(keys, ro)
+			for i := range keys {
+				injected := errors.Is(errs[i], vfs.ErrInjected)
+				if injected != errors.Is(getErr[i], vfs.ErrInjected) {
+					t.Fatalf("%s: table %s failing: key %q: MultiGet error %v, Get error %v", mode.name, bad, keys[i], errs[i], getErr[i])
+				}
+				if !injected && (!bytes.Equal(vals[i], want[i]) || !errors.Is(errs[i], wantErr[i]) && errs[i] != wantErr[i]) {
+					t.Fatalf("%s: key %q: got %.20q %v, want %.20q %v", mode.name, keys[i], vals[i], errs[i], want[i], wantErr[i])
+				}
+			}
+		}
+		// Random reads of every table fail: any key may fail, none may be
+		// wrong.
+		ffs.ClearRules()
+		ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: ".sst", Probability: 0.2})
+		for _, mode := range multiGetModes {
+			ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+			calls := 0
+			d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
+				calls++
+				if errors.Is(err, vfs.ErrInjected) {
+					return
+				}
+				if !bytes.Equal(v, want[i]) || !errors.Is(err, wantErr[i]) && err != wantErr[i] {
+					t.Fatalf("%s with random faults: key %q: got %.20q %v, want %.20q %v", mode.name, keys[i], v, err, want[i], wantErr[i])
+				}
+			})
+			if calls != len(keys) {
+				t.Fatalf("%s: fn called %d times for %d keys", mode.name, calls, len(keys))
+			}
+		}
+	}
+	ffs.ClearRules()
 }
