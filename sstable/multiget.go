@@ -49,7 +49,7 @@ type lookup struct {
 	// block is the index entry of the data block to search next; while the
 	// lookup is not done, that block is neither cached nor read yet.
 	block int
-	fill bool
+	fill  bool
 	// solo keeps the lookup's block out of coalesced reads: a shared read
 	// that failed is retried block by block, so that the error reaches only
 	// the lookups of the block that cannot be read.
