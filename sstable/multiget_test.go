@@ -303,3 +303,110 @@ func TestMultiGetBatchReadError(t *testing.T) {
 		}
 	}
 }
+
+// countingFile counts its reads.
+type countingFile struct {
+	bytesFile
+	reads int
+}
+
+func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	f.reads++
+	return f.bytesFile.ReadAt(p, off)
+}
+
+// TestNewReaderRoundTrips checks that opening a table reads the footer with
+// the end of the file in one read, and fetches what that misses after it: a
+// small table costs one read, a table whose filter lies before the tail one
+// more.
+func TestNewReaderRoundTrips(t *testing.T) {
+	ar := vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})
+	defer ar.Close()
+	for _, n := range []int{100, 60000} {
+		var entries []kv
+		for i := 0; i < n; i++ {
+			entries = append(entries, kv{base.MakeInternalKey([]byte(fmt.Sprintf("k%07d", i)), base.SeqNum(i+1), base.KindSet), []byte("v")})
+		}
+		path := filepath.Join(t.TempDir(), "t.sst")
+		writeTable(t, path, WriterOptions{BloomBitsPerKey: 10}, entries, []tombstone{{"k0000001", "k0000005", 7}})
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, async := range []vfs.AsyncReader{nil, ar} {
+			f := &countingFile{bytesFile: bytesFile{raw}}
+			var stats ReadStats
+			before := ar.Stats().Batches
+			r, err := NewReader(f, ReaderOptions{FileName: "t.sst", AsyncReader: async, Stats: &stats})
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches := ar.Stats().Batches - before
+			big := int64(len(raw)) > tailReadSize+int64(r.props.FilterSize)
+			switch {
+			case !big && (f.reads != 1 || batches != 0):
+				t.Fatalf("%d-byte table: %d reads, %d batches; want 1 read", len(raw), f.reads, batches)
+			case big && (f.reads < 2 || f.reads > 3 || batches > 1):
+				// The tail, then the filter (and the index, in one batch
+				// when there is an AsyncReader).
+				t.Fatalf("%d-byte table: %d reads, %d batches", len(raw), f.reads, batches)
+			}
+			// The table reads right.
+			for _, i := range []int{0, n / 2, n - 1} {
+				k := []byte(fmt.Sprintf("k%07d", i))
+				v, _, _, found, err := r.Get(k, base.SeqNumMax, false)
+				if err != nil || !found || string(v) != "v" {
+					t.Fatalf("Get(%s): %q %v %v", k, v, found, err)
+				}
+			}
+			if len(r.RangeTombstones()) != 1 {
+				t.Fatalf("range tombstones %v", r.RangeTombstones())
+			}
+			r.Close()
+		}
+	}
+}
+
+// TestNewReaderMetaBatch shrinks the tail read so that the index and filter
+// lie before it: with an AsyncReader they are fetched in one batch, and the
+// table reads right, with direct IO too.
+func TestNewReaderMetaBatch(t *testing.T) {
+	useAlignedFiles(t)
+	old := tailReadSize
+	tailReadSize = 1024
+	defer func() { tailReadSize = old }()
+	ar := vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})
+	defer ar.Close()
+	var entries []kv
+	for i := 0; i < 20000; i++ {
+		entries = append(entries, kv{base.MakeInternalKey([]byte(fmt.Sprintf("k%07d", i)), base.SeqNum(i+1), base.KindSet), []byte("v")})
+	}
+	path := filepath.Join(t.TempDir(), "t.sst")
+	writeTable(t, path, WriterOptions{BloomBitsPerKey: 10}, entries, nil)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, direct := range []bool{false, true} {
+		var f vfs.File = &bytesFile{raw}
+		if direct {
+			f = &alignedFile{bytesFile: bytesFile{raw}, align: 512}
+		}
+		var stats ReadStats
+		before := ar.Stats().Batches
+		r, err := NewReader(f, ReaderOptions{FileName: "t.sst", AsyncReader: ar, Stats: &stats})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ar.Stats().Batches - before; got != 1 || stats.AsyncReads.Load() < 2 {
+			t.Fatalf("direct %v: %d batches, %d async reads; want 1 batch of the index and filter", direct, got, stats.AsyncReads.Load())
+		}
+		for _, i := range []int{0, 7777, 19999} {
+			k := []byte(fmt.Sprintf("k%07d", i))
+			if v, _, _, found, err := r.Get(k, base.SeqNumMax, false); err != nil || !found || string(v) != "v" {
+				t.Fatalf("Get(%s): %q %v %v", k, v, found, err)
+			}
+		}
+		r.Close()
+	}
+}

@@ -101,21 +101,28 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		return nil, base.CorruptionErrorf(r.name, 0, "file of %d bytes is too short for a table", size)
 	}
 	footOff := size - footerLen
-	var fb [footerLen]byte
-	if err := r.readAt(fb[:], footOff); err != nil {
+	// One read fetches the footer with the end of the file before it, where
+	// the metaindex, properties, index and (for small tables) filter and
+	// range-del blocks are; what it misses is read together afterwards. An
+	// open costs one or two round trips to storage instead of six.
+	tailOff := max(size-tailReadSize, 0)
+	tail := make([]byte, size-tailOff)
+	if err := r.readAt(tail, tailOff); err != nil {
 		return nil, err
 	}
-	ft, err := decodeFooter(r.name, footOff, fb[:])
+	ft, err := decodeFooter(r.name, footOff, tail[footOff-tailOff:])
 	if err != nil {
 		return nil, err
 	}
 	r.checksum = ft.checksum
 	r.footOff = uint64(footOff)
 	r.metaStart = r.footOff // narrowed below once the meta blocks are known
-	meta, err := r.readBlock(ft.metaindex, false, nil, r.source())
-	if err != nil {
+	mt := metaTail{buf: tail, off: uint64(tailOff)}
+	metaGot := [][]byte{nil}
+	if err := r.readMetaBlocks(&mt, []blockHandle{ft.metaindex}, metaGot); err != nil {
 		return nil, err
 	}
+	meta := metaGot[0]
 	handles := map[string]blockHandle{}
 	var it blockIter
 	if !it.init(meta, false) {
@@ -135,10 +142,21 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	if !ok {
 		return nil, r.corruptf(ft.metaindex, "no properties block")
 	}
-	pb, err := r.readBlock(ph, false, nil, r.source())
-	if err != nil {
+	// The properties, index, filter and range-del blocks, read together.
+	want := []blockHandle{ph, ft.index}
+	fh, hasFilter := handles[metaFilterName]
+	if hasFilter {
+		want = append(want, fh)
+	}
+	rh, hasRangeDels := handles[metaRangeDelName]
+	if hasRangeDels {
+		want = append(want, rh)
+	}
+	got := make([][]byte, len(want))
+	if err := r.readMetaBlocks(&mt, want, got); err != nil {
 		return nil, err
 	}
+	pb, ib := got[0], got[1]
 	props, msg := decodeProperties(pb)
 	if msg != "" {
 		return nil, r.corruptf(ph, "%s", msg)
@@ -148,27 +166,17 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		return nil, fmt.Errorf("shale: table %s was written with comparer %q, not %q: %w",
 			r.name, props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
 	}
-	if h, ok := handles[metaFilterName]; ok {
-		if r.filter, err = r.readBlock(h, false, nil, r.source()); err != nil {
-			return nil, err
-		}
-		r.metaStart = min(r.metaStart, h.offset)
+	if hasFilter {
+		r.filter = got[2]
+		r.metaStart = min(r.metaStart, fh.offset)
 	}
-	if h, ok := handles[metaRangeDelName]; ok {
-		b, err := r.readBlock(h, false, nil, r.source())
-		if err != nil {
+	if hasRangeDels {
+		if err := r.decodeRangeDels(rh, got[len(got)-1]); err != nil {
 			return nil, err
 		}
-		if err := r.decodeRangeDels(h, b); err != nil {
-			return nil, err
-		}
-		r.metaStart = min(r.metaStart, h.offset)
+		r.metaStart = min(r.metaStart, rh.offset)
 	}
 	r.metaStart = min(r.metaStart, ft.index.offset, ph.offset, ft.metaindex.offset)
-	ib, err := r.readBlock(ft.index, false, nil, r.source())
-	if err != nil {
-		return nil, err
-	}
 	if err := r.decodeIndex(ft.index, ib); err != nil {
 		return nil, err
 	}
@@ -177,6 +185,100 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		r.buildIndexWords()
 	}
 	return r, nil
+}
+
+// tailReadSize is how much of the end of a table NewReader reads with the
+// footer.
+var tailReadSize int64 = 64 << 10 // a variable for tests
+
+// metaTail is the end of the file read with the footer.
+type metaTail struct {
+	buf []byte
+	off uint64 // file offset of buf[0]
+}
+
+// readMetaBlocks reads, verifies and decompresses the blocks at hs into
+// got: those within the tail from it, the others by one batch of reads
+// (through the AsyncReader when the Reader has one, else one after
+// another). Every handle is bounds-checked before anything is read.
+func (r *Reader) readMetaBlocks(mt *metaTail, hs []blockHandle, got [][]byte) error {
+	var missing []int
+	for i, h := range hs {
+		if err := r.checkHandle(h, false); err != nil {
+			return err
+		}
+		if h.offset < mt.off {
+			missing = append(missing, i)
+			continue
+		}
+		rel := h.offset - mt.off
+		r.stats.BlockReads.Add(1)
+		b, err := r.decodeBlock(h, mt.buf[rel:rel+h.length+blockTrailerLen], true)
+		if err != nil {
+			return err
+		}
+		got[i] = b
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if r.async == nil || len(missing) == 1 {
+		for _, i := range missing {
+			b, err := r.readBlock(hs[i], false, nil, r.source())
+			if err != nil {
+				return err
+			}
+			got[i] = b
+		}
+		return nil
+	}
+	reqs := make([]vfs.ReadRequest, len(missing))
+	starts := make([]int64, len(missing))
+	pooled := make([]*[]byte, len(missing))
+	defer func() {
+		for _, db := range pooled {
+			if db != nil {
+				directBufPool.Put(db)
+			}
+		}
+	}()
+	for j, i := range missing {
+		h := hs[i]
+		off, n := int64(h.offset), int(h.length)+blockTrailerLen
+		starts[j] = off
+		var buf []byte
+		if r.align > 1 {
+			starts[j] = vfs.AlignDown(off, r.align)
+			need := int(vfs.AlignUp(off+int64(n), r.align) - starts[j])
+			pooled[j] = directBufPool.Get(need, r.align)
+			buf = (*pooled[j])[:need]
+		} else {
+			buf = make([]byte, n)
+		}
+		reqs[j] = vfs.ReadRequest{File: r.f, Off: starts[j], Buf: buf}
+	}
+	r.async.MultiRead(reqs) // errors are checked per request below
+	for j, i := range missing {
+		h, q := hs[i], &reqs[j]
+		off, n := int64(h.offset), int(h.length)+blockTrailerLen
+		r.stats.FileReads.Add(1)
+		r.stats.AsyncReads.Add(1)
+		r.stats.BytesRead.Add(uint64(max(q.N, 0)))
+		if r.align > 1 {
+			r.stats.DirectReads.Add(1)
+		}
+		skip := int(off - starts[j])
+		if err := r.readResult(off, n, q.N-skip, q.Err); err != nil {
+			return err
+		}
+		r.stats.BlockReads.Add(1)
+		b, err := r.decodeBlock(h, q.Buf[skip:skip+n], pooled[j] != nil)
+		if err != nil {
+			return err
+		}
+		got[i] = b
+	}
+	return nil
 }
 
 func (r *Reader) corruptf(h blockHandle, format string, args ...any) error {
