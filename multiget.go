@@ -84,7 +84,11 @@ func (ro *ReadOptions) multiGetMode() multiGetMode {
 }
 
 // multiGetPool recycles the working memory of MultiGet calls.
-var multiGetPool = sync.Pool{New: func() any { return new(multiGet) }}
+var multiGetPool = sync.Pool{New: func() any {
+	m := new(multiGet)
+	m.onDoneFunc = m.onDone
+	return m
+}}
 
 // multiGet is the state of one MultiGet call.
 type multiGet struct {
@@ -98,6 +102,10 @@ type multiGet struct {
 	keys  []mgKey
 	order []int
 	batch sstable.MultiGetBatch
+	// owner maps the batch's lookup ids to indices of keys.
+	owner []int
+	// onDoneFunc is m.onDone, bound once so Read calls do not allocate.
+	onDoneFunc func(id int)
 	// stats counts this call's table work (PerfContext); found counts the
 	// caller's indices answered with a value.
 	stats sstable.ReadStats
@@ -133,6 +141,7 @@ func (m *multiGet) reset() {
 	clear(m.keys)
 	m.keys = m.keys[:0]
 	m.order = m.order[:0]
+	m.owner = m.owner[:0]
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
 	m.d, m.rs, m.fn, m.found, m.openErrs = nil, nil, nil, 0, nil
@@ -332,7 +341,8 @@ func inGroup(mode multiGetMode, k, lead *mgKey) bool {
 // after round: each round adds the lookups of the keys of one group (one
 // file, one level, or every key, by mode) to the batch, reads the blocks
 // they miss in one batch, and moves the keys not found to their next
-// candidate.
+// candidate. Keys are settled as their lookups finish: at once for a cached
+// block, else as the read of their block completes.
 func (m *multiGet) tables(mode multiGetMode) {
 	for {
 		// lead is the active key with the lowest position; within it, the
@@ -346,46 +356,43 @@ func (m *multiGet) tables(mode multiGetMode) {
 		if lead == nil {
 			return
 		}
-		inFlight := false
 		for j := range m.keys {
 			k := &m.keys[j]
-			if k.done || !inGroup(mode, k, lead) {
+			if k.done || k.lookup >= 0 || !inGroup(mode, k, lead) {
 				continue
 			}
-			if k.lookup < 0 {
-				k.lookup = m.batch.Add(k.table.reader, k.key, m.snap, m.fill)
+			k.lookup = m.batch.Add(k.table.reader, k.key, m.snap, m.fill)
+			m.owner = append(m.owner, j)
+			if _, _, _, _, done, _ := m.batch.Result(k.lookup); done {
+				m.settle(k)
 			}
-			inFlight = true
-		}
-		if !inFlight {
-			return // unreachable: lead is in its own group
 		}
 		if m.batch.Pending() > 0 {
-			m.batch.Read(m.d.ioReader)
+			m.batch.Read(m.d.ioReader, m.onDoneFunc)
 		}
-		referenced := false
-		for j := range m.keys {
-			k := &m.keys[j]
-			if k.done || k.lookup < 0 {
-				continue
-			}
-			value, kind, seq, found, done, err := m.batch.Result(k.lookup)
-			switch {
-			case !done:
-				referenced = true
-				continue
-			case err != nil:
-				m.resolve(k, nil, err)
-			case found:
-				m.resolveEntry(k, value, kind, seq)
-			default:
-				k.pos++
-				m.nextCandidate(k)
-			}
-			k.lookup = -1
-		}
-		if !referenced {
+		if m.batch.Pending() == 0 {
+			// Every lookup is settled: no key refers to the batch.
 			m.batch.Reset()
+			m.owner = m.owner[:0]
 		}
+	}
+}
+
+// onDone settles the key whose lookup id just finished.
+func (m *multiGet) onDone(id int) { m.settle(&m.keys[m.owner[id]]) }
+
+// settle handles k's finished lookup: k is resolved when its candidate holds
+// an entry of the key (or failed), else it moves on to its next candidate.
+func (m *multiGet) settle(k *mgKey) {
+	value, kind, seq, found, _, err := m.batch.Result(k.lookup)
+	k.lookup = -1
+	switch {
+	case err != nil:
+		m.resolve(k, nil, err)
+	case found:
+		m.resolveEntry(k, value, kind, seq)
+	default:
+		k.pos++
+		m.nextCandidate(k)
 	}
 }

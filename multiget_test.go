@@ -456,3 +456,38 @@ func TestMultiGetFaults(t *testing.T) {
 	}
 	ffs.ClearRules()
 }
+
+// TestMultiGetFuncStreams checks that MultiGetFunc answers keys the
+// memtable holds before it reads any file, and every key exactly once.
+func TestMultiGetFuncStreams(t *testing.T) {
+	m := buildLayeredDB(t, vfs.NewMem(), func(o *Options) { o.BlockCacheSize = -1 })
+	d := m.d
+	defer d.Close()
+	if err := d.Put([]byte("in-memtable"), []byte("v"), nil); err != nil {
+		t.Fatal(err)
+	}
+	keys := [][]byte{testKey(10), testKey(700), []byte("in-memtable"), testKey(1400)}
+	d.MultiGet(keys, nil) // open the tables
+	for _, mode := range multiGetModes {
+		ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+		before := d.ioReader.Stats().Batches
+		var order []int
+		d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
+			order = append(order, i)
+			if i == 2 {
+				if string(v) != "v" || err != nil {
+					t.Fatalf("memtable key: %q %v", v, err)
+				}
+				if got := d.ioReader.Stats().Batches - before; got != 0 {
+					t.Fatalf("%s: memtable key answered after %d batches", mode.name, got)
+				}
+			}
+		})
+		if len(order) != len(keys) || order[0] != 2 {
+			t.Fatalf("%s: answered in order %v", mode.name, order)
+		}
+		if d.ioReader.Stats().Batches == before {
+			t.Fatalf("%s: no batch read", mode.name)
+		}
+	}
+}

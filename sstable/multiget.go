@@ -39,6 +39,8 @@ type MultiGetBatch struct {
 	reqs  []vfs.ReadRequest
 	runs  []blockRun
 	bi    blockIter
+	// onDone is Read's callback while it runs.
+	onDone func(id int)
 }
 
 // lookup is one key looked up in one table.
@@ -132,7 +134,7 @@ func (b *MultiGetBatch) advance(id int) {
 	r := l.r
 	for !l.done {
 		if l.block >= len(r.index) {
-			l.done = true
+			b.finish(id)
 			return
 		}
 		h := r.index[l.block].handle
@@ -155,14 +157,15 @@ func (b *MultiGetBatch) search(id int, h blockHandle) {
 	r := l.r
 	if b.bi.seekGE(l.search, r.cmp) {
 		k := b.bi.ikey
-		l.done = true
 		if r.cmp(k.UserKey, l.key) == 0 {
 			l.found, l.value, l.kind, l.seq = true, b.bi.val, k.Kind(), k.SeqNum()
 		}
+		b.finish(id)
 		return
 	}
 	if b.bi.corrupt {
-		l.done, l.err = true, r.corruptf(h, "bad data block entry")
+		l.err = r.corruptf(h, "bad data block entry")
+		b.finish(id)
 		return
 	}
 	// Every entry of the block sorts before the search key; the answer, if
@@ -172,8 +175,16 @@ func (b *MultiGetBatch) search(id int, h blockHandle) {
 
 // fail ends lookup id with err.
 func (b *MultiGetBatch) fail(id int, err error) {
-	l := &b.lookups[id]
-	l.done, l.err = true, err
+	b.lookups[id].err = err
+	b.finish(id)
+}
+
+// finish marks lookup id done and, during Read, tells the caller.
+func (b *MultiGetBatch) finish(id int) {
+	b.lookups[id].done = true
+	if b.onDone != nil {
+		b.onDone(id)
+	}
 }
 
 // Read does one round of reads: every data block that a pending lookup
@@ -183,7 +194,13 @@ func (b *MultiGetBatch) fail(id int, err error) {
 // block ends only the lookups that needed it, with the error. Lookups whose
 // answer starts a block not cached stay pending for another round. Read
 // never waits for anything but its own reads.
-func (b *MultiGetBatch) Read(ar vfs.AsyncReader) {
+//
+// onDone, when not nil, is called (from Read's goroutine) for each lookup as
+// it is done, while other reads of the round may still be in flight; it may
+// call Result but not Add, Read or Reset.
+func (b *MultiGetBatch) Read(ar vfs.AsyncReader, onDone func(id int)) {
+	b.onDone = onDone
+	defer func() { b.onDone = nil }()
 	b.wants = b.wants[:0]
 	for i := range b.lookups {
 		if l := &b.lookups[i]; !l.done {

@@ -14,15 +14,36 @@ import (
 )
 
 // runBatch reads rounds until no lookup of b is pending, failing the test
-// if that takes more rounds than r has blocks (a lookup that never ends).
+// if that takes more rounds than r has blocks (a lookup that never ends),
+// or if Read's callback does not report each lookup that got done exactly
+// once.
 func runBatch(t *testing.T, b *MultiGetBatch, ar vfs.AsyncReader, maxRounds int) int {
 	t.Helper()
 	rounds := 0
+	reported := map[int]int{}
 	for b.Pending() > 0 {
 		if rounds > maxRounds {
 			t.Fatalf("lookups still pending after %d rounds", rounds)
 		}
-		b.Read(ar)
+		var pending []int
+		for id := range b.lookups {
+			if !b.lookups[id].done {
+				pending = append(pending, id)
+			}
+		}
+		clear(reported)
+		b.Read(ar, func(id int) {
+			if _, _, _, _, done, _ := b.Result(id); !done {
+				t.Errorf("lookup %d reported before it is done", id)
+			}
+			reported[id]++
+		})
+		for _, id := range pending {
+			_, _, _, _, done, _ := b.Result(id)
+			if want := map[bool]int{true: 1}[done]; reported[id] != want {
+				t.Fatalf("lookup %d (done %v) reported %d times", id, done, reported[id])
+			}
+		}
 		rounds++
 	}
 	return rounds
