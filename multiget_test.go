@@ -491,3 +491,31 @@ func TestMultiGetFuncStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestGetPerfContext checks Get's per-call counts against MultiGet's: for
+// keys in distinct blocks, without a block cache, looped Get probes the
+// same bloom filters and reads the same blocks as MultiGet in every mode.
+func TestGetPerfContext(t *testing.T) {
+	m := buildLayeredDB(t, vfs.NewMem(), func(o *Options) { o.BlockCacheSize = -1 })
+	d := m.d
+	defer d.Close()
+	var keys [][]byte
+	for i := 3; i < 1500; i += 37 {
+		keys = append(keys, testKey(i))
+	}
+	d.MultiGet(keys, nil) // open the tables
+	var gets PerfContext
+	for _, k := range keys {
+		d.Get(k, &ReadOptions{PerfContext: &gets})
+	}
+	if gets.BlockReads == 0 || gets.BloomChecks == 0 || gets.BlockReadBytes == 0 || gets.AsyncReads != 0 {
+		t.Fatalf("Get counts %+v", gets)
+	}
+	for _, mode := range multiGetModes {
+		var pc PerfContext
+		d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pc})
+		if pc.BloomChecks != gets.BloomChecks || pc.BloomUseful != gets.BloomUseful || pc.BlockReads != gets.BlockReads {
+			t.Fatalf("%s: MultiGet %+v, looped Get %+v", mode.name, pc, gets)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/sstable"
 )
 
 // readSeq returns the seqnum a read with ro sees.
@@ -29,7 +30,15 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	defer rs.unref()
-	value, err := d.getFrom(rs, key, d.readSeq(ro), ro.fillCache())
+	var value []byte
+	var err error
+	if pc := ro.perfContext(); pc != nil {
+		var s sstable.ReadStats
+		value, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), &s)
+		pc.addReadStats(&s)
+	} else {
+		value, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +50,8 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 // tombstone seen so far with a higher seqnum. The newest source holding a
 // point entry of the key decides, because for one user key newer versions
 // always sit in newer sources. The value aliases memtable or block memory.
-func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool) ([]byte, error) {
+// stats, when not nil, also receives the counts of the table work.
+func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats) ([]byte, error) {
 	var maxTomb base.SeqNum
 	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, error) {
 		if seq < maxTomb || kind.IsTombstone() {
@@ -70,7 +80,7 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		if t.rangeDels != nil {
 			maxTomb = max(maxTomb, t.rangeDels.MaxCoveringSeq(key, snap))
 		}
-		value, kind, seq, ok, err := t.reader.Get(key, snap, fillCache)
+		value, kind, seq, ok, err := t.reader.GetCounted(key, snap, fillCache, stats)
 		if err != nil {
 			return true, nil, err
 		}

@@ -578,7 +578,13 @@ func (r *Reader) seekIndexCompare(k base.InternalKey) int {
 // checks the bloom filter first and does not allocate when the block is
 // cached. value may alias a cached block and must not be modified.
 func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
-	if !r.ProbeBloom(key, nil) {
+	return r.GetCounted(key, snapshot, fillCache, nil)
+}
+
+// GetCounted is Get also counting its work in stats when stats is not nil:
+// the per-call counts behind the DB's PerfContext.
+func (r *Reader) GetCounted(key []byte, snapshot base.SeqNum, fillCache bool, stats *ReadStats) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+	if !r.ProbeBloom(key, stats) {
 		return nil, 0, 0, false, nil
 	}
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
@@ -588,7 +594,13 @@ func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []
 		h := r.index[i].handle
 		if r.cachedDataBlock(bi, h, fillCache, true) {
 			r.stats.CacheHits.Add(1)
+			if stats != nil {
+				stats.CacheHits.Add(1)
+			}
 		} else {
+			if stats != nil {
+				r.countBlockRead(stats, h)
+			}
 			b, err := r.readBlock(h, true, nil, r.source()) // Get never reads ahead
 			if err == nil {
 				err = r.useDataBlock(bi, h, b, fillCache)
@@ -611,6 +623,19 @@ func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []
 		// starts the next block.
 	}
 	return nil, 0, 0, false, nil
+}
+
+// countBlockRead counts in s the single read of the block at h that
+// readBlock is about to make (readBlock counts in r.stats itself).
+func (r *Reader) countBlockRead(s *ReadStats, h blockHandle) {
+	off, end := int64(h.offset), int64(h.offset+h.length+blockTrailerLen)
+	if r.align > 1 {
+		off, end = vfs.AlignDown(off, r.align), vfs.AlignUp(end, r.align)
+		s.DirectReads.Add(1)
+	}
+	s.BlockReads.Add(1)
+	s.FileReads.Add(1)
+	s.BytesRead.Add(uint64(end - off))
 }
 
 // RangeTombstones returns the table's range tombstones as stored:
