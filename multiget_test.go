@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -516,6 +519,100 @@ func TestGetPerfContext(t *testing.T) {
 		d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pc})
 		if pc.BloomChecks != gets.BloomChecks || pc.BloomUseful != gets.BloomUseful || pc.BlockReads != gets.BlockReads {
 			t.Fatalf("%s: MultiGet %+v, looped Get %+v", mode.name, pc, gets)
+		}
+	}
+}
+
+// meetFS makes the first read of each table file (the read that opens it)
+// wait, up to a few seconds, until two such reads are in flight at once,
+// and records whether they met.
+type meetFS struct {
+	vfs.FS
+	mu      sync.Mutex
+	waiting int
+	arrived chan struct{}
+	met     atomic.Bool
+	armed   atomic.Bool
+}
+
+type meetFile struct {
+	vfs.File
+	fs      *meetFS
+	readOne atomic.Bool
+}
+
+func (m *meetFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := m.FS.Open(name, opts...)
+	if err != nil || !strings.HasSuffix(name, ".sst") {
+		return f, err
+	}
+	return &meetFile{File: f, fs: m}, nil
+}
+
+func (f *meetFile) ReadAt(p []byte, off int64) (int, error) {
+	m := f.fs
+	// Only the first read of a file counts: the one that opens it.
+	if !f.readOne.Swap(true) && m.armed.Load() && !m.met.Load() {
+		m.mu.Lock()
+		m.waiting++
+		if m.waiting >= 2 {
+			m.met.Store(true)
+			close(m.arrived)
+			m.mu.Unlock()
+		} else {
+			m.mu.Unlock()
+			select {
+			case <-m.arrived:
+			case <-time.After(3 * time.Second): // sequential opens never meet
+				m.mu.Lock()
+				if !m.met.Load() {
+					m.waiting--
+					m.armed.Store(false) // one wait shows it; do not wait per table
+				}
+				m.mu.Unlock()
+			}
+		}
+	}
+	return f.File.ReadAt(p, off)
+}
+
+// TestMultiGetOpensConcurrently reopens a DB and runs a MultiGet that needs
+// many tables: they are opened concurrently (two opens' reads are in flight
+// at once), not one after another.
+func TestMultiGetOpensConcurrently(t *testing.T) {
+	mem := vfs.NewMem()
+	m := buildLayeredDB(t, mem, nil)
+	if err := m.d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mfs := &meetFS{FS: mem, arrived: make(chan struct{})}
+	opts := testOptions(mfs)
+	opts.DisableAutoCompactions = true
+	d, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var keys [][]byte
+	for i := 0; i < 1500; i += 7 {
+		keys = append(keys, testKey(i))
+	}
+	want := make([][]byte, len(keys))
+	d.tableCache.mu.RLock()
+	n := len(d.tableCache.m)
+	d.tableCache.mu.RUnlock()
+	if n > 0 {
+		t.Fatalf("%d tables open before the MultiGet", n)
+	}
+	mfs.armed.Store(true)
+	vals, errs := d.MultiGet(keys, nil)
+	if !mfs.met.Load() {
+		t.Fatal("no two table reads were in flight at once: tables opened one by one")
+	}
+	for i, k := range keys {
+		var err error
+		if want[i], err = d.Get(k, nil); !errors.Is(err, errs[i]) && err != errs[i] || !bytes.Equal(vals[i], want[i]) {
+			t.Fatalf("key %q: MultiGet %q %v, Get %q %v", k, vals[i], errs[i], want[i], err)
 		}
 	}
 }
