@@ -113,6 +113,8 @@ type multiGet struct {
 	// openErrs holds the tables that failed to open for this call, so that
 	// every key reaching one gets the same error without another attempt.
 	openErrs map[base.FileNum]error
+	// blocked counts the keys waiting for a table to be opened.
+	blocked int
 }
 
 // mgKey is one distinct key of a MultiGet and where its lookup stands.
@@ -135,6 +137,9 @@ type mgKey struct {
 	table *cachedTable
 	// lookup is the key's lookup in batch, or -1.
 	lookup int
+	// blocked is set while the key waits for the table at pos to be
+	// opened (see openBlocked).
+	blocked bool
 }
 
 func (m *multiGet) reset() {
@@ -144,7 +149,7 @@ func (m *multiGet) reset() {
 	m.owner = m.owner[:0]
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
-	m.d, m.rs, m.fn, m.found, m.openErrs = nil, nil, nil, 0, nil
+	m.d, m.rs, m.fn, m.found, m.openErrs, m.blocked = nil, nil, nil, 0, nil, 0
 }
 
 func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
@@ -168,10 +173,9 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 	m.batch.Stats = &m.stats
 	m.sortKeys(keys)
 	m.memtables()
-	m.openTables()
 	for j := range m.keys {
 		if k := &m.keys[j]; !k.done {
-			m.nextCandidate(k)
+			m.nextCandidate(k, false)
 		}
 	}
 	m.tables(ro.multiGetMode())
@@ -259,27 +263,30 @@ func (m *multiGet) numSources() int {
 	return len(v.Levels[0]) + len(v.Levels) - 1
 }
 
-// openTables opens, concurrently, the tables the unresolved keys may need
-// that are not open yet, rather than one by one as the walk reaches them.
-func (m *multiGet) openTables() {
+// openBlocked opens the tables that blocked keys wait for, together with
+// every other unopened table on the rest of those keys' walks, concurrently
+// rather than one by one as the walks reach them; then it moves the keys on.
+// When every table is open (the usual case) nothing blocks and this is never
+// called.
+func (m *multiGet) openBlocked() {
 	var need []base.FileNum
 	n := m.numSources()
 	for j := range m.keys {
 		k := &m.keys[j]
-		if k.done {
+		if !k.blocked {
 			continue
 		}
-		for pos := 0; pos < n; pos++ {
-			if f := m.source(pos, k.key); f != nil && !m.d.tableCache.isOpen(f.FileNum) && !slices.Contains(need, f.FileNum) {
+		for pos := k.pos; pos < n; pos++ {
+			f := m.source(pos, k.key)
+			if f == nil || slices.Contains(need, f.FileNum) || m.openErrs[f.FileNum] != nil {
+				continue
+			}
+			if _, ok := m.d.tableCache.getIfOpen(f.FileNum); !ok {
 				need = append(need, f.FileNum)
 			}
 		}
 	}
-	if len(need) < 2 {
-		return // the walk opens a single table as well
-	}
-	errs := m.d.tableCache.openAll(need)
-	for i, err := range errs {
+	for i, err := range m.d.tableCache.openAll(need) {
 		if err != nil {
 			if m.openErrs == nil {
 				m.openErrs = make(map[base.FileNum]error)
@@ -287,30 +294,39 @@ func (m *multiGet) openTables() {
 			m.openErrs[need[i]] = err
 		}
 	}
-}
-
-// table returns the open table of f.
-func (m *multiGet) table(f *manifest.FileMetadata) (*cachedTable, error) {
-	if err, ok := m.openErrs[f.FileNum]; ok {
-		return nil, err
+	m.blocked = 0
+	for j := range m.keys {
+		if k := &m.keys[j]; k.blocked {
+			k.blocked = false
+			m.nextCandidate(k, true)
+		}
 	}
-	return m.d.tableCache.get(f.FileNum)
 }
 
 // nextCandidate moves k from k.pos to the first source that contains its
 // key and whose bloom filter does not rule it out, noting the range
 // tombstones of the sources it passes and of the candidate. A key with no
 // candidate left is resolved (not found, or the error of a table that
-// cannot be opened).
-func (m *multiGet) nextCandidate(k *mgKey) {
+// cannot be opened). Without open, a key reaching a table not open yet
+// stops there, blocked, for openBlocked to open it with others.
+func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 	n := m.numSources()
 	for ; k.pos < n; k.pos++ {
 		f := m.source(k.pos, k.key)
 		if f == nil {
 			continue
 		}
-		t, err := m.table(f)
-		if err != nil {
+		var t *cachedTable
+		if err := m.openErrs[f.FileNum]; err != nil {
+			m.resolve(k, nil, err)
+			return
+		} else if t0, ok := m.d.tableCache.getIfOpen(f.FileNum); ok {
+			t = t0
+		} else if !open {
+			k.blocked = true
+			m.blocked++
+			return
+		} else if t, err = m.d.tableCache.get(f.FileNum); err != nil {
 			m.resolve(k, nil, err)
 			return
 		}
@@ -345,6 +361,9 @@ func inGroup(mode multiGetMode, k, lead *mgKey) bool {
 // block, else as the read of their block completes.
 func (m *multiGet) tables(mode multiGetMode) {
 	for {
+		if m.blocked > 0 {
+			m.openBlocked()
+		}
 		// lead is the active key with the lowest position; within it, the
 		// lowest key, whose file comes first in its level.
 		var lead *mgKey
@@ -393,6 +412,6 @@ func (m *multiGet) settle(k *mgKey) {
 		m.resolveEntry(k, value, kind, seq)
 	default:
 		k.pos++
-		m.nextCandidate(k)
+		m.nextCandidate(k, false)
 	}
 }

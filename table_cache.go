@@ -107,12 +107,15 @@ func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
 	return nil
 }
 
-// isOpen reports whether table num is open and ready for lookups.
-func (tc *tableCache) isOpen(num base.FileNum) bool {
+// getIfOpen returns table num when it is open, without opening it.
+func (tc *tableCache) getIfOpen(num base.FileNum) (*cachedTable, bool) {
 	tc.mu.RLock()
 	t := tc.m[num]
 	tc.mu.RUnlock()
-	return t != nil && t.ready.Load()
+	if t == nil || !t.ready.Load() {
+		return nil, false
+	}
+	return t, true
 }
 
 // maxParallelOpens bounds the goroutines of openAll: opening a table is a
@@ -125,6 +128,10 @@ const maxParallelOpens = 8
 // latency instead of one per table.
 func (tc *tableCache) openAll(nums []base.FileNum) []error {
 	errs := make([]error, len(nums))
+	if len(nums) == 1 {
+		_, errs[0] = tc.get(nums[0])
+		return errs
+	}
 	sem := make(chan struct{}, maxParallelOpens)
 	var wg sync.WaitGroup
 	for i, num := range nums {
