@@ -26,9 +26,10 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 // MultiGetFunc looks up several keys at one snapshot and calls fn once for
 // each index of keys, from the calling goroutine, as soon as that key is
 // resolved: with a copy of the value that fn may keep, or with ErrNotFound
-// for an absent key, or with the error that stopped the lookup. Keys
-// resolved by the memtables or the block cache are answered before any
-// file is read.
+// for an absent key, or with the error that stopped the lookup. Keys the
+// memtables answer are answered before any file is read; the others as
+// soon as their block is at hand (from the block cache, or as its read
+// completes, while other reads are in flight).
 //
 // Keys are sorted and deduplicated and answered from the memtables first;
 // the others are looked up in tables, each table's bloom filter probed

@@ -86,10 +86,12 @@ type blockRun struct {
 	direct *[]byte
 }
 
-// Reset forgets every lookup, keeping the memory for reuse.
+// Reset forgets every lookup, keeping the memory for reuse but no
+// reference to a Reader, key or block.
 func (b *MultiGetBatch) Reset() {
 	clear(b.lookups)
 	b.lookups = b.lookups[:0]
+	b.bi.reset(nil, true)
 }
 
 // Add starts the lookup of key (which the caller keeps unchanged until the
@@ -237,10 +239,14 @@ func (b *MultiGetBatch) Read(ar vfs.AsyncReader, onDone func(id int)) {
 			b.finishRun(i, false)
 		}
 	}
-	clear(b.reqs) // drop the buffers; blocks kept alive are referenced by the cache or lookups
+	// Drop the buffers and Readers; blocks still needed are referenced by
+	// the cache or the lookups.
+	clear(b.reqs)
 	b.reqs = b.reqs[:0]
 	clear(b.runs)
 	b.runs = b.runs[:0]
+	clear(b.wants)
+	b.wants = b.wants[:0]
 }
 
 // planRuns groups the sorted wants into runs of adjacent blocks and makes
