@@ -191,6 +191,9 @@ func TestMultiGetModel(t *testing.T) {
 		{"nocache", func() vfs.FS { return vfs.NewMem() }, func(o *Options) { o.BlockCacheSize = -1 }},
 		{"smallcache", func() vfs.FS { return vfs.NewMem() }, func(o *Options) { o.BlockCacheSize = 16 << 10 }},
 		{"direct", func() vfs.FS { return vfs.NewMem() }, func(o *Options) { o.UseDirectReads = true; o.BlockCacheSize = 32 << 10 }},
+		// On disk the DB's AsyncReader is io_uring where the kernel allows.
+		{"disk", func() vfs.FS { return vfs.Default }, func(o *Options) { o.BlockCacheSize = 32 << 10 }},
+		{"disk-direct", func() vfs.FS { return vfs.Default }, func(o *Options) { o.UseDirectReads = true; o.BlockCacheSize = 32 << 10 }},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -203,10 +206,18 @@ func TestMultiGetModel(t *testing.T) {
 			if v.opt != nil {
 				v.opt(opts)
 			}
-			d, err := Open("db", opts)
+			dir := "db"
+			if fs == vfs.Default {
+				dir = t.TempDir()
+			}
+			d, err := Open(dir, opts)
 			if err != nil {
+				if opts.UseDirectReads && strings.Contains(err.Error(), "UseDirectReads") {
+					t.Skipf("no direct IO here: %v", err)
+				}
 				t.Fatal(err)
 			}
+			t.Logf("async reader: %s", d.Metrics().IO.AsyncReader)
 			m := &mgDB{d: d, nKeys: 1500}
 			rounds := bySize(12, 4, 60)
 			// Phase 1: automatic compactions spread the data over the levels
@@ -223,7 +234,7 @@ func TestMultiGetModel(t *testing.T) {
 			// Phase 2: without compactions, flushes pile up L0 files over
 			// the levels.
 			opts.DisableAutoCompactions = true
-			if d, err = Open("db", opts); err != nil {
+			if d, err = Open(dir, opts); err != nil {
 				t.Fatal(err)
 			}
 			defer d.Close()
@@ -399,10 +410,11 @@ func TestMultiGetFaults(t *testing.T) {
 	ffs := vfs.NewFaultFS(vfs.NewMem(), 5)
 	m := buildLayeredDB(t, ffs, func(o *Options) { o.BlockCacheSize = -1 })
 	d := m.d
-	defer d.Close()
+	defer func() { d.Close() }()
 	rng := rand.New(rand.NewPCG(modelSeed(t), 3))
 	rs := d.loadReadState()
 	var tables []string
+	numL0 := len(rs.version.Levels[0])
 	for _, files := range rs.version.Levels {
 		for _, f := range files {
 			tables = append(tables, base.MakeFilename(base.FileTypeTable, f.FileNum))
@@ -463,6 +475,50 @@ func TestMultiGetFaults(t *testing.T) {
 		}
 	}
 	ffs.ClearRules()
+
+	// A table that cannot be opened fails the keys whose walk reaches it,
+	// exactly as Get does; the other tables are opened (together) and
+	// answer right.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(ffs)
+	opts.DisableAutoCompactions = true
+	opts.BlockCacheSize = -1
+	failed := 0
+	for round := 0; round < bySize(6, 3, 20); round++ {
+		var err error
+		if d, err = Open("db", opts); err != nil {
+			t.Fatal(err)
+		}
+		keys := m.randomKeys(rng)
+		want := make([][]byte, len(keys))
+		wantErr := make([]error, len(keys))
+		bad := tables[rng.IntN(numL0)] // an L0 file: its range covers many keys
+		ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: bad})
+		for _, mode := range multiGetModes {
+			ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+			vals, errs := d.MultiGet(keys, ro)
+			for i, k := range keys {
+				if errors.Is(errs[i], vfs.ErrInjected) {
+					failed++
+				}
+				want[i], wantErr[i] = d.Get(k, nil)
+				if !bytes.Equal(vals[i], want[i]) || errors.Is(errs[i], vfs.ErrInjected) != errors.Is(wantErr[i], vfs.ErrInjected) ||
+					!errors.Is(errs[i], vfs.ErrInjected) && !errors.Is(errs[i], wantErr[i]) && errs[i] != wantErr[i] {
+					t.Fatalf("%s: table %s unreadable from open: key %q: MultiGet %.20q %v, Get %.20q %v", mode.name, bad, k, vals[i], errs[i], want[i], wantErr[i])
+				}
+			}
+		}
+		ffs.ClearRules()
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no key needed the table that could not be opened")
+	}
+	d, _ = Open("db", opts) // closed by the deferred Close
 }
 
 // TestMultiGetFuncStreams checks that MultiGetFunc answers keys the
