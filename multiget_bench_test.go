@@ -134,6 +134,7 @@ func BenchmarkMultiGetModes(b *testing.B) {
 		all = append(all, mgBenchKey(make([]byte, 32), i))
 	}
 	d.MultiGet(all, nil)
+	b.Run("looped-get", func(b *testing.B) { benchMultiGet(b, d, nil) })
 	for _, mode := range multiGetModes {
 		b.Run(mode.name, func(b *testing.B) {
 			benchMultiGet(b, d, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
@@ -162,6 +163,7 @@ func BenchmarkMultiGetCached(b *testing.B) {
 		all = append(all, mgBenchKey(make([]byte, 32), i))
 	}
 	d.MultiGet(all, nil) // every table's point-lookup blocks cached
+	b.Run("looped-get", func(b *testing.B) { benchMultiGet(b, d, nil) })
 	for _, mode := range multiGetModes {
 		b.Run(mode.name, func(b *testing.B) {
 			benchMultiGet(b, d, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
@@ -169,6 +171,8 @@ func BenchmarkMultiGetCached(b *testing.B) {
 	}
 }
 
+// benchMultiGet runs MultiGets of mgBenchBatch random keys with ro from 4
+// goroutines; a nil ro runs looped Gets instead.
 func benchMultiGet(b *testing.B, d *DB, ro *ReadOptions) {
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -190,11 +194,19 @@ func benchMultiGet(b *testing.B, d *DB, ro *ReadOptions) {
 				mgBenchKey(keys[i], rng.IntN(mgBenchKeys))
 			}
 			start := time.Now()
-			d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
-				if err != nil {
-					b.Error(err)
+			if ro == nil { // the baseline: one Get after another
+				for _, k := range keys {
+					if _, err := d.Get(k, nil); err != nil {
+						b.Error(err)
+					}
 				}
-			})
+			} else {
+				d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
+					if err != nil {
+						b.Error(err)
+					}
+				})
+			}
 			mine = append(mine, time.Since(start))
 		}
 		mu.Lock()
