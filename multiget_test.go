@@ -680,3 +680,46 @@ func TestMultiGetOpensConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiGetLargeBatch looks up every key at once on disk (io_uring where
+// the kernel allows) without a block cache: rounds of more reads than the
+// AsyncReader's queue depth, compared with looped Get.
+func TestMultiGetLargeBatch(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions(vfs.Default)
+	opts.DisableDynamicLevelBytes = true
+	opts.BlockCacheSize = -1
+	opts.BlockSize = 1 << 10 // many blocks: few keys share one
+	opts.DisableAutoCompactions = true
+	d, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(modelSeed(t), 5))
+	m := &mgDB{d: d, nKeys: 3000}
+	m.writeRandom(t, rng, 6000, true)
+	m.release()
+	var keys [][]byte
+	for i := 0; i < m.nKeys; i += 8 { // in blocks apart: reads not coalesced
+		keys = append(keys, testKey(i))
+	}
+	want := make([][]byte, len(keys))
+	wantErr := make([]error, len(keys))
+	for i, k := range keys {
+		want[i], wantErr[i] = d.Get(k, nil)
+	}
+	for _, mode := range multiGetModes {
+		var pc PerfContext
+		vals, errs := d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pc})
+		for i := range keys {
+			if !bytes.Equal(vals[i], want[i]) || !errors.Is(errs[i], wantErr[i]) && errs[i] != wantErr[i] {
+				t.Fatalf("%s: key %q: %.20q %v, Get %.20q %v", mode.name, keys[i], vals[i], errs[i], want[i], wantErr[i])
+			}
+		}
+		t.Logf("%s (%s): %d keys, files per level %v, perf %+v", mode.name, d.Metrics().IO.AsyncReader, len(keys), m.shape(), pc)
+		if pc.AsyncReads <= 128 {
+			t.Fatalf("%s: only %d reads; want rounds larger than the queue depth", mode.name, pc.AsyncReads)
+		}
+	}
+}
