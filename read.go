@@ -1,9 +1,12 @@
 package shale
 
 import (
+	"time"
+
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/rangedel"
+	"github.com/shaledb/shale/sstable"
 )
 
 // readSeq returns the seqnum a read with ro sees.
@@ -16,6 +19,9 @@ func (d *DB) readSeq(ro *ReadOptions) base.SeqNum {
 
 // Get returns a copy of the value of key, or ErrNotFound.
 func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
+	if st := d.opts.Statistics; st != nil {
+		defer st.record(HistogramGetMicros, time.Now())
+	}
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -24,7 +30,15 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	defer rs.unref()
-	value, err := d.getFrom(rs, key, d.readSeq(ro), ro.fillCache())
+	var value []byte
+	var err error
+	if pc := ro.perfContext(); pc != nil {
+		var s sstable.ReadStats
+		value, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), &s)
+		pc.addReadStats(&s)
+	} else {
+		value, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +50,8 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 // tombstone seen so far with a higher seqnum. The newest source holding a
 // point entry of the key decides, because for one user key newer versions
 // always sit in newer sources. The value aliases memtable or block memory.
-func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool) ([]byte, error) {
+// stats, when not nil, also receives the counts of the table work.
+func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats) ([]byte, error) {
 	var maxTomb base.SeqNum
 	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, error) {
 		if seq < maxTomb || kind.IsTombstone() {
@@ -65,7 +80,7 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		if t.rangeDels != nil {
 			maxTomb = max(maxTomb, t.rangeDels.MaxCoveringSeq(key, snap))
 		}
-		value, kind, seq, ok, err := t.reader.Get(key, snap, fillCache)
+		value, kind, seq, ok, err := t.reader.GetCounted(key, snap, fillCache, stats)
 		if err != nil {
 			return true, nil, err
 		}
@@ -102,37 +117,6 @@ func fileContains(cmp base.Compare, f *manifest.FileMetadata, key []byte) bool {
 	}
 	c := cmp(key, f.Largest.UserKey)
 	return c < 0 || (c == 0 && !f.Largest.IsExclusiveSentinel())
-}
-
-// MultiGet looks up several keys at one snapshot. values[i] and errs[i]
-// answer keys[i]; errs[i] is ErrNotFound for an absent key.
-func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
-	values := make([][]byte, len(keys))
-	errs := make([]error, len(keys))
-	if err := d.checkOpen(); err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return values, errs
-	}
-	rs := d.loadReadState()
-	if rs == nil {
-		for i := range errs {
-			errs[i] = ErrClosed
-		}
-		return values, errs
-	}
-	defer rs.unref()
-	snap := d.readSeq(ro)
-	fill := ro.fillCache()
-	for i, k := range keys {
-		v, err := d.getFrom(rs, k, snap, fill)
-		if err == nil {
-			v = append(make([]byte, 0, len(v)), v...)
-		}
-		values[i], errs[i] = v, err
-	}
-	return values, errs
 }
 
 // rangeDels returns every range tombstone of the read state's sources

@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/rangedel"
@@ -30,7 +31,9 @@ const compactionReadaheadSize = 2 << 20
 
 // cachedTable is an open table with its range tombstones ready for lookups.
 type cachedTable struct {
-	once      sync.Once
+	once sync.Once
+	// ready is set once the table is open without error.
+	ready     atomic.Bool
 	err       error
 	reader    *sstable.Reader
 	rangeDels *rangedel.List // nil when the table has none
@@ -57,7 +60,10 @@ func (tc *tableCache) get(num base.FileNum) (*cachedTable, error) {
 		}
 		tc.mu.Unlock()
 	}
-	t.once.Do(func() { t.err = tc.open(num, t) })
+	t.once.Do(func() {
+		t.err = tc.open(num, t)
+		t.ready.Store(t.err == nil)
+	})
 	if t.err != nil {
 		// Forget the failure so a later call (after repair) may retry.
 		tc.mu.Lock()
@@ -99,6 +105,46 @@ func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
 		t.rangeDels = rangedel.NewList(d.cmp.Compare, spans)
 	}
 	return nil
+}
+
+// getIfOpen returns table num when it is open, without opening it.
+func (tc *tableCache) getIfOpen(num base.FileNum) (*cachedTable, bool) {
+	tc.mu.RLock()
+	t := tc.m[num]
+	tc.mu.RUnlock()
+	if t == nil || !t.ready.Load() {
+		return nil, false
+	}
+	return t, true
+}
+
+// maxParallelOpens bounds the goroutines of openAll: opening a table is a
+// few reads, and more in flight than this gains little on one device.
+const maxParallelOpens = 8
+
+// openAll opens the tables nums concurrently (get on each, at most
+// maxParallelOpens at a time) and returns each one's error, nil when it is
+// open. A MultiGet needing several unopened tables pays about one open's
+// latency instead of one per table.
+func (tc *tableCache) openAll(nums []base.FileNum) []error {
+	errs := make([]error, len(nums))
+	if len(nums) == 1 {
+		_, errs[0] = tc.get(nums[0])
+		return errs
+	}
+	sem := make(chan struct{}, maxParallelOpens)
+	var wg sync.WaitGroup
+	for i, num := range nums {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = tc.get(num)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // evict closes the reader of an obsolete table and drops its cached blocks.

@@ -84,6 +84,21 @@ func (r *Reader) useCachedBlock(bi *blockIter, h blockHandle, b, aux []byte, fil
 	bi.initCached(b, aux, seek)
 }
 
+// cachedDataBlock points bi at the data block at h for a seek when the
+// cache holds it, counting the hit in src's stats too, and reports whether
+// it did.
+func (r *Reader) cachedDataBlock(bi *blockIter, h blockHandle, fillCache bool, src fileSource) bool {
+	if r.cache == nil {
+		return false
+	}
+	b, aux, ok := r.cache.GetAux(r.cacheID, h.offset)
+	if !ok {
+		return false
+	}
+	r.useCachedBlock(bi, h, b, aux, fillCache, true, nil, src)
+	return true
+}
+
 // countFileRead counts one read of n bytes from src.
 func (r *Reader) countFileRead(src fileSource, n int) {
 	for _, s := range [2]*ReadStats{r.stats, src.stats} {

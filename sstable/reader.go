@@ -51,6 +51,9 @@ type Reader struct {
 	stats   *ReadStats
 	maxAuto int64 // automatic readahead cap; <= 0 is off
 	async   vfs.AsyncReader
+	// id numbers the Reader among all Readers of the process (MultiGetBatch
+	// orders its reads by it).
+	id uint64
 }
 
 // fileAlignment is vfs.Alignment; tests replace it to read through a fake
@@ -79,7 +82,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		o.Comparer = base.DefaultComparer
 	}
 	r := &Reader{f: f, name: o.FileName, cmp: o.Comparer.Compare, cache: o.Cache,
-		align: fileAlignment(f), stats: o.Stats, maxAuto: o.MaxAutoReadaheadSize, async: o.AsyncReader}
+		align: fileAlignment(f), stats: o.Stats, maxAuto: o.MaxAutoReadaheadSize, async: o.AsyncReader, id: readerIDs.Add(1)}
 	if r.stats == nil {
 		r.stats = &discardStats
 	}
@@ -97,21 +100,28 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		return nil, base.CorruptionErrorf(r.name, 0, "file of %d bytes is too short for a table", size)
 	}
 	footOff := size - footerLen
-	var fb [footerLen]byte
-	if err := r.readAt(fb[:], footOff); err != nil {
+	// One read fetches the footer with the end of the file before it, where
+	// the metaindex, properties, index and (for small tables) filter and
+	// range-del blocks are; what it misses is read together afterwards. An
+	// open costs one or two round trips to storage instead of six.
+	tailOff := max(size-tailReadSize, 0)
+	tail := make([]byte, size-tailOff)
+	if err := r.readAt(tail, tailOff); err != nil {
 		return nil, err
 	}
-	ft, err := decodeFooter(r.name, footOff, fb[:])
+	ft, err := decodeFooter(r.name, footOff, tail[footOff-tailOff:])
 	if err != nil {
 		return nil, err
 	}
 	r.checksum = ft.checksum
 	r.footOff = uint64(footOff)
 	r.metaStart = r.footOff // narrowed below once the meta blocks are known
-	meta, err := r.readBlock(ft.metaindex, false, nil, r.source())
-	if err != nil {
+	mt := metaTail{buf: tail, off: uint64(tailOff)}
+	metaGot := [][]byte{nil}
+	if err := r.readMetaBlocks(&mt, []blockHandle{ft.metaindex}, metaGot); err != nil {
 		return nil, err
 	}
+	meta := metaGot[0]
 	handles := map[string]blockHandle{}
 	var it blockIter
 	if !it.init(meta, false) {
@@ -131,10 +141,21 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	if !ok {
 		return nil, r.corruptf(ft.metaindex, "no properties block")
 	}
-	pb, err := r.readBlock(ph, false, nil, r.source())
-	if err != nil {
+	// The properties, index, filter and range-del blocks, read together.
+	want := []blockHandle{ph, ft.index}
+	fh, hasFilter := handles[metaFilterName]
+	if hasFilter {
+		want = append(want, fh)
+	}
+	rh, hasRangeDels := handles[metaRangeDelName]
+	if hasRangeDels {
+		want = append(want, rh)
+	}
+	got := make([][]byte, len(want))
+	if err := r.readMetaBlocks(&mt, want, got); err != nil {
 		return nil, err
 	}
+	pb, ib := got[0], got[1]
 	props, msg := decodeProperties(pb)
 	if msg != "" {
 		return nil, r.corruptf(ph, "%s", msg)
@@ -144,27 +165,17 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		return nil, fmt.Errorf("shale: table %s was written with comparer %q, not %q: %w",
 			r.name, props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
 	}
-	if h, ok := handles[metaFilterName]; ok {
-		if r.filter, err = r.readBlock(h, false, nil, r.source()); err != nil {
-			return nil, err
-		}
-		r.metaStart = min(r.metaStart, h.offset)
+	if hasFilter {
+		r.filter = got[2]
+		r.metaStart = min(r.metaStart, fh.offset)
 	}
-	if h, ok := handles[metaRangeDelName]; ok {
-		b, err := r.readBlock(h, false, nil, r.source())
-		if err != nil {
+	if hasRangeDels {
+		if err := r.decodeRangeDels(rh, got[len(got)-1]); err != nil {
 			return nil, err
 		}
-		if err := r.decodeRangeDels(h, b); err != nil {
-			return nil, err
-		}
-		r.metaStart = min(r.metaStart, h.offset)
+		r.metaStart = min(r.metaStart, rh.offset)
 	}
 	r.metaStart = min(r.metaStart, ft.index.offset, ph.offset, ft.metaindex.offset)
-	ib, err := r.readBlock(ft.index, false, nil, r.source())
-	if err != nil {
-		return nil, err
-	}
 	if err := r.decodeIndex(ft.index, ib); err != nil {
 		return nil, err
 	}
@@ -173,6 +184,98 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		r.buildIndexWords()
 	}
 	return r, nil
+}
+
+// tailReadSize is how much of the end of a table NewReader reads with the
+// footer.
+var tailReadSize int64 = 64 << 10 // a variable for tests
+
+// metaTail is the end of the file read with the footer.
+type metaTail struct {
+	buf []byte
+	off uint64 // file offset of buf[0]
+}
+
+// readMetaBlocks reads, verifies and decompresses the blocks at hs into
+// got: those within the tail from it, the others by one batch of reads
+// (through the AsyncReader when the Reader has one, else one after
+// another). Every handle is bounds-checked before anything is read.
+func (r *Reader) readMetaBlocks(mt *metaTail, hs []blockHandle, got [][]byte) error {
+	var missing []int
+	for i, h := range hs {
+		if err := r.checkHandle(h, false); err != nil {
+			return err
+		}
+		if h.offset < mt.off {
+			missing = append(missing, i)
+			continue
+		}
+		rel := h.offset - mt.off
+		b, err := r.decodeBlock(h, mt.buf[rel:rel+h.length+blockTrailerLen], true, r.source())
+		if err != nil {
+			return err
+		}
+		got[i] = b
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if r.async == nil || len(missing) == 1 {
+		for _, i := range missing {
+			b, err := r.readBlock(hs[i], false, nil, r.source())
+			if err != nil {
+				return err
+			}
+			got[i] = b
+		}
+		return nil
+	}
+	reqs := make([]vfs.ReadRequest, len(missing))
+	starts := make([]int64, len(missing))
+	pooled := make([]*[]byte, len(missing))
+	defer func() {
+		for _, db := range pooled {
+			if db != nil {
+				directBufPool.Put(db)
+			}
+		}
+	}()
+	for j, i := range missing {
+		h := hs[i]
+		off, n := int64(h.offset), int(h.length)+blockTrailerLen
+		starts[j] = off
+		var buf []byte
+		if r.align > 1 {
+			starts[j] = vfs.AlignDown(off, r.align)
+			need := int(vfs.AlignUp(off+int64(n), r.align) - starts[j])
+			pooled[j] = directBufPool.Get(need, r.align)
+			buf = (*pooled[j])[:need]
+		} else {
+			buf = make([]byte, n)
+		}
+		reqs[j] = vfs.ReadRequest{File: r.f, Off: starts[j], Buf: buf}
+	}
+	r.async.MultiRead(reqs) // errors are checked per request below
+	for j, i := range missing {
+		h, q := hs[i], &reqs[j]
+		off, n := int64(h.offset), int(h.length)+blockTrailerLen
+		r.stats.FileReads.Add(1)
+		r.stats.AsyncReads.Add(1)
+		r.stats.BytesRead.Add(uint64(max(q.N, 0)))
+		if r.align > 1 {
+			r.stats.DirectReads.Add(1)
+		}
+		skip := int(off - starts[j])
+		if err := r.readResult(off, n, q.N-skip, q.Err); err != nil {
+			return err
+		}
+		b, err := r.decodeBlock(h, q.Buf[skip:skip+n], pooled[j] != nil, r.source())
+		if err != nil {
+			return err
+		}
+		got[i] = b
+	}
+	return nil
 }
 
 func (r *Reader) corruptf(h blockHandle, format string, args ...any) error {
@@ -260,6 +363,7 @@ func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek boo
 			r.useCachedBlock(bi, h, b, aux, fillCache, seek, ra, src)
 			return nil
 		}
+		return nil
 	}
 	b, err := r.readBlock(h, true, ra, src)
 	if err != nil {
@@ -350,6 +454,27 @@ func (r *Reader) MayContain(userKey []byte) bool {
 	return bloomMayContain(r.filter, bloomHash(userKey))
 }
 
+// ProbeBloom is MayContain counting the probe in the Reader's ReadStats
+// (BloomChecks, and BloomUseful when it rules the key out) and in extra
+// when not nil. A table without a filter is not probed and not counted.
+func (r *Reader) ProbeBloom(userKey []byte, extra *ReadStats) bool {
+	if r.filter == nil {
+		return true
+	}
+	ok := bloomMayContain(r.filter, bloomHash(userKey))
+	r.stats.BloomChecks.Add(1)
+	if !ok {
+		r.stats.BloomUseful.Add(1)
+	}
+	if extra != nil {
+		extra.BloomChecks.Add(1)
+		if !ok {
+			extra.BloomUseful.Add(1)
+		}
+	}
+	return ok
+}
+
 // seekIndex returns the first index entry whose separator is >= k, or
 // len(r.index).
 func (r *Reader) seekIndex(k base.InternalKey) int {
@@ -377,15 +502,23 @@ func (r *Reader) seekIndexCompare(k base.InternalKey) int {
 // checks the bloom filter first and does not allocate when the block is
 // cached. value may alias a cached block and must not be modified.
 func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
-	if !r.MayContain(key) {
+	return r.GetCounted(key, snapshot, fillCache, nil)
+}
+
+// GetCounted is Get also counting its work in stats when stats is not nil:
+// the per-call counts behind the DB's PerfContext.
+func (r *Reader) GetCounted(key []byte, snapshot base.SeqNum, fillCache bool, stats *ReadStats) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+	if !r.ProbeBloom(key, stats) {
 		return nil, 0, 0, false, nil
 	}
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
 	bi := getIterPool.Get().(*blockIter)
 	defer putGetIter(bi)
+	src := r.source()
+	src.stats = stats
 	for i := r.seekIndex(search); i < len(r.index); i++ {
 		h := r.index[i].handle
-		if err := r.loadDataBlock(bi, h, fillCache, true, nil, r.source()); err != nil { // Get never reads ahead
+		if err := r.loadDataBlock(bi, h, fillCache, true, nil, src); err != nil { // Get never reads ahead
 			return nil, 0, 0, false, err
 		}
 		if bi.seekGE(search, r.cmp) {

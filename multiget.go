@@ -1,0 +1,418 @@
+package shale
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/sstable"
+)
+
+// MultiGet looks up several keys at one snapshot. values[i] and errs[i]
+// answer keys[i]; errs[i] is ErrNotFound for an absent key. The answers are
+// those of calling Get for each key at the same snapshot; see MultiGetFunc
+// for how the reads are batched.
+func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
+	values := make([][]byte, len(keys))
+	errs := make([]error, len(keys))
+	d.MultiGetFunc(keys, ro, func(i int, value []byte, err error) {
+		values[i], errs[i] = value, err
+	})
+	return values, errs
+}
+
+// MultiGetFunc looks up several keys at one snapshot and calls fn once for
+// each index of keys, from the calling goroutine, as soon as that key is
+// resolved: with a copy of the value that fn may keep, or with ErrNotFound
+// for an absent key, or with the error that stopped the lookup. Keys the
+// memtables answer are answered before any file is read; the others as
+// soon as their block is at hand (from the block cache, or as its read
+// completes, while other reads are in flight).
+//
+// Keys are sorted and deduplicated and answered from the memtables first;
+// the others are looked up in tables, each table's bloom filter probed
+// before any block is read. How the block reads are batched follows
+// ReadOptions: without AsyncIO one table at a time, all its missing blocks in
+// one batch (RocksDB's default); with AsyncIO one batch per level (each L0
+// file being its own level); with AsyncIO and OptimizeMultiGetForIO one batch
+// for every key's next candidate table across all levels.
+func (d *DB) MultiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
+	st := d.opts.Statistics
+	var start time.Time
+	if st != nil {
+		start = time.Now()
+	}
+	m := multiGetPool.Get().(*multiGet)
+	m.run(d, keys, ro, fn)
+	if st != nil {
+		st.add(TickerMultiGetKeysRead, uint64(len(keys)))
+		st.add(TickerMultiGetKeysFound, m.found)
+		st.record(HistogramMultiGetMicros, start)
+	}
+	if pc := ro.perfContext(); pc != nil {
+		pc.addReadStats(&m.stats)
+		pc.MultiGetKeysFound += m.found
+	}
+	m.reset()
+	multiGetPool.Put(m)
+}
+
+// multiGetMode is how a MultiGet batches the block reads of its keys.
+type multiGetMode int
+
+const (
+	// multiGetSingleFile reads the blocks of one table per batch (AsyncIO
+	// off).
+	multiGetSingleFile multiGetMode = iota
+	// multiGetSingleLevel reads the blocks of every table of one level (or
+	// one L0 file) per batch.
+	multiGetSingleLevel
+	// multiGetMultiLevel reads every unresolved key's candidate block,
+	// whatever its level, in one batch.
+	multiGetMultiLevel
+)
+
+func (ro *ReadOptions) multiGetMode() multiGetMode {
+	switch {
+	case !ro.asyncIO():
+		return multiGetSingleFile
+	case !ro.OptimizeMultiGetForIO:
+		return multiGetSingleLevel
+	}
+	return multiGetMultiLevel
+}
+
+// multiGetPool recycles the working memory of MultiGet calls.
+var multiGetPool = sync.Pool{New: func() any {
+	m := new(multiGet)
+	m.onDoneFunc = m.onDone
+	return m
+}}
+
+// multiGet is the state of one MultiGet call.
+type multiGet struct {
+	d    *DB
+	rs   *readState
+	snap base.SeqNum
+	fill bool
+	fn   func(i int, value []byte, err error)
+	// keys are the distinct keys, sorted; order maps them to the caller's
+	// indices: key j answers order[keys[j].first : keys[j].first+keys[j].n].
+	keys  []mgKey
+	order []int
+	batch sstable.MultiGetBatch
+	// owner maps the batch's lookup ids to indices of keys.
+	owner []int
+	// onDoneFunc is m.onDone, bound once so Read calls do not allocate.
+	onDoneFunc func(id int)
+	// stats counts this call's table work (PerfContext); found counts the
+	// caller's indices answered with a value.
+	stats sstable.ReadStats
+	found uint64
+	// openErrs holds the tables that failed to open for this call, so that
+	// every key reaching one gets the same error without another attempt.
+	openErrs map[base.FileNum]error
+	// blocked counts the keys waiting for a table to be opened.
+	blocked int
+}
+
+// mgKey is one distinct key of a MultiGet and where its lookup stands.
+type mgKey struct {
+	key      []byte
+	first, n int
+	done     bool
+	// maxTomb is the highest seqnum of the range tombstones covering the
+	// key at the snapshot in the sources walked so far, the candidate's
+	// included: a point entry below it is deleted.
+	maxTomb base.SeqNum
+	// pos is the source the key is at: L0 file pos while pos < len(L0),
+	// else level pos-len(L0)+1. Sources are walked in this order, newest
+	// first; a key never moves back, so an upper level's answer is never
+	// replaced by a lower one's.
+	pos int
+	// file and table are the candidate at pos: the file whose bloom filter
+	// may hold the key.
+	file  *manifest.FileMetadata
+	table *cachedTable
+	// lookup is the key's lookup in batch, or -1.
+	lookup int
+	// blocked is set while the key waits for the table at pos to be
+	// opened (see openBlocked).
+	blocked bool
+}
+
+func (m *multiGet) reset() {
+	clear(m.keys)
+	m.keys = m.keys[:0]
+	m.order = m.order[:0]
+	m.owner = m.owner[:0]
+	m.batch.Reset()
+	m.stats = sstable.ReadStats{}
+	m.d, m.rs, m.fn, m.found, m.openErrs, m.blocked = nil, nil, nil, 0, nil, 0
+}
+
+func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
+	fail := func(err error) {
+		for i := range keys {
+			fn(i, nil, err)
+		}
+	}
+	if err := d.checkOpen(); err != nil {
+		fail(err)
+		return
+	}
+	rs := d.loadReadState()
+	if rs == nil {
+		fail(ErrClosed)
+		return
+	}
+	defer rs.unref()
+	m.d, m.rs, m.fn = d, rs, fn
+	m.snap, m.fill = d.readSeq(ro), ro.fillCache()
+	m.batch.Stats = &m.stats
+	m.sortKeys(keys)
+	m.memtables()
+	for j := range m.keys {
+		if k := &m.keys[j]; !k.done {
+			m.nextCandidate(k, false)
+		}
+	}
+	m.tables(ro.multiGetMode())
+}
+
+// sortKeys fills keys and order with the distinct keys of ks in order.
+func (m *multiGet) sortKeys(ks [][]byte) {
+	cmp := m.d.cmp.Compare
+	for i := range ks {
+		m.order = append(m.order, i)
+	}
+	slices.SortStableFunc(m.order, func(a, b int) int { return cmp(ks[a], ks[b]) })
+	for i := 0; i < len(m.order); {
+		j := i + 1
+		for j < len(m.order) && cmp(ks[m.order[i]], ks[m.order[j]]) == 0 {
+			j++
+		}
+		m.keys = append(m.keys, mgKey{key: ks[m.order[i]], first: i, n: j - i, lookup: -1})
+		i = j
+	}
+}
+
+// resolve answers every index of k with value (copied for each) or err.
+func (m *multiGet) resolve(k *mgKey, value []byte, err error) {
+	k.done = true
+	for _, i := range m.order[k.first : k.first+k.n] {
+		if err != nil {
+			m.fn(i, nil, err)
+			continue
+		}
+		m.found++
+		m.fn(i, append(make([]byte, 0, len(value)), value...), nil)
+	}
+}
+
+// resolveEntry answers k with the point entry found for it, which range
+// tombstones of the sources walked (k.maxTomb) may hide.
+func (m *multiGet) resolveEntry(k *mgKey, value []byte, kind base.Kind, seq base.SeqNum) {
+	if seq < k.maxTomb || kind.IsTombstone() {
+		m.resolve(k, nil, ErrNotFound)
+		return
+	}
+	m.resolve(k, value, nil)
+}
+
+// memtables answers the keys the memtables hold, newest memtable first, as
+// getFrom does, and notes their range tombstones for the rest.
+func (m *multiGet) memtables() {
+	rs := m.rs
+	for j := range m.keys {
+		k := &m.keys[j]
+		for i := -1; i < len(rs.imms); i++ {
+			mt := rs.mem
+			if i >= 0 {
+				mt = rs.imms[len(rs.imms)-1-i]
+			}
+			if rd := mt.RangeTombstones(); !rd.Empty() {
+				k.maxTomb = max(k.maxTomb, rd.MaxCoveringSeq(k.key, m.snap))
+			}
+			if value, kind, seq, ok := mt.Get(k.key, m.snap); ok {
+				m.resolveEntry(k, value, kind, seq)
+				break
+			}
+		}
+	}
+}
+
+// source returns the file at position pos of k's walk that may contain
+// k's key, or nil.
+func (m *multiGet) source(pos int, key []byte) *manifest.FileMetadata {
+	v := m.rs.version
+	cmp := m.d.cmp.Compare
+	if l0 := v.Levels[0]; pos < len(l0) {
+		if fileContains(cmp, l0[pos], key) {
+			return l0[pos]
+		}
+		return nil
+	}
+	return v.FindFile(cmp, pos-len(v.Levels[0])+1, key)
+}
+
+// numSources is the length of every key's walk.
+func (m *multiGet) numSources() int {
+	v := m.rs.version
+	return len(v.Levels[0]) + len(v.Levels) - 1
+}
+
+// openBlocked opens the tables that blocked keys wait for, together with
+// every other unopened table on the rest of those keys' walks, concurrently
+// rather than one by one as the walks reach them; then it moves the keys on.
+// When every table is open (the usual case) nothing blocks and this is never
+// called.
+func (m *multiGet) openBlocked() {
+	var need []base.FileNum
+	n := m.numSources()
+	for j := range m.keys {
+		k := &m.keys[j]
+		if !k.blocked {
+			continue
+		}
+		for pos := k.pos; pos < n; pos++ {
+			f := m.source(pos, k.key)
+			if f == nil || slices.Contains(need, f.FileNum) || m.openErrs[f.FileNum] != nil {
+				continue
+			}
+			if _, ok := m.d.tableCache.getIfOpen(f.FileNum); !ok {
+				need = append(need, f.FileNum)
+			}
+		}
+	}
+	for i, err := range m.d.tableCache.openAll(need) {
+		if err != nil {
+			if m.openErrs == nil {
+				m.openErrs = make(map[base.FileNum]error)
+			}
+			m.openErrs[need[i]] = err
+		}
+	}
+	m.blocked = 0
+	for j := range m.keys {
+		if k := &m.keys[j]; k.blocked {
+			k.blocked = false
+			m.nextCandidate(k, true)
+		}
+	}
+}
+
+// nextCandidate moves k from k.pos to the first source that contains its
+// key and whose bloom filter does not rule it out, noting the range
+// tombstones of the sources it passes and of the candidate. A key with no
+// candidate left is resolved (not found, or the error of a table that
+// cannot be opened). Without open, a key reaching a table not open yet
+// stops there, blocked, for openBlocked to open it with others.
+func (m *multiGet) nextCandidate(k *mgKey, open bool) {
+	n := m.numSources()
+	for ; k.pos < n; k.pos++ {
+		f := m.source(k.pos, k.key)
+		if f == nil {
+			continue
+		}
+		var t *cachedTable
+		if err := m.openErrs[f.FileNum]; err != nil {
+			m.resolve(k, nil, err)
+			return
+		} else if t0, ok := m.d.tableCache.getIfOpen(f.FileNum); ok {
+			t = t0
+		} else if !open {
+			k.blocked = true
+			m.blocked++
+			return
+		} else if t, err = m.d.tableCache.get(f.FileNum); err != nil {
+			m.resolve(k, nil, err)
+			return
+		}
+		if t.rangeDels != nil {
+			k.maxTomb = max(k.maxTomb, t.rangeDels.MaxCoveringSeq(k.key, m.snap))
+		}
+		if t.reader.ProbeBloom(k.key, &m.stats) {
+			k.file, k.table = f, t
+			return
+		}
+	}
+	m.resolve(k, nil, ErrNotFound)
+}
+
+// inGroup reports whether k takes part in the next round of mode, whose
+// first active key is lead.
+func inGroup(mode multiGetMode, k, lead *mgKey) bool {
+	switch mode {
+	case multiGetSingleFile:
+		return k.pos == lead.pos && k.file == lead.file
+	case multiGetSingleLevel:
+		return k.pos == lead.pos
+	}
+	return true
+}
+
+// tables looks the unresolved keys up in their candidate tables, round
+// after round: each round adds the lookups of the keys of one group (one
+// file, one level, or every key, by mode) to the batch, reads the blocks
+// they miss in one batch, and moves the keys not found to their next
+// candidate. Keys are settled as their lookups finish: at once for a cached
+// block, else as the read of their block completes.
+func (m *multiGet) tables(mode multiGetMode) {
+	for {
+		if m.blocked > 0 {
+			m.openBlocked()
+		}
+		// lead is the active key with the lowest position; within it, the
+		// lowest key, whose file comes first in its level.
+		var lead *mgKey
+		for j := range m.keys {
+			if k := &m.keys[j]; !k.done && (lead == nil || k.pos < lead.pos) {
+				lead = k
+			}
+		}
+		if lead == nil {
+			return
+		}
+		for j := range m.keys {
+			k := &m.keys[j]
+			if k.done || k.lookup >= 0 || !inGroup(mode, k, lead) {
+				continue
+			}
+			k.lookup = m.batch.Add(k.table.reader, k.key, m.snap, m.fill)
+			m.owner = append(m.owner, j)
+			if _, _, _, _, done, _ := m.batch.Result(k.lookup); done {
+				m.settle(k)
+			}
+		}
+		if m.batch.Pending() > 0 {
+			m.batch.Read(m.d.ioReader, m.onDoneFunc)
+		}
+		if m.batch.Pending() == 0 {
+			// Every lookup is settled: no key refers to the batch.
+			m.batch.Reset()
+			m.owner = m.owner[:0]
+		}
+	}
+}
+
+// onDone settles the key whose lookup id just finished.
+func (m *multiGet) onDone(id int) { m.settle(&m.keys[m.owner[id]]) }
+
+// settle handles k's finished lookup: k is resolved when its candidate holds
+// an entry of the key (or failed), else it moves on to its next candidate.
+func (m *multiGet) settle(k *mgKey) {
+	value, kind, seq, found, _, err := m.batch.Result(k.lookup)
+	k.lookup = -1
+	switch {
+	case err != nil:
+		m.resolve(k, nil, err)
+	case found:
+		m.resolveEntry(k, value, kind, seq)
+	default:
+		k.pos++
+		m.nextCandidate(k, false)
+	}
+}

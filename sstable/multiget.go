@@ -1,0 +1,379 @@
+package sstable
+
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/vfs"
+)
+
+// maxRunBytes caps a coalesced read: adjacent blocks are read together up
+// to about this many bytes, so one huge read does not delay the keys that
+// wait for its first block.
+const maxRunBytes = 256 << 10
+
+// readerIDs numbers Readers, so a MultiGetBatch can order its block reads by
+// table without comparing pointers.
+var readerIDs atomic.Uint64
+
+// MultiGetBatch looks up many keys in many tables with few rounds of file
+// reads: each lookup finds its data block through the in-memory index and
+// takes it from the block cache when it is there; the blocks still missing
+// are read by one batch of concurrent reads per round (Read), adjacent
+// blocks of a table sharing one read. A lookup whose answer starts the next
+// block needs another round.
+//
+// Lookups give the same answer as Reader.Get at the same snapshot. A
+// MultiGetBatch is used by one goroutine at a time; reuse it after Reset.
+type MultiGetBatch struct {
+	// Stats, when set, also receives the counts of the batch's work (every
+	// Reader's own ReaderOptions.Stats always does): the per-call counts
+	// behind the DB's PerfContext.
+	Stats *ReadStats
+
+	lookups []lookup
+	// wants, reqs and runs are the working memory of Read, kept for reuse.
+	wants []blockWant
+	reqs  []vfs.ReadRequest
+	runs  []blockRun
+	bi    blockIter
+	// onDone is Read's callback while it runs.
+	onDone func(id int)
+}
+
+// lookup is one key looked up in one table.
+type lookup struct {
+	r      *Reader
+	key    []byte
+	search base.InternalKey
+	// block is the index entry of the data block to search next; while the
+	// lookup is not done, that block is neither cached nor read yet.
+	block int
+	fill  bool
+	// solo keeps the lookup's block out of coalesced reads: a shared read
+	// that failed is retried block by block, so that the error reaches only
+	// the lookups of the block that cannot be read.
+	solo  bool
+	done  bool
+	found bool
+	kind  base.Kind
+	seq   base.SeqNum
+	value []byte
+	err   error
+}
+
+// blockWant is a lookup waiting for a data block.
+type blockWant struct {
+	id    uint64 // r.id
+	block int
+	r     *Reader
+	l     int // index in lookups
+}
+
+// blockRun is what one read request of a round fetches: data blocks
+// first..last of r (adjacent in the file), needed by wants[wantLo:wantHi].
+type blockRun struct {
+	r              *Reader
+	first, last    int
+	wantLo, wantHi int
+	// start is the file offset of the request's Buf[0]: below the first
+	// block's offset when a direct-IO read was aligned down.
+	start int64
+	// direct is the pooled aligned memory of a direct-IO read, put back once
+	// the run's blocks are decoded (they never alias it).
+	direct *[]byte
+}
+
+// Reset forgets every lookup, keeping the memory for reuse but no
+// reference to a Reader, key or block.
+func (b *MultiGetBatch) Reset() {
+	clear(b.lookups)
+	b.lookups = b.lookups[:0]
+	b.bi.reset(nil, true)
+}
+
+// Add starts the lookup of key (which the caller keeps unchanged until the
+// lookup is done) in r at snapshot, and returns its id for Result. The
+// bloom filter is not probed: callers probe it first (ProbeBloom), as a key
+// it rules out should not get this far. When the data block the key needs is
+// cached the lookup may be done at once; otherwise Read reads the block.
+// fillCache adds the blocks read for the lookup to the cache.
+func (b *MultiGetBatch) Add(r *Reader, key []byte, snapshot base.SeqNum, fillCache bool) int {
+	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
+	b.lookups = append(b.lookups, lookup{r: r, key: key, search: search, block: r.seekIndex(search), fill: fillCache})
+	id := len(b.lookups) - 1
+	b.advance(id)
+	return id
+}
+
+// Result returns the outcome of lookup id: done is false while it still
+// waits for a read. Once done, err is the error that stopped it, or found
+// says whether r holds a point entry of the key at the snapshot, with the
+// newest such entry's value, kind and seqnum. value aliases block memory
+// and must not be modified.
+func (b *MultiGetBatch) Result(id int) (value []byte, kind base.Kind, seq base.SeqNum, found, done bool, err error) {
+	l := &b.lookups[id]
+	return l.value, l.kind, l.seq, l.found, l.done, l.err
+}
+
+// Pending returns the number of lookups that wait for a read.
+func (b *MultiGetBatch) Pending() int {
+	n := 0
+	for i := range b.lookups {
+		if !b.lookups[i].done {
+			n++
+		}
+	}
+	return n
+}
+
+// advance moves lookup id forward through cached blocks until it is done or
+// needs a block read from the file.
+func (b *MultiGetBatch) advance(id int) {
+	l := &b.lookups[id]
+	r := l.r
+	for !l.done {
+		if l.block >= len(r.index) {
+			b.finish(id)
+			return
+		}
+		h := r.index[l.block].handle
+		if !r.cachedDataBlock(&b.bi, h, l.fill, b.source(r)) {
+			return
+		}
+		b.search(id, h)
+	}
+}
+
+// search looks for lookup id's key in the block b.bi points at (the one at
+// h); the lookup is done unless the answer may start the next block, to
+// which it then moves.
+func (b *MultiGetBatch) search(id int, h blockHandle) {
+	l := &b.lookups[id]
+	r := l.r
+	if b.bi.seekGE(l.search, r.cmp) {
+		k := b.bi.ikey
+		if r.cmp(k.UserKey, l.key) == 0 {
+			l.found, l.value, l.kind, l.seq = true, b.bi.val, k.Kind(), k.SeqNum()
+		}
+		b.finish(id)
+		return
+	}
+	if b.bi.corrupt {
+		l.err = r.corruptf(h, "bad data block entry")
+		b.finish(id)
+		return
+	}
+	// Every entry of the block sorts before the search key; the answer, if
+	// any, starts the next block.
+	l.block++
+}
+
+// fail ends lookup id with err.
+func (b *MultiGetBatch) fail(id int, err error) {
+	b.lookups[id].err = err
+	b.finish(id)
+}
+
+// finish marks lookup id done and, during Read, tells the caller.
+func (b *MultiGetBatch) finish(id int) {
+	b.lookups[id].done = true
+	if b.onDone != nil {
+		b.onDone(id)
+	}
+}
+
+// Read does one round of reads: every data block that a pending lookup
+// waits for is read, in one batch submitted through ar (nil reads the
+// requests one after another with ReadAt), adjacent blocks of a table by one
+// request; then each lookup searches its block. A failed read or a damaged
+// block ends only the lookups that needed it, with the error. Lookups whose
+// answer starts a block not cached stay pending for another round. Read
+// never waits for anything but its own reads.
+//
+// onDone, when not nil, is called (from Read's goroutine) for each lookup as
+// it is done, while other reads of the round may still be in flight; it may
+// call Result but not Add, Read or Reset.
+func (b *MultiGetBatch) Read(ar vfs.AsyncReader, onDone func(id int)) {
+	b.onDone = onDone
+	defer func() { b.onDone = nil }()
+	b.wants = b.wants[:0]
+	for i := range b.lookups {
+		if l := &b.lookups[i]; !l.done {
+			b.wants = append(b.wants, blockWant{id: l.r.id, block: l.block, r: l.r, l: i})
+		}
+	}
+	if len(b.wants) == 0 {
+		return
+	}
+	slices.SortFunc(b.wants, func(x, y blockWant) int {
+		if c := cmp.Compare(x.id, y.id); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.block, y.block); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.l, y.l)
+	})
+	b.planRuns()
+	if ar != nil {
+		rb := ar.Submit(b.reqs)
+		for {
+			i, ok := rb.Next()
+			if !ok {
+				break
+			}
+			b.finishRun(i, true)
+		}
+		rb.Release()
+	} else {
+		for i := range b.reqs {
+			q := &b.reqs[i]
+			q.N, q.Err = q.File.ReadAt(q.Buf, q.Off)
+			b.finishRun(i, false)
+		}
+	}
+	// Drop the buffers and Readers; blocks still needed are referenced by
+	// the cache or the lookups.
+	clear(b.reqs)
+	b.reqs = b.reqs[:0]
+	clear(b.runs)
+	b.runs = b.runs[:0]
+	clear(b.wants)
+	b.wants = b.wants[:0]
+}
+
+// planRuns groups the sorted wants into runs of adjacent blocks and makes
+// one read request per run. A block handle out of place fails its lookups
+// here, before any read.
+func (b *MultiGetBatch) planRuns() {
+	b.reqs, b.runs = b.reqs[:0], b.runs[:0]
+	for w := 0; w < len(b.wants); {
+		r, first := b.wants[w].r, b.wants[w].block
+		if err := r.checkHandle(r.index[first].handle, true); err != nil {
+			for ; w < len(b.wants) && b.wants[w].r == r && b.wants[w].block == first; w++ {
+				b.fail(b.wants[w].l, err)
+			}
+			continue
+		}
+		run := blockRun{r: r, first: first, last: first, wantLo: w}
+		start := r.index[first].handle.offset
+		solo := false
+		for w < len(b.wants) && b.wants[w].r == r {
+			blk := b.wants[w].block
+			if blk > run.last {
+				h := r.index[blk].handle
+				if solo || b.lookups[b.wants[w].l].solo || blk != run.last+1 ||
+					h.offset+h.length+blockTrailerLen-start > maxRunBytes || r.checkHandle(h, true) != nil {
+					break
+				}
+				run.last = blk
+			}
+			solo = solo || b.lookups[b.wants[w].l].solo
+			w++
+		}
+		run.wantHi = w
+		last := r.index[run.last].handle
+		off, n := int64(start), int(last.offset+last.length+blockTrailerLen-start)
+		var buf []byte
+		run.start = off
+		if r.align > 1 {
+			run.start = vfs.AlignDown(off, r.align)
+			need := int(vfs.AlignUp(off+int64(n), r.align) - run.start)
+			run.direct = directBufPool.Get(need, r.align)
+			buf = (*run.direct)[:need]
+		} else {
+			buf = make([]byte, n)
+		}
+		b.runs = append(b.runs, run)
+		b.reqs = append(b.reqs, vfs.ReadRequest{File: r.f, Off: run.start, Buf: buf})
+	}
+}
+
+// finishRun handles the completed request i: it counts it, verifies and
+// decodes its blocks (caching them for lookups that fill the cache) and
+// lets each waiting lookup search its block.
+func (b *MultiGetBatch) finishRun(i int, async bool) {
+	run, q := &b.runs[i], &b.reqs[i]
+	r := run.r
+	if run.direct != nil {
+		defer directBufPool.Put(run.direct)
+	}
+	b.countRead(r, q.N, run.direct != nil, async, run.last-run.first)
+	first := r.index[run.first].handle
+	last := r.index[run.last].handle
+	off := int64(first.offset)
+	n := int(last.offset + last.length + blockTrailerLen - first.offset)
+	skip := int(off - run.start)
+	if err := r.readResult(off, n, q.N-skip, q.Err); err != nil {
+		for w := run.wantLo; w < run.wantHi; w++ {
+			if run.first != run.last {
+				b.lookups[b.wants[w].l].solo = true // retried alone next round
+			} else {
+				b.fail(b.wants[w].l, err)
+			}
+		}
+		return
+	}
+	data := q.Buf[skip : skip+n]
+	// Blocks of a pooled buffer or of a several-block read are copied out
+	// when stored uncompressed: the cache must not pin a larger buffer.
+	shared := run.direct != nil || run.first != run.last
+	w := run.wantLo
+	for blk := run.first; blk <= run.last; blk++ {
+		end := w
+		fill := false
+		for ; end < run.wantHi && b.wants[end].block == blk; end++ {
+			fill = fill || b.lookups[b.wants[end].l].fill
+		}
+		if end == w {
+			continue // a block between two wanted ones is never read alone
+		}
+		h := r.index[blk].handle
+		rel := int(h.offset - first.offset)
+		raw := data[rel : rel+int(h.length)+blockTrailerLen]
+		block, err := r.decodeBlock(h, raw, shared, b.source(r))
+		if err == nil {
+			err = r.installDataBlock(&b.bi, h, block, fill)
+		}
+		for ; w < end; w++ {
+			id := b.wants[w].l
+			if err != nil {
+				b.fail(id, err)
+				continue
+			}
+			b.bi.init(block, true)
+			b.search(id, h)
+			b.advance(id)
+		}
+	}
+}
+
+// countRead counts one read request of n bytes; coalesced is the number of
+// blocks it read beyond its first.
+func (b *MultiGetBatch) countRead(r *Reader, n int, direct, async bool, coalesced int) {
+	for _, s := range [2]*ReadStats{r.stats, b.Stats} {
+		if s == nil {
+			continue
+		}
+		s.FileReads.Add(1)
+		s.BytesRead.Add(uint64(max(n, 0)))
+		if direct {
+			s.DirectReads.Add(1)
+		}
+		if async {
+			s.AsyncReads.Add(1)
+		}
+		s.ReadsCoalesced.Add(uint64(coalesced))
+	}
+}
+
+// source is r's own handle with the batch's Stats as the extra counter
+// sink, for the block-loading steps shared with Get and iterators.
+func (b *MultiGetBatch) source(r *Reader) fileSource {
+	src := r.source()
+	src.stats = b.Stats
+	return src
+}
