@@ -363,7 +363,6 @@ func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek boo
 			r.useCachedBlock(bi, h, b, aux, fillCache, seek, ra, src)
 			return nil
 		}
-		return nil
 	}
 	b, err := r.readBlock(h, true, ra, src)
 	if err != nil {

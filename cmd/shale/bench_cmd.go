@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ func newBenchCmd() *cobra.Command {
 		duration   int
 		latencyUS  int64
 		jitterUS   int64
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
@@ -66,6 +69,17 @@ everything in the block cache.`,
 				benchConfigHook(cfg)
 				return nil
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			_, err := runBenchmarks(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg)
 			return err
 		},
@@ -93,6 +107,7 @@ everything in the block cache.`,
 	f.Int64Var(&cfg.seed, "seed", 0, "seed of the key choice (0 = from the clock; the seed used is printed)")
 	f.IntVar(&duration, "duration", 0, "seconds each random benchmark runs (0 = use --num/--reads)")
 	f.IntVar(&cfg.blockSize, "block_size", cfg.blockSize, "uncompressed size of SST data blocks in bytes")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 
 	// The file layer: latency injection, direct IO, readahead, io_uring.
 	f.Int64Var(&latencyUS, "env_read_latency_us", 0, "delay every file read by this many microseconds (a simulated remote device; 0 = none)")

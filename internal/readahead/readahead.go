@@ -14,6 +14,11 @@ const (
 	// fills the first automatic window: RocksDB's num_file_reads_for_auto_readahead
 	// of 2 plus the read that triggers it.
 	autoTrigger = 3
+	// asyncAutoTrigger is autoTrigger with Config.Async: the second read of
+	// a run already fills a window and starts the background prefetch,
+	// since with async IO the prefetch runs while the reader works instead
+	// of stalling it (a stall per file per seek saved on long scans).
+	asyncAutoTrigger = 2
 	// MinPartSize is the smallest request a direct window is split into;
 	// MaxParts the most requests one window becomes. Measured on a virtio
 	// disk (docs/io-benchmarks.md): a 128 KiB window read as one request
@@ -276,7 +281,7 @@ func (s *State) Read(off int64, n int) ([]byte, error) {
 	switch {
 	case s.cfg.Size > 0:
 		ra = s.cfg.Size
-	case s.runLen >= autoTrigger:
+	case s.runLen >= autoTrigger || s.cfg.Async && s.runLen >= asyncAutoTrigger:
 		ra = s.autoSize
 		s.autoSize = min(2*s.autoSize, s.cfg.MaxAuto)
 	default:
@@ -301,14 +306,16 @@ func (s *State) portion(ra int64) int64 {
 }
 
 // nextWindow is the readahead of the prefetch that follows the current
-// window: what the synchronous mode's next refill would read.
+// window: the explicit size, or the largest automatic window.
 func (s *State) nextWindow() int64 {
 	if s.cfg.Size > 0 {
 		return s.portion(s.cfg.Size)
 	}
-	ra := s.autoSize
-	s.autoSize = min(2*s.autoSize, s.cfg.MaxAuto)
-	return s.portion(ra)
+	// A window read in the background costs the reader no wait, so the
+	// prefetch does not ramp up: it reads the largest automatic window at
+	// once (measured on the asyncio benchmark, docs/async-io.md).
+	s.autoSize = s.cfg.MaxAuto
+	return s.portion(s.cfg.MaxAuto)
 }
 
 // tryPrefetched serves [off, end) from the prefetch buffer when the read
