@@ -106,14 +106,32 @@ func TestModel(t *testing.T) {
 // modelKeys is the size of the model tests' key space.
 const modelKeys = 300
 
+// TestModelAsyncIO is TestModel with every read made with ReadOptions.AsyncIO,
+// MultiGet reading one level at a time and several at once.
+func TestModelAsyncIO(t *testing.T) {
+	ops := bySize(3000, 1000, 20000)
+	for _, optimize := range []bool{false, true} {
+		t.Run(fmt.Sprintf("optimize=%v", optimize), func(t *testing.T) {
+			forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
+				runModelWith(t, seed, ops, dbRunConfig{asyncIO: true, optimizeMultiGet: optimize})
+			})
+		})
+	}
+}
+
 func runModel(t *testing.T, seed uint64, ops int, variants ...func(*Options)) {
+	runModelWith(t, seed, ops, dbRunConfig{}, variants...)
+}
+
+// runModelWith is runModel with the reads and writes made as cfg says.
+func runModelWith(t *testing.T, seed uint64, ops int, cfg dbRunConfig, variants ...func(*Options)) {
 	gen := newOpGenerator(seed, modelKeys)
 	fs := vfs.NewMem()
 	opts := testOptions(fs)
 	for _, v := range variants {
 		v(opts)
 	}
-	d, err := openDBTarget("/db", opts, dbRunConfig{})
+	d, err := openDBTarget("/db", opts, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +241,26 @@ func checkAll(t *testing.T, db *DB, ro *ReadOptions, m model) {
 			t.Fatalf("Get(%s) = %q, %v; want %q", k, got, err, v)
 		}
 	}
-	vals, errs := db.MultiGet([][]byte{[]byte(keys0(keys)), []byte("zzz-absent")}, ro)
-	if len(keys) > 0 && (errs[0] != nil || string(vals[0]) != m[keys[0]]) {
-		t.Fatalf("MultiGet(%s) = %q, %v", keys[0], vals[0], errs[0])
+	// MultiGet of every key, an absent one and a duplicate, in each mode.
+	batch := [][]byte{[]byte("zzz-absent"), []byte(keys0(keys))}
+	for _, k := range keys {
+		batch = append(batch, []byte(k))
 	}
-	if !errors.Is(errs[1], ErrNotFound) {
-		t.Fatalf("MultiGet(absent) = %v", errs[1])
+	for _, mode := range []ReadOptions{{}, {AsyncIO: true}, {AsyncIO: true, OptimizeMultiGetForIO: true}} {
+		mro := mode
+		if ro != nil {
+			mro.Snapshot = ro.Snapshot
+		}
+		vals, errs := db.MultiGet(batch, &mro)
+		for i, k := range batch {
+			want, ok := m[string(k)]
+			switch {
+			case ok && (errs[i] != nil || string(vals[i]) != want):
+				t.Fatalf("MultiGet (AsyncIO %v, optimize %v) of %s = %q, %v; want %q", mro.AsyncIO, mro.OptimizeMultiGetForIO, k, vals[i], errs[i], want)
+			case !ok && !errors.Is(errs[i], ErrNotFound):
+				t.Fatalf("MultiGet (AsyncIO %v, optimize %v) of absent %s = %q, %v", mro.AsyncIO, mro.OptimizeMultiGetForIO, k, vals[i], errs[i])
+			}
+		}
 	}
 }
 
