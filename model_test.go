@@ -112,7 +112,7 @@ func TestModelAsyncIO(t *testing.T) {
 	ops := bySize(3000, 1000, 20000)
 	for _, optimize := range []bool{false, true} {
 		t.Run(fmt.Sprintf("optimize=%v", optimize), func(t *testing.T) {
-			forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
+			forEachSeed(t, bySize(2, 1, 5), func(t *testing.T, seed uint64) {
 				runModelWith(t, seed, ops, dbRunConfig{asyncIO: true, optimizeMultiGet: optimize})
 			})
 		})
