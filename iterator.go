@@ -166,7 +166,10 @@ func overlapsBounds(cmp base.Compare, smallest, largest, lower, upper []byte) bo
 	return true
 }
 
-func (i *Iterator) usable() bool { return i.it != nil && !i.closed }
+// usable reports whether the iterator may move: not closed, and its DB not
+// closed either. After DB.Close the table files are closed, and a read
+// through one could reach a descriptor since reused by another file.
+func (i *Iterator) usable() bool { return i.it != nil && !i.closed && !i.db.closed.Load() }
 
 // The positioning methods record their latency in Options.Statistics
 // (db.seek.micros for Seek, SeekForPrev, First and Last; db.next.micros
@@ -291,7 +294,7 @@ func (i *Iterator) Err() error {
 	if i.err != nil {
 		return i.err
 	}
-	if i.closed {
+	if i.closed || i.db.closed.Load() {
 		return ErrClosed
 	}
 	return i.it.Error()

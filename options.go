@@ -115,8 +115,9 @@ type Options struct {
 	// false.
 	UseDirectIOForFlushAndCompaction bool
 	// MaxAutoReadaheadSize caps the automatic readahead of iterators, which
-	// starts at 8 KiB on the third sequential block read of a file and
-	// doubles up to this (max_auto_readahead_size). Default 256 KiB; a
+	// starts at 8 KiB on the third sequential block read of a file (the
+	// second with ReadOptions.AsyncIO, which then prefetches windows of
+	// this size) and doubles up to this (max_auto_readahead_size). Default 256 KiB; a
 	// negative value turns automatic readahead off.
 	MaxAutoReadaheadSize int64
 	// BytesPerSync starts writeback of SST files every this many bytes

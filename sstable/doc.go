@@ -123,7 +123,7 @@
 //
 // An iterator reads the data blocks it does not find in the cache through
 // its own internal/readahead state: automatic readahead from the third
-// sequential block read (ReaderOptions.MaxAutoReadaheadSize), or an explicit
+// (with IterOptions.Async the second) sequential block read (ReaderOptions.MaxAutoReadaheadSize), or an explicit
 // size (IterOptions.ReadaheadSize; compaction uses a large one). No window
 // reaches past the end of the data blocks, nor past the end of the first
 // block whose separator is at or above the iterator's upper bound. Get never

@@ -147,8 +147,8 @@ type ReaderOptions struct {
 	// FileName names the file in errors.
 	FileName string
 	// MaxAutoReadaheadSize caps the automatic readahead of iterators, which
-	// starts at the third sequential block read of the file at 8 KiB and
-	// doubles up to this. Default (0) 256 KiB; negative turns it off.
+	// starts at the third sequential block read of the file (the second
+	// with IterOptions.Async) at 8 KiB and doubles up to this. Default (0) 256 KiB; negative turns it off.
 	MaxAutoReadaheadSize int64
 	// AsyncReader, when set, reads large direct-IO readahead windows as
 	// several concurrent requests. nil reads them with one ReadAt.

@@ -34,9 +34,11 @@ type InternalIterator interface {
 // phases (ReadOptions.AsyncIO). PrepareSeekGE(key) starts the reads that
 // the following SeekGE(key) needs without waiting for them, and
 // PrepareFirst those of First, so that a merging iterator can start the
-// reads of all its children before any of them waits. A prepare call
-// changes no result; a read it started that the positioning call does not
-// use is dropped by it.
+// reads of all its children before any of them waits. The positioning
+// call must follow the prepare, with the same key: until it does, the
+// iterator's position is undefined (a LevelIter may have moved to another
+// file). A prepare changes no result of that call; a read it started that
+// the call does not use is dropped by it.
 type SeekPreparer interface {
 	PrepareSeekGE(key []byte)
 	PrepareFirst()

@@ -95,7 +95,12 @@ func (l *LevelIter) closeFile() {
 	if l.iter == nil {
 		return
 	}
-	if err := l.iter.Close(); err != nil && l.err == nil {
+	// A file iterator's Close returns its iteration error, if it has one:
+	// the positioning call it stopped reported that one already, so only
+	// an error of the close itself is new (else a seek after a failed read
+	// would fail again with the old error).
+	iterErr := l.iter.Error()
+	if err := l.iter.Close(); err != nil && iterErr == nil && l.err == nil {
 		l.err = err
 	}
 	l.iter, l.index = nil, -1

@@ -16,7 +16,8 @@
 //     where the previous one ended or inside the current window. The third
 //     read of a sequential run (counting its first) fills a window of the
 //     block plus 8 KiB after it; each later refill doubles the readahead,
-//     up to MaxAuto. A read that is not sequential resets the run.
+//     up to MaxAuto. With Config.Async the second read already does. A
+//     read that is not sequential resets the run.
 //   - Explicit (Config.Size > 0): every read that misses the window fills
 //     one of the block plus Size bytes, from the first read on.
 //
@@ -47,10 +48,11 @@
 // current window's own read, and is read while the caller consumes the
 // current one. A read that moves into it (or whose block straddles the two
 // windows) waits only for the prefetched bytes it needs, the buffers swap,
-// and the prefetch of the following window is submitted. Each buffer reads
-// a full window of the size the synchronous mode would read next (so the
-// automatic growth is the same); SplitWindow instead splits that size
-// between the two buffers, as RocksDB does. The prefetch buffer keeps room
+// and the prefetch of the following window is submitted. A prefetch reads
+// the explicit Size, or in automatic mode MaxAuto at once (no ramp: a
+// window read in the background costs the reader no wait, but a scan that
+// stops early wastes it, and Release waits for it); SplitWindow halves
+// that, as RocksDB splits one window between the two buffers. The prefetch buffer keeps room
 // in front of its bytes, into which the current window's tail is copied
 // when a block straddles the two, so a swap never copies the window. A
 // prefetch that fails or comes back short serves nothing: the caller reads
