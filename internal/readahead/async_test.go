@@ -90,8 +90,7 @@ func TestAsyncPrefetchesNextWindow(t *testing.T) {
 
 // TestAsyncAutoGrowth checks that automatic readahead in async mode starts
 // at the second sequential read, with the first automatic window, and that
-// every prefetch after it reads the largest window at once (halved with
-// SplitWindow).
+// each prefetch reads the next, doubled, window (halved with SplitWindow).
 func TestAsyncAutoGrowth(t *testing.T) {
 	withSplit(t, func(t *testing.T) {
 		f := newFakeFile(4<<20, 1)
@@ -114,9 +113,9 @@ func TestAsyncAutoGrowth(t *testing.T) {
 		for _, r := range rs {
 			sizes = append(sizes, r.n)
 		}
-		want := []int{block + 8<<10, 64 << 10, 64 << 10, 64 << 10}
+		want := []int{block + 8<<10, 16 << 10, 32 << 10, 64 << 10, 64 << 10}
 		if SplitWindow {
-			want = []int{block + 4<<10, 32 << 10, 32 << 10, 32 << 10}
+			want = []int{block + 4<<10, 8 << 10, 16 << 10, 32 << 10, 32 << 10}
 		}
 		if len(sizes) < len(want) || fmt.Sprint(sizes[:len(want)]) != fmt.Sprint(want) {
 			t.Fatalf("window sizes %v, want them to start %v", sizes, want)

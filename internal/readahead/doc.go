@@ -49,10 +49,10 @@
 // current one. A read that moves into it (or whose block straddles the two
 // windows) waits only for the prefetched bytes it needs, the buffers swap,
 // and the prefetch of the following window is submitted. A prefetch reads
-// the explicit Size, or in automatic mode MaxAuto at once (no ramp: a
-// window read in the background costs the reader no wait, but a scan that
-// stops early wastes it, and Release waits for it); SplitWindow halves
-// that, as RocksDB splits one window between the two buffers. The prefetch buffer keeps room
+// the explicit Size, or in automatic mode the next window of the ramp
+// (8 KiB doubling to MaxAuto; the run's second read already starts it);
+// SplitWindow halves that, as RocksDB splits one window between the two
+// buffers. The prefetch buffer keeps room
 // in front of its bytes, into which the current window's tail is copied
 // when a block straddles the two, so a swap never copies the window. A
 // prefetch that fails or comes back short serves nothing: the caller reads
