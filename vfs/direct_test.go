@@ -421,3 +421,46 @@ func BenchmarkDirectReadAt(b *testing.B) {
 		})
 	}
 }
+
+// TestDirectUseAfterClose checks that a direct-IO file refuses reads and
+// writes after Close, with os.ErrClosed, instead of using its old
+// descriptor number, which the OS may have given to another file.
+func TestDirectUseAfterClose(t *testing.T) {
+	dir := testDir(t)
+	name := filepath.Join(dir, "f")
+	w, err := Default.Create(name, DirectIO)
+	if errors.Is(err, ErrDirectIOUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("x"), 8192)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err == nil {
+		t.Fatal("Write after Close succeeded")
+	}
+	r, err := Default.Open(name, DirectIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Another file likely takes the descriptor number r had.
+	other, err := Default.Create(filepath.Join(dir, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	align := Alignment(r)
+	p := AlignedBuffer(align, align)
+	if n, err := r.ReadAt(p, 0); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("ReadAt after Close = %d, %v; want os.ErrClosed", n, err)
+	}
+}

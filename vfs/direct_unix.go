@@ -38,10 +38,15 @@ var bouncePool = sync.Pool{New: func() any {
 // read the covering aligned range into a bounce buffer. Appends are gathered
 // in an aligned buffer and written in whole blocks.
 type directFile struct {
-	file  *os.File
-	fd    int
-	name  string
-	align int
+	file *os.File
+	fd   int
+	// closed is set by Close before the descriptor is closed: a read or
+	// write after Close fails instead of using a descriptor number the OS
+	// may have given to another file. (A call racing with Close is the
+	// caller's bug, as with any file.)
+	closed atomic.Bool
+	name   string
+	align  int
 
 	// Counters, for tests: reads served without and with a bounce buffer.
 	alignedReads, bouncedReads atomic.Uint64
@@ -88,6 +93,9 @@ func (d *directFile) pathErr(op string, err error) error {
 func (d *directFile) preadFull(p []byte, off int64) (int, error) {
 	n := 0
 	for n < len(p) {
+		if d.closed.Load() {
+			return n, d.pathErr("read", os.ErrClosed)
+		}
 		m, err := unix.Pread(d.fd, p[n:], off+int64(n))
 		if errors.Is(err, unix.EINTR) {
 			continue
@@ -108,6 +116,9 @@ func (d *directFile) preadFull(p []byte, off int64) (int, error) {
 // pwriteFull writes p at off, both aligned.
 func (d *directFile) pwriteFull(p []byte, off int64) error {
 	for len(p) > 0 {
+		if d.closed.Load() {
+			return d.pathErr("write", os.ErrClosed)
+		}
 		m, err := unix.Pwrite(d.fd, p, off)
 		if errors.Is(err, unix.EINTR) {
 			continue
@@ -270,6 +281,18 @@ func (d *directFile) reloadLocked() error {
 		d.buf = d.buf[:k]
 	}
 	return nil
+}
+
+func (d *directFile) markClosed() {
+	d.closed.Store(true)
+	if !d.writable {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.err == nil {
+		d.err = d.pathErr("write", os.ErrClosed)
+	}
 }
 
 func (d *directFile) flush() error {

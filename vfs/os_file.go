@@ -24,6 +24,9 @@ type directIO interface {
 	// flush writes what Write buffered, the last partial block padded with
 	// zeros and the file then cut back to its true size.
 	flush() error
+	// markClosed makes every later write fail with os.ErrClosed (reads
+	// fail once the descriptor is closed); Close calls it after flush.
+	markClosed()
 	// size reports the true size of a file being written; ok is false for
 	// a read-only file, whose size the OS knows.
 	size() (n int64, ok bool)
@@ -38,6 +41,7 @@ var _ File = (*osFile)(nil)
 func (f *osFile) Close() error {
 	if f.dio != nil {
 		err := f.dio.flush()
+		f.dio.markClosed()
 		if cerr := f.file.Close(); err == nil {
 			err = cerr
 		}
