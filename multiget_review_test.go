@@ -1,0 +1,239 @@
+package shale
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/shaledb/shale/vfs"
+)
+
+// TestMultiGetConcurrentWrites runs MultiGets at snapshots while another
+// goroutine writes, flushes and compacts: tables are opened by MultiGet
+// while compactions make others obsolete. Each MultiGet must answer as
+// looped Get at the same snapshot.
+func TestMultiGetConcurrentWrites(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		opt  func(*Options)
+	}{
+		{"default", nil},
+		{"nobloom-smallcache", func(o *Options) { o.BloomBitsPerKey = -1; o.BlockCacheSize = 8 << 10 }},
+		{"nocache-direct", func(o *Options) { o.BlockCacheSize = -1; o.UseDirectReads = true }},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			seed := modelSeed(t)
+			t.Logf("seed %d (SHALE_SEED reruns)", seed)
+			opts := testOptions(vfs.NewMem())
+			if v.opt != nil {
+				v.opt(opts)
+			}
+			d, err := Open("db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			const nKeys = 800
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(seed, 1))
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					k := testKey(rng.IntN(nKeys))
+					var err error
+					switch p := rng.IntN(100); {
+					case p < 75:
+						err = d.Put(k, []byte(fmt.Sprintf("%d:%s", i, bytes.Repeat([]byte{'v'}, rng.IntN(300)))), nil)
+					case p < 85:
+						err = d.Delete(k, nil)
+					case p < 90:
+						a := rng.IntN(nKeys)
+						err = d.DeleteRange(testKey(a), testKey(a+1+rng.IntN(30)), nil)
+					case p < 93:
+						err = d.Flush()
+					case p < 94:
+						a := rng.IntN(nKeys)
+						err = d.CompactRange(testKey(a), testKey(a+rng.IntN(300)))
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			var rwg sync.WaitGroup
+			for r := 0; r < 2; r++ {
+				rwg.Add(1)
+				go func() {
+					defer rwg.Done()
+					rng := rand.New(rand.NewPCG(seed, uint64(r+2)))
+					for round := 0; round < bySize(150, 40, 1000) && !t.Failed(); round++ {
+						keys := make([][]byte, 1+rng.IntN(100))
+						for i := range keys {
+							keys[i] = testKey(rng.IntN(nKeys + 5))
+						}
+						snap := d.NewSnapshot()
+						mode := multiGetModes[rng.IntN(len(multiGetModes))]
+						ro := &ReadOptions{Snapshot: snap, AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, SkipFillCache: rng.IntN(3) == 0}
+						vals, errs := d.MultiGet(keys, ro)
+						for i, k := range keys {
+							want, werr := d.Get(k, &ReadOptions{Snapshot: snap})
+							if !bytes.Equal(vals[i], want) || !errors.Is(errs[i], werr) && errs[i] != werr {
+								t.Errorf("%s round %d: key %q: MultiGet %.20q %v, Get %.20q %v", mode.name, round, k, vals[i], errs[i], want, werr)
+								break
+							}
+						}
+						snap.Release()
+					}
+				}()
+			}
+			rwg.Wait()
+			close(stop)
+			wg.Wait()
+		})
+	}
+}
+
+// TestMultiGetEdgeKeys: no keys, an empty key, nil and empty keys
+// together, and keys equal to file boundaries, answered as Get does.
+func TestMultiGetEdgeKeys(t *testing.T) {
+	m := buildLayeredDB(t, vfs.NewMem(), func(o *Options) { o.BlockCacheSize = 4 << 10 })
+	d := m.d
+	defer d.Close()
+	if err := d.Put([]byte{}, []byte("empty"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]byte
+	keys = append(keys, nil, []byte{}, nil)
+	rs := d.loadReadState()
+	for _, files := range rs.version.Levels {
+		for _, f := range files {
+			s, l := f.Smallest.UserKey, f.Largest.UserKey
+			keys = append(keys, append([]byte(nil), s...), append([]byte(nil), l...),
+				append(append([]byte(nil), l...), 0), append([]byte(nil), s[:len(s)-min(len(s), 1)]...))
+		}
+	}
+	rs.unref()
+	for _, mode := range multiGetModes {
+		ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+		vals, errs := d.MultiGet(nil, ro)
+		if len(vals) != 0 || len(errs) != 0 {
+			t.Fatalf("%s: no keys: %d values", mode.name, len(vals))
+		}
+		vals, errs = d.MultiGet(keys, ro)
+		for i, k := range keys {
+			want, werr := d.Get(k, nil)
+			if !bytes.Equal(vals[i], want) || !errors.Is(errs[i], werr) && errs[i] != werr {
+				t.Fatalf("%s: key %q: MultiGet %.20q %v, Get %.20q %v", mode.name, k, vals[i], errs[i], want, werr)
+			}
+		}
+		if string(vals[0]) != "empty" {
+			t.Fatalf("%s: empty key: %q %v", mode.name, vals[0], errs[0])
+		}
+	}
+}
+
+// TestMultiGetModelNoBloom is the model test without bloom filters and with
+// tiny blocks: absent keys that fall between two blocks make lookups whose
+// answer may start the next block, which another round reads.
+func TestMultiGetModelNoBloom(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		opt  func(*Options)
+	}{
+		{"nocache", func(o *Options) { o.BlockCacheSize = -1 }},
+		{"smallcache", func(o *Options) { o.BlockCacheSize = 8 << 10 }},
+		{"direct", func(o *Options) { o.BlockCacheSize = 8 << 10; o.UseDirectReads = true }},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			seed := modelSeed(t)
+			t.Logf("seed %d (SHALE_SEED reruns)", seed)
+			rng := rand.New(rand.NewPCG(seed, seed^0x5b))
+			m := buildLayeredDB(t, vfs.NewMem(), func(o *Options) {
+				o.BloomBitsPerKey = -1
+				o.BlockSize = 1 << 10
+				v.opt(o)
+			})
+			defer m.d.Close()
+			for i := 0; i < 3; i++ {
+				m.writeRandom(t, rng, 300, false)
+				m.check(t, rng, bySize(20, 5, 100))
+				// Keys just after existing ones: absent, between entries.
+				keys := make([][]byte, 0, 200)
+				for len(keys) < cap(keys) {
+					k := testKey(rng.IntN(m.nKeys))
+					switch rng.IntN(3) {
+					case 0:
+						k = append(k, 0)
+					case 1:
+						k = append(k, 'z')
+					}
+					keys = append(keys, k)
+				}
+				for _, mode := range multiGetModes {
+					vals, errs := m.d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
+					for i, k := range keys {
+						want, werr := m.d.Get(k, nil)
+						if !bytes.Equal(vals[i], want) || !errors.Is(errs[i], werr) && errs[i] != werr {
+							t.Fatalf("%s: key %q: MultiGet %.20q %v, Get %.20q %v", mode.name, k, vals[i], errs[i], want, werr)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMultiGetCountsMatchStatistics: with the tables open, what one
+// MultiGet adds to the DB's Statistics equals its PerfContext, in every
+// mode, cached or not, with faults: nothing is counted twice or missed.
+func TestMultiGetCountsMatchStatistics(t *testing.T) {
+	for _, cacheSize := range []int64{-1, 16 << 10} {
+		st := NewStatistics()
+		ffs := vfs.NewFaultFS(vfs.NewMem(), 9)
+		m := buildLayeredDB(t, ffs, func(o *Options) { o.BlockCacheSize = cacheSize; o.Statistics = st })
+		d := m.d
+		rng := rand.New(rand.NewPCG(modelSeed(t), 7))
+		var all [][]byte
+		for i := 0; i < m.nKeys; i++ {
+			all = append(all, testKey(i))
+		}
+		d.MultiGet(all, nil) // open every table
+		tickers := []Ticker{TickerBlockReads, TickerBytesRead, TickerBlockCacheHits, TickerAsyncReads, TickerReadsCoalesced, TickerBloomChecks, TickerBloomUseful, TickerMultiGetKeysFound}
+		for round := 0; round < 20; round++ {
+			if round == 10 {
+				ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: ".sst", Probability: 0.3})
+			}
+			keys := m.randomKeys(rng)
+			for _, mode := range multiGetModes {
+				before := make([]uint64, len(tickers))
+				for i, tk := range tickers {
+					before[i] = st.TickerCount(tk)
+				}
+				var pc PerfContext
+				d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pc})
+				got := []uint64{pc.BlockReads, pc.BlockReadBytes, pc.BlockCacheHits, pc.AsyncReads, pc.ReadsCoalesced, pc.BloomChecks, pc.BloomUseful, pc.MultiGetKeysFound}
+				for i, tk := range tickers {
+					if delta := st.TickerCount(tk) - before[i]; delta != got[i] {
+						t.Fatalf("cache %d, %s, round %d: %s grew by %d, PerfContext says %d (%+v)", cacheSize, mode.name, round, tk, delta, got[i], pc)
+					}
+				}
+			}
+		}
+		ffs.ClearRules()
+		d.Close()
+	}
+}
