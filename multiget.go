@@ -107,9 +107,12 @@ type multiGet struct {
 	owner []int
 	// onDoneFunc is m.onDone, bound once so Read calls do not allocate.
 	onDoneFunc func(id int)
-	// stats counts this call's table work (PerfContext); found counts the
-	// caller's indices answered with a value.
+	// stats counts this call's table work when the caller asked for a
+	// PerfContext; extra is then &stats, else nil, so that a call without
+	// one does not pay for counting twice. found counts the caller's
+	// indices answered with a value.
 	stats sstable.ReadStats
+	extra *sstable.ReadStats
 	found uint64
 	// openErrs holds the tables that failed to open for this call, so that
 	// every key reaching one gets the same error without another attempt.
@@ -150,7 +153,7 @@ func (m *multiGet) reset() {
 	m.owner = m.owner[:0]
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
-	m.d, m.rs, m.fn, m.found, m.openErrs, m.blocked = nil, nil, nil, 0, nil, 0
+	m.d, m.rs, m.fn, m.found, m.openErrs, m.blocked, m.extra = nil, nil, nil, 0, nil, 0, nil
 }
 
 func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
@@ -171,7 +174,10 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 	defer rs.unref()
 	m.d, m.rs, m.fn = d, rs, fn
 	m.snap, m.fill = d.readSeq(ro), ro.fillCache()
-	m.batch.Stats = &m.stats
+	if ro.perfContext() != nil {
+		m.extra = &m.stats
+	}
+	m.batch.Stats = m.extra
 	m.sortKeys(keys)
 	m.memtables()
 	for j := range m.keys {
@@ -334,7 +340,7 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 		if t.rangeDels != nil {
 			k.maxTomb = max(k.maxTomb, t.rangeDels.MaxCoveringSeq(k.key, m.snap))
 		}
-		if t.reader.ProbeBloom(k.key, &m.stats) {
+		if t.reader.ProbeBloom(k.key, m.extra) {
 			k.file, k.table = f, t
 			return
 		}
