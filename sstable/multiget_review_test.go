@@ -127,3 +127,67 @@ func TestMultiGetBatchManyTables(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiGetBatchNextBlockInRun: a lookup whose answer may start the next
+// block, when that block came in by the same coalesced read (another lookup
+// wanted it), searches it from that read: one read and one round, with or
+// without a cache, where it used to wait for a second read of a block
+// already at hand.
+func TestMultiGetBatchNextBlockInRun(t *testing.T) {
+	for _, withCache := range []bool{false, true} {
+		var c *cache.Cache
+		if withCache {
+			c = cache.New(1 << 20)
+		}
+		// Keys 20 apart: the index separators are shortened into the gaps.
+		var entries []kv
+		for i := 0; i < 200; i++ {
+			entries = append(entries, kv{base.MakeInternalKey([]byte(fmt.Sprintf("k%05d", i*20)), base.SeqNum(i+1), base.KindSet), bytes.Repeat([]byte{byte(i)}, 100)})
+		}
+		path := filepath.Join(t.TempDir(), "t.sst")
+		writeTable(t, path, WriterOptions{BlockSize: 1024, Compression: NoCompression}, entries, nil)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewReader(&bytesFile{raw}, ReaderOptions{Cache: c, FileName: "t.sst"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A key in a gap that the index sends to block blk while its answer
+		// (none) may start block blk+1; and a key of block blk+1.
+		var between, next []byte
+		blk := -1
+		for i := 0; i < 199 && between == nil; i++ {
+			k := []byte(fmt.Sprintf("k%05d", i*20+1))
+			var probe MultiGetBatch
+			probe.Add(r, k, base.SeqNumMax, false)
+			if rounds := runBatch(t, &probe, nil, 4); rounds == 2 {
+				between, blk = k, r.seekIndex(base.MakeSearchKey(k))
+				next = []byte(fmt.Sprintf("k%05d", (i+1)*20))
+			}
+		}
+		if between == nil {
+			t.Fatal("no key between two blocks")
+		}
+		if got := r.seekIndex(base.MakeSearchKey(next)); got != blk+1 {
+			t.Fatalf("%q is in block %d, want %d", next, got, blk+1)
+		}
+		var b MultiGetBatch
+		var mine ReadStats
+		b.Stats = &mine
+		idA := b.Add(r, between, base.SeqNumMax, true)
+		idB := b.Add(r, next, base.SeqNumMax, true)
+		rounds := runBatch(t, &b, nil, 4)
+		if _, _, _, found, done, err := b.Result(idA); !done || found || err != nil {
+			t.Fatalf("cache %v: %q: found %v done %v err %v", withCache, between, found, done, err)
+		}
+		if _, _, _, found, done, err := b.Result(idB); !done || !found || err != nil {
+			t.Fatalf("cache %v: %q: found %v done %v err %v", withCache, next, found, done, err)
+		}
+		if reads := mine.FileReads.Load(); rounds != 1 || reads != 1 {
+			t.Fatalf("cache %v: blocks %d and %d: %d rounds, %d reads; want 1 and 1", withCache, blk, blk+1, rounds, reads)
+		}
+		r.Close()
+	}
+}
