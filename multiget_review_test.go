@@ -237,3 +237,64 @@ func TestMultiGetCountsMatchStatistics(t *testing.T) {
 		d.Close()
 	}
 }
+
+// TestMultiGetOpensRacingCompactions reopens a layered DB (no table open)
+// and runs MultiGets from two goroutines while compactions run and replace
+// the tables: MultiGets open tables together (openAll) while others are
+// made obsolete and evicted. Every answer equals Get's at the same
+// snapshot.
+func TestMultiGetOpensRacingCompactions(t *testing.T) {
+	mem := vfs.NewMem()
+	m := buildLayeredDB(t, mem, func(o *Options) { o.BlockCacheSize = 32 << 10 })
+	if err := m.d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < bySize(3, 1, 10); round++ {
+		opts := testOptions(mem)
+		opts.DisableDynamicLevelBytes = true
+		opts.BlockCacheSize = 32 << 10
+		d, err := Open("db", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 4; i++ {
+				if err := d.CompactRange(testKey(i*400), testKey(i*400+500)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		for r := 0; r < 2; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(round), uint64(r)))
+				for i := 0; i < 20 && !t.Failed(); i++ {
+					keys := make([][]byte, 1+rng.IntN(200))
+					for j := range keys {
+						keys[j] = testKey(rng.IntN(m.nKeys))
+					}
+					snap := d.NewSnapshot()
+					mode := multiGetModes[rng.IntN(len(multiGetModes))]
+					vals, errs := d.MultiGet(keys, &ReadOptions{Snapshot: snap, AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
+					for j, k := range keys {
+						want, werr := d.Get(k, &ReadOptions{Snapshot: snap})
+						if !bytes.Equal(vals[j], want) || !errors.Is(errs[j], werr) && errs[j] != werr {
+							t.Errorf("%s: key %q: MultiGet %.20q %v, Get %.20q %v", mode.name, k, vals[j], errs[j], want, werr)
+							break
+						}
+					}
+					snap.Release()
+				}
+			}()
+		}
+		wg.Wait()
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
