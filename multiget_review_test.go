@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shaledb/shale/vfs"
@@ -28,6 +29,7 @@ func TestMultiGetConcurrentWrites(t *testing.T) {
 			seed := modelSeed(t)
 			t.Logf("seed %d (SHALE_SEED reruns)", seed)
 			opts := testOptions(vfs.NewMem())
+			opts.DisableDynamicLevelBytes = true // fill L1 first: data in several levels
 			if v.opt != nil {
 				v.opt(opts)
 			}
@@ -38,6 +40,7 @@ func TestMultiGetConcurrentWrites(t *testing.T) {
 			defer d.Close()
 			const nKeys = 800
 			stop := make(chan struct{})
+			var ops atomic.Int64 // writes done: readers go on until many
 			var wg sync.WaitGroup
 			wg.Add(1)
 			go func() {
@@ -69,6 +72,7 @@ func TestMultiGetConcurrentWrites(t *testing.T) {
 						t.Error(err)
 						return
 					}
+					ops.Add(1)
 				}
 			}()
 			var rwg sync.WaitGroup
@@ -77,7 +81,8 @@ func TestMultiGetConcurrentWrites(t *testing.T) {
 				go func() {
 					defer rwg.Done()
 					rng := rand.New(rand.NewPCG(seed, uint64(r+2)))
-					for round := 0; round < bySize(150, 40, 1000) && !t.Failed(); round++ {
+					wantOps := int64(bySize(6000, 2000, 30000))
+					for round := 0; (round < bySize(150, 40, 1000) || ops.Load() < wantOps) && round < 20000 && !t.Failed(); round++ {
 						keys := make([][]byte, 1+rng.IntN(100))
 						for i := range keys {
 							keys[i] = testKey(rng.IntN(nKeys + 5))
@@ -100,6 +105,11 @@ func TestMultiGetConcurrentWrites(t *testing.T) {
 			rwg.Wait()
 			close(stop)
 			wg.Wait()
+			shape := (&mgDB{d: d}).shape()
+			t.Logf("%d writes, files per level %v", ops.Load(), shape)
+			if files := shape[0] + shape[1] + shape[len(shape)-1]; files == 0 {
+				t.Fatal("no tables: MultiGet read only memtables")
+			}
 		})
 	}
 }
