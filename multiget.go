@@ -348,14 +348,22 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 	m.resolve(k, nil, ErrNotFound)
 }
 
-// inGroup reports whether k takes part in the next round of mode, whose
-// first active key is lead.
-func inGroup(mode multiGetMode, k, lead *mgKey) bool {
-	switch mode {
+// mgGroup is the keys that take part in one round of mode: every key at
+// pos (single-level) and with file there (single-file), or every key
+// (multi-level).
+type mgGroup struct {
+	mode multiGetMode
+	pos  int
+	file *manifest.FileMetadata
+}
+
+// has reports whether k is in g.
+func (g *mgGroup) has(k *mgKey) bool {
+	switch g.mode {
 	case multiGetSingleFile:
-		return k.pos == lead.pos && k.file == lead.file
+		return k.pos == g.pos && k.file == g.file
 	case multiGetSingleLevel:
-		return k.pos == lead.pos
+		return k.pos == g.pos
 	}
 	return true
 }
@@ -367,24 +375,52 @@ func inGroup(mode multiGetMode, k, lead *mgKey) bool {
 // candidate. Keys are settled as their lookups finish: at once for a cached
 // block, else as the read of their block completes.
 func (m *multiGet) tables(mode multiGetMode) {
+	cmp := m.d.cmp.Compare
+	// floor is the lowest position of an active key and from the index of
+	// the first active key there. Keys only move forward, so floor never
+	// goes back and no active key before from is at floor: the search for
+	// the next lead starts at from, not at the first key. With a round per
+	// table (single-file) a pass over every key per round would make a
+	// large batch over many tables cost keys times tables.
+	floor, from := 0, 0
 	for {
 		if m.blocked > 0 {
 			m.openBlocked()
 		}
 		// lead is the active key with the lowest position; within it, the
 		// lowest key, whose file comes first in its level.
-		var lead *mgKey
-		for j := range m.keys {
-			if k := &m.keys[j]; !k.done && (lead == nil || k.pos < lead.pos) {
-				lead = k
+		lead := -1
+		for j := from; j < len(m.keys); j++ {
+			if k := &m.keys[j]; !k.done && k.pos == floor {
+				lead = j
+				break
 			}
 		}
-		if lead == nil {
-			return
+		if lead < 0 {
+			// No active key is left at floor: find the lowest position.
+			for j := range m.keys {
+				if k := &m.keys[j]; !k.done && (lead < 0 || k.pos < m.keys[lead].pos) {
+					lead = j
+				}
+			}
+			if lead < 0 {
+				return
+			}
 		}
-		for j := range m.keys {
+		floor, from = m.keys[lead].pos, lead
+		group := mgGroup{mode: mode, pos: floor, file: m.keys[lead].file}
+		// Keys before lead are past floor (or done): outside a single-file
+		// or single-level group.
+		first := lead
+		if mode == multiGetMultiLevel {
+			first = 0
+		}
+		for j := first; j < len(m.keys); j++ {
 			k := &m.keys[j]
-			if k.done || k.lookup >= 0 || !inGroup(mode, k, lead) {
+			if mode == multiGetSingleFile && cmp(k.key, group.file.Largest.UserKey) > 0 {
+				break // keys are sorted: none further is in the file
+			}
+			if k.done || k.lookup >= 0 || !group.has(k) {
 				continue
 			}
 			k.lookup = m.batch.Add(k.table.reader, k.key, m.snap, m.fill)
