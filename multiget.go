@@ -107,9 +107,12 @@ type multiGet struct {
 	owner []int
 	// onDoneFunc is m.onDone, bound once so Read calls do not allocate.
 	onDoneFunc func(id int)
-	// stats counts this call's table work (PerfContext); found counts the
-	// caller's indices answered with a value.
+	// stats counts this call's table work when the caller asked for a
+	// PerfContext; extra is then &stats, else nil, so that a call without
+	// one does not pay for counting twice. found counts the caller's
+	// indices answered with a value.
 	stats sstable.ReadStats
+	extra *sstable.ReadStats
 	found uint64
 	// openErrs holds the tables that failed to open for this call, so that
 	// every key reaching one gets the same error without another attempt.
@@ -150,7 +153,7 @@ func (m *multiGet) reset() {
 	m.owner = m.owner[:0]
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
-	m.d, m.rs, m.fn, m.found, m.openErrs, m.blocked = nil, nil, nil, 0, nil, 0
+	m.d, m.rs, m.fn, m.found, m.openErrs, m.blocked, m.extra = nil, nil, nil, 0, nil, 0, nil
 }
 
 func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
@@ -171,7 +174,10 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 	defer rs.unref()
 	m.d, m.rs, m.fn = d, rs, fn
 	m.snap, m.fill = d.readSeq(ro), ro.fillCache()
-	m.batch.Stats = &m.stats
+	if ro.perfContext() != nil {
+		m.extra = &m.stats
+	}
+	m.batch.Stats = m.extra
 	m.sortKeys(keys)
 	m.memtables()
 	for j := range m.keys {
@@ -334,7 +340,7 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 		if t.rangeDels != nil {
 			k.maxTomb = max(k.maxTomb, t.rangeDels.MaxCoveringSeq(k.key, m.snap))
 		}
-		if t.reader.ProbeBloom(k.key, &m.stats) {
+		if t.reader.ProbeBloom(k.key, m.extra) {
 			k.file, k.table = f, t
 			return
 		}
@@ -342,14 +348,22 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 	m.resolve(k, nil, ErrNotFound)
 }
 
-// inGroup reports whether k takes part in the next round of mode, whose
-// first active key is lead.
-func inGroup(mode multiGetMode, k, lead *mgKey) bool {
-	switch mode {
+// mgGroup is the keys that take part in one round of mode: every key at
+// pos (single-level) and with file there (single-file), or every key
+// (multi-level).
+type mgGroup struct {
+	mode multiGetMode
+	pos  int
+	file *manifest.FileMetadata
+}
+
+// has reports whether k is in g.
+func (g *mgGroup) has(k *mgKey) bool {
+	switch g.mode {
 	case multiGetSingleFile:
-		return k.pos == lead.pos && k.file == lead.file
+		return k.pos == g.pos && k.file == g.file
 	case multiGetSingleLevel:
-		return k.pos == lead.pos
+		return k.pos == g.pos
 	}
 	return true
 }
@@ -361,24 +375,52 @@ func inGroup(mode multiGetMode, k, lead *mgKey) bool {
 // candidate. Keys are settled as their lookups finish: at once for a cached
 // block, else as the read of their block completes.
 func (m *multiGet) tables(mode multiGetMode) {
+	cmp := m.d.cmp.Compare
+	// floor is the lowest position of an active key and from the index of
+	// the first active key there. Keys only move forward, so floor never
+	// goes back and no active key before from is at floor: the search for
+	// the next lead starts at from, not at the first key. With a round per
+	// table (single-file) a pass over every key per round would make a
+	// large batch over many tables cost keys times tables.
+	floor, from := 0, 0
 	for {
 		if m.blocked > 0 {
 			m.openBlocked()
 		}
 		// lead is the active key with the lowest position; within it, the
 		// lowest key, whose file comes first in its level.
-		var lead *mgKey
-		for j := range m.keys {
-			if k := &m.keys[j]; !k.done && (lead == nil || k.pos < lead.pos) {
-				lead = k
+		lead := -1
+		for j := from; j < len(m.keys); j++ {
+			if k := &m.keys[j]; !k.done && k.pos == floor {
+				lead = j
+				break
 			}
 		}
-		if lead == nil {
-			return
+		if lead < 0 {
+			// No active key is left at floor: find the lowest position.
+			for j := range m.keys {
+				if k := &m.keys[j]; !k.done && (lead < 0 || k.pos < m.keys[lead].pos) {
+					lead = j
+				}
+			}
+			if lead < 0 {
+				return
+			}
 		}
-		for j := range m.keys {
+		floor, from = m.keys[lead].pos, lead
+		group := mgGroup{mode: mode, pos: floor, file: m.keys[lead].file}
+		// Keys before lead are past floor (or done): outside a single-file
+		// or single-level group.
+		first := lead
+		if mode == multiGetMultiLevel {
+			first = 0
+		}
+		for j := first; j < len(m.keys); j++ {
 			k := &m.keys[j]
-			if k.done || k.lookup >= 0 || !inGroup(mode, k, lead) {
+			if mode == multiGetSingleFile && cmp(k.key, group.file.Largest.UserKey) > 0 {
+				break // keys are sorted: none further is in the file
+			}
+			if k.done || k.lookup >= 0 || !group.has(k) {
 				continue
 			}
 			k.lookup = m.batch.Add(k.table.reader, k.key, m.snap, m.fill)

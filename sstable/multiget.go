@@ -23,7 +23,8 @@ var readerIDs atomic.Uint64
 // takes it from the block cache when it is there; the blocks still missing
 // are read by one batch of concurrent reads per round (Read), adjacent
 // blocks of a table sharing one read. A lookup whose answer starts the next
-// block needs another round.
+// block needs another round, unless that block is cached or came in by the
+// same read.
 //
 // Lookups give the same answer as Reader.Get at the same snapshot. A
 // MultiGetBatch is used by one goroutine at a time; reuse it after Reset.
@@ -38,6 +39,7 @@ type MultiGetBatch struct {
 	wants []blockWant
 	reqs  []vfs.ReadRequest
 	runs  []blockRun
+	carry []int
 	bi    blockIter
 	// onDone is Read's callback while it runs.
 	onDone func(id int)
@@ -190,7 +192,8 @@ func (b *MultiGetBatch) finish(id int) {
 // requests one after another with ReadAt), adjacent blocks of a table by one
 // request; then each lookup searches its block. A failed read or a damaged
 // block ends only the lookups that needed it, with the error. Lookups whose
-// answer starts a block not cached stay pending for another round. Read
+// answer starts a block neither cached nor read with theirs stay pending for
+// another round. Read
 // never waits for anything but its own reads.
 //
 // onDone, when not nil, is called (from Read's goroutine) for each lookup as
@@ -321,6 +324,10 @@ func (b *MultiGetBatch) finishRun(i int, async bool) {
 	// Blocks of a pooled buffer or of a several-block read are copied out
 	// when stored uncompressed: the cache must not pin a larger buffer.
 	shared := run.direct != nil || run.first != run.last
+	// carry holds the lookups whose answer may start block blk, having
+	// searched block blk-1 of this run: they search blk from this read
+	// rather than wait for a read of their own in the next round.
+	b.carry = b.carry[:0]
 	w := run.wantLo
 	for blk := run.first; blk <= run.last; blk++ {
 		end := w
@@ -328,7 +335,11 @@ func (b *MultiGetBatch) finishRun(i int, async bool) {
 		for ; end < run.wantHi && b.wants[end].block == blk; end++ {
 			fill = fill || b.lookups[b.wants[end].l].fill
 		}
-		if end == w {
+		carried := len(b.carry)
+		for _, id := range b.carry {
+			fill = fill || b.lookups[id].fill
+		}
+		if end == w && carried == 0 {
 			continue // a block between two wanted ones is never read alone
 		}
 		h := r.index[blk].handle
@@ -339,16 +350,33 @@ func (b *MultiGetBatch) finishRun(i int, async bool) {
 			err = r.installDataBlock(&b.bi, h, block, fill)
 		}
 		for ; w < end; w++ {
-			id := b.wants[w].l
-			if err != nil {
-				b.fail(id, err)
-				continue
-			}
-			b.bi.init(block, true)
-			b.search(id, h)
-			b.advance(id)
+			b.searchRun(b.wants[w].l, h, block, err, run.last)
 		}
+		// The lookups carried into blk are at the front of carry, the ones
+		// carried on into blk+1 are appended behind them.
+		for i := 0; i < carried; i++ {
+			b.searchRun(b.carry[i], h, block, err, run.last)
+		}
+		b.carry = append(b.carry[:0], b.carry[carried:]...)
 	}
+}
+
+// searchRun lets lookup id search the data block at h that a read of run
+// brought in (or fails it with err, the block's error); a lookup whose
+// answer may start the next block is carried to it when the run holds it
+// (up to block last), else moves on through the cache.
+func (b *MultiGetBatch) searchRun(id int, h blockHandle, block []byte, err error, last int) {
+	if err != nil {
+		b.fail(id, err)
+		return
+	}
+	b.bi.init(block, true)
+	b.search(id, h)
+	if l := &b.lookups[id]; !l.done && l.block <= last {
+		b.carry = append(b.carry, id)
+		return
+	}
+	b.advance(id)
 }
 
 // countRead counts one read request of n bytes; coalesced is the number of
