@@ -11,20 +11,8 @@ import (
 // 1000 keys from one goroutine: the per-key CPU cost of large batches,
 // where work per round that grows with the batch would show.
 func BenchmarkMultiGetCachedLarge(b *testing.B) {
-	mem := mgBenchDB(b)
-	opts := mgBenchOptions(mem)
-	opts.DisableAutoCompactions = true
-	opts.BlockCacheSize = 256 << 20
-	d, err := Open("db", opts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	d := openCachedMGBench(b, false)
 	defer d.Close()
-	all := make([][]byte, 0, mgBenchKeys)
-	for i := 0; i < mgBenchKeys; i++ {
-		all = append(all, mgBenchKey(make([]byte, 32), i))
-	}
-	d.MultiGet(all, nil) // every table's point-lookup blocks cached
 	const batch = 1000
 	keys := make([][]byte, batch)
 	for i := range keys {
