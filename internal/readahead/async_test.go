@@ -361,3 +361,30 @@ func TestAsyncServingDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%.2f allocations per block", allocs)
 	}
 }
+
+// TestAsyncNoPrefetchBackward checks that reads moving backward with an
+// explicit Size fill windows as in the synchronous mode but never start a
+// background prefetch of the bytes after the window, which a backward scan
+// never reads (and each next fill would wait for).
+func TestAsyncNoPrefetchBackward(t *testing.T) {
+	const block = 1024
+	var bytesRead [2]int
+	for i, async := range []bool{false, true} {
+		f := newFakeFile(1<<20, 1)
+		var s State
+		s.Init(f, Config{Size: 16 << 10, Limit: 1 << 20, Reader: newPortable(t), Async: async})
+		for off := int64(1<<20 - block); off >= 0; off -= 4 * block {
+			read(t, &s, f, off, block)
+		}
+		c := s.Release()
+		if c.AsyncReads != 0 {
+			t.Fatalf("async %v: %d background prefetches on a backward scan", async, c.AsyncReads)
+		}
+		for _, r := range f.takeReads() {
+			bytesRead[i] += r.n
+		}
+	}
+	if bytesRead[1] != bytesRead[0] {
+		t.Fatalf("backward scan read %d bytes with Async, %d without", bytesRead[1], bytesRead[0])
+	}
+}

@@ -136,6 +136,11 @@ type State struct {
 	prevEnd  int64
 	runLen   int
 	autoSize int64
+	// backward is true when the last read noted started before the one
+	// noted before it, which started at prevOff (a backward scan: with an
+	// explicit Size, windows are filled for it too).
+	backward bool
+	prevOff  int64
 
 	bufs [2]buffer
 	cur  int
@@ -223,7 +228,8 @@ func (s *State) note(off, end int64, counts bool) {
 	if counts {
 		s.runLen++
 	}
-	s.prevEnd = end
+	s.backward = off < s.prevOff
+	s.prevOff, s.prevEnd = off, end
 }
 
 // NoteCached tells s that the block at [off, off+n) was found elsewhere
@@ -415,7 +421,9 @@ func (s *State) fill(off, end, ra int64) error {
 	s.drainBuf(nxt)
 	nxt.clear()
 	reqs := s.prepare(cur, off, end, ra)
-	if s.cfg.Async {
+	// A backward scan never reads the bytes after the window, and the
+	// next fill would wait for them: no prefetch then.
+	if s.cfg.Async && !s.backward {
 		s.prefetch()
 	}
 	if len(reqs) == 0 {
