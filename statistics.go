@@ -284,10 +284,9 @@ func (h *latencyHistogram) data() HistogramData {
 			seen += c
 			if seen >= rank {
 				lo, width := histBucketRange(i)
-				mid := float64(lo) + float64(width-1)/2
-				if maxNs > 0 {
-					mid = min(mid, float64(maxNs))
-				}
+				// Capped even at 0: a record in flight may have added
+				// to its bucket but not yet to the maximum.
+				mid := min(float64(lo)+float64(width-1)/2, float64(maxNs))
 				return mid / us
 			}
 		}

@@ -303,3 +303,15 @@ func BenchmarkStatisticsRecord(b *testing.B) {
 		}
 	})
 }
+
+// TestHistogramPartialRecord: data() run between the bucket add and the max
+// update of a concurrent first record (the max still 0) must not report
+// percentiles above P100.
+func TestHistogramPartialRecord(t *testing.T) {
+	var h latencyHistogram
+	h.buckets[histBucket(5000)].Add(1) // record's first step only
+	d := h.data()
+	if d.P50 > d.P100 || d.P99 > d.P100 {
+		t.Fatalf("percentiles above P100: %+v", d)
+	}
+}
