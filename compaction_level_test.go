@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -262,8 +263,12 @@ func TestCompactRangeChangeLevelModel(t *testing.T) {
 					start, end = []byte(a), []byte(b)
 				}
 				target := 1 + rng.IntN(o.NumLevels-1)
+				below := levelFileNums(db)[target+1:]
 				if err := db.CompactRangeWithOptions(start, end, &CompactRangeOptions{ChangeLevel: true, TargetLevel: target}); err != nil {
 					t.Fatalf("op %d: CompactRangeWithOptions(%q, %q, target %d): %v", op, start, end, target, err)
+				}
+				if got := levelFileNums(db)[target+1:]; o.DisableAutoCompactions && !slices.EqualFunc(got, below, slices.Equal) {
+					t.Fatalf("op %d: target %d changed the levels below it: %v, was %v", op, target, got, below)
 				}
 				if start == nil {
 					nums := levelFileNums(db)
@@ -286,5 +291,137 @@ func TestCompactRangeChangeLevelModel(t *testing.T) {
 			snap.Release()
 		}
 		t.Logf("final shape %s", shapeString(db))
+	})
+}
+
+// TestCompactRangeChangeLevelConcurrent runs ChangeLevel compactions to
+// random levels and ranges while a writer puts, deletes, range-deletes and
+// flushes, with automatic compactions on; readers check snapshots as they
+// go, and every key against the model at the end (-race).
+func TestCompactRangeChangeLevelConcurrent(t *testing.T) {
+	forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
+		o := testOptions(vfs.NewMem())
+		db, err := Open("/db", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		key := func(rng *rand.Rand) string { return fmt.Sprintf("k%04d", rng.IntN(600)) }
+		m := model{}
+		var mu sync.Mutex // guards snaps
+		type snapState struct {
+			s *Snapshot
+			m model
+		}
+		var snaps []snapState
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		errc := make(chan error, 4)
+		wg.Go(func() { // the compactor
+			rng := rand.New(rand.NewPCG(seed, 1))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var start, end []byte
+				if rng.IntN(3) > 0 {
+					a, b := key(rng), key(rng)
+					if a > b {
+						a, b = b, a
+					}
+					start, end = []byte(a), []byte(b)
+				}
+				target := 1 + rng.IntN(o.NumLevels-1)
+				if err := db.CompactRangeWithOptions(start, end, &CompactRangeOptions{ChangeLevel: true, TargetLevel: target}); err != nil {
+					errc <- fmt.Errorf("CompactRangeWithOptions(%q, %q, %d): %w", start, end, target, err)
+					return
+				}
+			}
+		})
+		wg.Go(func() { // a snapshot reader
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				mu.Lock()
+				var ss snapState
+				if len(snaps) > 0 {
+					ss = snaps[len(snaps)-1]
+				}
+				mu.Unlock()
+				if ss.s == nil {
+					continue
+				}
+				for k := range 600 {
+					key := fmt.Sprintf("k%04d", k)
+					v, err := db.Get([]byte(key), &ReadOptions{Snapshot: ss.s})
+					want, ok := ss.m[key]
+					if (err == nil) != ok || (ok && string(v) != want) || (err != nil && !errors.Is(err, ErrNotFound)) {
+						errc <- fmt.Errorf("snapshot Get(%s) = %q, %v; want %q (present %v)", key, v, err, want, ok)
+						return
+					}
+				}
+			}
+		})
+		rng := rand.New(rand.NewPCG(seed, 2))
+		for op := range bySize(4000, 1500, 30000) {
+			switch r := rng.IntN(100); {
+			case r < 70:
+				k, v := key(rng), fmt.Sprintf("v%d", op)
+				if err := db.Put([]byte(k), []byte(v), nil); err != nil {
+					t.Fatal(err)
+				}
+				m[k] = v
+			case r < 88:
+				k := key(rng)
+				if err := db.Delete([]byte(k), nil); err != nil {
+					t.Fatal(err)
+				}
+				delete(m, k)
+			case r < 90:
+				a, b := key(rng), key(rng)
+				if a > b {
+					a, b = b, a
+				}
+				if err := db.DeleteRange([]byte(a), []byte(b), nil); err != nil {
+					t.Fatal(err)
+				}
+				for k := range m {
+					if k >= a && k < b {
+						delete(m, k)
+					}
+				}
+			case r < 95:
+				if err := db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				s := db.NewSnapshot()
+				mu.Lock()
+				snaps = append(snaps, snapState{s, m.clone()})
+				mu.Unlock()
+			}
+			select {
+			case err := <-errc:
+				t.Fatal(err)
+			default:
+			}
+		}
+		close(done)
+		wg.Wait()
+		select {
+		case err := <-errc:
+			t.Fatal(err)
+		default:
+		}
+		checkAll(t, db, nil, m)
+		for _, ss := range snaps {
+			checkAll(t, db, &ReadOptions{Snapshot: ss.s}, ss.m)
+			ss.s.Release()
+		}
 	})
 }

@@ -142,7 +142,8 @@ type Options struct {
 	WALBackgroundWrites bool
 	// Statistics, when set, collects the DB's tickers and latency
 	// histograms (RocksDB's statistics): see NewStatistics. Several DBs may
-	// share one. Default nil: nothing is collected, and the read path does
+	// share one; it then counts them all (closed ones included), while each
+	// DB's Metrics keep counting only its own reads. Default nil: nothing is collected, and the read path does
 	// not read the clock.
 	Statistics *Statistics
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,9 +97,14 @@ type HistogramData struct {
 // Statistics collects tickers and latency histograms of the DBs whose
 // Options name it (Options.Statistics). It is safe for concurrent use.
 type Statistics struct {
-	// tables is the ReadStats every table reader of the DBs adds to; the
-	// table tickers are read from it.
+	// tables holds the table read counts of the DBs that were closed; the
+	// table tickers are its counts plus those of every open DB (live).
 	tables sstable.ReadStats
+	// mu guards live: the table read counts of the open DBs using s. Each
+	// DB counts into its own ReadStats (its Metrics().IO), so the read
+	// path adds once and a DB's Metrics hold only its own reads.
+	mu   sync.Mutex
+	live map[*sstable.ReadStats]struct{}
 	// tickers holds the tickers not read from tables (indexed by Ticker;
 	// the table ones stay zero here).
 	tickers [numTickers]atomic.Uint64
@@ -125,6 +131,39 @@ func (s *Statistics) recordDuration(h HistogramType, d time.Duration) {
 	s.hists[h].record(d)
 }
 
+// attach adds the table read counts of an opening DB to the table tickers.
+func (s *Statistics) attach(rs *sstable.ReadStats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live == nil {
+		s.live = make(map[*sstable.ReadStats]struct{})
+	}
+	s.live[rs] = struct{}{}
+}
+
+// detach keeps the counts of a closing DB in s.tables and stops reading
+// rs; calling it again, or for a DB never attached, does nothing.
+func (s *Statistics) detach(rs *sstable.ReadStats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.live[rs]; ok {
+		delete(s.live, rs)
+		s.tables.Add(rs)
+	}
+}
+
+// tableCount returns one table counter (load picks it) summed over the
+// closed and the open DBs.
+func (s *Statistics) tableCount(load func(*sstable.ReadStats) *atomic.Uint64) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := load(&s.tables).Load()
+	for rs := range s.live {
+		n += load(rs).Load()
+	}
+	return n
+}
+
 // add adds n to ticker t; s may be nil. The table tickers are counted by
 // the table readers (s.tables); add must not be used for them.
 func (s *Statistics) add(t Ticker, n uint64) {
@@ -140,35 +179,38 @@ func (s *Statistics) TickerCount(t Ticker) uint64 {
 	if s == nil || t < 0 || t >= numTickers {
 		return 0
 	}
-	ts := &s.tables
+	var load func(*sstable.ReadStats) *atomic.Uint64
 	switch t {
 	case TickerBlockReads:
-		return ts.BlockReads.Load()
+		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.BlockReads }
 	case TickerBytesRead:
-		return ts.BytesRead.Load()
+		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.BytesRead }
 	case TickerBlockCacheHits:
-		return ts.CacheHits.Load()
+		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.CacheHits }
 	case TickerAsyncReads:
-		return ts.AsyncReads.Load()
+		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.AsyncReads }
 	case TickerReadsCoalesced:
-		return ts.ReadsCoalesced.Load()
+		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.ReadsCoalesced }
 	case TickerPrefetchHits:
-		return ts.PrefetchHits.Load()
+		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.PrefetchHits }
 	case TickerPrefetchWastedBytes:
 		// Used is loaded first: both only grow, and used never exceeds
 		// issued, so a later issued is at least the used loaded here.
-		used := ts.ReadaheadBytesUsed.Load()
-		issued := ts.ReadaheadBytesIssued.Load()
+		used := s.tableCount(func(r *sstable.ReadStats) *atomic.Uint64 { return &r.ReadaheadBytesUsed })
+		issued := s.tableCount(func(r *sstable.ReadStats) *atomic.Uint64 { return &r.ReadaheadBytesIssued })
 		if issued < used {
 			return 0
 		}
 		return issued - used
 	case TickerBloomChecks:
-		return ts.BloomChecks.Load()
+		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.BloomChecks }
 	case TickerBloomUseful:
-		return ts.BloomUseful.Load()
+		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.BloomUseful }
 	case TickerFileReads:
-		return ts.FileReads.Load()
+		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.FileReads }
+	}
+	if load != nil {
+		return s.tableCount(load)
 	}
 	return s.tickers[t].Load()
 }
@@ -284,10 +326,9 @@ func (h *latencyHistogram) data() HistogramData {
 			seen += c
 			if seen >= rank {
 				lo, width := histBucketRange(i)
-				mid := float64(lo) + float64(width-1)/2
-				if maxNs > 0 {
-					mid = min(mid, float64(maxNs))
-				}
+				// Capped even at 0: a record in flight may have added
+				// to its bucket but not yet to the maximum.
+				mid := min(float64(lo)+float64(width-1)/2, float64(maxNs))
 				return mid / us
 			}
 		}

@@ -18,9 +18,10 @@ type tableCache struct {
 	d  *DB
 	mu sync.RWMutex
 	m  map[base.FileNum]*cachedTable
-	// stats counts the file reads of every reader (Metrics().IO): the
-	// Statistics' own when Options.Statistics is set, so its tickers need no
-	// second count.
+	// stats counts the file reads of every reader (Metrics().IO). With
+	// Options.Statistics set, the Statistics reads it while the DB is open
+	// and keeps its counts at close (attach/detach): readers count once, and
+	// a Statistics shared by several DBs does not mix their Metrics.
 	stats *sstable.ReadStats
 }
 
@@ -42,7 +43,7 @@ type cachedTable struct {
 func newTableCache(d *DB) *tableCache {
 	tc := &tableCache{d: d, m: make(map[base.FileNum]*cachedTable), stats: new(sstable.ReadStats)}
 	if st := d.opts.Statistics; st != nil {
-		tc.stats = &st.tables
+		st.attach(tc.stats)
 	}
 	return tc
 }
@@ -168,6 +169,9 @@ func (tc *tableCache) close() error {
 			err = errors.Join(err, t.reader.Close())
 		}
 		delete(tc.m, num)
+	}
+	if st := tc.d.opts.Statistics; st != nil {
+		st.detach(tc.stats)
 	}
 	return err
 }
