@@ -336,5 +336,8 @@ func (h *latencyHistogram) data() HistogramData {
 	}
 	d.P50, d.P95, d.P99 = percentile(0.50), percentile(0.95), percentile(0.99)
 	d.P100 = float64(maxNs) / us
+	// A record in flight may be in the sum and the maximum but not yet in
+	// its bucket (or the other way round): keep the summary ordered.
+	d.Average = min(d.Average, d.P100)
 	return d
 }
