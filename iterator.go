@@ -317,6 +317,13 @@ func (i *Iterator) Close() error {
 	i.perf.addReadStats(&i.stats)
 	i.rs.unref()
 	i.db.openIters.Add(-1)
+	if invariants.Enabled {
+		// A closed iterator has nothing to report: drop the finalizer, so
+		// the iterator and what it references are freed at the next GC
+		// instead of surviving one more cycle (in long -race runs that
+		// grew the heap without bound).
+		runtime.SetFinalizer(i, nil)
+	}
 	return err
 }
 
