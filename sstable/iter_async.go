@@ -134,9 +134,8 @@ func (r *Reader) addReadahead(src fileSource, c readahead.Counters) {
 // two-phase seek submitted and that the block's next load waits for.
 //
 // Invariant: while active the read may be in flight, and its buffer
-// (req[0].Buf, within mem for direct IO) must be neither reused nor
-// pooled; every path that drops the read (consume, discard) waits for it
-// first.
+// (rr's) must be neither reused nor pooled; every path that drops the read
+// (consume, discard) waits for it first.
 type pendingRead struct {
 	active bool
 	// cached is set when the prepare found the block in the cache: block
@@ -146,16 +145,15 @@ type pendingRead struct {
 	block, aux []byte
 	// The read is batch's request, or with a ReadGroup the group's request
 	// idx of generation gen.
-	batch  *vfs.ReadBatch
-	group  *ReadGroup
-	gen    uint64
-	idx    int
+	batch *vfs.ReadBatch
+	group *ReadGroup
+	gen   uint64
+	idx   int
+	// rr is the block's read; req is the copy of rr.req submitted (a
+	// one-request batch), which receives the result.
+	rr     rangeRead
 	req    [1]vfs.ReadRequest
 	handle blockHandle
-	// mem is the pooled aligned memory of a direct-IO read, nil otherwise;
-	// skip is where the block starts in req[0].Buf.
-	mem  *[]byte
-	skip int
 }
 
 // PrepareSeekGE is the first phase of a two-phase seek (IterOptions.Async):
@@ -230,17 +228,8 @@ func (it *tableIter) prepareBlock(i int) {
 		return // the load reports it
 	}
 	p := &it.pend
-	total := int64(h.length) + blockTrailerLen
-	off := int64(h.offset)
-	if align := it.src.align; align > 1 {
-		start, end := vfs.AlignDown(off, align), vfs.AlignUp(off+total, align)
-		p.mem = directBufPool.Get(int(end-start), align)
-		p.req[0] = vfs.ReadRequest{File: it.src.f, Off: start, Buf: (*p.mem)[:end-start]}
-		p.skip = int(off - start)
-	} else {
-		p.req[0] = vfs.ReadRequest{File: it.src.f, Off: off, Buf: make([]byte, total)}
-		p.skip = 0
-	}
+	p.rr = newRangeRead(it.src, int64(h.offset), int(h.length)+blockTrailerLen)
+	p.req[0] = p.rr.req
 	p.handle = h
 	p.active = true
 	r.stats.AsyncReads.Add(1)
@@ -276,19 +265,14 @@ func (it *tableIter) awaitPending() (buf []byte, err error) {
 		p.batch = nil
 	}
 	it.r.countFileRead(it.src, req.N)
-	total := int(p.handle.length) + blockTrailerLen
-	if err := it.r.readResult(int64(p.handle.offset), total, req.N-p.skip, req.Err); err != nil {
-		return nil, err
-	}
-	return req.Buf[p.skip : p.skip+total], nil
+	p.rr.req.N, p.rr.req.Err = req.N, req.Err
+	return it.r.rangeBytes(&p.rr)
 }
 
 // freePending forgets the (completed) pending read and frees its memory.
 func (it *tableIter) freePending() {
 	p := &it.pend
-	if p.mem != nil {
-		directBufPool.Put(p.mem)
-	}
+	p.rr.release()
 	*p = pendingRead{}
 }
 
@@ -325,7 +309,7 @@ func (it *tableIter) loadPending(h blockHandle, seek bool) error {
 	}
 	total := int(h.length) + blockTrailerLen
 	it.ra.NoteRead(int64(h.offset), total)
-	b, err := it.r.decodeBlock(h, buf, it.pend.mem != nil, it.src)
+	b, err := it.r.decodeBlock(h, buf, it.pend.rr.pooled(), it.src)
 	if err != nil {
 		return err
 	}

@@ -80,12 +80,10 @@ type blockRun struct {
 	r              *Reader
 	first, last    int
 	wantLo, wantHi int
-	// start is the file offset of the request's Buf[0]: below the first
-	// block's offset when a direct-IO read was aligned down.
-	start int64
-	// direct is the pooled aligned memory of a direct-IO read, put back once
-	// the run's blocks are decoded (they never alias it).
-	direct *[]byte
+	// rr is the run's read (its request is submitted as a copy, in reqs);
+	// its pooled memory is put back once the run's blocks are decoded (they
+	// never alias it).
+	rr rangeRead
 }
 
 // Reset forgets every lookup, keeping the memory for reuse but no
@@ -279,19 +277,9 @@ func (b *MultiGetBatch) planRuns() {
 		}
 		run.wantHi = w
 		last := r.index[run.last].handle
-		off, n := int64(start), int(last.offset+last.length+blockTrailerLen-start)
-		var buf []byte
-		run.start = off
-		if r.align > 1 {
-			run.start = vfs.AlignDown(off, r.align)
-			need := int(vfs.AlignUp(off+int64(n), r.align) - run.start)
-			run.direct = directBufPool.Get(need, r.align)
-			buf = (*run.direct)[:need]
-		} else {
-			buf = make([]byte, n)
-		}
+		run.rr = newRangeRead(r.source(), int64(start), int(last.offset+last.length+blockTrailerLen-start))
 		b.runs = append(b.runs, run)
-		b.reqs = append(b.reqs, vfs.ReadRequest{File: r.f, Off: run.start, Buf: buf})
+		b.reqs = append(b.reqs, run.rr.req)
 	}
 }
 
@@ -301,16 +289,12 @@ func (b *MultiGetBatch) planRuns() {
 func (b *MultiGetBatch) finishRun(i int, async bool) {
 	run, q := &b.runs[i], &b.reqs[i]
 	r := run.r
-	if run.direct != nil {
-		defer directBufPool.Put(run.direct)
-	}
-	b.countRead(r, q.N, run.direct != nil, async, run.last-run.first)
+	defer run.rr.release()
+	b.countRead(r, q.N, run.rr.pooled(), async, run.last-run.first)
 	first := r.index[run.first].handle
-	last := r.index[run.last].handle
-	off := int64(first.offset)
-	n := int(last.offset + last.length + blockTrailerLen - first.offset)
-	skip := int(off - run.start)
-	if err := r.readResult(off, n, q.N-skip, q.Err); err != nil {
+	run.rr.req.N, run.rr.req.Err = q.N, q.Err
+	data, err := r.rangeBytes(&run.rr)
+	if err != nil {
 		for w := run.wantLo; w < run.wantHi; w++ {
 			if run.first != run.last {
 				b.lookups[b.wants[w].l].solo = true // retried alone next round
@@ -320,10 +304,9 @@ func (b *MultiGetBatch) finishRun(i int, async bool) {
 		}
 		return
 	}
-	data := q.Buf[skip : skip+n]
 	// Blocks of a pooled buffer or of a several-block read are copied out
 	// when stored uncompressed: the cache must not pin a larger buffer.
-	shared := run.direct != nil || run.first != run.last
+	shared := run.rr.pooled() || run.first != run.last
 	// carry holds the lookups whose answer may start block blk, having
 	// searched block blk-1 of this run: they search blk from this read
 	// rather than wait for a read of their own in the next round.

@@ -230,46 +230,29 @@ func (r *Reader) readMetaBlocks(mt *metaTail, hs []blockHandle, got [][]byte) er
 		}
 		return nil
 	}
+	reads := make([]rangeRead, len(missing))
 	reqs := make([]vfs.ReadRequest, len(missing))
-	starts := make([]int64, len(missing))
-	pooled := make([]*[]byte, len(missing))
 	defer func() {
-		for _, db := range pooled {
-			if db != nil {
-				directBufPool.Put(db)
-			}
+		for j := range reads {
+			reads[j].release()
 		}
 	}()
 	for j, i := range missing {
 		h := hs[i]
-		off, n := int64(h.offset), int(h.length)+blockTrailerLen
-		starts[j] = off
-		var buf []byte
-		if r.align > 1 {
-			starts[j] = vfs.AlignDown(off, r.align)
-			need := int(vfs.AlignUp(off+int64(n), r.align) - starts[j])
-			pooled[j] = directBufPool.Get(need, r.align)
-			buf = (*pooled[j])[:need]
-		} else {
-			buf = make([]byte, n)
-		}
-		reqs[j] = vfs.ReadRequest{File: r.f, Off: starts[j], Buf: buf}
+		reads[j] = newRangeRead(r.source(), int64(h.offset), int(h.length)+blockTrailerLen)
+		reqs[j] = reads[j].req
 	}
 	r.async.MultiRead(reqs) // errors are checked per request below
 	for j, i := range missing {
-		h, q := hs[i], &reqs[j]
-		off, n := int64(h.offset), int(h.length)+blockTrailerLen
-		r.stats.FileReads.Add(1)
+		rr := &reads[j]
+		rr.req.N, rr.req.Err = reqs[j].N, reqs[j].Err
+		r.countFileRead(r.source(), rr.req.N)
 		r.stats.AsyncReads.Add(1)
-		r.stats.BytesRead.Add(uint64(max(q.N, 0)))
-		if r.align > 1 {
-			r.stats.DirectReads.Add(1)
-		}
-		skip := int(off - starts[j])
-		if err := r.readResult(off, n, q.N-skip, q.Err); err != nil {
+		buf, err := r.rangeBytes(rr)
+		if err != nil {
 			return err
 		}
-		b, err := r.decodeBlock(h, q.Buf[skip:skip+n], pooled[j] != nil, r.source())
+		b, err := r.decodeBlock(hs[i], buf, rr.pooled(), r.source())
 		if err != nil {
 			return err
 		}
