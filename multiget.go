@@ -221,31 +221,20 @@ func (m *multiGet) resolve(k *mgKey, value []byte, err error) {
 // resolveEntry answers k with the point entry found for it, which range
 // tombstones of the sources walked (k.maxTomb) may hide.
 func (m *multiGet) resolveEntry(k *mgKey, value []byte, kind base.Kind, seq base.SeqNum) {
-	if seq < k.maxTomb || kind.IsTombstone() {
+	if !entryVisible(kind, seq, k.maxTomb) {
 		m.resolve(k, nil, ErrNotFound)
 		return
 	}
 	m.resolve(k, value, nil)
 }
 
-// memtables answers the keys the memtables hold, newest memtable first, as
-// getFrom does, and notes their range tombstones for the rest.
+// memtables answers the keys the memtables hold, as getFrom does, and notes
+// their range tombstones for the rest.
 func (m *multiGet) memtables() {
-	rs := m.rs
 	for j := range m.keys {
 		k := &m.keys[j]
-		for i := -1; i < len(rs.imms); i++ {
-			mt := rs.mem
-			if i >= 0 {
-				mt = rs.imms[len(rs.imms)-1-i]
-			}
-			if rd := mt.RangeTombstones(); !rd.Empty() {
-				k.maxTomb = max(k.maxTomb, rd.MaxCoveringSeq(k.key, m.snap))
-			}
-			if value, kind, seq, ok := mt.Get(k.key, m.snap); ok {
-				m.resolveEntry(k, value, kind, seq)
-				break
-			}
+		if value, kind, seq, ok := m.rs.memtableGet(k.key, m.snap, &k.maxTomb); ok {
+			m.resolveEntry(k, value, kind, seq)
 		}
 	}
 }

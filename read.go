@@ -54,22 +54,13 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats) ([]byte, error) {
 	var maxTomb base.SeqNum
 	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, error) {
-		if seq < maxTomb || kind.IsTombstone() {
+		if !entryVisible(kind, seq, maxTomb) {
 			return nil, ErrNotFound
 		}
 		return value, nil
 	}
-	for i := -1; i < len(rs.imms); i++ {
-		m := rs.mem
-		if i >= 0 {
-			m = rs.imms[len(rs.imms)-1-i]
-		}
-		if rd := m.RangeTombstones(); !rd.Empty() {
-			maxTomb = max(maxTomb, rd.MaxCoveringSeq(key, snap))
-		}
-		if value, kind, seq, ok := m.Get(key, snap); ok {
-			return result(value, kind, seq)
-		}
+	if value, kind, seq, ok := rs.memtableGet(key, snap, &maxTomb); ok {
+		return result(value, kind, seq)
 	}
 	v := rs.version
 	probe := func(f *manifest.FileMetadata) (bool, []byte, error) {
@@ -108,6 +99,32 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		}
 	}
 	return nil, ErrNotFound
+}
+
+// memtableGet looks key up in rs's memtables, newest first, as of snap. It
+// raises *maxTomb to the range tombstones covering the key in each memtable
+// it consults, the one holding the entry included; ok says a memtable holds
+// a point entry of the key (the newest one decides).
+func (rs *readState) memtableGet(key []byte, snap base.SeqNum, maxTomb *base.SeqNum) (value []byte, kind base.Kind, seq base.SeqNum, ok bool) {
+	for i := -1; i < len(rs.imms); i++ {
+		m := rs.mem
+		if i >= 0 {
+			m = rs.imms[len(rs.imms)-1-i]
+		}
+		if rd := m.RangeTombstones(); !rd.Empty() {
+			*maxTomb = max(*maxTomb, rd.MaxCoveringSeq(key, snap))
+		}
+		if value, kind, seq, ok = m.Get(key, snap); ok {
+			return value, kind, seq, true
+		}
+	}
+	return nil, 0, 0, false
+}
+
+// entryVisible reports whether the point entry (kind, seq) is a value that
+// no range tombstone seen (the highest at maxTomb) deletes.
+func entryVisible(kind base.Kind, seq, maxTomb base.SeqNum) bool {
+	return seq >= maxTomb && !kind.IsTombstone()
 }
 
 // fileContains reports whether key is within the file's key range.
