@@ -183,10 +183,8 @@ func (i *Iterator) First() bool {
 	if i.statistics == nil {
 		return i.it.First()
 	}
-	start := time.Now()
-	ok := i.it.First()
-	i.statistics.record(HistogramSeekMicros, start)
-	return ok
+	defer i.statistics.record(HistogramSeekMicros, time.Now())
+	return i.it.First()
 }
 
 // Last moves to the last key.
@@ -197,10 +195,8 @@ func (i *Iterator) Last() bool {
 	if i.statistics == nil {
 		return i.it.Last()
 	}
-	start := time.Now()
-	ok := i.it.Last()
-	i.statistics.record(HistogramSeekMicros, start)
-	return ok
+	defer i.statistics.record(HistogramSeekMicros, time.Now())
+	return i.it.Last()
 }
 
 // Seek moves to the first key >= key.
@@ -211,10 +207,8 @@ func (i *Iterator) Seek(key []byte) bool {
 	if i.statistics == nil {
 		return i.it.SeekGE(key)
 	}
-	start := time.Now()
-	ok := i.it.SeekGE(key)
-	i.statistics.record(HistogramSeekMicros, start)
-	return ok
+	defer i.statistics.record(HistogramSeekMicros, time.Now())
+	return i.it.SeekGE(key)
 }
 
 // SeekForPrev moves to the last key <= key.
@@ -225,10 +219,8 @@ func (i *Iterator) SeekForPrev(key []byte) bool {
 	if i.statistics == nil {
 		return i.it.SeekForPrev(key)
 	}
-	start := time.Now()
-	ok := i.it.SeekForPrev(key)
-	i.statistics.record(HistogramSeekMicros, start)
-	return ok
+	defer i.statistics.record(HistogramSeekMicros, time.Now())
+	return i.it.SeekForPrev(key)
 }
 
 // Next moves to the next key.
@@ -239,10 +231,8 @@ func (i *Iterator) Next() bool {
 	if i.statistics == nil {
 		return i.it.Next()
 	}
-	start := time.Now()
-	ok := i.it.Next()
-	i.statistics.record(HistogramNextMicros, start)
-	return ok
+	defer i.statistics.record(HistogramNextMicros, time.Now())
+	return i.it.Next()
 }
 
 // Prev moves to the previous key.
@@ -253,10 +243,8 @@ func (i *Iterator) Prev() bool {
 	if i.statistics == nil {
 		return i.it.Prev()
 	}
-	start := time.Now()
-	ok := i.it.Prev()
-	i.statistics.record(HistogramNextMicros, start)
-	return ok
+	defer i.statistics.record(HistogramNextMicros, time.Now())
+	return i.it.Prev()
 }
 
 // Stats returns the counts of the table reads this iterator made so far:

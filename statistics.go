@@ -117,10 +117,9 @@ func NewStatistics() *Statistics { return &Statistics{} }
 // record adds one latency, measured from start, to histogram h; s may be
 // nil (then it does nothing, and callers do not read the clock either).
 func (s *Statistics) record(h HistogramType, start time.Time) {
-	if s == nil {
-		return
+	if s != nil {
+		s.recordDuration(h, time.Since(start))
 	}
-	s.hists[h].record(time.Since(start))
 }
 
 // recordDuration adds latency d to histogram h; s may be nil.
