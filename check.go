@@ -628,7 +628,8 @@ func (c *checker) readWAL(name string) *walCheck {
 }
 
 // checkOptions parses an OPTIONS file line by line, so a damaged line is
-// reported with its offset, and validates the options it holds. Open never
+// reported with its offset, validates the options it holds, and checks the
+// checksum line that ends it (which finds a changed digit that still parses). Open never
 // reads OPTIONS files (it writes a fresh one), so damage here only matters
 // to tools that read them.
 func (c *checker) checkOptions(name string) {
@@ -666,8 +667,10 @@ func (c *checker) checkOptions(name string) {
 		cf.Status, cf.Err = CheckDamaged, fmt.Errorf("%w: %w", base.CorruptionErrorf(path, 0, "OPTIONS do not validate"), err)
 	} else if !bytes.HasPrefix(data, []byte("# shale options")) {
 		cf.Status, cf.Err = CheckDamaged, base.CorruptionErrorf(path, 0, "OPTIONS file does not start with its header")
+	} else if err := verifyOptionsChecksum(data); err != nil {
+		cf.Status, cf.Err = CheckDamaged, fmt.Errorf("%w: %w", base.CorruptionErrorf(path, 0, "OPTIONS checksum"), err)
 	} else {
-		cf.Detail = "parses and validates"
+		cf.Detail = "checksum matches, parses and validates"
 	}
 	c.add(cf)
 }

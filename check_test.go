@@ -116,6 +116,17 @@ func TestCheckCleanAndDamaged(t *testing.T) {
 		{"options invalid value", optionsName, func(b []byte) []byte {
 			return bytes.Replace(b, []byte("block_size=1024"), []byte("block_size=1000"), 1)
 		}, CheckDamaged, "BlockSize"},
+		{"options valid but changed value", optionsName, func(b []byte) []byte {
+			return bytes.Replace(b, []byte("block_size=1024"), []byte("block_size=2048"), 1)
+		}, CheckDamaged, "checksum line"},
+		{"options last newline lost", optionsName, func(b []byte) []byte { return b[:len(b)-1] }, CheckDamaged, "checksum line"},
+		{"options checksum line lost", optionsName, func(b []byte) []byte {
+			return b[:bytes.LastIndex(b, []byte("# crc32c="))]
+		}, CheckDamaged, "no checksum line"},
+		{"options checksum in upper case", optionsName, func(b []byte) []byte {
+			i := bytes.LastIndex(b, []byte("# crc32c="))
+			return append(b[:i:i], bytes.ToUpper(b[i:])...)
+		}, CheckDamaged, "checksum line"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := m.fs.CrashClone()

@@ -19,7 +19,8 @@ import (
 // offsets and checks what shale makes of it: no panic, every error matching
 // ErrCorruption and naming the damaged file, and no wrong answer. A flip
 // nothing detects (in OPTIONS, which Open never reads, or a byte that
-// changes no meaning) must leave every answer as the model's.
+// changes no meaning) must leave every answer as the model's; Check must
+// still find every damaged OPTIONS file, by its checksum line.
 
 // matrixDB is a closed database on a MemFS and what it must answer.
 type matrixDB struct {
@@ -368,6 +369,13 @@ func TestCorruptionMatrix(t *testing.T) {
 	}
 	if c := counts["SST flip"]; c.detected == 0 {
 		t.Fatal("no SST flip was detected")
+	}
+	// Open never reads OPTIONS, so its damage is harmless to the DB, but
+	// its checksum line lets Check find every change.
+	for _, what := range []string{"flip", "truncate", "zero512"} {
+		if c := counts["OPTIONS "+what]; c.checkOnly != c.tried {
+			t.Errorf("OPTIONS %s: Check found %d of %d damaged files", what, c.checkOnly, c.tried)
+		}
 	}
 }
 

@@ -3,7 +3,9 @@ package shale
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"runtime"
 	"strconv"
@@ -326,7 +328,33 @@ func (o *Options) encodeOptionsFile() []byte {
 	for _, kv := range o.optionsFileFields() {
 		fmt.Fprintf(&b, "  %s=%s\n", kv[0], kv[1])
 	}
+	b.WriteString(optionsChecksumLine(b.Bytes()))
 	return b.Bytes()
+}
+
+// optionsChecksumPrefix starts the last line of an OPTIONS file, a comment
+// (so INI readers skip it) holding the CRC-32C of every byte before it: an
+// OPTIONS file is text, so without it a changed digit would still parse.
+const optionsChecksumPrefix = "# crc32c="
+
+// optionsChecksumLine returns the checksum line that ends an OPTIONS file
+// whose other bytes are body.
+func optionsChecksumLine(body []byte) string {
+	return fmt.Sprintf("%s%08x\n", optionsChecksumPrefix, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// verifyOptionsChecksum checks that data ends with the checksum line of the
+// bytes before it, byte for byte, so truncation (which loses the line or its
+// newline) and any change of the body or of the line are found.
+func verifyOptionsChecksum(data []byte) error {
+	i := bytes.LastIndex(data, []byte("\n"+optionsChecksumPrefix))
+	if i < 0 {
+		return errors.New("no checksum line at its end (truncated, or written by a shale that did not record one; reopening the DB writes a new OPTIONS file)")
+	}
+	if got, want := string(data[i+1:]), optionsChecksumLine(data[:i+1]); got != want {
+		return fmt.Errorf("checksum line %q, want %q", strings.TrimSpace(got), strings.TrimSpace(want))
+	}
+	return nil
 }
 
 // ParseOptionsFile reads an OPTIONS file written by Open back into Options.
