@@ -221,6 +221,7 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 	var (
 		free, head, tail int32 = -1, -1, -1
 		nfree, nchunk    int
+		deferred         []int // portable requests waiting for a token
 	)
 	for i := range reqs {
 		req := &reqs[i]
@@ -230,7 +231,9 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 			r.readNow(b, i)
 			continue
 		case routePortable:
-			r.readPortable(b, i)
+			if !r.readPortable(b, i) {
+				deferred = append(deferred, i)
+			}
 			continue
 		}
 		if nfree == 0 {
@@ -262,6 +265,16 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 		r.releaseList(free, nfree)
 	}
 	r.lifeMu.RUnlock()
+	if len(deferred) > 0 {
+		// QueueDepth portable reads are in flight: start these as they
+		// finish, without holding up the caller.
+		go func() {
+			for _, i := range deferred {
+				r.portable <- struct{}{}
+				r.startPortable(b, i)
+			}
+		}()
+	}
 	return b
 }
 
@@ -273,9 +286,21 @@ func (r *uringReader) readNow(b *ReadBatch, i int) {
 	b.complete(i)
 }
 
-// readPortable reads request i on a goroutine, at most QueueDepth at once.
-func (r *uringReader) readPortable(b *ReadBatch, i int) {
-	r.portable <- struct{}{}
+// readPortable reads request i on a goroutine if fewer than QueueDepth
+// portable reads are in flight, and reports whether it did.
+func (r *uringReader) readPortable(b *ReadBatch, i int) bool {
+	select {
+	case r.portable <- struct{}{}:
+	default:
+		return false
+	}
+	r.startPortable(b, i)
+	return true
+}
+
+// startPortable reads request i on a goroutine that holds a token of
+// r.portable.
+func (r *uringReader) startPortable(b *ReadBatch, i int) {
 	go func() {
 		req := &b.reqs[i]
 		req.N, req.Err = req.File.ReadAt(req.Buf, req.Off)
