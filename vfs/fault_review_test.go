@@ -2,6 +2,10 @@ package vfs
 
 import (
 	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -61,6 +65,61 @@ func TestFaultFSProbabilityPerRule(t *testing.T) {
 	for i := range alone {
 		if alone[i] != mixed[i] {
 			t.Fatalf("sync %d failed %v without reads in between and %v with them", i+1, alone[i], mixed[i])
+		}
+	}
+}
+
+// TestFaultFSNthConcurrent: with 8 goroutines syncing at once, a rule for
+// the 17th sync fails exactly one of 200 syncs.
+func TestFaultFSNthConcurrent(t *testing.T) {
+	ffs := NewFaultFS(NewMem(), 1)
+	f, err := ffs.Create("/x.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ffs.AddRule(FaultRule{Op: OpSync, Nth: 17})
+	var failed atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				if f.Sync() != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() != 1 || ffs.Injected() != 1 {
+		t.Fatalf("%d syncs failed (Injected %d), want exactly 1", failed.Load(), ffs.Injected())
+	}
+}
+
+// TestFaultFSTornWriteOS: a torn write on the OS file system, buffered and
+// DirectIO, leaves exactly the first half of the write after the bytes
+// before it, and nothing else.
+func TestFaultFSTornWriteOS(t *testing.T) {
+	dir := testDir(t)
+	for _, opts := range [][]OpenOption{nil, {DirectIO}} {
+		name := Default.PathJoin(dir, "000003.log")
+		ffs := NewFaultFS(Default, 1)
+		f, err := ffs.Create(name, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte("head:")); err != nil {
+			t.Fatal(err)
+		}
+		ffs.AddRule(FaultRule{Op: OpWrite, PathPattern: "*.log", Nth: 1, ShortWrite: true, NoSpace: true})
+		n, err := f.Write([]byte("0123456789abc"))
+		if n != 6 || !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("%v: torn write = %d, %v; want 6, ENOSPC", opts, n, err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(name); err != nil || string(got) != "head:012345" {
+			t.Fatalf("%v: file holds %q, %v; want %q", opts, got, err, "head:012345")
 		}
 	}
 }
