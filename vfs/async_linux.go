@@ -348,6 +348,14 @@ func (r *uringReader) releaseList(head int32, n int) {
 	r.slotMu.Unlock()
 }
 
+// releaseID returns one slot to the free stack.
+func (r *uringReader) releaseID(id int32) {
+	r.slotMu.Lock()
+	r.free = append(r.free, id)
+	r.slotFreed.Broadcast()
+	r.slotMu.Unlock()
+}
+
 // releaseIDs returns slots to the free stack.
 func (r *uringReader) releaseIDs(ids []int32) {
 	r.slotMu.Lock()
@@ -521,7 +529,7 @@ func (r *uringReader) finishPortable(id int32) (kept bool) {
 		r.counters.bytesRead.Add(uint64(n + m))
 		if kept {
 			waitUntil(deadline)
-			r.releaseIDs([]int32{id})
+			r.releaseID(id)
 		}
 		r.deliver(b, i, time.Time{}, -1)
 	}()
@@ -547,7 +555,7 @@ func (r *uringReader) deliver(b *ReadBatch, i int, deadline time.Time, id int32)
 			go func() {
 				waitUntil(deadline)
 				if id >= 0 {
-					r.releaseIDs([]int32{id})
+					r.releaseID(id)
 				}
 				b.complete(i)
 				r.ringWork.Done()
