@@ -27,8 +27,12 @@ type ReadRequest struct {
 // Next or Wait); the caller must keep them alive and untouched until then,
 // and must not resubmit a request that is in flight.
 type AsyncReader interface {
-	// Submit starts every read of reqs and returns at once. The reads
-	// complete in any order.
+	// Submit starts every read of reqs and returns without waiting for
+	// them; reads beyond QueueDepth start as earlier ones finish. (Only
+	// the io_uring reader, when QueueDepth of its ring reads are in
+	// flight, waits in Submit for a ring slot, as it must for a device's
+	// queue; reads of a latency FS file hold their slot until their
+	// simulated completion.) The reads complete in any order.
 	Submit(reqs []ReadRequest) *ReadBatch
 	// MultiRead submits reqs and waits for all of them; it returns the first
 	// error by request index (io.EOF included), or nil.

@@ -166,9 +166,9 @@ const (
 )
 
 // classify picks the route of req. For the ring it returns the *osFile to
-// read and its alignment; for a delayedFile it also reserves the simulated
-// device and returns the deadline.
-func (r *uringReader) classify(req *ReadRequest) (rt route, f *osFile, fd int32, align int, deadline time.Time) {
+// read and its alignment, and the delayedFile the request reads through,
+// if any (Submit asks it for the deadline once the read has a ring slot).
+func (r *uringReader) classify(req *ReadRequest) (rt route, f *osFile, fd int32, align int, dl delayedFile) {
 	file := req.File
 	d, delayed := file.(delayedFile)
 	if delayed {
@@ -176,32 +176,32 @@ func (r *uringReader) classify(req *ReadRequest) (rt route, f *osFile, fd int32,
 	}
 	f, ok := file.(*osFile)
 	if !ok {
-		return routePortable, nil, 0, 0, deadline
+		return routePortable, nil, 0, 0, nil
 	}
 	raw := f.fd()
 	if len(req.Buf) == 0 || req.Off < 0 || raw == ^uintptr(0) {
 		// Nothing to read, a negative offset or a closed file: ReadAt
 		// answers without a system call, with the error it would give.
 		if delayed {
-			return routePortable, nil, 0, 0, deadline
+			return routePortable, nil, 0, 0, nil
 		}
-		return routeInline, nil, 0, 0, deadline
+		return routeInline, nil, 0, 0, nil
 	}
 	if f.dio != nil {
 		if _, writing := f.dio.size(); writing {
 			// A DirectIO file being written holds its newest bytes in its
 			// write buffer, which only its ReadAt sees.
-			return routePortable, nil, 0, 0, deadline
+			return routePortable, nil, 0, 0, nil
 		}
 	}
 	align = Alignment(f)
 	if align > 1 && !IsAligned(req.Buf, req.Off, align) {
-		return routePortable, nil, 0, 0, deadline // the file's ReadAt bounces
+		return routePortable, nil, 0, 0, nil // the file's ReadAt bounces
 	}
 	if delayed {
-		deadline = d.readDeadline(len(req.Buf))
+		dl = d
 	}
-	return routeRing, f, int32(raw), align, deadline
+	return routeRing, f, int32(raw), align, dl
 }
 
 // Submit sends every request that qualifies through the ring and the others
@@ -221,16 +221,19 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 	var (
 		free, head, tail int32 = -1, -1, -1
 		nfree, nchunk    int
+		deferred         []int // portable requests waiting for a token
 	)
 	for i := range reqs {
 		req := &reqs[i]
-		rt, f, fd, align, deadline := r.classify(req)
+		rt, f, fd, align, dl := r.classify(req)
 		switch rt {
 		case routeInline:
 			r.readNow(b, i)
 			continue
 		case routePortable:
-			r.readPortable(b, i)
+			if !r.readPortable(b, i) {
+				deferred = append(deferred, i)
+			}
 			continue
 		}
 		if nfree == 0 {
@@ -245,6 +248,13 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 		id := free
 		s := &r.slots[id]
 		free, nfree = s.next, nfree-1
+		var deadline time.Time
+		if dl != nil {
+			// Reserved now that the read has its slot, which it keeps
+			// until this deadline: a read waiting for a slot waits in
+			// the simulated device's queue too.
+			deadline = dl.readDeadline(len(req.Buf))
+		}
 		s.batch, s.idx, s.file, s.fd, s.align = b, i, f, fd, align
 		s.buf, s.off, s.n, s.deadline, s.next = req.Buf, req.Off, 0, deadline, -1
 		if head < 0 {
@@ -262,6 +272,16 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 		r.releaseList(free, nfree)
 	}
 	r.lifeMu.RUnlock()
+	if len(deferred) > 0 {
+		// QueueDepth portable reads are in flight: start these as they
+		// finish, without holding up the caller.
+		go func() {
+			for _, i := range deferred {
+				r.portable <- struct{}{}
+				r.startPortable(b, i)
+			}
+		}()
+	}
 	return b
 }
 
@@ -273,9 +293,21 @@ func (r *uringReader) readNow(b *ReadBatch, i int) {
 	b.complete(i)
 }
 
-// readPortable reads request i on a goroutine, at most QueueDepth at once.
-func (r *uringReader) readPortable(b *ReadBatch, i int) {
-	r.portable <- struct{}{}
+// readPortable reads request i on a goroutine if fewer than QueueDepth
+// portable reads are in flight, and reports whether it did.
+func (r *uringReader) readPortable(b *ReadBatch, i int) bool {
+	select {
+	case r.portable <- struct{}{}:
+	default:
+		return false
+	}
+	r.startPortable(b, i)
+	return true
+}
+
+// startPortable reads request i on a goroutine that holds a token of
+// r.portable.
+func (r *uringReader) startPortable(b *ReadBatch, i int) {
 	go func() {
 		req := &b.reqs[i]
 		req.N, req.Err = req.File.ReadAt(req.Buf, req.Off)
@@ -312,6 +344,14 @@ func (r *uringReader) releaseList(head int32, n int) {
 		r.free = append(r.free, head)
 		head = r.slots[head].next
 	}
+	r.slotFreed.Broadcast()
+	r.slotMu.Unlock()
+}
+
+// releaseID returns one slot to the free stack.
+func (r *uringReader) releaseID(id int32) {
+	r.slotMu.Lock()
+	r.free = append(r.free, id)
 	r.slotFreed.Broadcast()
 	r.slotMu.Unlock()
 }
@@ -357,10 +397,13 @@ func (r *uringReader) submitChunk(head int32, n int, fresh bool) {
 	if len(failed) > 0 {
 		// The kernel refused the ring itself (not a read): fail the
 		// requests it did not take.
+		free := failed[:0]
 		for _, id := range failed {
-			r.finish(id, err)
+			if !r.finish(id, err) {
+				free = append(free, id)
+			}
 		}
-		r.releaseIDs(failed)
+		r.releaseIDs(free)
 	}
 }
 
@@ -409,29 +452,26 @@ func (r *uringReader) handleCQE(userData uint64, res int32) {
 	case res == -int32(unix.EINTR) || res == -int32(unix.EAGAIN):
 		r.resubmit(id)
 	case res < 0:
-		r.finish(id, &os.PathError{Op: "read", Path: s.file.file.Name(), Err: unix.Errno(-res)})
-		r.reapFreed = append(r.reapFreed, id)
+		r.end(id, &os.PathError{Op: "read", Path: s.file.file.Name(), Err: unix.Errno(-res)})
 	case res == 0:
 		// os.File.ReadAt reports the end of the file the same way: a
 		// read of 0 bytes before the buffer is full.
-		r.finish(id, io.EOF)
-		r.reapFreed = append(r.reapFreed, id)
+		r.end(id, io.EOF)
 	case uint32(res) > s.asked:
-		r.finish(id, fmt.Errorf("shale: io_uring read of %s returned %d bytes for a read of %d", s.file.file.Name(), res, s.asked))
-		r.reapFreed = append(r.reapFreed, id)
+		r.end(id, fmt.Errorf("shale: io_uring read of %s returned %d bytes for a read of %d", s.file.file.Name(), res, s.asked))
 	default:
 		s.n += int(res)
 		s.buf = s.buf[res:]
 		s.off += int64(res)
 		switch {
 		case len(s.buf) == 0:
-			r.finish(id, nil)
-			r.reapFreed = append(r.reapFreed, id)
+			r.end(id, nil)
 		case s.align > 1 && !IsAligned(s.buf, s.off, s.align):
 			// A short direct-IO read left an unaligned rest (typically at
 			// the end of the file): the file's own ReadAt handles it.
-			r.finishPortable(id)
-			r.reapFreed = append(r.reapFreed, id)
+			if !r.finishPortable(id) {
+				r.reapFreed = append(r.reapFreed, id)
+			}
 		default:
 			r.resubmit(id) // a short read, or a request longer than one SQE
 		}
@@ -450,32 +490,50 @@ func (r *uringReader) resubmit(id int32) {
 	r.resubmitN++
 }
 
+// end finishes slot id with err on the reaper and frees the slot, unless
+// the read keeps it until its simulated deadline.
+func (r *uringReader) end(id int32, err error) {
+	if !r.finish(id, err) {
+		r.reapFreed = append(r.reapFreed, id)
+	}
+}
+
 // finish records the result of slot id in its request, clears the slot and
-// completes the request (at its deadline, for a delayedFile). The caller
-// frees the slot.
-func (r *uringReader) finish(id int32, err error) {
+// completes the request (at its deadline, for a delayedFile). It returns
+// whether it keeps the slot: a delayedFile's read is in flight until its
+// deadline, and holds its slot until then, so that QueueDepth bounds the
+// reads of the simulated device as it bounds a real one's. Otherwise the
+// caller frees the slot.
+func (r *uringReader) finish(id int32, err error) (kept bool) {
 	s := &r.slots[id]
 	b, i, n, deadline := s.batch, s.idx, s.n, s.deadline
 	r.clearSlot(s)
 	req := &b.reqs[i]
 	req.N, req.Err = n, err
 	r.counters.bytesRead.Add(uint64(n))
-	r.deliver(b, i, deadline)
+	return r.deliver(b, i, deadline, id)
 }
 
 // finishPortable hands the rest of slot id to the file's ReadAt on a
-// goroutine; the caller frees the slot.
-func (r *uringReader) finishPortable(id int32) {
+// goroutine. Like finish, it returns whether it keeps the slot (until the
+// deadline of a delayedFile's read); otherwise the caller frees it.
+func (r *uringReader) finishPortable(id int32) (kept bool) {
 	s := &r.slots[id]
 	b, i, n, deadline, f, rest, off := s.batch, s.idx, s.n, s.deadline, s.file, s.buf, s.off
 	r.clearSlot(s)
+	kept = !deadline.IsZero()
 	go func() {
 		m, err := f.ReadAt(rest, off)
 		req := &b.reqs[i]
 		req.N, req.Err = n+m, err
 		r.counters.bytesRead.Add(uint64(n + m))
-		r.deliver(b, i, deadline)
+		if kept {
+			waitUntil(deadline)
+			r.releaseID(id)
+		}
+		r.deliver(b, i, time.Time{}, -1)
 	}()
+	return kept
 }
 
 // clearSlot drops the slot's references so that a free slot pins nothing.
@@ -485,7 +543,10 @@ func (r *uringReader) clearSlot(s *uringSlot) {
 }
 
 // deliver completes request i of b, no earlier than deadline when it is set.
-func (r *uringReader) deliver(b *ReadBatch, i int, deadline time.Time) {
+// id, when not -1, is the request's ring slot: if deliver has to wait, it
+// frees the slot after the wait and returns true; otherwise the caller
+// frees it.
+func (r *uringReader) deliver(b *ReadBatch, i int, deadline time.Time, id int32) (kept bool) {
 	if !deadline.IsZero() {
 		if d := time.Until(deadline); d > 0 {
 			// Not on the reaper, which must keep reaping; and through the
@@ -493,14 +554,18 @@ func (r *uringReader) deliver(b *ReadBatch, i int, deadline time.Time) {
 			// millisecond late, more than the latencies simulated.
 			go func() {
 				waitUntil(deadline)
+				if id >= 0 {
+					r.releaseID(id)
+				}
 				b.complete(i)
 				r.ringWork.Done()
 			}()
-			return
+			return id >= 0
 		}
 	}
 	b.complete(i)
 	r.ringWork.Done()
+	return false
 }
 
 // Close waits for the reads in the ring, stops the reaper and releases the

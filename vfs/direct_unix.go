@@ -141,7 +141,10 @@ func (d *directFile) readFile(p []byte, off int64) (int, error) {
 		return 0, d.pathErr("read", errInvalid)
 	}
 	if len(p) == 0 {
-		return 0, nil
+		if d.closed.Load() {
+			return 0, d.pathErr("read", os.ErrClosed)
+		}
+		return 0, nil // as os.File.ReadAt, even at or past the end
 	}
 	if IsAligned(p, off, d.align) {
 		d.alignedReads.Add(1)
@@ -181,7 +184,7 @@ func (d *directFile) readFile(p []byte, off int64) (int, error) {
 }
 
 func (d *directFile) readAt(p []byte, off int64) (int, error) {
-	if !d.writable {
+	if !d.writable || len(p) == 0 {
 		return d.readFile(p, off)
 	}
 	if off < 0 {

@@ -50,7 +50,8 @@
 // at the handle's position, which starts at 0 after Create and at the end of
 // the file after OpenReadWrite, and which Truncate does not move. ReadAt is
 // positional, safe for concurrent use (also while another handle appends),
-// and returns io.EOF with a short read.
+// and returns io.EOF with a short read (an empty read returns 0 and no
+// error at any offset, as os.File's does).
 //
 // Direct IO (the DirectIO open option) bypasses the page cache: O_DIRECT on
 // Linux, F_NOCACHE on macOS; other POSIX systems refuse it with
@@ -109,6 +110,7 @@
 // Where io_uring is missing or refused (old kernel, seccomp,
 // kernel.io_uring_disabled) or AsyncOptions.DisableIOUring is set, and on
 // other platforms, the portable reader issues concurrent ReadAts on at most
-// QueueDepth goroutines. ReadBatch.Release optionally recycles a finished
+// QueueDepth goroutines. Reads beyond QueueDepth wait on one goroutine of
+// the batch, not in Submit. ReadBatch.Release optionally recycles a finished
 // batch, which makes a Submit/Wait/Release cycle on io_uring allocation-free.
 package vfs

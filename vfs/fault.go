@@ -55,8 +55,11 @@ func (o Op) String() string {
 // name matches the glob PathPattern (path.Match syntax, e.g. "*.sst" or
 // "MANIFEST-*"; empty: every name; a malformed pattern matches nothing); it
 // then fails the Nth match (1-based; 0: every match from the first), or,
-// when Probability > 0, each match with that probability (seeded by the
-// FaultFS).
+// when Probability > 0, each match with that probability. A rule counts
+// every operation it matches, also those another rule fails; each
+// probabilistic rule draws from its own generator, seeded from the
+// FaultFS's seed and the rule's place in the order of AddRule calls, so
+// whether its k-th match fails does not depend on other operations.
 //
 // Which operations count as which Op: Read is File.ReadAt; Write is
 // File.Write; Sync is File.Sync, File.SyncData and the Sync of a directory
@@ -77,6 +80,7 @@ type FaultRule struct {
 	ShortWrite bool
 
 	matches int
+	rng     *rand.Rand // for Probability; set by AddRule
 }
 
 // FaultFS wraps an FS and fails chosen operations, for tests of how shale
@@ -86,20 +90,24 @@ type FaultFS struct {
 	FS
 	mu       sync.Mutex
 	rules    []*FaultRule
-	rng      *rand.Rand
+	seed     uint64
+	added    uint64 // AddRule calls so far: the next rule's stream
 	injected int
 }
 
 // NewFaultFS returns a FaultFS over fs, with no rules; seed drives the
 // probabilistic rules.
 func NewFaultFS(fs FS, seed uint64) *FaultFS {
-	return &FaultFS{FS: fs, rng: rand.New(rand.NewPCG(seed, seed^0x5eed))}
+	return &FaultFS{FS: fs, seed: seed}
 }
 
 // AddRule adds a rule; it applies to operations from now on.
 func (f *FaultFS) AddRule(r FaultRule) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	r.matches = 0
+	r.rng = rand.New(rand.NewPCG(f.seed, f.added^0x5eed))
+	f.added++
 	f.rules = append(f.rules, &r)
 }
 
@@ -118,10 +126,13 @@ func (f *FaultFS) Injected() int {
 	return f.injected
 }
 
-// check returns the rule that fails (op, path), or nil.
+// check returns the first rule that fails (op, path), or nil. Every
+// matching rule counts the operation (and draws its random number), even
+// after an earlier rule has failed it, so each rule's count is its own.
 func (f *FaultFS) check(op Op, path string) *FaultRule {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var failed *FaultRule
 	for _, r := range f.rules {
 		if r.Op != op || !r.matchesPath(f.FS, path) {
 			continue
@@ -130,18 +141,20 @@ func (f *FaultFS) check(op Op, path string) *FaultRule {
 		fail := false
 		switch {
 		case r.Probability > 0:
-			fail = f.rng.Float64() < r.Probability
+			fail = r.rng.Float64() < r.Probability
 		case r.Nth == 0:
 			fail = true
 		default:
 			fail = r.matches == r.Nth
 		}
-		if fail {
-			f.injected++
-			return r
+		if fail && failed == nil {
+			failed = r
 		}
 	}
-	return nil
+	if failed != nil {
+		f.injected++
+	}
+	return failed
 }
 
 // matchesPath reports whether name passes the rule's path filters.

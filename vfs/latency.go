@@ -54,6 +54,12 @@ type LatencyFS struct {
 		// busyUntil is when the simulated device finishes the transfers
 		// already reserved; a new transfer starts no earlier.
 		busyUntil time.Time
+		// credit is what the transfers reserved so far were rounded up by,
+		// in byte-nanoseconds per second (below ReadBandwidth): each
+		// transfer is rounded up to whole nanoseconds, less this credit,
+		// so N transfers of S bytes take ceil(N*S/ReadBandwidth), never
+		// less and less than a nanosecond more.
+		credit int64
 	}
 	readsDelayed atomic.Uint64
 	delayNanos   atomic.Int64
@@ -99,8 +105,11 @@ func (l *LatencyFS) readDeadline(n int) time.Time {
 		if l.mu.busyUntil.After(start) {
 			start = l.mu.busyUntil
 		}
-		transfer := time.Duration(int64(n) * int64(time.Second) / l.o.ReadBandwidth)
-		end = start.Add(transfer)
+		bw := l.o.ReadBandwidth
+		need := int64(n)*int64(time.Second) - l.mu.credit
+		ns := (need + bw - 1) / bw
+		l.mu.credit = ns*bw - need
+		end = start.Add(time.Duration(ns))
 		l.mu.busyUntil = end
 	}
 	l.mu.Unlock()

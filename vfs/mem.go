@@ -522,6 +522,9 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathErr("read", f.name, errInvalid)
 	}
+	if len(p) == 0 {
+		return 0, nil // as os.File.ReadAt, even at or past the end
+	}
 	f.n.mu.RLock()
 	defer f.n.mu.RUnlock()
 	if off >= int64(len(f.n.data)) {
