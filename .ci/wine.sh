@@ -3,10 +3,12 @@
 # model and crash tests of the root package, built with GOOS=windows.
 #
 # On a fresh Debian/Ubuntu machine (as root, or with sudo) it installs wine64
-# and the mingw-w64 cross compiler, creates a Wine prefix, and installs into
-# it a stub bcryptprimitives.dll (.ci/wine/processprng.c) that Wine 8.0 lacks
-# and Go's runtime needs at startup. Every step is skipped when already done,
-# so running it twice costs only the tests. See docs/windows.md.
+# and the mingw-w64 cross compiler (and ca-certificates when there is no CA
+# bundle, which go needs to fetch modules), creates a Wine prefix, and
+# installs into it a stub bcryptprimitives.dll (.ci/wine/processprng.c) that
+# Wine 8.0 lacks and Go's runtime needs at startup. Every step is skipped
+# when already done, so running it twice costs only the tests. See
+# docs/windows.md.
 #
 # Environment: SHALE_WINEPREFIX (default ~/.cache/shale-ci/wine-prefix) is the
 # prefix; SHALE_WINE_TIMEOUT (default 600) bounds each go test run, in seconds.
@@ -43,15 +45,44 @@ wine_launcher() {
 	return 1
 }
 
+# have_ca_bundle reports whether go will find root certificates: SSL_CERT_FILE,
+# or one of the bundle files Go's crypto/x509 reads on Linux. A minimal Debian
+# root (debootstrap --variant=minbase, the debian:bookworm image) has none, and
+# neither wine64 nor mingw-w64 pulls ca-certificates in, so without it every
+# module download from proxy.golang.org fails with "x509: certificate signed
+# by unknown authority".
+have_ca_bundle() {
+	local f
+	for f in "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt \
+		/etc/pki/tls/certs/ca-bundle.crt /etc/ssl/ca-bundle.pem \
+		/etc/pki/tls/cacert.pem /etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem \
+		/etc/ssl/cert.pem; do
+		if [ -n "$f" ] && [ -s "$f" ]; then
+			return 0
+		fi
+	done
+	return 1
+}
+
 # 1. Packages.
-if ! wine_launcher >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
-	echo "wine.sh: installing wine64 and gcc-mingw-w64-x86-64-win32"
+pkgs=()
+if ! wine_launcher >/dev/null; then
+	pkgs+=(wine64)
+fi
+if ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
+	pkgs+=(gcc-mingw-w64-x86-64-win32)
+fi
+if ! have_ca_bundle; then
+	pkgs+=(ca-certificates)
+fi
+if [ ${#pkgs[@]} -gt 0 ]; then
+	echo "wine.sh: installing ${pkgs[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	# A machine that cannot install Wine (no apt, no root, no mirror) skips
+	# A machine that cannot install them (no apt, no root, no mirror) skips
 	# the Windows run loudly rather than fail everything else; a test that
 	# fails under Wine still fails CI.
-	if ! { as_root apt-get update -qq && as_root apt-get install -y -qq --no-install-recommends wine64 gcc-mingw-w64-x86-64-win32 >/dev/null; }; then
-		echo "wine.sh: WARNING: could not install wine64 and mingw-w64; the Windows tests did NOT run" >&2
+	if ! { as_root apt-get update -qq && as_root apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null; }; then
+		echo "wine.sh: WARNING: could not install ${pkgs[*]}; the Windows tests did NOT run" >&2
 		exit 0
 	fi
 fi
