@@ -20,16 +20,7 @@ if [ "$(uname -s)" != Linux ] || [ "$(uname -m)" != x86_64 ]; then
 	exit 0
 fi
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		echo "wine.sh: need root (or sudo) to run: $*" >&2
-		return 1
-	fi
-}
+. "$(dirname "$0")/lib.sh"
 
 # wine_launcher prints the command that runs a 64-bit Windows program: Debian's
 # wine64 package installs /usr/bin/wine64 (and /usr/lib/wine/wine64), the wine
@@ -45,24 +36,6 @@ wine_launcher() {
 	return 1
 }
 
-# have_ca_bundle reports whether go will find root certificates: SSL_CERT_FILE,
-# or one of the bundle files Go's crypto/x509 reads on Linux. A minimal Debian
-# root (debootstrap --variant=minbase, the debian:bookworm image) has none, and
-# neither wine64 nor mingw-w64 pulls ca-certificates in, so without it every
-# module download from proxy.golang.org fails with "x509: certificate signed
-# by unknown authority".
-have_ca_bundle() {
-	local f
-	for f in "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt \
-		/etc/pki/tls/certs/ca-bundle.crt /etc/ssl/ca-bundle.pem \
-		/etc/pki/tls/cacert.pem /etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem \
-		/etc/ssl/cert.pem; do
-		if [ -n "$f" ] && [ -s "$f" ]; then
-			return 0
-		fi
-	done
-	return 1
-}
 
 # 1. Packages.
 pkgs=()
