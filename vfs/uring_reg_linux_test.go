@@ -258,13 +258,13 @@ func TestURingRegisteredReads(t *testing.T) {
 // Compare the variants with benchstat -col /reg.
 //
 // On a 2-vCPU EPYC VM (Linux 6.18, ext4 on virtio) registered files saved
-// 5-9% of a cached read's time and CPU (50-75 ns of 720-790 ns), registered
+// 5-9% of a cached read's time and CPU (50-75 ns of 720-840 ns), registered
 // buffers nothing more; with O_DIRECT neither changed wall time, and
 // registered buffers cut CPU per read by 12%. The reader adds its own work
-// per read (a cached 64-read batch took 58-68 µs through it against 46-55
-// µs here), so its share there is smaller still: below the bar for a sparse
-// registered file table that tracks the table cache (docs/decisions.md,
-// "io_uring").
+// per read (on a quiet machine a cached 64-read batch took 58-68 µs through
+// it against 46-55 µs here), so the share there is smaller still: below the
+// bar for a sparse registered file table that tracks the table cache
+// (docs/decisions.md, "io_uring").
 func BenchmarkURingRegistered(b *testing.B) {
 	const (
 		block = 4 << 10
