@@ -3,7 +3,6 @@ package vfs
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -115,52 +114,53 @@ func TestAsyncReaderDeepBatchOverlaps(t *testing.T) {
 // TestAsyncSubmitReturnsAtOnce: Submit of a batch larger than the queue
 // depth returns before the reads complete, as the contract says; the reads
 // beyond the depth start as earlier ones finish. Before, the portable
-// reader's Submit blocked until all but QueueDepth reads had finished. (The
-// io_uring reader's ring reads are the exception: Submit waits for a ring
-// slot, as it would for a real device's; a delayedFile's ring read holds
-// its slot until its deadline, see TestAsyncLatencyFSQueueDepth.)
+// reader's Submit blocked until all but QueueDepth reads had finished. Every
+// ReadAt here blocks until the test opens its gate, so a Submit that waits
+// for a read never returns (no timing is involved). The io_uring reader's
+// ring reads are the exception: Submit waits for a ring slot, as it would
+// for a real device's (TestAsyncLatencyFSQueueDepth); a gateFile is not a
+// delayedFile, so that reader reads it on goroutines.
 func TestAsyncSubmitReturnsAtOnce(t *testing.T) {
 	f := mustTempFile(t, bytes.Repeat([]byte("y"), 1<<16))
-	const delay = 50 * time.Millisecond
 	for _, tr := range asyncTestReaders() {
-		for _, slow := range []File{&slowFile{File: f, delay: delay}, &sleepyFile{File: f, delay: delay}} {
-			t.Run(fmt.Sprintf("%s/%T", tr.name, slow), func(t *testing.T) {
-				if _, ring := slow.(delayedFile); ring && tr.name != "portable" {
-					t.Skip("ring reads wait for a slot in Submit")
+		t.Run(tr.name, func(t *testing.T) {
+			gate := &gateFile{File: f, open: make(chan struct{})}
+			r := tr.make(t, AsyncOptions{QueueDepth: 4})
+			defer r.Close()
+			reqs := make([]ReadRequest, 16)
+			for i := range reqs {
+				reqs[i] = ReadRequest{File: gate, Off: int64(i) * 10, Buf: make([]byte, 10)}
+			}
+			submitted := make(chan *ReadBatch, 1)
+			go func() { submitted <- r.Submit(reqs) }()
+			var b *ReadBatch
+			select {
+			case b = <-submitted:
+			case <-time.After(10 * time.Second):
+				close(gate.open)
+				t.Fatal("Submit of 16 reads at queue depth 4 waited for reads that cannot complete")
+			}
+			close(gate.open)
+			if err := b.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			for i, req := range reqs {
+				if req.N != 10 || !bytes.Equal(req.Buf, []byte("yyyyyyyyyy")) {
+					t.Fatalf("request %d: %d, %v", i, req.N, req.Err)
 				}
-				r := tr.make(t, AsyncOptions{QueueDepth: 4})
-				defer r.Close()
-				reqs := make([]ReadRequest, 16)
-				for i := range reqs {
-					reqs[i] = ReadRequest{File: slow, Off: int64(i) * 10, Buf: make([]byte, 10)}
-				}
-				start := time.Now()
-				b := r.Submit(reqs)
-				if took := time.Since(start); took > delay/2 {
-					t.Fatalf("Submit of 16 reads of %v at queue depth 4 took %v", delay, took)
-				}
-				if err := b.Wait(); err != nil {
-					t.Fatal(err)
-				}
-				for i, req := range reqs {
-					if req.N != 10 || !bytes.Equal(req.Buf, []byte("yyyyyyyyyy")) {
-						t.Fatalf("request %d: %d, %v", i, req.N, req.Err)
-					}
-				}
-				b.Release()
-			})
-		}
+			}
+			b.Release()
+		})
 	}
 }
 
-// sleepyFile sleeps in every ReadAt; unlike slowFile it is not a
-// delayedFile, so the io_uring reader reads it on goroutines.
-type sleepyFile struct {
+// gateFile blocks every ReadAt until open is closed.
+type gateFile struct {
 	File
-	delay time.Duration
+	open chan struct{}
 }
 
-func (s *sleepyFile) ReadAt(p []byte, off int64) (int, error) {
-	time.Sleep(s.delay)
-	return s.File.ReadAt(p, off)
+func (g *gateFile) ReadAt(p []byte, off int64) (int, error) {
+	<-g.open
+	return g.File.ReadAt(p, off)
 }
