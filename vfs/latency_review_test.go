@@ -88,7 +88,7 @@ func TestLatencyFSCloseWhileDelayed(t *testing.T) {
 	}{{"mem", NewMem(), "/f"}, {"os", Default, Default.PathJoin(dir, "f")}} {
 		t.Run(c.name, func(t *testing.T) {
 			writeLatencyFixture(t, c.fs, c.path, data)
-			const lat = 50 * time.Millisecond
+			const lat = 200 * time.Millisecond // long, so a loaded machine cannot make Close look slow
 			lfs := NewLatencyFS(c.fs, LatencyOptions{ReadLatency: lat})
 			f, err := lfs.Open(c.path)
 			if err != nil {
