@@ -229,6 +229,11 @@ type writer struct {
 	// newWAL makes a flush request rotate even an empty memtable, to start
 	// a fresh WAL (Resume), and lets it pass while writes wait for Resume.
 	newWAL bool
+	// cleared is set once a Resume request has cleared the background
+	// error: an error set after that (the flush it waits for failed again)
+	// ends the request instead of being cleared in turn, which would retry
+	// for as long as the fault lasts.
+	cleared bool
 	// closing marks Close's own flush, which passes the closed check.
 	closing bool
 }
@@ -428,9 +433,10 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			return ErrClosed
 		}
 		if d.mu.bgErr != nil {
-			if !w.newWAL {
+			if !w.newWAL || w.cleared {
 				return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
 			}
+			w.cleared = true
 			// Resume leads: clear the error, hold later writers back until
 			// the memtables are flushed, and let the flushes run.
 			d.logger.Info("resuming after background error", "err", d.mu.bgErr)

@@ -485,8 +485,14 @@ func (d *DB) Close() error {
 		d.mu.compact.cond.Wait()
 	}
 	needFlush := d.mu.log.unflushedNoWAL && d.mu.bgErr == nil
-	d.mu.Unlock()
 	var err error
+	if d.mu.log.unflushedNoWAL && d.mu.bgErr != nil {
+		// The memtable cannot be flushed in the read-only state, so the
+		// writes that skipped the WAL are lost: say so.
+		err = fmt.Errorf("shale: Close loses the writes made with WriteOptions.DisableWAL since the last flush (Resume before Close keeps them): %w: %w",
+			ErrReadOnly, d.mu.bgErr)
+	}
+	d.mu.Unlock()
 	if needFlush {
 		err = d.flushAndWait(&writer{closing: true})
 	}

@@ -1,0 +1,423 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/vfs"
+)
+
+// Probes of the reliability promises (issue 4) that the fault and
+// corruption matrices do not reach.
+
+// TestReviewCloseAfterBackgroundErrorKeepsNoWALWrites: writes made with
+// DisableWAL live only in the memtable. When a background error has made the
+// DB read-only, Close cannot flush them; it must not then return nil as if
+// they were kept.
+func TestReviewCloseAfterBackgroundErrorKeepsNoWALWrites(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaultFS(mem, 1)
+	opts := testOptions(ffs)
+	opts.Logger = discardLogger()
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putRange(t, db, 0, 50, &WriteOptions{DisableWAL: true})
+	ffs.AddRule(vfs.FaultRule{Op: vfs.OpCreate, PathPattern: "*.sst", NoSpace: true})
+	if err := db.Flush(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Flush with a full disk: %v", err)
+	}
+	ffs.ClearRules()
+	closeErr := db.Close()
+	db, err = Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, getErr := db.Get([]byte("key00000"), nil)
+	if errors.Is(getErr, ErrNotFound) && closeErr == nil {
+		t.Fatal("Close returned nil but the DisableWAL writes it could not flush are lost")
+	}
+	if closeErr != nil && (!errors.Is(closeErr, ErrReadOnly) || !errors.Is(closeErr, syscall.ENOSPC)) {
+		t.Fatalf("Close error %v does not wrap ErrReadOnly and the cause", closeErr)
+	}
+}
+
+// TestReviewResumeWhileFaultPersists: Resume while the cause is still there
+// fails with an error wrapping the cause, leaves the DB read-only (writes
+// fail, reads work), and a later Resume after the fault is gone succeeds
+// without losing an acknowledged write; for a WAL write fault, a flush
+// fault, and a MANIFEST fault.
+func TestReviewResumeWhileFaultPersists(t *testing.T) {
+	for _, rule := range []vfs.FaultRule{
+		{Op: vfs.OpWrite, PathPattern: "*.log", NoSpace: true},
+		{Op: vfs.OpSync, PathPattern: "*.log"},
+		{Op: vfs.OpCreate, PathPattern: "*.sst", NoSpace: true},
+		{Op: vfs.OpWrite, PathPattern: "MANIFEST-*", NoSpace: true},
+	} {
+		t.Run(fmt.Sprintf("%s-%s", rule.Op, rule.PathPattern), func(t *testing.T) {
+			mem := vfs.NewMem()
+			ffs := vfs.NewFaultFS(mem, 1)
+			opts := testOptions(ffs)
+			opts.Logger = discardLogger()
+			db, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { db.Close() }()
+			putRange(t, db, 0, 100, &WriteOptions{Sync: true})
+			ffs.AddRule(rule)
+			cause := error(vfs.ErrInjected)
+			if rule.NoSpace {
+				cause = syscall.ENOSPC
+			}
+			// Meet the fault: a synced write, then a flush.
+			err = db.Put([]byte("key00100"), []byte("key00100"), &WriteOptions{Sync: true})
+			if err == nil {
+				err = db.Flush()
+			}
+			if !errors.Is(err, cause) {
+				t.Fatalf("meeting the fault: %v", err)
+			}
+			for try := 0; try < 3; try++ {
+				// Resume may succeed when it does not meet the fault (a WAL
+				// fault, when the fresh WAL is still empty); then the next
+				// synced write and flush must meet it again.
+				err := resumeWithin(t, db, ffs)
+				if err == nil {
+					if err = db.Put([]byte("x"), []byte("y"), &WriteOptions{Sync: true}); err == nil {
+						err = db.Flush()
+					}
+				}
+				if !errors.Is(err, cause) {
+					t.Fatalf("Resume %d with the fault still there (and a write and flush after it) returned %v, want an error wrapping %v", try, err, cause)
+				}
+				if err := db.Put([]byte("x"), []byte("y"), &WriteOptions{Sync: true}); !errors.Is(err, ErrReadOnly) {
+					t.Fatalf("write after a failed Resume: %v", err)
+				}
+				if db.Metrics().BackgroundError == nil {
+					t.Fatal("no background error after a failed Resume")
+				}
+				expectRange(t, db, 0, 100)
+			}
+			ffs.ClearRules()
+			if err := db.Resume(); err != nil {
+				t.Fatalf("Resume after the fault is gone: %v", err)
+			}
+			putRange(t, db, 200, 250, &WriteOptions{Sync: true})
+			expectRange(t, db, 0, 100)
+			expectRange(t, db, 200, 250)
+			crash := mem.CrashClone()
+			if err := db.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			for _, fs := range []vfs.FS{mem, crash} {
+				o := testOptions(fs)
+				o.Logger = discardLogger()
+				db, err = Open("/db", o)
+				if err != nil {
+					t.Fatalf("reopen: %v", err)
+				}
+				expectRange(t, db, 0, 100)
+				expectRange(t, db, 200, 250)
+				db.Close()
+			}
+			db, err = Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// reviewWALDB writes 40 synced batches that stay in one WAL and returns the
+// closed DB's FS and the WAL's name.
+func reviewWALDB(t *testing.T) (*vfs.MemFS, string) {
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	opts.WriteBufferSize = 1 << 20
+	opts.Logger = discardLogger()
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		k := fmt.Sprintf("key%05d", i)
+		if err := db.Put([]byte(k), []byte(k+strings.Repeat("v", 100)), &WriteOptions{Sync: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := fs.List("/db")
+	var name string
+	var size int
+	for _, n := range names {
+		if ft, _, ok := base.ParseFilename(n); ok && ft == base.FileTypeLog {
+			if d := readFile(t, fs, "/db/"+n); len(d) > size {
+				name, size = n, len(d)
+			}
+		}
+	}
+	return fs, name
+}
+
+// TestReviewWALMiddleRecordEachMode flips a byte in a middle record of the
+// WAL under every WALRecoveryMode: the strict modes report ErrCorruption
+// naming the WAL; PointInTimeRecovery keeps exactly the records before the
+// damage; SkipAnyCorruptedRecords loses only the damaged record.
+func TestReviewWALMiddleRecordEachMode(t *testing.T) {
+	orig, name := reviewWALDB(t)
+	data := readFile(t, orig, "/db/"+name)
+	// Each record is a batch of one ~125-byte entry plus a 7-byte header;
+	// flip a byte inside record 20's value.
+	recLen := (len(data)) / 40
+	off := 20*recLen + recLen/2
+	for _, mode := range []WALRecoveryMode{TolerateCorruptedTailRecords, AbsoluteConsistency, PointInTimeRecovery, SkipAnyCorruptedRecords} {
+		t.Run(mode.String(), func(t *testing.T) {
+			fs := orig.CrashClone()
+			d := readFile(t, fs, "/db/"+name)
+			d[off] ^= 0x20
+			writeFile(t, fs, "/db/"+name, d)
+			o := testOptions(fs)
+			o.Logger = discardLogger()
+			o.WALRecoveryMode = mode
+			db, err := Open("/db", o)
+			switch mode {
+			case TolerateCorruptedTailRecords, AbsoluteConsistency:
+				expectCorruption(t, err, name)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer db.Close()
+			missing := []int{}
+			for i := 0; i < 40; i++ {
+				k := fmt.Sprintf("key%05d", i)
+				v, err := db.Get([]byte(k), nil)
+				switch {
+				case errors.Is(err, ErrNotFound):
+					missing = append(missing, i)
+				case err != nil:
+					t.Fatalf("Get(%s): %v", k, err)
+				case string(v) != k+strings.Repeat("v", 100):
+					t.Fatalf("Get(%s) = %q: wrong data", k, v)
+				}
+			}
+			switch mode {
+			case PointInTimeRecovery:
+				if len(missing) == 0 || missing[0] < 15 || missing[0] > 25 || missing[len(missing)-1] != 39 ||
+					len(missing) != 40-missing[0] {
+					t.Fatalf("point-in-time recovery kept more or less than a prefix: missing %v", missing)
+				}
+			case SkipAnyCorruptedRecords:
+				if len(missing) != 1 {
+					t.Fatalf("skipping the damaged record lost %v", missing)
+				}
+			}
+			// The recovered DB is consistent and writable.
+			if err := db.Put([]byte("after"), []byte("x"), &WriteOptions{Sync: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.CompactRange(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// reviewDamagedTableDB builds a DB with two overlapping L0 tables (so a
+// compaction merges them), damages a data block of the older one, and
+// returns the FS, the damaged table's name and every key with its value.
+func reviewDamagedTableDB(t *testing.T) (*vfs.MemFS, string, map[string]string) {
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	opts.DisableAutoCompactions = true
+	opts.WriteBufferSize = 1 << 20
+	opts.Compression = NoCompression
+	opts.Logger = discardLogger()
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := 0; i < 1000; i++ {
+		k := fmt.Sprintf("key%05d", i)
+		want[k] = fmt.Sprintf("a-%05d-%s", i, strings.Repeat("x", 40))
+		if err := db.Put([]byte(k), []byte(want[k]), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	older := liveTables(t, fs)
+	for i := 0; i < 1000; i += 10 {
+		k := fmt.Sprintf("key%05d", i)
+		want[k] = fmt.Sprintf("b-%05d", i)
+		if err := db.Put([]byte(k), []byte(want[k]), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(older) != 1 {
+		t.Fatalf("want one table after the first flush, have %v", older)
+	}
+	name := older[0]
+	data := readFile(t, fs, "/db/"+name)
+	data[len(data)/2] ^= 0x08 // inside a data block
+	writeFile(t, fs, "/db/"+name, data)
+	return fs, name, want
+}
+
+// TestReviewCompactionMeetsCorruption: damage found only when a compaction
+// reads its input must fail the compaction with ErrCorruption naming the
+// file, keep the input (nothing is dropped), leave every readable key
+// right, and a reopen finds the same; for a manual and an automatic
+// compaction.
+func TestReviewCompactionMeetsCorruption(t *testing.T) {
+	for _, auto := range []bool{false, true} {
+		t.Run(fmt.Sprintf("auto=%v", auto), func(t *testing.T) {
+			fs, name, want := reviewDamagedTableDB(t)
+			opts := testOptions(fs)
+			opts.DisableAutoCompactions = !auto
+			opts.WriteBufferSize = 1 << 20
+			opts.Logger = discardLogger()
+			db, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { db.Close() }()
+			var cerr error
+			if auto {
+				if !waitFor(func() bool { return db.Metrics().BackgroundError != nil }) {
+					t.Fatal("the automatic compaction never failed")
+				}
+				cerr = db.Metrics().BackgroundError
+				werr := db.Put([]byte("z"), []byte("z"), nil)
+				if !errors.Is(werr, ErrReadOnly) {
+					t.Fatalf("write after a failed compaction: %v", werr)
+				}
+				expectCorruption(t, werr, name)
+			} else {
+				cerr = db.CompactRange(nil, nil)
+			}
+			expectCorruption(t, cerr, name)
+			if _, err := fs.Stat("/db/" + name); err != nil {
+				t.Fatalf("the damaged input was removed: %v", err)
+			}
+			if live := liveTablesOf(db); !live[name] {
+				t.Fatalf("the damaged input %s is no longer live: %v", name, live)
+			}
+			checkReadable := func(db *DB, what string) {
+				t.Helper()
+				bad := 0
+				for k, v := range want {
+					got, err := db.Get([]byte(k), nil)
+					if err != nil {
+						expectCorruption(t, err, name)
+						bad++
+						continue
+					}
+					if string(got) != v {
+						t.Fatalf("%s: Get(%s) = %q, want %q", what, k, got, v)
+					}
+				}
+				if bad == 0 || bad > 200 {
+					t.Fatalf("%s: %d keys unreadable", what, bad)
+				}
+			}
+			checkReadable(db, "after the failed compaction")
+			if err := db.Close(); err != nil && !errors.Is(err, ErrCorruption) {
+				t.Fatalf("Close: %v", err)
+			}
+			opts.DisableAutoCompactions = true
+			db, err = Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkReadable(db, "after reopen")
+		})
+	}
+}
+
+// liveTablesOf returns the names of db's live tables.
+func liveTablesOf(db *DB) map[string]bool {
+	out := map[string]bool{}
+	for num := range db.versions.LiveFileNums() {
+		out[base.MakeFilename(base.FileTypeTable, num)] = true
+	}
+	return out
+}
+
+// TestReviewMissingTableIsNotNotFound: a live table whose file is gone must
+// make reads of its keys fail (naming the file), never answer "not found",
+// and iteration must fail rather than skip the file.
+func TestReviewMissingTableIsNotNotFound(t *testing.T) {
+	fs := vfs.NewMem()
+	fillDB(t, fs, 500, true)
+	name := liveTables(t, fs)[0]
+	if err := fs.Remove("/db/" + name); err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions(fs)
+	o.Logger = discardLogger()
+	db, err := Open("/db", o)
+	if err != nil {
+		if !strings.Contains(err.Error(), name) {
+			t.Fatalf("Open error does not name %s: %v", name, err)
+		}
+		return // refusing to open is fine
+	}
+	defer db.Close()
+	_, err = db.Get([]byte("key00100"), nil)
+	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("Get of a key in the missing table: %v", err)
+	}
+	it := db.NewIterator(nil)
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if it.Err() == nil {
+		t.Fatalf("a scan over a missing table ended without an error after %d keys", n)
+	}
+	it.Close()
+	o.ParanoidChecks = true
+	db2, err := Open("/db", o)
+	if err == nil {
+		db2.Close()
+		t.Fatal("ParanoidChecks: Open of a DB missing a live table succeeded")
+	}
+}
+
+// resumeWithin calls db.Resume and fails the test if it does not return
+// within a generous bound (a Resume that retries for as long as the fault
+// lasts never returns); then the fault is cleared, so the DB can close.
+func resumeWithin(t *testing.T, db *DB, ffs *vfs.FaultFS) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- db.Resume() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		ffs.ClearRules()
+		<-done
+		t.Fatal("Resume with the fault still there did not return")
+		return nil
+	}
+}
