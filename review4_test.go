@@ -421,3 +421,118 @@ func resumeWithin(t *testing.T, db *DB, ffs *vfs.FaultFS) error {
 		return nil
 	}
 }
+
+// TestReviewCloseAfterWALFailureReportsLoss: writes acknowledged without
+// Sync whose WAL write failed in the background live only in the memtable.
+// Closing without Resume must not return nil when a reopen lacks them.
+func TestReviewCloseAfterWALFailureReportsLoss(t *testing.T) {
+	for _, background := range []bool{false, true} {
+		t.Run(fmt.Sprintf("background=%v", background), func(t *testing.T) {
+			mem := vfs.NewMem()
+			ffs := vfs.NewFaultFS(mem, 1)
+			opts := testOptions(ffs)
+			opts.Logger = discardLogger()
+			opts.WriteBufferSize = 1 << 20
+			opts.WALBackgroundWrites = background
+			db, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			putRange(t, db, 0, 20, &WriteOptions{Sync: true})
+			ffs.AddRule(vfs.FaultRule{Op: vfs.OpWrite, PathPattern: "*.log", NoSpace: true})
+			acked := 20
+			for i := 20; i < 2000; i++ {
+				k := fmt.Sprintf("key%05d", i)
+				if err := db.Put([]byte(k), []byte(k), nil); err != nil {
+					break
+				}
+				acked = i + 1
+			}
+			waitFor(func() bool { return db.Metrics().BackgroundError != nil })
+			ffs.ClearRules()
+			closeErr := db.Close()
+			db, err = Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			expectRange(t, db, 0, 20)
+			lost := 0
+			for i := 20; i < acked; i++ {
+				if _, err := db.Get([]byte(fmt.Sprintf("key%05d", i)), nil); errors.Is(err, ErrNotFound) {
+					lost++
+				}
+			}
+			t.Logf("%d acknowledged, %d lost, Close: %v", acked-20, lost, closeErr)
+			if lost > 0 && closeErr == nil {
+				t.Fatalf("Close returned nil, but %d of %d writes acknowledged after the synced ones are lost", lost, acked-20)
+			}
+			if closeErr != nil && !errors.Is(closeErr, syscall.ENOSPC) {
+				t.Fatalf("Close error does not wrap the cause: %v", closeErr)
+			}
+		})
+	}
+}
+
+// TestReviewReadErrorIsNotCorruption: a transient read error met by Get, an
+// iterator, VerifyChecksum, Check and a compaction wraps the cause and is
+// not reported as ErrCorruption (damage on disk is another matter than a
+// failing device, and tools act on the difference).
+func TestReviewReadErrorIsNotCorruption(t *testing.T) {
+	mem := vfs.NewMem()
+	fillDB(t, mem, 2000, true)
+	ffs := vfs.NewFaultFS(mem, 1)
+	opts := testOptions(ffs)
+	opts.Logger = discardLogger()
+	opts.BlockCacheSize = -1
+	opts.DisableAutoCompactions = true
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// A second, overlapping table, so CompactRange merges (a single table
+	// would move without being read).
+	putRange(t, db, 0, 2000, nil)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rule := vfs.FaultRule{Op: vfs.OpRead, PathPattern: "*.sst"}
+	expect := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, vfs.ErrInjected) || errors.Is(err, ErrCorruption) {
+			t.Fatalf("%s with a read error: %v (want the cause, not ErrCorruption)", what, err)
+		}
+	}
+	ffs.AddRule(rule)
+	_, err = db.Get([]byte("key00100"), nil)
+	expect("Get", err)
+	it := db.NewIterator(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	expect("iterator", it.Close())
+	expect("VerifyChecksum", db.VerifyChecksum())
+	_, errs := db.MultiGet([][]byte{[]byte("key00001"), []byte("key01999")}, nil)
+	expect("MultiGet", errs[0])
+	expect("CompactRange", db.CompactRange(nil, nil))
+	ffs.ClearRules()
+	rep, err := Check("/db", &Options{FS: ffs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("Check of the intact DB:\n%s", rep)
+	}
+	ffs.AddRule(rule)
+	rep, err = Check("/db", &Options{FS: ffs})
+	if err == nil {
+		for _, f := range rep.Files {
+			if f.Kind == "table" && f.Err != nil && errors.Is(f.Err, ErrCorruption) {
+				t.Fatalf("Check calls a read error on %s corruption: %v", f.Name, f.Err)
+			}
+		}
+		if rep.OK() {
+			t.Fatalf("Check with every table read failing says OK:\n%s", rep)
+		}
+	}
+}
