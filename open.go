@@ -218,6 +218,11 @@ func (d *DB) recover() error {
 			if r.count == 0 {
 				return nil
 			}
+			if uint64(r.count) > uint64(len(rec)-batchHeaderLen)/minBatchEntryLen {
+				// Checked before the count sizes a memtable: a record that
+				// claims 2^32 entries would otherwise reserve 4 GiB.
+				return base.CorruptionErrorf(name, 0, "WAL batch at seqnum %d claims %d entries in %d bytes", r.seq, r.count, len(rec))
+			}
 			if torn != "" && mode == TolerateCorruptedTailRecords {
 				return base.CorruptionErrorf(torn, tornAt, "WAL ends early but the newer WAL %s holds writes: data between them is lost", name)
 			}

@@ -1,8 +1,12 @@
 package shale
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/record"
+	"math"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -534,5 +538,63 @@ func TestReviewReadErrorIsNotCorruption(t *testing.T) {
 		if rep.OK() {
 			t.Fatalf("Check with every table read failing says OK:\n%s", rep)
 		}
+	}
+}
+
+// TestReviewWALBatchCountIsChecked: a WAL record whose checksum holds but
+// whose batch header claims far more entries than its bytes can hold (a
+// writer bug, or damage the CRC missed) must fail Open with ErrCorruption
+// naming the WAL, without sizing a memtable by the claimed count.
+func TestReviewWALBatchCountIsChecked(t *testing.T) {
+	for _, count := range []uint32{math.MaxUint32, 1 << 24, 3} {
+		t.Run(fmt.Sprint(count), func(t *testing.T) {
+			fs := vfs.NewMem()
+			o := testOptions(fs)
+			o.Logger = discardLogger()
+			db, err := Open("/db", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			putRange(t, db, 0, 10, &WriteOptions{Sync: true})
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// A newer WAL holding one record: seqnum 100, the claimed count,
+			// and two Set entries.
+			var rec []byte
+			rec = binary.LittleEndian.AppendUint64(rec, 100)
+			rec = binary.LittleEndian.AppendUint32(rec, count)
+			for _, k := range []string{"a", "b"} {
+				rec = append(rec, byte(base.KindSet), 1, k[0], 1, 'v')
+			}
+			name := base.MakeFilename(base.FileTypeLog, 900)
+			f, err := fs.Create("/db/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := record.NewWriter(f)
+			if _, err := w.WriteRecord(rec); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			f.Sync()
+			f.Close()
+			if rep, err := Check("/db", &Options{FS: fs}); err != nil || rep.OK() {
+				t.Fatalf("Check of the WAL with a malformed batch: %v\n%s", err, rep)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			db, err = Open("/db", o)
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				db.Close()
+			}
+			expectCorruption(t, err, name)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
+				t.Fatalf("Open allocated %d MiB for a %d-byte record claiming %d entries", grew>>20, len(rec), count)
+			}
+		})
 	}
 }
