@@ -821,3 +821,87 @@ func TestReviewEverySSTByteFlip(t *testing.T) {
 	}
 	t.Logf("%d-byte table: %d flips found by Open or reads, %d found by no one", len(orig), readFound, undetected)
 }
+
+// TestReviewEveryWALByteFlipEachMode flips each byte of a WAL of 20 synced
+// batches under every WALRecoveryMode: Open either fails with ErrCorruption
+// naming the WAL or recovers a state the mode allows (TolerateCorrupted
+// TailRecords and PointInTimeRecovery: a prefix of the batches;
+// SkipAnyCorruptedRecords: a subset missing only batches at the damage;
+// AbsoluteConsistency: all of them), and never a value that was not written.
+func TestReviewEveryWALByteFlipEachMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("flips every byte of a WAL")
+	}
+	fs := vfs.NewMem()
+	o := testOptions(fs)
+	o.Logger = discardLogger()
+	o.WriteBufferSize = 1 << 20
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	val := func(i int) string { return fmt.Sprintf("v%02d-%s", i, strings.Repeat("w", i*3)) }
+	for i := 0; i < n; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("k%02d", i)), []byte(val(i)), &WriteOptions{Sync: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := fs.List("/db")
+	var name string
+	var orig []byte
+	for _, nm := range names {
+		if ft, _, ok := base.ParseFilename(nm); ok && ft == base.FileTypeLog {
+			if d := readFile(t, fs, "/db/"+nm); len(d) > len(orig) {
+				name, orig = nm, d
+			}
+		}
+	}
+	for _, mode := range []WALRecoveryMode{TolerateCorruptedTailRecords, AbsoluteConsistency, PointInTimeRecovery, SkipAnyCorruptedRecords} {
+		counts := map[string]int{}
+		for off := range orig {
+			c := fs.CrashClone()
+			d := slices.Clone(orig)
+			d[off] ^= 1 << (off % 8)
+			writeFile(t, c, "/db/"+name, d)
+			oo := testOptions(c)
+			oo.Logger = discardLogger()
+			oo.WALRecoveryMode = mode
+			db, err := Open("/db", oo)
+			if err != nil {
+				expectCorruption(t, err, name)
+				counts["corruption"]++
+				continue
+			}
+			var present []int
+			for i := 0; i < n; i++ {
+				v, err := db.Get([]byte(fmt.Sprintf("k%02d", i)), nil)
+				switch {
+				case err == nil && string(v) == val(i):
+					present = append(present, i)
+				case errors.Is(err, ErrNotFound):
+				default:
+					t.Fatalf("%s flip at %d: Get(k%02d) = %q, %v", mode, off, i, v, err)
+				}
+			}
+			db.Close()
+			prefix := len(present) == 0 || present[len(present)-1] == len(present)-1
+			switch {
+			case len(present) == n:
+				counts["all"]++
+			case mode == AbsoluteConsistency:
+				t.Fatalf("%s flip at %d: Open dropped batches %v", mode, off, present)
+			case prefix && mode != SkipAnyCorruptedRecords:
+				counts["prefix"]++
+			case mode == SkipAnyCorruptedRecords && len(present) >= n-2:
+				counts["skipped"]++
+			default:
+				t.Fatalf("%s flip at %d of %d: recovered batches %v", mode, off, len(orig), present)
+			}
+		}
+		t.Logf("%s: %d flips: %v", mode, len(orig), counts)
+	}
+}
