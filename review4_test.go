@@ -66,6 +66,10 @@ func TestReviewResumeWhileFaultPersists(t *testing.T) {
 		{Op: vfs.OpSync, PathPattern: "*.log"},
 		{Op: vfs.OpCreate, PathPattern: "*.sst", NoSpace: true},
 		{Op: vfs.OpWrite, PathPattern: "MANIFEST-*", NoSpace: true},
+		{Op: vfs.OpSync, PathPattern: "MANIFEST-*"},
+		// Resume's own steps: the fresh WAL and the directory sync after it.
+		{Op: vfs.OpCreate, PathPattern: "*.log", NoSpace: true},
+		{Op: vfs.OpSync, PathPattern: "db"},
 	} {
 		t.Run(fmt.Sprintf("%s-%s", rule.Op, rule.PathPattern), func(t *testing.T) {
 			mem := vfs.NewMem()
