@@ -129,10 +129,14 @@ type readState struct {
 	imms    []*memTable // oldest first
 	version *manifest.Version
 
-	rangeDelsOnce sync.Once
-	// tableRangeDels holds the range tombstones of every table of version.
+	// tableRangeDels holds the range tombstones of every table of version,
+	// once rangeDelsReady is set; rangeDelsMu serializes gathering them. A
+	// failure (a table that did not open) is not kept: the next reader
+	// tries again, so a transient IO error does not last as long as the
+	// read state.
+	rangeDelsMu    sync.Mutex
+	rangeDelsReady atomic.Bool
 	tableRangeDels *rangedel.List
-	rangeDelsErr   error
 }
 
 func (rs *readState) unref() {

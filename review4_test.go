@@ -909,3 +909,72 @@ func TestReviewEveryWALByteFlipEachMode(t *testing.T) {
 		t.Logf("%s: %d flips: %v", mode, len(orig), counts)
 	}
 }
+
+// TestReviewTransientTableOpenErrorIsNotSticky: a table that fails to open
+// once (a transient open or read error) must be readable by the next read,
+// also when the table holds range tombstones, which every read gathers
+// from all tables: the failure must not stick to the read state until a
+// write replaces it.
+func TestReviewTransientTableOpenErrorIsNotSticky(t *testing.T) {
+	for _, op := range []vfs.Op{vfs.OpOpen, vfs.OpRead} {
+		t.Run(op.String(), func(t *testing.T) {
+			mem := vfs.NewMem()
+			o := testOptions(mem)
+			o.Logger = discardLogger()
+			o.DisableAutoCompactions = true
+			db, err := Open("/db", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			putRange(t, db, 0, 200, nil)
+			if err := db.CompactRange(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.DeleteRange([]byte("key00050"), []byte("key00060"), nil); err != nil {
+				t.Fatal(err)
+			}
+			// The tombstone goes to L1, above the data (so it stays): below
+			// L0, iterators open tables lazily but gather their range
+			// tombstones up front.
+			if err := db.CompactRangeWithOptions(nil, nil, &CompactRangeOptions{ChangeLevel: true, TargetLevel: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if n := db.Metrics().Levels[1].NumFiles; n != 1 {
+				t.Fatalf("want the tombstone's table in L1, have %d files there", n)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ffs := vfs.NewFaultFS(mem, 1)
+			o = testOptions(ffs)
+			o.Logger = discardLogger()
+			o.DisableAutoCompactions = true
+			o.BlockCacheSize = -1
+			db, err = Open("/db", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			ffs.AddRule(vfs.FaultRule{Op: op, PathPattern: "*.sst", Nth: 1})
+			it := db.NewIterator(nil)
+			for ok := it.First(); ok; ok = it.Next() {
+			}
+			if err := it.Close(); !errors.Is(err, vfs.ErrInjected) {
+				t.Fatalf("scan with a failing table: %v", err)
+			}
+			ffs.ClearRules()
+			expectRange(t, db, 0, 50)
+			if _, err := db.Get([]byte("key00055"), nil); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Get of a range-deleted key: %v", err)
+			}
+			it = db.NewIterator(nil)
+			n := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				n++
+			}
+			if err := it.Close(); err != nil || n != 190 {
+				t.Fatalf("scan after the fault: %d keys, %v", n, err)
+			}
+		})
+	}
+}
