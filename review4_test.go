@@ -978,3 +978,41 @@ func TestReviewTransientTableOpenErrorIsNotSticky(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewInfoLogFaultsAreHarmless: the DB's own LOG file is advisory; a
+// full disk or failing writes there must not fail or stop the DB.
+func TestReviewInfoLogFaultsAreHarmless(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaultFS(mem, 1)
+	o := testOptions(ffs) // Logger nil: the DB writes its LOG file
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpSync} {
+		ffs.AddRule(vfs.FaultRule{Op: op, PathPattern: "LOG*", NoSpace: true})
+	}
+	putRange(t, db, 0, 500, &WriteOptions{Sync: true})
+	if err := db.Flush(); err != nil {
+		t.Fatalf("Flush with a failing LOG: %v", err)
+	}
+	if err := db.CompactRange(nil, nil); err != nil {
+		t.Fatalf("CompactRange with a failing LOG: %v", err)
+	}
+	if ffs.Injected() == 0 {
+		t.Fatal("the DB wrote nothing to its LOG")
+	}
+	if bg := db.Metrics().BackgroundError; bg != nil {
+		t.Fatalf("a failing LOG stopped the DB: %v", bg)
+	}
+	expectRange(t, db, 0, 500)
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close with a failing LOG: %v", err)
+	}
+	db, err = Open("/db", o)
+	if err != nil {
+		t.Fatalf("Open with a failing LOG: %v", err)
+	}
+	expectRange(t, db, 0, 500)
+	db.Close()
+}
