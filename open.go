@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
@@ -95,6 +96,9 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 		if !o.CreateIfMissing {
 			return nil, base.InvalidArgumentf("shale: database %s does not exist (set Options.CreateIfMissing to create it)", dir)
 		}
+		if err := checkNoDatabaseFiles(d.fs, dir); err != nil {
+			return nil, err
+		}
 		d.versions, err = manifest.Create(vo)
 	default:
 		err = statErr
@@ -124,6 +128,49 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 	d.mu.Unlock()
 	d.logger.Info("opened", "dir", dir, "last_seq", d.visibleSeq.Load())
 	return d, nil
+}
+
+// checkNoDatabaseFiles refuses to create a database in a directory without
+// CURRENT that holds tables, WALs, OPTIONS or a MANIFEST newer than the one
+// creation writes first: CURRENT was lost, and a new database there would
+// hide the data and its cleanup delete it. A crash while creating leaves at
+// most MANIFEST-000001 (CURRENT comes before anything else), so creation
+// can still be retried after one.
+func checkNoDatabaseFiles(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var found []string
+	for _, name := range names {
+		typ, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		switch typ {
+		case base.FileTypeTable, base.FileTypeBlob, base.FileTypeLog, base.FileTypeOptions:
+		case base.FileTypeManifest:
+			if num <= 1 {
+				continue
+			}
+		default:
+			continue
+		}
+		found = append(found, name)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	slices.Sort(found)
+	if len(found) > 5 {
+		found = append(found[:5], "...")
+	}
+	return base.CorruptionErrorf(fs.PathJoin(dir, base.MakeFilename(base.FileTypeCurrent, 0)), 0,
+		"CURRENT is missing but the directory holds database files (%s): restore CURRENT (one line naming the newest MANIFEST, e.g. with the help of shale check) instead of creating a new database over them",
+		strings.Join(found, ", "))
 }
 
 func (d *DB) compactOptions() compact.Options {

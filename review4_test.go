@@ -1016,3 +1016,70 @@ func TestReviewInfoLogFaultsAreHarmless(t *testing.T) {
 	expectRange(t, db, 0, 500)
 	db.Close()
 }
+
+// TestReviewMissingCurrentDoesNotMakeANewDB: a directory that holds a
+// database but lost its CURRENT file (or has an empty one) must not be
+// taken for an empty directory by CreateIfMissing: a fresh database there
+// would hide, and its cleanup delete, every table.
+func TestReviewMissingCurrentDoesNotMakeANewDB(t *testing.T) {
+	for _, damage := range []string{"removed", "empty"} {
+		t.Run(damage, func(t *testing.T) {
+			fs := vfs.NewMem()
+			fillDB(t, fs, 300, true)
+			tables := liveTables(t, fs)
+			if damage == "removed" {
+				if err := fs.Remove("/db/CURRENT"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				writeFile(t, fs, "/db/CURRENT", nil)
+			}
+			o := testOptions(fs)
+			o.Logger = discardLogger()
+			db, err := Open("/db", o)
+			if err == nil {
+				_, gerr := db.Get([]byte("key00001"), nil)
+				db.Close()
+				if errors.Is(gerr, ErrNotFound) {
+					t.Fatalf("Open with CURRENT %s made a new, empty database over the old one", damage)
+				}
+			}
+			for _, name := range tables {
+				if _, err := fs.Stat("/db/" + name); err != nil {
+					t.Fatalf("Open with CURRENT %s removed table %s: %v", damage, name, err)
+				}
+			}
+			if err != nil && !strings.Contains(err.Error(), "CURRENT") {
+				t.Fatalf("Open error does not name CURRENT: %v", err)
+			}
+			if damage == "removed" && !errors.Is(err, ErrCorruption) {
+				t.Fatalf("Open with CURRENT removed: %v, want ErrCorruption", err)
+			}
+		})
+	}
+	// A crash while creating, before CURRENT was installed, leaves only the
+	// first MANIFEST: creating again must work.
+	t.Run("crash while creating", func(t *testing.T) {
+		fs := vfs.NewMem()
+		fillDB(t, fs, 10, false)
+		names, _ := fs.List("/db")
+		for _, name := range names {
+			if name != "MANIFEST-000001" && name != "LOCK" {
+				if err := fs.Remove("/db/" + name); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if _, err := fs.Stat("/db/MANIFEST-000001"); err != nil {
+			t.Fatalf("the first MANIFEST is not MANIFEST-000001: %v (have %v)", err, names)
+		}
+		o := testOptions(fs)
+		o.Logger = discardLogger()
+		db, err := Open("/db", o)
+		if err != nil {
+			t.Fatalf("creating again after a crash while creating: %v", err)
+		}
+		putRange(t, db, 0, 10, nil)
+		db.Close()
+	})
+}
