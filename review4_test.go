@@ -1145,3 +1145,26 @@ func TestReviewManifestLastRecordBitRot(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewLaterFaults runs the fault matrix's cases of repeated work
+// (commits, flushes, compactions, reads) with the fault at later matches
+// (eight in a row from the matrix's own) than the matrix tries, so it also meets MANIFEST
+// rotations (testOptions rotate at 1 KiB): the CURRENT rename and the
+// directory syncs around it.
+func TestReviewLaterFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("many fault cases")
+	}
+	for _, c := range faultMatrix {
+		if !c.repeats() || c.want == wantTolerated || c.op == vfs.OpOpen {
+			continue // the harness's reads open only four tables
+		}
+		for nth := max(c.nth, 1); nth < max(c.nth, 1)+8; nth++ {
+			c := c
+			c.nth = nth
+			t.Run(fmt.Sprintf("%s/nth=%d", c.name(), nth), func(t *testing.T) {
+				runFaultCase(t, c, faultVariant{name: "EIO"})
+			})
+		}
+	}
+}
