@@ -1162,9 +1162,15 @@ func TestReviewLaterFaults(t *testing.T) {
 		for nth := max(c.nth, 1); nth < max(c.nth, 1)+8; nth++ {
 			c := c
 			c.nth = nth
-			t.Run(fmt.Sprintf("%s/nth=%d", c.name(), nth), func(t *testing.T) {
-				runFaultCase(t, c, faultVariant{name: "EIO"})
-			})
+			variants := faultVariants(c.op)
+			if !stress() {
+				variants = variants[:1] // EIO; SHALE_STRESS=1 runs ENOSPC and torn writes too
+			}
+			for _, v := range variants {
+				t.Run(fmt.Sprintf("%s/%s/nth=%d", c.name(), v.name, nth), func(t *testing.T) {
+					runFaultCase(t, c, v)
+				})
+			}
 		}
 	}
 }
