@@ -76,9 +76,6 @@ type DB struct {
 			num base.FileNum
 			// obsolete lists WAL files whose memtables are flushed.
 			obsolete []base.FileNum
-			// unflushedNoWAL is set when a write skipped the WAL, so Close
-			// must flush the memtable to keep it.
-			unflushedNoWAL bool
 			// failed is the last WAL whose failure was recorded.
 			failed *wal.Writer
 		}
@@ -107,6 +104,9 @@ type memTable struct {
 	capacity int
 	// flushed is closed once the memtable is in an L0 table.
 	flushed chan struct{}
+	// noWAL is set (under d.mu) when a write that skipped the WAL went into
+	// this memtable: only a flush keeps it, so Close must flush.
+	noWAL bool
 }
 
 func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
@@ -346,7 +346,7 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 			anyWAL = true
 			syncWAL = syncWAL || o.sync
 		} else {
-			d.mu.log.unflushedNoWAL = true
+			d.mu.mem.mutable.noWAL = true
 		}
 	}
 	last := seq - 1

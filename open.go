@@ -536,9 +536,13 @@ func (d *DB) Close() error {
 	for len(d.mu.writers) > 0 {
 		d.mu.compact.cond.Wait()
 	}
-	needFlush := d.mu.log.unflushedNoWAL && d.mu.bgErr == nil
+	noWAL := d.mu.mem.mutable.noWAL
+	for _, m := range d.mu.mem.queue {
+		noWAL = noWAL || m.noWAL
+	}
+	needFlush := noWAL && d.mu.bgErr == nil
 	var err error
-	if d.mu.log.unflushedNoWAL && d.mu.bgErr != nil {
+	if noWAL && d.mu.bgErr != nil {
 		// The memtable cannot be flushed in the read-only state, so the
 		// writes that skipped the WAL are lost: say so.
 		err = fmt.Errorf("shale: Close loses the writes made with WriteOptions.DisableWAL since the last flush (Resume before Close keeps them): %w: %w",

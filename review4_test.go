@@ -1196,3 +1196,36 @@ func TestReviewCheckMissingCurrent(t *testing.T) {
 		t.Fatalf("table %s not checked: %+v\n%s", tables[0], f, rep)
 	}
 }
+
+// TestReviewCloseAfterFlushedNoWALWrites: DisableWAL writes that a flush
+// already put in a table are safe; a later background error must not make
+// Close report them lost (the writes since are in the WAL).
+func TestReviewCloseAfterFlushedNoWALWrites(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaultFS(mem, 1)
+	opts := testOptions(ffs)
+	opts.Logger = discardLogger()
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putRange(t, db, 0, 50, &WriteOptions{DisableWAL: true})
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	putRange(t, db, 50, 100, &WriteOptions{Sync: true})
+	ffs.AddRule(vfs.FaultRule{Op: vfs.OpCreate, PathPattern: "*.sst", NoSpace: true})
+	if err := db.Flush(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Flush with a full disk: %v", err)
+	}
+	ffs.ClearRules()
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v (no write is lost)", err)
+	}
+	db, err = Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	expectRange(t, db, 0, 100)
+}
