@@ -1229,3 +1229,111 @@ func TestReviewCloseAfterFlushedNoWALWrites(t *testing.T) {
 	defer db.Close()
 	expectRange(t, db, 0, 100)
 }
+
+// TestReviewFragmentedWALFlipsEachMode: like the byte-flip test above, for
+// a WAL whose records span blocks (FIRST, MIDDLE, LAST fragments): every
+// fragment header byte and sampled payload bytes are flipped, under every
+// WALRecoveryMode.
+func TestReviewFragmentedWALFlipsEachMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("many flips")
+	}
+	fs := vfs.NewMem()
+	o := testOptions(fs)
+	o.Logger = discardLogger()
+	o.WriteBufferSize = 4 << 20
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	val := func(i int) string {
+		// Sizes around and above a block, so records start at varied
+		// offsets and span one to three blocks.
+		return fmt.Sprintf("v%02d-%s", i, strings.Repeat(string(rune('a'+i)), 9000+i*7000))
+	}
+	for i := 0; i < n; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("k%02d", i)), []byte(val(i)), &WriteOptions{Sync: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := fs.List("/db")
+	var name string
+	var orig []byte
+	for _, nm := range names {
+		if ft, _, ok := base.ParseFilename(nm); ok && ft == base.FileTypeLog {
+			if d := readFile(t, fs, "/db/"+nm); len(d) > len(orig) {
+				name, orig = nm, d
+			}
+		}
+	}
+	// Offsets: every header byte of every fragment (walk the chain), and
+	// a few payload bytes.
+	var offs []int
+	for blk := 0; blk < len(orig); blk += 32 << 10 {
+		for off := blk; off+7 <= min(blk+32<<10, len(orig)); {
+			length := int(binary.LittleEndian.Uint16(orig[off+4:]))
+			if length == 0 && orig[off+6] == 0 {
+				break // padding or preallocated zeros
+			}
+			for h := 0; h < 7; h++ {
+				offs = append(offs, off+h)
+			}
+			offs = append(offs, off+7, off+7+length/2, off+7+length-1)
+			off += 7 + length
+			if blk+32<<10-off < 7 {
+				break
+			}
+		}
+	}
+	for _, mode := range []WALRecoveryMode{TolerateCorruptedTailRecords, AbsoluteConsistency, PointInTimeRecovery, SkipAnyCorruptedRecords} {
+		counts := map[string]int{}
+		for _, off := range offs {
+			if off >= len(orig) {
+				continue
+			}
+			c := fs.CrashClone()
+			d := slices.Clone(orig)
+			d[off] ^= 1 << (off % 8)
+			writeFile(t, c, "/db/"+name, d)
+			oo := testOptions(c)
+			oo.Logger = discardLogger()
+			oo.WALRecoveryMode = mode
+			db, err := Open("/db", oo)
+			if err != nil {
+				expectCorruption(t, err, name)
+				counts["corruption"]++
+				continue
+			}
+			var present []int
+			for i := 0; i < n; i++ {
+				v, err := db.Get([]byte(fmt.Sprintf("k%02d", i)), nil)
+				switch {
+				case err == nil && string(v) == val(i):
+					present = append(present, i)
+				case errors.Is(err, ErrNotFound):
+				default:
+					t.Fatalf("%s flip at %d: Get(k%02d) = %.20q..., %v", mode, off, i, v, err)
+				}
+			}
+			db.Close()
+			prefix := len(present) == 0 || present[len(present)-1] == len(present)-1
+			switch {
+			case len(present) == n:
+				counts["all"]++
+			case mode == AbsoluteConsistency:
+				t.Fatalf("%s flip at %d: Open dropped batches %v", mode, off, present)
+			case prefix && mode != SkipAnyCorruptedRecords:
+				counts["prefix"]++
+			case mode == SkipAnyCorruptedRecords && len(present) >= n-2:
+				counts["skipped"]++
+			default:
+				t.Fatalf("%s flip at %d of %d: recovered batches %v", mode, off, len(orig), present)
+			}
+		}
+		t.Logf("%s: %d-byte WAL, %d flips: %v", mode, len(orig), len(offs), counts)
+	}
+}
