@@ -12,6 +12,10 @@ import (
 // entry count (4 bytes LE), as RocksDB's WriteBatch.
 const batchHeaderLen = 12
 
+// minBatchEntryLen is the fewest bytes an entry of an encoded batch takes:
+// its kind and the varint length of an empty key.
+const minBatchEntryLen = 2
+
 // Batch is a set of writes applied atomically by DB.Write. Its encoding is the
 // WAL record: header, then per entry a kind byte, the varint-prefixed key and,
 // for Set / RangeDelete (end key) / Merge / BlobIndex, the varint-prefixed value.

@@ -76,9 +76,6 @@ type DB struct {
 			num base.FileNum
 			// obsolete lists WAL files whose memtables are flushed.
 			obsolete []base.FileNum
-			// unflushedNoWAL is set when a write skipped the WAL, so Close
-			// must flush the memtable to keep it.
-			unflushedNoWAL bool
 			// failed is the last WAL whose failure was recorded.
 			failed *wal.Writer
 		}
@@ -107,6 +104,9 @@ type memTable struct {
 	capacity int
 	// flushed is closed once the memtable is in an L0 table.
 	flushed chan struct{}
+	// noWAL is set (under d.mu) when a write that skipped the WAL went into
+	// this memtable: only a flush keeps it, so Close must flush.
+	noWAL bool
 }
 
 func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
@@ -129,10 +129,14 @@ type readState struct {
 	imms    []*memTable // oldest first
 	version *manifest.Version
 
-	rangeDelsOnce sync.Once
-	// tableRangeDels holds the range tombstones of every table of version.
+	// tableRangeDels holds the range tombstones of every table of version,
+	// once rangeDelsReady is set; rangeDelsMu serializes gathering them. A
+	// failure (a table that did not open) is not kept: the next reader
+	// tries again, so a transient IO error does not last as long as the
+	// read state.
+	rangeDelsMu    sync.Mutex
+	rangeDelsReady atomic.Bool
 	tableRangeDels *rangedel.List
-	rangeDelsErr   error
 }
 
 func (rs *readState) unref() {
@@ -229,6 +233,11 @@ type writer struct {
 	// newWAL makes a flush request rotate even an empty memtable, to start
 	// a fresh WAL (Resume), and lets it pass while writes wait for Resume.
 	newWAL bool
+	// cleared is set once a Resume request has cleared the background
+	// error: an error set after that (the flush it waits for failed again)
+	// ends the request instead of being cleared in turn, which would retry
+	// for as long as the fault lasts.
+	cleared bool
 	// closing marks Close's own flush, which passes the closed check.
 	closing bool
 }
@@ -337,7 +346,7 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 			anyWAL = true
 			syncWAL = syncWAL || o.sync
 		} else {
-			d.mu.log.unflushedNoWAL = true
+			d.mu.mem.mutable.noWAL = true
 		}
 	}
 	last := seq - 1
@@ -428,9 +437,10 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			return ErrClosed
 		}
 		if d.mu.bgErr != nil {
-			if !w.newWAL {
+			if !w.newWAL || w.cleared {
 				return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
 			}
+			w.cleared = true
 			// Resume leads: clear the error, hold later writers back until
 			// the memtables are flushed, and let the flushes run.
 			d.logger.Info("resuming after background error", "err", d.mu.bgErr)

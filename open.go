@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
@@ -95,6 +96,9 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 		if !o.CreateIfMissing {
 			return nil, base.InvalidArgumentf("shale: database %s does not exist (set Options.CreateIfMissing to create it)", dir)
 		}
+		if err := checkNoDatabaseFiles(d.fs, dir); err != nil {
+			return nil, err
+		}
 		d.versions, err = manifest.Create(vo)
 	default:
 		err = statErr
@@ -124,6 +128,49 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 	d.mu.Unlock()
 	d.logger.Info("opened", "dir", dir, "last_seq", d.visibleSeq.Load())
 	return d, nil
+}
+
+// checkNoDatabaseFiles refuses to create a database in a directory without
+// CURRENT that holds tables, WALs, OPTIONS or a MANIFEST newer than the one
+// creation writes first: CURRENT was lost, and a new database there would
+// hide the data and its cleanup delete it. A crash while creating leaves at
+// most MANIFEST-000001 (CURRENT comes before anything else), so creation
+// can still be retried after one.
+func checkNoDatabaseFiles(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var found []string
+	for _, name := range names {
+		typ, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		switch typ {
+		case base.FileTypeTable, base.FileTypeBlob, base.FileTypeLog, base.FileTypeOptions:
+		case base.FileTypeManifest:
+			if num <= 1 {
+				continue
+			}
+		default:
+			continue
+		}
+		found = append(found, name)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	slices.Sort(found)
+	if len(found) > 5 {
+		found = append(found[:5], "...")
+	}
+	return base.CorruptionErrorf(fs.PathJoin(dir, base.MakeFilename(base.FileTypeCurrent, 0)), 0,
+		"CURRENT is missing but the directory holds database files (%s): restore CURRENT (one line naming the newest MANIFEST, e.g. with the help of shale check) instead of creating a new database over them",
+		strings.Join(found, ", "))
 }
 
 func (d *DB) compactOptions() compact.Options {
@@ -217,6 +264,11 @@ func (d *DB) recover() error {
 			}
 			if r.count == 0 {
 				return nil
+			}
+			if uint64(r.count) > uint64(len(rec)-batchHeaderLen)/minBatchEntryLen {
+				// Checked before the count sizes a memtable: a record that
+				// claims 2^32 entries would otherwise reserve 4 GiB.
+				return base.CorruptionErrorf(name, 0, "WAL batch at seqnum %d claims %d entries in %d bytes", r.seq, r.count, len(rec))
 			}
 			if torn != "" && mode == TolerateCorruptedTailRecords {
 				return base.CorruptionErrorf(torn, tornAt, "WAL ends early but the newer WAL %s holds writes: data between them is lost", name)
@@ -484,9 +536,19 @@ func (d *DB) Close() error {
 	for len(d.mu.writers) > 0 {
 		d.mu.compact.cond.Wait()
 	}
-	needFlush := d.mu.log.unflushedNoWAL && d.mu.bgErr == nil
-	d.mu.Unlock()
+	noWAL := d.mu.mem.mutable.noWAL
+	for _, m := range d.mu.mem.queue {
+		noWAL = noWAL || m.noWAL
+	}
+	needFlush := noWAL && d.mu.bgErr == nil
 	var err error
+	if noWAL && d.mu.bgErr != nil {
+		// The memtable cannot be flushed in the read-only state, so the
+		// writes that skipped the WAL are lost: say so.
+		err = fmt.Errorf("shale: Close loses the writes made with WriteOptions.DisableWAL since the last flush (Resume before Close keeps them): %w: %w",
+			ErrReadOnly, d.mu.bgErr)
+	}
+	d.mu.Unlock()
 	if needFlush {
 		err = d.flushAndWait(&writer{closing: true})
 	}

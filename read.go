@@ -139,26 +139,32 @@ func fileContains(cmp base.Compare, f *manifest.FileMetadata, key []byte) bool {
 // rangeDels returns every range tombstone of the read state's sources
 // merged into one list, or nil when there are none.
 func (rs *readState) rangeDels(d *DB) (*rangedel.List, error) {
-	rs.rangeDelsOnce.Do(func() {
-		var lists []*rangedel.List
-		for _, files := range rs.version.Levels {
-			for _, f := range files {
-				if f.NumRangeDeletions == 0 {
-					continue
-				}
-				t, err := d.tableCache.get(f.FileNum)
-				if err != nil {
-					rs.rangeDelsErr = err
-					return
-				}
-				if t.rangeDels != nil {
-					lists = append(lists, t.rangeDels)
-				}
+	if rs.rangeDelsReady.Load() {
+		return rs.tableRangeDels, nil
+	}
+	rs.rangeDelsMu.Lock()
+	defer rs.rangeDelsMu.Unlock()
+	if rs.rangeDelsReady.Load() {
+		return rs.tableRangeDels, nil
+	}
+	var lists []*rangedel.List
+	for _, files := range rs.version.Levels {
+		for _, f := range files {
+			if f.NumRangeDeletions == 0 {
+				continue
+			}
+			t, err := d.tableCache.get(f.FileNum)
+			if err != nil {
+				return nil, err
+			}
+			if t.rangeDels != nil {
+				lists = append(lists, t.rangeDels)
 			}
 		}
-		if len(lists) > 0 {
-			rs.tableRangeDels = rangedel.Merge(d.cmp.Compare, lists...)
-		}
-	})
-	return rs.tableRangeDels, rs.rangeDelsErr
+	}
+	if len(lists) > 0 {
+		rs.tableRangeDels = rangedel.Merge(d.cmp.Compare, lists...)
+	}
+	rs.rangeDelsReady.Store(true)
+	return rs.tableRangeDels, nil
 }
