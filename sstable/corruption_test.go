@@ -217,6 +217,17 @@ func TestFooterErrors(t *testing.T) {
 		{"checksum type", func(b []byte) []byte { b[len(b)-footerLen] = 2; return b }, "checksum type"},
 		{"short", func(b []byte) []byte { return b[:10] }, "too short"},
 		{"empty", func(b []byte) []byte { return nil }, "too short"},
+		// The index handle's last varint byte gains a continuation bit,
+		// so the zero padding after it ends the varint: the same handle,
+		// in a form no writer produces (found by the corruption matrix,
+		// which saw Open accept it and only Check report it).
+		{"non-canonical handle", func(b []byte) []byte {
+			foot := b[len(b)-footerLen:]
+			_, n := decodeHandle(foot[1:])
+			_, m := decodeHandle(foot[1+n:])
+			foot[n+m] |= 0x80
+			return b
+		}, "canonical"},
 	} {
 		_, err := NewReader(&bytesFile{tc.edit(bytes.Clone(orig))}, ReaderOptions{FileName: "t.sst"})
 		var ce *base.CorruptionError

@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 	"sync"
@@ -233,6 +234,12 @@ func decodeFooter(file string, off int64, b []byte) (footer, error) {
 		if c != 0 {
 			return f, base.CorruptionErrorf(file, off, "nonzero footer padding")
 		}
+	}
+	if !bytes.Equal(f.encode(), b[:footerLen]) {
+		// A handle varint with a redundant continuation byte decodes to
+		// the same handle; only a damaged file has one, and a table
+		// writes no footer any other way.
+		return f, base.CorruptionErrorf(file, off, "footer is not in canonical form")
 	}
 	return f, nil
 }

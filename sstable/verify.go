@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/shaledb/shale/internal/base"
@@ -34,11 +33,6 @@ func (r *Reader) VerifyChecksums() error {
 	ft, err := decodeFooter(r.name, int64(r.footOff), fb[:])
 	if err != nil {
 		return err
-	}
-	if !bytes.Equal(ft.encode(), fb[:]) {
-		// decodeFooter accepts a handle varint with a redundant
-		// continuation byte (the same handle); only a damaged file has one.
-		return base.CorruptionErrorf(r.name, int64(r.footOff), "footer is not in canonical form")
 	}
 	if ft.checksum != r.checksum {
 		return base.CorruptionErrorf(r.name, int64(r.footOff), "footer checksum type %d, but %d when opened", ft.checksum, r.checksum)
