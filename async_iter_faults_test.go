@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -174,7 +175,7 @@ func TestAsyncIteratorsOnDisk(t *testing.T) {
 			o.TargetFileSizeBase = 64 << 10
 			o.BlockCacheSize = -1
 			o.UseDirectReads = direct
-			dir := t.TempDir()
+			dir := testdir.New(t)
 			db, err := Open(dir, o)
 			if err != nil {
 				if direct {

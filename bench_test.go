@@ -2,6 +2,7 @@ package shale
 
 import (
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 
 func benchDB(b *testing.B) *DB {
 	b.Helper()
-	db, err := Open(b.TempDir(), &Options{CreateIfMissing: true, FS: vfs.Default})
+	db, err := Open(testdir.New(b), &Options{CreateIfMissing: true, FS: vfs.Default})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func BenchmarkPutRandom(b *testing.B) {
 // BenchmarkSeekRandomReuse seeks one iterator repeatedly over 1M keys written
 // in random order (the shape bench/compare's seekrandom measures).
 func BenchmarkSeekRandomReuse(b *testing.B) {
-	db, err := Open(b.TempDir(), &Options{CreateIfMissing: true, BlockCacheSize: 256 << 20})
+	db, err := Open(testdir.New(b), &Options{CreateIfMissing: true, BlockCacheSize: 256 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package shale
 
 import (
 	"errors"
+	"github.com/shaledb/shale/internal/testdir"
 	"os"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ func TestDirectIORefusedOnRamfs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting ramfs needs root")
 	}
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	if err := unix.Mount("ramfs", dir, "ramfs", 0, ""); err != nil {
 		t.Skipf("cannot mount ramfs: %v", err)
 	}

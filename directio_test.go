@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -69,7 +70,7 @@ func TestDirectIODatabase(t *testing.T) {
 	seed := uint64(rand.Int64())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	fs := &openOptsFS{FS: vfs.Default}
 	opts := testOptions(fs)
 	opts.UseDirectReads = true
@@ -247,7 +248,7 @@ func TestDirectIONotProbedWhenOff(t *testing.T) {
 // the table cache (user reads) keeps buffered ones, and that the data
 // survives.
 func TestDirectIOCompactionInputs(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	fs := &openOptsFS{FS: vfs.Default}
 	opts := testOptions(fs)
 	opts.UseDirectIOForFlushAndCompaction = true

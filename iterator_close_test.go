@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestIteratorAfterDBClose(t *testing.T) {
 				o := readaheadOptions(vfs.Default)
 				o.BlockCacheSize = -1
 				o.UseDirectReads = direct
-				db, err := Open(t.TempDir(), o)
+				db, err := Open(testdir.New(t), o)
 				if err != nil {
 					if direct {
 						t.Skipf("no direct IO here: %v", err)

@@ -3,6 +3,7 @@ package shale
 import (
 	"bufio"
 	"errors"
+	"github.com/shaledb/shale/internal/testdir"
 	"os"
 	"os/exec"
 	"strings"
@@ -29,7 +30,7 @@ func TestOpenHeldByAnotherProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenHeldByAnotherProcess$")
 	cmd.Env = append(os.Environ(), "SHALE_LOCK_CHILD_DIR="+dir)
 	stdin, _ := cmd.StdinPipe()

@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"strings"
 	"testing"
 
@@ -56,7 +57,7 @@ func runMetaSet(t *testing.T, seed uint64, set metaOptionSet, ops []modelOp, wan
 	var fs vfs.FS = vfs.NewMem()
 	dir := "/db"
 	if set.osFS {
-		fs, dir = vfs.Default, t.TempDir()
+		fs, dir = vfs.Default, testdir.New(t)
 	}
 	opts := testOptions(fs)
 	set.set(opts)

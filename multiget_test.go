@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -208,7 +209,7 @@ func TestMultiGetModel(t *testing.T) {
 			}
 			dir := "db"
 			if fs == vfs.Default {
-				dir = t.TempDir()
+				dir = testdir.New(t)
 			}
 			d, err := Open(dir, opts)
 			if err != nil {
@@ -685,7 +686,7 @@ func TestMultiGetOpensConcurrently(t *testing.T) {
 // the kernel allows) without a block cache: rounds of more reads than the
 // AsyncReader's queue depth, compared with looped Get.
 func TestMultiGetLargeBatch(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	opts := testOptions(vfs.Default)
 	opts.DisableDynamicLevelBytes = true
 	opts.BlockCacheSize = -1

@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"os"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 func BenchmarkScanReadahead(b *testing.B) {
 	dir := os.Getenv("SHALE_BENCH_DIR")
 	if dir == "" {
-		dir = b.TempDir()
+		dir = testdir.New(b)
 	}
 	o := &Options{CreateIfMissing: true, BlockCacheSize: 1 << 20, DisableAutoCompactions: true}
 	db, err := Open(dir, o)

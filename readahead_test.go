@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -196,7 +197,7 @@ func TestCompactionReadsAhead(t *testing.T) {
 // skipped where the file system refuses direct IO.
 func TestDirectReadsScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	o := readaheadOptions(vfs.Default)
 	db, err := Open(dir, o)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -42,7 +43,7 @@ func TestConcurrentStress(t *testing.T) {
 			runConcurrentStress(t, seed, vfs.NewMem(), "/db", d)
 		})
 		t.Run("osfs", func(t *testing.T) {
-			runConcurrentStress(t, seed, vfs.Default, t.TempDir(), d)
+			runConcurrentStress(t, seed, vfs.Default, testdir.New(t), d)
 		})
 	})
 }

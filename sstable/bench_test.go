@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -14,7 +15,7 @@ import (
 // benchTable writes n keys "key%08d" with 100-byte values and opens the table
 // with a cache that holds all of it, warmed.
 func benchTable(tb testing.TB, n int) (*Reader, [][]byte) {
-	path := filepath.Join(tb.TempDir(), "bench.sst")
+	path := filepath.Join(testdir.New(tb), "bench.sst")
 	keys := make([][]byte, n)
 	entries := make([]kv, n)
 	val := make([]byte, 100)
@@ -144,7 +145,7 @@ func TestConcurrentReaders(t *testing.T) {
 }
 
 func TestFillCacheFalse(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nc.sst")
+	path := filepath.Join(testdir.New(t), "nc.sst")
 	writeTable(t, path, WriterOptions{}, []kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("v")}}, nil)
 	c := cache.New(1 << 20)
 	r := openTable(t, path, c)
@@ -188,7 +189,7 @@ func BenchmarkSeekThreeTables(b *testing.B) {
 		for j, id := range ids {
 			entries[j] = kv{base.MakeInternalKey(appendKey16(nil, id), base.SeqNum(j+1), base.KindSet), val}
 		}
-		path := filepath.Join(b.TempDir(), fmt.Sprintf("%d.sst", t))
+		path := filepath.Join(testdir.New(b), fmt.Sprintf("%d.sst", t))
 		writeTable(b, path, WriterOptions{}, entries, nil)
 		r := openTable(b, path, c)
 		defer r.Close()

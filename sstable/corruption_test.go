@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"path/filepath"
 	"testing"
 
@@ -125,7 +126,7 @@ func checkDamagedWith(t *testing.T, what string, b []byte, entries []kv, spans s
 
 // TestEveryByteFlipped damages each byte of a small table in turn.
 func TestEveryByteFlipped(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	for _, o := range []WriterOptions{
 		{BlockSize: 128, BlockRestartInterval: 3, Compression: SnappyCompression},
 		{BlockSize: 256, Compression: ZstdCompression, Checksum: ChecksumXXHash64},
@@ -157,7 +158,7 @@ func TestEveryByteFlipped(t *testing.T) {
 }
 
 func TestDataBlockCorruptionNamesFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := filepath.Join(dir, "000042.sst")
 	var entries []kv
 	for i := 0; i < 500; i++ {
@@ -203,7 +204,7 @@ func TestDataBlockCorruptionNamesFile(t *testing.T) {
 }
 
 func TestFooterErrors(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := filepath.Join(dir, "f.sst")
 	writeTable(t, path, WriterOptions{}, []kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil}}, nil)
 	orig := readFile(t, path)

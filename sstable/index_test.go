@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bytes"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -108,7 +109,7 @@ func TestSeekIndexWordsMatchesPlainSearch(t *testing.T) {
 func TestSeekIndexWordsWiring(t *testing.T) {
 	rng, seed := newRand(t)
 	entries := randomEntries(rng, 3000)
-	path := filepath.Join(t.TempDir(), "w.sst")
+	path := filepath.Join(testdir.New(t), "w.sst")
 	writeTable(t, path, WriterOptions{BlockSize: 256}, entries, nil)
 	r := openTable(t, path, nil)
 	defer r.Close()
@@ -128,7 +129,7 @@ func TestSeekIndexWordsWiring(t *testing.T) {
 		Successor: func(dst, a []byte) []byte { return append(dst, a...) },
 	}
 	slices.SortFunc(entries, func(a, b kv) int { return base.InternalCompare(reversed.Compare, a.key, b.key) })
-	rpath := filepath.Join(t.TempDir(), "r.sst")
+	rpath := filepath.Join(testdir.New(t), "r.sst")
 	writeTable(t, rpath, WriterOptions{Comparer: reversed, BlockSize: 256}, entries, nil)
 	rr := openTableWith(t, rpath, ReaderOptions{Comparer: reversed})
 	defer rr.Close()

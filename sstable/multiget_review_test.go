@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,7 +33,7 @@ func TestMultiGetBatchManyTables(t *testing.T) {
 		var tables []table
 		for n := 2 + rng.IntN(3); n > 0; n-- {
 			entries := randomEntries(rng, 50+rng.IntN(300))
-			path := filepath.Join(t.TempDir(), "t.sst")
+			path := filepath.Join(testdir.New(t), "t.sst")
 			writeTable(t, path, WriterOptions{BlockSize: 128 + rng.IntN(512), Compression: []Compression{NoCompression, SnappyCompression}[rng.IntN(2)], BlockRestartInterval: 1 + rng.IntN(8)}, entries, nil)
 			raw, err := os.ReadFile(path)
 			if err != nil {
@@ -144,7 +145,7 @@ func TestMultiGetBatchNextBlockInRun(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			entries = append(entries, kv{base.MakeInternalKey([]byte(fmt.Sprintf("k%05d", i*20)), base.SeqNum(i+1), base.KindSet), bytes.Repeat([]byte{byte(i)}, 100)})
 		}
-		path := filepath.Join(t.TempDir(), "t.sst")
+		path := filepath.Join(testdir.New(t), "t.sst")
 		writeTable(t, path, WriterOptions{BlockSize: 1024, Compression: NoCompression}, entries, nil)
 		raw, err := os.ReadFile(path)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"os"
 	"path/filepath"
 	"testing"
@@ -74,7 +75,7 @@ func TestMultiGetBatchModel(t *testing.T) {
 	for iter := 0; iter < 12; iter++ {
 		entries := randomEntries(rng, 50+rng.IntN(400))
 		comp := []Compression{NoCompression, SnappyCompression, ZstdCompression}[rng.IntN(3)]
-		path := filepath.Join(t.TempDir(), "t.sst")
+		path := filepath.Join(testdir.New(t), "t.sst")
 		writeTable(t, path, WriterOptions{BlockSize: 128 + rng.IntN(1024), Compression: comp, BlockRestartInterval: 1 + rng.IntN(8)}, entries, nil)
 		raw, err := os.ReadFile(path)
 		if err != nil {
@@ -156,7 +157,7 @@ func multigetTable(t *testing.T, n, vlen int, f func(raw []byte) vfs.File, o Rea
 	for i := 0; i < n; i++ {
 		entries = append(entries, kv{base.MakeInternalKey([]byte(fmt.Sprintf("k%05d", i)), base.SeqNum(i+1), base.KindSet), bytes.Repeat([]byte{byte(i)}, vlen)})
 	}
-	path := filepath.Join(t.TempDir(), "t.sst")
+	path := filepath.Join(testdir.New(t), "t.sst")
 	writeTable(t, path, WriterOptions{BlockSize: 1024, Compression: NoCompression}, entries, nil)
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -348,7 +349,7 @@ func TestNewReaderRoundTrips(t *testing.T) {
 		for i := 0; i < n; i++ {
 			entries = append(entries, kv{base.MakeInternalKey([]byte(fmt.Sprintf("k%07d", i)), base.SeqNum(i+1), base.KindSet), []byte("v")})
 		}
-		path := filepath.Join(t.TempDir(), "t.sst")
+		path := filepath.Join(testdir.New(t), "t.sst")
 		writeTable(t, path, WriterOptions{BloomBitsPerKey: 10}, entries, []tombstone{{"k0000001", "k0000005", 7}})
 		raw, err := os.ReadFile(path)
 		if err != nil {
@@ -402,7 +403,7 @@ func TestNewReaderMetaBatch(t *testing.T) {
 	for i := 0; i < 20000; i++ {
 		entries = append(entries, kv{base.MakeInternalKey([]byte(fmt.Sprintf("k%07d", i)), base.SeqNum(i+1), base.KindSet), []byte("v")})
 	}
-	path := filepath.Join(t.TempDir(), "t.sst")
+	path := filepath.Join(testdir.New(t), "t.sst")
 	writeTable(t, path, WriterOptions{BloomBitsPerKey: 10}, entries, nil)
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -441,7 +442,7 @@ func TestMultiGetBatchDamaged(t *testing.T) {
 	ar := vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})
 	defer ar.Close()
 	entries := randomEntries(rng, 300)
-	path := filepath.Join(t.TempDir(), "t.sst")
+	path := filepath.Join(testdir.New(t), "t.sst")
 	writeTable(t, path, WriterOptions{BlockSize: 256, Compression: NoCompression, BlockRestartInterval: 4}, entries, nil)
 	orig, err := os.ReadFile(path)
 	if err != nil {

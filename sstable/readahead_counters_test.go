@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,7 +22,7 @@ func bigTable(t *testing.T) []byte {
 			value: []byte(fmt.Sprintf("%0400d", i)),
 		})
 	}
-	path := filepath.Join(t.TempDir(), "big.sst")
+	path := filepath.Join(testdir.New(t), "big.sst")
 	writeTable(t, path, WriterOptions{BlockSize: 4 << 10, Compression: NoCompression}, entries, nil)
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -69,7 +70,7 @@ func useAlignedFiles(t *testing.T) {
 func readaheadTable(t *testing.T, rng *rand.Rand, comp Compression) ([]byte, []kv) {
 	t.Helper()
 	entries := randomEntries(rng, 1500+rng.IntN(1500))
-	path := filepath.Join(t.TempDir(), "t.sst")
+	path := filepath.Join(testdir.New(t), "t.sst")
 	writeTable(t, path, WriterOptions{BlockSize: 512 << rng.IntN(4), Compression: comp}, entries, nil)
 	b, err := os.ReadFile(path)
 	if err != nil {

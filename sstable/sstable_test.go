@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math"
 	"path/filepath"
 	"slices"
@@ -73,7 +74,7 @@ var allCompressions = []Compression{NoCompression, SnappyCompression, ZstdCompre
 
 func TestTableRoundTrip(t *testing.T) {
 	rng, seed := newRand(t)
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	c := cache.New(8 << 20)
 	for _, comp := range allCompressions {
 		for _, sum := range []ChecksumType{ChecksumCRC32C, ChecksumXXHash64} {
@@ -184,7 +185,7 @@ func TestTableRoundTrip(t *testing.T) {
 // sorted-slice model.
 func TestIterModel(t *testing.T) {
 	rng, seed := newRand(t)
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	entries := randomEntries(rng, 400)
 	path := filepath.Join(dir, "iter.sst")
 	writeTable(t, path, WriterOptions{BlockSize: 256, BlockRestartInterval: 4}, entries, nil)
@@ -289,7 +290,7 @@ func firstTrue(n int, f func(int) bool) int {
 }
 
 func TestRangeTombstonesRoundTrip(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	entries := []kv{
 		{base.MakeInternalKey([]byte("b"), 5, base.KindSet), []byte("1")},
 		{base.MakeInternalKey([]byte("d"), 6, base.KindDelete), nil},
@@ -330,7 +331,7 @@ func TestRangeTombstonesRoundTrip(t *testing.T) {
 }
 
 func TestWriterRejects(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	newW := func() *Writer {
 		f, err := vfsCreate(filepath.Join(dir, "x.sst"))
 		if err != nil {
@@ -389,7 +390,7 @@ func (c *countingCollector) Finish(p map[string]string) {
 }
 
 func TestPropertiesRoundTrip(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := filepath.Join(dir, "p.sst")
 	entries := []kv{
 		{base.MakeInternalKey([]byte("a"), 7, base.KindSet), []byte("xyz")},
@@ -454,7 +455,7 @@ func TestBloomFalsePositiveRate(t *testing.T) {
 }
 
 func TestComparerMismatch(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := filepath.Join(dir, "c.sst")
 	writeTable(t, path, WriterOptions{}, []kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil}}, nil)
 	f, err := vfsOpen(path)
@@ -469,7 +470,7 @@ func TestComparerMismatch(t *testing.T) {
 }
 
 func TestEmptyTable(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := filepath.Join(dir, "e.sst")
 	meta := writeTable(t, path, WriterOptions{}, nil, nil)
 	if meta.Size == 0 || meta.Props.NumEntries != 0 {
@@ -488,7 +489,7 @@ func TestEmptyTable(t *testing.T) {
 }
 
 func TestNoFilter(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := filepath.Join(dir, "nf.sst")
 	writeTable(t, path, WriterOptions{BloomBitsPerKey: NoFilter}, []kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("v")}}, nil)
 	r := openTable(t, path, nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"path/filepath"
 	"testing"
 
@@ -18,7 +19,7 @@ func verifyTestTable(t *testing.T, o WriterOptions) ([]byte, []kv) {
 		entries = append(entries, kv{base.MakeInternalKey([]byte(fmt.Sprintf("key%03d", i*3)), base.SeqNum(100+i), base.KindSet),
 			bytes.Repeat([]byte{'v', byte('a' + i%26)}, 8)})
 	}
-	path := filepath.Join(t.TempDir(), "v.sst")
+	path := filepath.Join(testdir.New(t), "v.sst")
 	writeTable(t, path, o, entries, []tombstone{{"key010", "key020", 50}, {"key030", "key040", 60}, {"key030", "key040", 40}})
 	return readFile(t, path), entries
 }

@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"github.com/shaledb/shale/internal/testdir"
 	"testing"
 
 	"github.com/shaledb/shale/vfs"
@@ -149,7 +150,7 @@ func TestWriterPreallocates(t *testing.T) {
 func TestWriterDirectIO(t *testing.T) {
 	rng, _ := newRand(t)
 	entries := randomEntries(rng, 3000)
-	path := t.TempDir() + "/d.sst"
+	path := testdir.New(t) + "/d.sst"
 	f, err := vfs.Default.Create(path, vfs.DirectIO)
 	if err != nil {
 		t.Skipf("no direct IO here: %v", err)

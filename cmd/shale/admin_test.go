@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -33,7 +34,7 @@ func mustRun(t *testing.T, args ...string) string {
 }
 
 func TestPutGetDelete(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "db")
+	db := filepath.Join(testdir.New(t), "db")
 	mustRun(t, "put", "--db", db, "hello", "world")
 	mustRun(t, "put", "--db", db, "k 2", "v with spaces")
 	if got := mustRun(t, "get", "--db", db, "hello"); got != "world\n" {
@@ -59,7 +60,7 @@ func TestPutGetDelete(t *testing.T) {
 }
 
 func TestHexRoundTrip(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "db")
+	db := filepath.Join(testdir.New(t), "db")
 	key := []byte{0x00, 0xff, 0x10, '\n', ' '}
 	value := []byte{0xde, 0xad, 0x00, 0xbe, 0xef}
 	mustRun(t, "put", "--db", db, "--hex", hex.EncodeToString(key), "0x"+hex.EncodeToString(value))
@@ -76,7 +77,7 @@ func TestHexRoundTrip(t *testing.T) {
 }
 
 func TestAdminErrors(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	cases := []struct {
 		args []string
 		want string
@@ -107,7 +108,7 @@ func TestAdminModel(t *testing.T) {
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	t.Logf("seed %d", seed)
-	db := filepath.Join(t.TempDir(), "db")
+	db := filepath.Join(testdir.New(t), "db")
 	model := map[string]string{}
 	key := func() string { return fmt.Sprintf("k%02d", rng.IntN(30)) }
 	mustRun(t, "put", "--db", db, "k00", "first")

@@ -236,7 +236,7 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 			return nil, err
 		}
 		defer func() {
-			if rerr := os.RemoveAll(r.dir); rerr != nil && err == nil {
+			if rerr := vfs.Default.RemoveAll(r.dir); rerr != nil && err == nil {
 				err = rerr
 			}
 		}()
@@ -351,7 +351,7 @@ func clearDBDir(dir string) error {
 		if e.Name() == benchIODir {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+		if err := vfs.Default.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 			return err
 		}
 	}

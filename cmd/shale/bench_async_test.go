@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -215,7 +216,7 @@ var asyncModeRE = regexp.MustCompile(`^asyncio : (cached )?([a-z-]+) +: +\d+ ops
 func TestAsyncIOSuiteTiny(t *testing.T) {
 	defer func(d time.Duration) { asyncioCachedRound = d }(asyncioCachedRound)
 	asyncioCachedRound = 20 * time.Millisecond
-	db := filepath.Join(t.TempDir(), "db")
+	db := filepath.Join(testdir.New(t), "db")
 	out, _, err := run(t, "bench", "--db", db, "--benchmarks", "fillseqdeterministic,asyncio,readrandom",
 		"--num", "2000", "--reads", "240", "--key_size", "32", "--value_size", "64", "--num_levels", "4",
 		"--disable_auto_compactions", "--batch_size", "8", "--threads", "2", "--seek_nexts", "40",

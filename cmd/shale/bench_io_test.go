@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -119,7 +120,7 @@ func TestBenchIOFlagValidation(t *testing.T) {
 		{[]string{"--readahead_size", "-5"}, "--readahead_size must be >= 0"},
 	}
 	for _, c := range cases {
-		args := append([]string{"bench", "--db", filepath.Join(t.TempDir(), "db"), "--benchmarks", "randread_batch"}, c.args...)
+		args := append([]string{"bench", "--db", filepath.Join(testdir.New(t), "db"), "--benchmarks", "randread_batch"}, c.args...)
 		_, _, err := run(t, args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: want error containing %q, got %v", c.args, c.want, err)
@@ -137,7 +138,7 @@ var (
 // output lines, the reuse of their fixtures, and the reads the latency FS
 // saw.
 func TestBenchIOBenchmarks(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "db")
+	db := filepath.Join(testdir.New(t), "db")
 	args := []string{"bench", "--db", db, "--file_size", "1048576", "--scan_db_size", "262144", "--num", "256",
 		"--multiread_batch_size", "32", "--seed", "3", "--io_stats"}
 	out, errOut, err := run(t, append(args, "--benchmarks", "fillseq,randread_batch,scan_direct")...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"github.com/shaledb/shale/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestCheckVerb(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "db")
+	db := filepath.Join(testdir.New(t), "db")
 	mustRun(t, "put", "--db", db, "first", strings.Repeat("v", 100))
 	// Reopening flushes the WAL of the previous run into a table.
 	mustRun(t, "put", "--db", db, "last", "value")
@@ -36,7 +37,7 @@ func TestCheckVerb(t *testing.T) {
 	if _, _, err := run(t, "check"); err == nil {
 		t.Fatal("check without --db succeeded")
 	}
-	if _, _, err := run(t, "check", "--db", filepath.Join(t.TempDir(), "none")); err == nil {
+	if _, _, err := run(t, "check", "--db", filepath.Join(testdir.New(t), "none")); err == nil {
 		t.Fatal("check of a missing directory succeeded")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -56,7 +57,7 @@ func TestStressKills(t *testing.T) {
 
 func runStressTest(t *testing.T, kills int, extra ...string) {
 	seed := uint64(time.Now().UnixNano())
-	dir := filepath.Join(t.TempDir(), "stress")
+	dir := filepath.Join(testdir.New(t), "stress")
 	args := []string{"stress", "--db", dir, "--kills", strconv.Itoa(kills),
 		"--seed", strconv.FormatUint(seed, 10), "--kill_min", "10ms", "--kill_max", "150ms",
 		"--sync=" + strconv.FormatBool(stressTestSync)}
@@ -91,7 +92,7 @@ func runCmd(t *testing.T, args ...string) (string, error) {
 }
 
 func TestStressRejectsBadFlags(t *testing.T) {
-	full := t.TempDir()
+	full := testdir.New(t)
 	os.WriteFile(filepath.Join(full, "precious.txt"), []byte("x"), 0o644)
 	for _, tc := range []struct {
 		args []string
@@ -99,9 +100,9 @@ func TestStressRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"stress", "--kills", "1"}, "--db is required"},
 		{[]string{"stress", "--db", full, "--kills", "1"}, "is not empty"},
-		{[]string{"stress", "--db", t.TempDir() + "/x", "--kills", "0"}, "give --kills or --duration"},
-		{[]string{"stress", "--db", t.TempDir() + "/x", "--threads", "8", "--keys", "4"}, "--keys must be between"},
-		{[]string{"stress", "--db", t.TempDir() + "/x", "--kill_min", "2s", "--kill_max", "1s"}, "--kill_max"},
+		{[]string{"stress", "--db", testdir.New(t) + "/x", "--kills", "0"}, "give --kills or --duration"},
+		{[]string{"stress", "--db", testdir.New(t) + "/x", "--threads", "8", "--keys", "4"}, "--keys must be between"},
+		{[]string{"stress", "--db", testdir.New(t) + "/x", "--kill_min", "2s", "--kill_max", "1s"}, "--kill_max"},
 	} {
 		_, err := runCmd(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -169,7 +170,7 @@ type verifierCase struct {
 func runVerifierCase(t *testing.T, c verifierCase) (*stressRun, error) {
 	t.Helper()
 	cfg := defaultStressConfig()
-	cfg.dir = t.TempDir()
+	cfg.dir = testdir.New(t)
 	cfg.keys, cfg.threads = 20, 1
 	if err := os.MkdirAll(filepath.Join(cfg.dir, "expected"), 0o755); err != nil {
 		t.Fatal(err)

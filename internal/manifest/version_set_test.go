@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shaledb/shale/internal/testdir"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -51,7 +52,7 @@ func (f *faultFile) Sync() error {
 func (f *faultFile) SyncData() error { return f.Sync() }
 
 func testOptions(t *testing.T) Options {
-	return Options{FS: vfs.Default, Dir: t.TempDir()}
+	return Options{FS: vfs.Default, Dir: testdir.New(t)}
 }
 
 func tableMeta(n base.FileNum, lo, hi string, seq base.SeqNum) *FileMetadata {
@@ -397,7 +398,7 @@ func TestLogAndApplyRejects(t *testing.T) {
 
 func TestLogAndApplySyncFailure(t *testing.T) {
 	fs := &faultFS{FS: vfs.Default}
-	o := Options{FS: fs, Dir: t.TempDir()}
+	o := Options{FS: fs, Dir: testdir.New(t)}
 	vs, err := Create(o)
 	if err != nil {
 		t.Fatal(err)
