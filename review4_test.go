@@ -836,75 +836,13 @@ func TestReviewEveryWALByteFlipEachMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("flips every byte of a WAL")
 	}
-	fs := vfs.NewMem()
-	o := testOptions(fs)
-	o.Logger = discardLogger()
-	o.WriteBufferSize = 1 << 20
-	db, err := Open("/db", o)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 20
 	val := func(i int) string { return fmt.Sprintf("v%02d-%s", i, strings.Repeat("w", i*3)) }
-	for i := 0; i < n; i++ {
-		if err := db.Put([]byte(fmt.Sprintf("k%02d", i)), []byte(val(i)), &WriteOptions{Sync: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	names, _ := fs.List("/db")
-	var name string
-	var orig []byte
-	for _, nm := range names {
-		if ft, _, ok := base.ParseFilename(nm); ok && ft == base.FileTypeLog {
-			if d := readFile(t, fs, "/db/"+nm); len(d) > len(orig) {
-				name, orig = nm, d
-			}
-		}
-	}
+	fs, name, orig := walFlipFixture(t, 1<<20, n, val)
 	for _, mode := range []WALRecoveryMode{TolerateCorruptedTailRecords, AbsoluteConsistency, PointInTimeRecovery, SkipAnyCorruptedRecords} {
 		counts := map[string]int{}
 		for off := range orig {
-			c := fs.CrashClone()
-			d := slices.Clone(orig)
-			d[off] ^= 1 << (off % 8)
-			writeFile(t, c, "/db/"+name, d)
-			oo := testOptions(c)
-			oo.Logger = discardLogger()
-			oo.WALRecoveryMode = mode
-			db, err := Open("/db", oo)
-			if err != nil {
-				expectCorruption(t, err, name)
-				counts["corruption"]++
-				continue
-			}
-			var present []int
-			for i := 0; i < n; i++ {
-				v, err := db.Get([]byte(fmt.Sprintf("k%02d", i)), nil)
-				switch {
-				case err == nil && string(v) == val(i):
-					present = append(present, i)
-				case errors.Is(err, ErrNotFound):
-				default:
-					t.Fatalf("%s flip at %d: Get(k%02d) = %q, %v", mode, off, i, v, err)
-				}
-			}
-			db.Close()
-			prefix := len(present) == 0 || present[len(present)-1] == len(present)-1
-			switch {
-			case len(present) == n:
-				counts["all"]++
-			case mode == AbsoluteConsistency:
-				t.Fatalf("%s flip at %d: Open dropped batches %v", mode, off, present)
-			case prefix && mode != SkipAnyCorruptedRecords:
-				counts["prefix"]++
-			case mode == SkipAnyCorruptedRecords && len(present) >= n-2:
-				counts["skipped"]++
-			default:
-				t.Fatalf("%s flip at %d of %d: recovered batches %v", mode, off, len(orig), present)
-			}
+			counts[walFlipTrial(t, fs, name, orig, off, mode, n, val)]++
 		}
 		t.Logf("%s: %d flips: %v", mode, len(orig), counts)
 	}
@@ -1238,38 +1176,13 @@ func TestReviewFragmentedWALFlipsEachMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("many flips")
 	}
-	fs := vfs.NewMem()
-	o := testOptions(fs)
-	o.Logger = discardLogger()
-	o.WriteBufferSize = 4 << 20
-	db, err := Open("/db", o)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 12
 	val := func(i int) string {
 		// Sizes around and above a block, so records start at varied
 		// offsets and span one to three blocks.
 		return fmt.Sprintf("v%02d-%s", i, strings.Repeat(string(rune('a'+i)), 9000+i*7000))
 	}
-	for i := 0; i < n; i++ {
-		if err := db.Put([]byte(fmt.Sprintf("k%02d", i)), []byte(val(i)), &WriteOptions{Sync: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	names, _ := fs.List("/db")
-	var name string
-	var orig []byte
-	for _, nm := range names {
-		if ft, _, ok := base.ParseFilename(nm); ok && ft == base.FileTypeLog {
-			if d := readFile(t, fs, "/db/"+nm); len(d) > len(orig) {
-				name, orig = nm, d
-			}
-		}
-	}
+	fs, name, orig := walFlipFixture(t, 4<<20, n, val)
 	// Offsets: every header byte of every fragment (walk the chain), and
 	// a few payload bytes.
 	var offs []int
@@ -1295,44 +1208,7 @@ func TestReviewFragmentedWALFlipsEachMode(t *testing.T) {
 			if off >= len(orig) {
 				continue
 			}
-			c := fs.CrashClone()
-			d := slices.Clone(orig)
-			d[off] ^= 1 << (off % 8)
-			writeFile(t, c, "/db/"+name, d)
-			oo := testOptions(c)
-			oo.Logger = discardLogger()
-			oo.WALRecoveryMode = mode
-			db, err := Open("/db", oo)
-			if err != nil {
-				expectCorruption(t, err, name)
-				counts["corruption"]++
-				continue
-			}
-			var present []int
-			for i := 0; i < n; i++ {
-				v, err := db.Get([]byte(fmt.Sprintf("k%02d", i)), nil)
-				switch {
-				case err == nil && string(v) == val(i):
-					present = append(present, i)
-				case errors.Is(err, ErrNotFound):
-				default:
-					t.Fatalf("%s flip at %d: Get(k%02d) = %.20q..., %v", mode, off, i, v, err)
-				}
-			}
-			db.Close()
-			prefix := len(present) == 0 || present[len(present)-1] == len(present)-1
-			switch {
-			case len(present) == n:
-				counts["all"]++
-			case mode == AbsoluteConsistency:
-				t.Fatalf("%s flip at %d: Open dropped batches %v", mode, off, present)
-			case prefix && mode != SkipAnyCorruptedRecords:
-				counts["prefix"]++
-			case mode == SkipAnyCorruptedRecords && len(present) >= n-2:
-				counts["skipped"]++
-			default:
-				t.Fatalf("%s flip at %d of %d: recovered batches %v", mode, off, len(orig), present)
-			}
+			counts[walFlipTrial(t, fs, name, orig, off, mode, n, val)]++
 		}
 		t.Logf("%s: %d-byte WAL, %d flips: %v", mode, len(orig), len(offs), counts)
 	}
@@ -1407,4 +1283,82 @@ func TestReviewBackgroundWALFailureThenResume(t *testing.T) {
 			t.Logf("%d writes acknowledged before the failure showed", acked-20)
 		})
 	}
+}
+
+// walFlipFixture writes n synced puts (k00.., val(i)) to a new DB on a MemFS
+// with the given memtable size, closes it, and returns the FS and the name
+// and bytes of its largest WAL.
+func walFlipFixture(t *testing.T, writeBufferSize, n int, val func(int) string) (fs *vfs.MemFS, name string, orig []byte) {
+	t.Helper()
+	fs = vfs.NewMem()
+	o := testOptions(fs)
+	o.Logger = discardLogger()
+	o.WriteBufferSize = writeBufferSize
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("k%02d", i)), []byte(val(i)), &WriteOptions{Sync: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := fs.List("/db")
+	for _, nm := range names {
+		if ft, _, ok := base.ParseFilename(nm); ok && ft == base.FileTypeLog {
+			if d := readFile(t, fs, "/db/"+nm); len(d) > len(orig) {
+				name, orig = nm, d
+			}
+		}
+	}
+	return fs, name, orig
+}
+
+// walFlipTrial opens a copy of fs whose WAL name has the bit (off % 8) of
+// byte off flipped, under mode, and returns what it recovered: "corruption"
+// (Open failed, naming the WAL), "all", "prefix" (a prefix of the n puts) or
+// "skipped" (SkipAnyCorruptedRecords lost at most two). Anything the mode
+// does not allow fails the test.
+func walFlipTrial(t *testing.T, fs *vfs.MemFS, name string, orig []byte, off int, mode WALRecoveryMode, n int, val func(int) string) string {
+	t.Helper()
+	c := fs.CrashClone()
+	d := slices.Clone(orig)
+	d[off] ^= 1 << (off % 8)
+	writeFile(t, c, "/db/"+name, d)
+	oo := testOptions(c)
+	oo.Logger = discardLogger()
+	oo.WALRecoveryMode = mode
+	db, err := Open("/db", oo)
+	if err != nil {
+		expectCorruption(t, err, name)
+		return "corruption"
+	}
+	defer db.Close()
+	var present []int
+	for i := 0; i < n; i++ {
+		v, err := db.Get([]byte(fmt.Sprintf("k%02d", i)), nil)
+		switch {
+		case err == nil && string(v) == val(i):
+			present = append(present, i)
+		case errors.Is(err, ErrNotFound):
+		default:
+			t.Fatalf("%s flip at %d: Get(k%02d) = %.20q, %v", mode, off, i, v, err)
+		}
+	}
+	prefix := len(present) == 0 || present[len(present)-1] == len(present)-1
+	switch {
+	case len(present) == n:
+		return "all"
+	case mode == AbsoluteConsistency:
+		t.Fatalf("%s flip at %d: Open dropped batches %v", mode, off, present)
+	case prefix && mode != SkipAnyCorruptedRecords:
+		return "prefix"
+	case mode == SkipAnyCorruptedRecords && len(present) >= n-2:
+		return "skipped"
+	}
+	t.Fatalf("%s flip at %d of %d: recovered batches %v", mode, off, len(orig), present)
+	return ""
 }
