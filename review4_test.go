@@ -27,13 +27,8 @@ import (
 // they were kept.
 func TestReviewCloseAfterBackgroundErrorKeepsNoWALWrites(t *testing.T) {
 	mem := vfs.NewMem()
-	ffs := vfs.NewFaultFS(mem, 1)
-	opts := testOptions(ffs)
-	opts.Logger = discardLogger()
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, opts, db := openFaultDB(t, mem, nil)
+	var err error
 	putRange(t, db, 0, 50, &WriteOptions{DisableWAL: true})
 	ffs.AddRule(vfs.FaultRule{Op: vfs.OpCreate, PathPattern: "*.sst", NoSpace: true})
 	if err := db.Flush(); !errors.Is(err, syscall.ENOSPC) {
@@ -73,13 +68,8 @@ func TestReviewResumeWhileFaultPersists(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s-%s", rule.Op, rule.PathPattern), func(t *testing.T) {
 			mem := vfs.NewMem()
-			ffs := vfs.NewFaultFS(mem, 1)
-			opts := testOptions(ffs)
-			opts.Logger = discardLogger()
-			db, err := Open("/db", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ffs, opts, db := openFaultDB(t, mem, nil)
+			var err error
 			defer func() { db.Close() }()
 			putRange(t, db, 0, 100, &WriteOptions{Sync: true})
 			ffs.AddRule(rule)
@@ -439,15 +429,11 @@ func TestReviewCloseAfterWALFailureReportsLoss(t *testing.T) {
 	for _, background := range []bool{false, true} {
 		t.Run(fmt.Sprintf("background=%v", background), func(t *testing.T) {
 			mem := vfs.NewMem()
-			ffs := vfs.NewFaultFS(mem, 1)
-			opts := testOptions(ffs)
-			opts.Logger = discardLogger()
-			opts.WriteBufferSize = 1 << 20
-			opts.WALBackgroundWrites = background
-			db, err := Open("/db", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ffs, opts, db := openFaultDB(t, mem, func(opts *Options) {
+				opts.WriteBufferSize = 1 << 20
+				opts.WALBackgroundWrites = background
+			})
+			var err error
 			putRange(t, db, 0, 20, &WriteOptions{Sync: true})
 			ffs.AddRule(vfs.FaultRule{Op: vfs.OpWrite, PathPattern: "*.log", NoSpace: true})
 			acked := 20
@@ -491,15 +477,11 @@ func TestReviewCloseAfterWALFailureReportsLoss(t *testing.T) {
 func TestReviewReadErrorIsNotCorruption(t *testing.T) {
 	mem := vfs.NewMem()
 	fillDB(t, mem, 2000, true)
-	ffs := vfs.NewFaultFS(mem, 1)
-	opts := testOptions(ffs)
-	opts.Logger = discardLogger()
-	opts.BlockCacheSize = -1
-	opts.DisableAutoCompactions = true
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, _, db := openFaultDB(t, mem, func(opts *Options) {
+		opts.BlockCacheSize = -1
+		opts.DisableAutoCompactions = true
+	})
+	var err error
 	defer db.Close()
 	// A second, overlapping table, so CompactRange merges (a single table
 	// would move without being read).
@@ -612,14 +594,9 @@ func TestReviewWALBatchCountIsChecked(t *testing.T) {
 func TestReviewIteratorAfterTransientReadError(t *testing.T) {
 	mem := vfs.NewMem()
 	fillDB(t, mem, 2000, true)
-	ffs := vfs.NewFaultFS(mem, 1)
-	opts := testOptions(ffs)
-	opts.Logger = discardLogger()
-	opts.BlockCacheSize = -1
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, _, db := openFaultDB(t, mem, func(opts *Options) {
+		opts.BlockCacheSize = -1
+	})
 	defer db.Close()
 	key := func(i int) string { return fmt.Sprintf("key%05d", i) }
 	for _, reverse := range []bool{false, true} {
@@ -692,14 +669,9 @@ func TestReviewIteratorAfterTransientReadError(t *testing.T) {
 // followed by intact records.
 func TestReviewTornManifestWriteThenResume(t *testing.T) {
 	mem := vfs.NewMem()
-	ffs := vfs.NewFaultFS(mem, 1)
-	opts := testOptions(ffs)
-	opts.Logger = discardLogger()
-	opts.MaxManifestFileSize = 1 << 30 // no rotation: edits follow the torn one
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, _, db := openFaultDB(t, mem, func(opts *Options) {
+		opts.MaxManifestFileSize = 1 << 30 // no rotation: edits follow the torn one
+	})
 	putRange(t, db, 0, 100, &WriteOptions{Sync: true})
 	ffs.AddRule(vfs.FaultRule{Op: vfs.OpWrite, PathPattern: "MANIFEST-*", ShortWrite: true, NoSpace: true})
 	if err := db.Flush(); !errors.Is(err, syscall.ENOSPC) {
@@ -1140,13 +1112,8 @@ func TestReviewCheckMissingCurrent(t *testing.T) {
 // Close report them lost (the writes since are in the WAL).
 func TestReviewCloseAfterFlushedNoWALWrites(t *testing.T) {
 	mem := vfs.NewMem()
-	ffs := vfs.NewFaultFS(mem, 1)
-	opts := testOptions(ffs)
-	opts.Logger = discardLogger()
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ffs, opts, db := openFaultDB(t, mem, nil)
+	var err error
 	putRange(t, db, 0, 50, &WriteOptions{DisableWAL: true})
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
@@ -1223,15 +1190,11 @@ func TestReviewBackgroundWALFailureThenResume(t *testing.T) {
 	for _, torn := range []bool{false, true} {
 		t.Run(fmt.Sprintf("torn=%v", torn), func(t *testing.T) {
 			mem := vfs.NewMem()
-			ffs := vfs.NewFaultFS(mem, 1)
-			opts := testOptions(ffs)
-			opts.Logger = discardLogger()
-			opts.WriteBufferSize = 1 << 20
-			opts.WALBackgroundWrites = true
-			db, err := Open("/db", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ffs, opts, db := openFaultDB(t, mem, func(opts *Options) {
+				opts.WriteBufferSize = 1 << 20
+				opts.WALBackgroundWrites = true
+			})
+			var err error
 			defer func() { db.Close() }()
 			putRange(t, db, 0, 20, &WriteOptions{Sync: true})
 			ffs.AddRule(vfs.FaultRule{Op: vfs.OpWrite, PathPattern: "*.log", NoSpace: true, ShortWrite: torn, Nth: 2})
@@ -1361,4 +1324,21 @@ func walFlipTrial(t *testing.T, fs *vfs.MemFS, name string, orig []byte, off int
 	}
 	t.Fatalf("%s flip at %d of %d: recovered batches %v", mode, off, len(orig), present)
 	return ""
+}
+
+// openFaultDB opens /db on a FaultFS over mem (seed 1) with test options, no
+// logging, and set applied to them (set may be nil).
+func openFaultDB(t *testing.T, mem *vfs.MemFS, set func(*Options)) (*vfs.FaultFS, *Options, *DB) {
+	t.Helper()
+	ffs := vfs.NewFaultFS(mem, 1)
+	opts := testOptions(ffs)
+	opts.Logger = discardLogger()
+	if set != nil {
+		set(opts)
+	}
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ffs, opts, db
 }
