@@ -92,7 +92,7 @@ type uringReader struct {
 	resubmitN                  int
 	stopping                   bool
 
-	portable chan struct{} // tokens bounding portable reads in flight
+	portable goReads // the requests the ring does not read, at most QueueDepth at once
 }
 
 // uringSlot is one read in flight through the ring.
@@ -134,8 +134,8 @@ func newURingReader(o AsyncOptions) (*uringReader, error) {
 		slots:        make([]uringSlot, n),
 		reapFreed:    make([]int32, 0, n),
 		resubmitHead: -1,
-		portable:     make(chan struct{}, n),
 	}
+	r.portable = goReads{sem: make(chan struct{}, n), counters: &r.counters}
 	for i := range r.free {
 		r.free[i] = int32(n - 1 - i)
 	}
@@ -231,7 +231,7 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 			r.readNow(b, i)
 			continue
 		case routePortable:
-			if !r.readPortable(b, i) {
+			if !r.portable.tryStart(b, i) {
 				deferred = append(deferred, i)
 			}
 			continue
@@ -275,12 +275,7 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 	if len(deferred) > 0 {
 		// QueueDepth portable reads are in flight: start these as they
 		// finish, without holding up the caller.
-		go func() {
-			for _, i := range deferred {
-				r.portable <- struct{}{}
-				r.startPortable(b, i)
-			}
-		}()
+		r.portable.startLater(b, deferred)
 	}
 	return b
 }
@@ -291,30 +286,6 @@ func (r *uringReader) readNow(b *ReadBatch, i int) {
 	req.N, req.Err = req.File.ReadAt(req.Buf, req.Off)
 	r.counters.bytesRead.Add(uint64(req.N))
 	b.complete(i)
-}
-
-// readPortable reads request i on a goroutine if fewer than QueueDepth
-// portable reads are in flight, and reports whether it did.
-func (r *uringReader) readPortable(b *ReadBatch, i int) bool {
-	select {
-	case r.portable <- struct{}{}:
-	default:
-		return false
-	}
-	r.startPortable(b, i)
-	return true
-}
-
-// startPortable reads request i on a goroutine that holds a token of
-// r.portable.
-func (r *uringReader) startPortable(b *ReadBatch, i int) {
-	go func() {
-		req := &b.reqs[i]
-		req.N, req.Err = req.File.ReadAt(req.Buf, req.Off)
-		r.counters.bytesRead.Add(uint64(req.N))
-		<-r.portable
-		b.complete(i) // last: the batch may be released after this
-	}()
 }
 
 // acquireSlots blocks until a slot is free and takes up to want of them,
