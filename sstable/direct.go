@@ -38,7 +38,8 @@ func newRangeRead(src fileSource, off int64, n int) rangeRead {
 // pooled reports whether the bytes are in pooled memory (a direct read), reused once released.
 func (rr *rangeRead) pooled() bool { return rr.mem != nil }
 
-// bytes returns the range once req has been read (req.N, req.Err set), or
+// rangeBytes returns the range of rr once its req has been read (req.N,
+// req.Err set), or
 // the error of a failed or short read (Reader.readResult).
 func (r *Reader) rangeBytes(rr *rangeRead) ([]byte, error) {
 	q := &rr.req

@@ -57,8 +57,8 @@ type LatencyFS struct {
 		// credit is what the transfers reserved so far were rounded up by,
 		// in byte-nanoseconds per second (below ReadBandwidth): each
 		// transfer is rounded up to whole nanoseconds, less this credit,
-		// so N transfers of S bytes take ceil(N*S/ReadBandwidth), never
-		// less and less than a nanosecond more.
+		// so N transfers of S bytes take ceil(N*S/ReadBandwidth): never
+		// less than the rate allows, and under a nanosecond more.
 		credit int64
 	}
 	readsDelayed atomic.Uint64
