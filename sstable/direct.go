@@ -39,8 +39,7 @@ func newRangeRead(src fileSource, off int64, n int) rangeRead {
 func (rr *rangeRead) pooled() bool { return rr.mem != nil }
 
 // rangeBytes returns the range of rr once its req has been read (req.N,
-// req.Err set), or
-// the error of a failed or short read (Reader.readResult).
+// req.Err set), or the error of a failed or short read (Reader.readResult).
 func (r *Reader) rangeBytes(rr *rangeRead) ([]byte, error) {
 	q := &rr.req
 	if err := r.readResult(q.Off+int64(rr.skip), rr.n, q.N-rr.skip, q.Err); err != nil {
