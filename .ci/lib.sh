@@ -30,3 +30,10 @@ have_ca_bundle() {
 	done
 	return 1
 }
+
+# apt_install updates the package lists and installs the given packages
+# without recommends, quietly; it fails when either step does.
+apt_install() {
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}

@@ -50,11 +50,10 @@ if ! have_ca_bundle; then
 fi
 if [ ${#pkgs[@]} -gt 0 ]; then
 	echo "wine.sh: installing ${pkgs[*]}"
-	export DEBIAN_FRONTEND=noninteractive
 	# A machine that cannot install them (no apt, no root, no mirror) skips
 	# the Windows run loudly rather than fail everything else; a test that
 	# fails under Wine still fails CI.
-	if ! { as_root apt-get update -qq && as_root apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null; }; then
+	if ! apt_install "${pkgs[@]}"; then
 		echo "wine.sh: WARNING: could not install ${pkgs[*]}; the Windows tests did NOT run" >&2
 		exit 0
 	fi
