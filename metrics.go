@@ -76,6 +76,29 @@ type Metrics struct {
 	BackgroundError error
 	// IO counts the reads of the read path.
 	IO IOMetrics
+	// Recovery says what Open's WAL replay dropped.
+	Recovery RecoveryMetrics
+}
+
+// RecoveryMetrics describes the WAL records Open dropped: a torn or damaged
+// tail, or records skipped under the WAL recovery mode.
+type RecoveryMetrics struct {
+	// DroppedRecords and DroppedBytes total the losses.
+	DroppedRecords, DroppedBytes int64
+	// Losses lists them, one per WAL file that lost records.
+	Losses []WALLoss
+}
+
+// WALLoss is what Open dropped from one WAL file.
+type WALLoss struct {
+	// File is the WAL's path; Offset where the first dropped byte was.
+	File   string
+	Offset int64
+	// Records counts the records not replayed (a damaged stretch counts as
+	// one), Bytes the bytes.
+	Records, Bytes int64
+	// Reason says why, e.g. "torn tail" or "damaged record skipped".
+	Reason string
 }
 
 // IOMetrics counts what the DB asked of its file layer.

@@ -148,6 +148,22 @@ type Options struct {
 	// DB's Metrics keep counting only its own reads. Default nil: nothing is collected, and the read path does
 	// not read the clock.
 	Statistics *Statistics
+
+	// Lock, when set, is the directory's lock taken with LockDirectory: Open
+	// and DestroyDB use it instead of taking the lock themselves, and Close
+	// leaves it held. It must be the lock of the directory being opened.
+	Lock *Lock
+	// AvoidFlushDuringShutdown makes Close skip the flush of writes made
+	// with WriteOptions.DisableWAL (avoid_flush_during_shutdown): they are
+	// lost. Default false: Close flushes them. Writes that went to the WAL
+	// are never flushed by Close; the next Open replays them.
+	AvoidFlushDuringShutdown bool
+	// KeepLogFileNum is how many old LOG files (LOG.old.<time>) are kept
+	// (keep_log_file_num). Default 1000.
+	KeepLogFileNum int
+	// MaxLogFileSize starts a new LOG file once the current one reaches
+	// this many bytes (max_log_file_size). Default 0: only at Open.
+	MaxLogFileSize int64
 }
 
 const (
