@@ -1,7 +1,6 @@
 package shale
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -555,14 +554,7 @@ func (d *DB) createWAL(num base.FileNum) (*wal.Writer, error) {
 	return w, nil
 }
 
-func (d *DB) syncDir() error {
-	dir, err := d.fs.OpenDir(d.dirname)
-	if err != nil {
-		return err
-	}
-	err = dir.Sync()
-	return errors.Join(err, dir.Close())
-}
+func (d *DB) syncDir() error { return syncDirOf(d.fs, d.dirname) }
 
 // walFailedLocked records a failure of WAL w once: the flusher's report may
 // arrive after a commit already saw the error and after Resume cleared it,

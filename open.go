@@ -52,9 +52,9 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 	} else if _, err := d.fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, base.InvalidArgumentf("shale: database %s does not exist (set Options.CreateIfMissing to create it)", dir)
 	}
-	lock, err := d.fs.Lock(d.fs.PathJoin(dir, base.MakeFilename(base.FileTypeLock, 0)))
+	lock, err := acquireDirLock(d.fs, dir, &o)
 	if err != nil {
-		return nil, fmt.Errorf("shale: cannot open %s: %w", dir, err)
+		return nil, err
 	}
 	d.fileLock = lock
 	defer func() {
