@@ -105,6 +105,11 @@ type Statistics struct {
 	// path adds once and a DB's Metrics hold only its own reads.
 	mu   sync.Mutex
 	live map[*sstable.ReadStats]struct{}
+	// base holds the table counts (closed and open DBs) at the last Reset;
+	// the table tickers report the counts since. Guarded by mu; nil before
+	// the first Reset. The open DBs' ReadStats are their Metrics().IO, so
+	// Reset cannot zero them.
+	base *sstable.ReadStats
 	// tickers holds the tickers not read from tables (indexed by Ticker;
 	// the table ones stay zero here).
 	tickers [numTickers]atomic.Uint64
@@ -160,7 +165,36 @@ func (s *Statistics) tableCount(load func(*sstable.ReadStats) *atomic.Uint64) ui
 	for rs := range s.live {
 		n += load(rs).Load()
 	}
+	if s.base != nil {
+		// Counters only grow, and detach moves a DB's counts from live to
+		// tables, so the sum never falls below the base.
+		n -= min(n, load(s.base).Load())
+	}
 	return n
+}
+
+// Reset sets every ticker and histogram back to zero (RocksDB's
+// Statistics::Reset), for example between two benchmarks. The DBs'
+// Metrics are not changed. Records made while Reset runs may be kept or
+// dropped.
+func (s *Statistics) Reset() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	base := new(sstable.ReadStats)
+	base.Add(&s.tables)
+	for rs := range s.live {
+		base.Add(rs)
+	}
+	s.base = base
+	s.mu.Unlock()
+	for i := range s.tickers {
+		s.tickers[i].Store(0)
+	}
+	for i := range s.hists {
+		s.hists[i].reset()
+	}
 }
 
 // add adds n to ticker t; s may be nil. The table tickers are counted by
@@ -282,6 +316,15 @@ func histBucketRange(i int) (lo, width uint64) {
 	sub := uint64((i - histSub) % histSub)
 	width = 1 << (e - histSubBits)
 	return (histSub + sub) * width, width
+}
+
+// reset empties the histogram.
+func (h *latencyHistogram) reset() {
+	for i := range h.buckets {
+		h.buckets[i].Store(0)
+	}
+	h.sum.Store(0)
+	h.max.Store(0)
 }
 
 func (h *latencyHistogram) record(d time.Duration) {

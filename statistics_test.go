@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -317,4 +318,51 @@ func TestHistogramPartialRecord(t *testing.T) {
 	if d.P50 > d.P100 || d.P99 > d.P100 {
 		t.Fatalf("percentiles above P100: %+v", d)
 	}
+}
+
+// TestStatisticsReset: after Reset every ticker and histogram counts from
+// zero, table tickers included (they are read from the DBs' ReadStats,
+// which Reset must leave alone), and later counts add up again.
+func TestStatisticsReset(t *testing.T) {
+	s := NewStatistics()
+	s.tables.BlockReads.Add(7)
+	s.tables.ReadaheadBytesIssued.Add(100)
+	s.tables.ReadaheadBytesUsed.Add(30)
+	open := new(sstable.ReadStats) // an open DB's counts
+	s.attach(open)
+	open.BlockReads.Add(5)
+	s.add(TickerMultiGetKeysRead, 3)
+	s.recordDuration(HistogramGetMicros, 4*time.Microsecond)
+
+	s.Reset()
+	for tk := Ticker(0); tk < numTickers; tk++ {
+		if got := s.TickerCount(tk); got != 0 {
+			t.Errorf("after Reset %s = %d, want 0", tk, got)
+		}
+	}
+	for h := HistogramType(0); h < numHistograms; h++ {
+		if d := s.Histogram(h); d != (HistogramData{}) {
+			t.Errorf("after Reset %s = %+v, want empty", h, d)
+		}
+	}
+	if got := open.BlockReads.Load(); got != 5 {
+		t.Fatalf("Reset changed the DB's own counts (Metrics().IO): BlockReads %d, want 5", got)
+	}
+
+	open.BlockReads.Add(2)
+	s.detach(open) // closing moves its counts into s.tables
+	s.tables.ReadaheadBytesIssued.Add(50)
+	s.tables.ReadaheadBytesUsed.Add(10)
+	s.add(TickerMultiGetKeysRead, 1)
+	s.recordDuration(HistogramGetMicros, 6*time.Microsecond)
+	for tk, want := range map[Ticker]uint64{TickerBlockReads: 2, TickerPrefetchWastedBytes: 40, TickerMultiGetKeysRead: 1} {
+		if got := s.TickerCount(tk); got != want {
+			t.Errorf("after Reset and more reads %s = %d, want %d", tk, got, want)
+		}
+	}
+	if d := s.Histogram(HistogramGetMicros); d.Count != 1 || d.P100 != 6 {
+		t.Errorf("db.get.micros after Reset and one Get: %+v, want count 1, P100 6", d)
+	}
+	var nilStats *Statistics
+	nilStats.Reset() // a nil Statistics does nothing, as its other methods
 }
