@@ -434,6 +434,9 @@ type CompactRangeOptions struct {
 // without ChangeLevel, is CompactRange. With ChangeLevel it places the data
 // of [start, end] in o.TargetLevel, e.g. to build an LSM of a chosen shape.
 func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) error {
+	if d.readOnly {
+		return errOpenedReadOnly
+	}
 	last := d.opts.NumLevels - 1
 	co := d.compactOptions()
 	// target is the deepest level the loop compacts into; only without

@@ -21,13 +21,17 @@ import (
 // DB is an open database. All methods are safe for concurrent use.
 type DB struct {
 	// Immutable after Open.
-	dirname    string
-	opts       *Options
-	fs         vfs.FS
-	cmp        *base.Comparer
-	logger     *slog.Logger
-	infoLog    vfs.File // the LOG file when the DB owns the logger
-	fileLock   io.Closer
+	dirname  string
+	opts     *Options
+	fs       vfs.FS
+	cmp      *base.Comparer
+	logger   *slog.Logger
+	infoLog  *infoLogFile // the LOG file when the DB owns the logger
+	fileLock io.Closer    // nil for a read-only DB, which takes no lock
+	// readOnly is set by OpenForReadOnly: nothing is ever written.
+	readOnly bool
+	// recovery is what Open's WAL replay dropped (Metrics().Recovery).
+	recovery   RecoveryMetrics
 	blockCache *cache.Cache
 	// ioReader issues the batched reads of the read path (io_uring on
 	// Linux); it outlives every reader of the DB's tables.
@@ -274,6 +278,9 @@ func (d *DB) checkOpen() error {
 func (d *DB) commit(w *writer) (*writer, error) {
 	if err := d.checkOpen(); err != nil && !w.closing {
 		return w, err
+	}
+	if d.readOnly {
+		return w, errOpenedReadOnly
 	}
 	w.cond.L = &d.mu
 	d.mu.Lock()
@@ -540,18 +547,28 @@ func (d *DB) createWAL(num base.FileNum) (*wal.Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	// Reserve the WAL's space ahead in steps of up to 4 MiB (a WAL grows to
-	// about WriteBufferSize), so appends and fdatasync rarely allocate.
-	w := wal.NewWriterWithOptions(f, name, wal.WriterOptions{
+	w := wal.NewWriterWithOptions(f, name, d.walWriterOptions())
+	d.watchWAL(w)
+	return w, nil
+}
+
+// walWriterOptions are the options of every WAL the DB writes. The space of
+// a WAL is reserved ahead in steps of up to 4 MiB (a WAL grows to about
+// WriteBufferSize), so appends and fdatasync rarely allocate.
+func (d *DB) walWriterOptions() wal.WriterOptions {
+	return wal.WriterOptions{
 		PreallocateSize:  min(int64(d.opts.WriteBufferSize), 4<<20),
 		BackgroundWrites: d.opts.WALBackgroundWrites,
-	})
+	}
+}
+
+// watchWAL makes a background failure of w stop the DB's writes.
+func (d *DB) watchWAL(w *wal.Writer) {
 	w.SetErrorHandler(func(err error) {
 		d.mu.Lock()
 		d.walFailedLocked(w, err)
 		d.mu.Unlock()
 	})
-	return w, nil
 }
 
 func (d *DB) syncDir() error { return syncDirOf(d.fs, d.dirname) }
@@ -581,6 +598,9 @@ func (d *DB) setBackgroundErrorLocked(err error) {
 // old WAL may be damaged) and lets writes proceed once they are in tables,
 // so that recovery after a later crash still sees a prefix of the writes.
 func (d *DB) Resume() error {
+	if d.readOnly {
+		return errOpenedReadOnly
+	}
 	d.mu.Lock()
 	if d.mu.closing {
 		d.mu.Unlock()

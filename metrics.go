@@ -2,6 +2,7 @@ package shale
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -144,6 +145,8 @@ func (d *DB) Metrics() *Metrics {
 	m.NumIterators = int(d.openIters.Load())
 	m.BackgroundError = d.mu.bgErr
 	d.mu.Unlock()
+	m.Recovery = d.recovery // set by Open, never changed after
+	m.Recovery.Losses = slices.Clone(d.recovery.Losses)
 	for level, files := range v.Levels {
 		lm := LevelMetrics{NumFiles: len(files)}
 		if level < len(scores) {

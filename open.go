@@ -20,14 +20,24 @@ import (
 
 // Open opens the database in dir, creating it when Options.CreateIfMissing
 // is set (nil opts: defaults, with CreateIfMissing). It replays the WAL
-// files a crash left behind: every acknowledged synced write is there after
-// Open returns.
-func Open(dir string, opts *Options) (_ *DB, err error) {
+// files a crash or Close left behind: every acknowledged synced write is
+// there after Open returns. A last WAL that replays to a clean end is kept
+// as the WAL of the new memtable, so reopening writes no table.
+func Open(dir string, opts *Options) (*DB, error) {
+	return open(dir, opts, false)
+}
+
+// open opens dir for writing, or for reading only (OpenForReadOnly).
+func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	} else {
-		o.CreateIfMissing = true
+		o.CreateIfMissing = !readOnly
+	}
+	if readOnly {
+		o.CreateIfMissing = false
+		o.ErrorIfExists = false
 	}
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
@@ -38,6 +48,7 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 		opts:       &o,
 		fs:         o.FS,
 		cmp:        o.Comparer,
+		readOnly:   readOnly,
 		obsoleteCh: make(chan struct{}, 1),
 		closeCh:    make(chan struct{}),
 	}
@@ -52,18 +63,20 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 	} else if _, err := d.fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, base.InvalidArgumentf("shale: database %s does not exist (set Options.CreateIfMissing to create it)", dir)
 	}
-	lock, err := acquireDirLock(d.fs, dir, &o)
-	if err != nil {
-		return nil, err
-	}
-	d.fileLock = lock
 	defer func() {
 		if err != nil {
 			d.closeResources()
 		}
 	}()
-	if err := checkDirectIO(d.fs, dir, &o); err != nil {
-		return nil, err
+	if !readOnly {
+		lock, err := acquireDirLock(d.fs, dir, &o)
+		if err != nil {
+			return nil, err
+		}
+		d.fileLock = lock
+		if err := checkDirectIO(d.fs, dir, &o); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.openInfoLog(); err != nil {
 		return nil, err
@@ -81,45 +94,20 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 	d.tableCache = newTableCache(d)
 	d.picker = compact.NewPicker(d.compactOptions())
 
-	vo := manifest.Options{
-		FS: d.fs, Dir: dir, Comparer: d.cmp, NumLevels: o.NumLevels,
-		MaxManifestFileSize: o.MaxManifestFileSize, Logger: d.logger,
-	}
-	_, statErr := d.fs.Stat(d.fs.PathJoin(dir, base.MakeFilename(base.FileTypeCurrent, 0)))
-	switch {
-	case statErr == nil:
-		if o.ErrorIfExists {
-			return nil, base.InvalidArgumentf("shale: database %s already exists (Options.ErrorIfExists is set)", dir)
-		}
-		d.versions, err = manifest.Load(vo)
-	case errors.Is(statErr, os.ErrNotExist):
-		if !o.CreateIfMissing {
-			return nil, base.InvalidArgumentf("shale: database %s does not exist (set Options.CreateIfMissing to create it)", dir)
-		}
-		if err := checkNoDatabaseFiles(d.fs, dir); err != nil {
+	if readOnly {
+		if err := d.loadReadOnly(); err != nil {
 			return nil, err
 		}
-		d.versions, err = manifest.Create(vo)
-	default:
-		err = statErr
-	}
-	if err != nil {
-		return nil, err
-	}
-	if o.ParanoidChecks {
-		if err := d.checkLiveTables(); err != nil {
-			return nil, err
-		}
-	}
-	if err := d.recover(); err != nil {
-		return nil, err
-	}
-	if err := d.writeOptionsFile(); err != nil {
+	} else if err := d.loadForWriting(); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
 	d.publishReadStateLocked()
 	d.mu.Unlock()
+	if readOnly {
+		d.logger.Info("opened read-only", "dir", dir, "last_seq", d.visibleSeq.Load())
+		return d, nil
+	}
 	d.deleteObsoleteFiles(true)
 	d.bgDone.Add(1)
 	go d.obsoleteFileLoop()
@@ -128,6 +116,55 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 	d.mu.Unlock()
 	d.logger.Info("opened", "dir", dir, "last_seq", d.visibleSeq.Load())
 	return d, nil
+}
+
+// manifestOptions are the options of the DB's version set.
+func (d *DB) manifestOptions() manifest.Options {
+	o := d.opts
+	return manifest.Options{
+		FS: d.fs, Dir: d.dirname, Comparer: d.cmp, NumLevels: o.NumLevels,
+		MaxManifestFileSize: o.MaxManifestFileSize, Logger: d.logger,
+		ReadOnly: d.readOnly,
+	}
+}
+
+// loadForWriting loads (or creates) the version set, replays the WALs and
+// records the options.
+func (d *DB) loadForWriting() error {
+	o := d.opts
+	dir := d.dirname
+	vo := d.manifestOptions()
+	_, statErr := d.fs.Stat(d.fs.PathJoin(dir, base.MakeFilename(base.FileTypeCurrent, 0)))
+	var err error
+	switch {
+	case statErr == nil:
+		if o.ErrorIfExists {
+			return base.InvalidArgumentf("shale: database %s already exists (Options.ErrorIfExists is set)", dir)
+		}
+		d.versions, err = manifest.Load(vo)
+	case errors.Is(statErr, os.ErrNotExist):
+		if !o.CreateIfMissing {
+			return base.InvalidArgumentf("shale: database %s does not exist (set Options.CreateIfMissing to create it)", dir)
+		}
+		if err := checkNoDatabaseFiles(d.fs, dir); err != nil {
+			return err
+		}
+		d.versions, err = manifest.Create(vo)
+	default:
+		err = statErr
+	}
+	if err != nil {
+		return err
+	}
+	if o.ParanoidChecks {
+		if err := d.checkLiveTables(); err != nil {
+			return err
+		}
+	}
+	if err := d.recover(); err != nil {
+		return err
+	}
+	return d.writeOptionsFile()
 }
 
 // checkNoDatabaseFiles refuses to create a database in a directory without
@@ -187,28 +224,32 @@ func (d *DB) compactOptions() compact.Options {
 	}
 }
 
-// openInfoLog sets up the logger: the caller's, or a text log in LOG (the
-// previous LOG is kept as LOG.old).
+// openInfoLog sets up the logger: the caller's; none for a read-only DB;
+// otherwise a text log in LOG (see infoLogFile).
 func (d *DB) openInfoLog() error {
-	if d.opts.Logger != nil {
+	switch {
+	case d.opts.Logger != nil:
 		d.logger = d.opts.Logger
 		return nil
+	case d.readOnly:
+		d.logger = slog.New(slog.DiscardHandler)
+		return nil
 	}
-	name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeInfoLog, 0))
-	if _, err := d.fs.Stat(name); err == nil {
-		_ = d.fs.Rename(name, name+".old")
-	}
-	f, err := d.fs.Create(name)
+	f, err := openInfoLogFile(d.fs, d.dirname, d.opts.KeepLogFileNum, d.opts.MaxLogFileSize)
 	if err != nil {
-		return fmt.Errorf("shale: creating LOG: %w", err)
+		return err
 	}
 	d.infoLog = f
 	d.logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	return nil
 }
 
-// recover replays the WAL files not yet in tables into L0 tables, then
-// starts a fresh WAL and memtable.
+// recover replays the WAL files not yet in tables. The last WAL, when it
+// replays to a clean end and all of it fits in one memtable, stays the WAL
+// of the mutable memtable (RocksDB's avoid_flush_during_recovery): a Close
+// and Open write no table. Otherwise the replayed memtables are flushed to
+// L0 and a fresh WAL starts. A read-only DB keeps every replayed memtable
+// in memory and writes nothing.
 func (d *DB) recover() error {
 	names, err := d.fs.List(d.dirname)
 	if err != nil {
@@ -231,8 +272,17 @@ func (d *DB) recover() error {
 	lastSeq := d.versions.LastSeq()
 	edit := &manifest.VersionEdit{}
 	mem := d.newMemTable(0, 0)
+	var full []*memTable // read-only: replayed memtables kept in memory
+	// flushedThisLog is set when a memtable holding entries of the WAL
+	// being replayed went to a table: that WAL cannot be reused.
+	flushedThisLog := false
 	flushMem := func() error {
 		if mem.Empty() {
+			return nil
+		}
+		if d.readOnly {
+			full = append(full, mem)
+			mem = d.newMemTable(0, 0)
 			return nil
 		}
 		metas, err := d.writeLevel0Tables(mem, nil)
@@ -243,6 +293,7 @@ func (d *DB) recover() error {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: m})
 		}
 		mem = d.newMemTable(0, 0)
+		flushedThisLog = true
 		return nil
 	}
 	// A WAL that ends early (torn tail) is normal only for the newest one
@@ -251,12 +302,26 @@ func (d *DB) recover() error {
 	var torn string
 	var tornAt int64
 	mode := d.opts.WALRecoveryMode
-	for _, num := range logs {
+	var reuse struct {
+		ok  bool
+		num base.FileNum
+		end int64 // where the last intact record ends
+	}
+	for i, num := range logs {
 		name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeLog, num))
+		last := i == len(logs)-1
 		if torn != "" && mode == PointInTimeRecovery {
 			d.logger.Warn("point-in-time recovery stops at a damaged WAL; newer WALs are not replayed", "damaged", torn, "skipped", name)
+			d.recordSkippedWAL(name)
 			continue
 		}
+		if last && !d.readOnly {
+			// The memtable kept for the last WAL must hold nothing else.
+			if err := flushMem(); err != nil {
+				return err
+			}
+		}
+		flushedThisLog = false
 		res, err := wal.Replay(d.fs, name, mode, func(rec []byte) error {
 			r, ok := newBatchReader(rec)
 			if !ok {
@@ -297,31 +362,121 @@ func (d *DB) recover() error {
 		if err != nil {
 			return fmt.Errorf("shale: replaying WAL %s: %w", name, err)
 		}
-		if res.TornTailBytes > 0 || res.SkippedBytes > 0 {
-			d.logger.Warn("WAL damaged at its end or skipped records; dropped them", "wal", name, "offset", res.LastOffset, "torn_bytes", res.TornTailBytes, "skipped_bytes", res.SkippedBytes)
-		}
+		d.recordReplayLoss(name, res)
 		if res.Damaged && torn == "" {
 			torn, tornAt = name, res.LastOffset
 		}
+		clean := !res.Damaged && res.TornTailBytes == 0 && res.SkippedBytes == 0
+		if last && clean && !flushedThisLog {
+			reuse.ok, reuse.num, reuse.end = true, num, res.LastOffset
+		}
 	}
-	if err := flushMem(); err != nil {
-		return err
-	}
-	newLogNum := d.versions.NewFileNum()
-	w, err := d.createWAL(newLogNum)
-	if err != nil {
-		return err
-	}
-	d.mu.log.w = w
-	d.mu.log.num = newLogNum
-	d.mu.log.obsolete = logs
-	d.mu.mem.mutable = d.newMemTable(newLogNum, 0)
 	d.mu.lastSeq = lastSeq
 	d.visibleSeq.Store(uint64(lastSeq))
 	d.versions.SetLastSeq(lastSeq)
+	if d.readOnly {
+		d.mu.mem.queue = full
+		d.mu.mem.mutable = mem
+		return nil
+	}
+	if reuse.ok {
+		w, err := d.reuseWAL(reuse.num, reuse.end)
+		if err != nil {
+			d.logger.Warn("cannot append to the last WAL; flushing its memtable and starting a new one", "wal", reuse.num, "err", err)
+			reuse.ok = false
+		} else {
+			mem.logNum = reuse.num
+			d.mu.log.w = w
+			d.mu.log.num = reuse.num
+			d.mu.log.obsolete = slices.DeleteFunc(logs, func(n base.FileNum) bool { return n == reuse.num })
+			d.mu.mem.mutable = mem
+		}
+	}
+	if !reuse.ok {
+		if err := flushMem(); err != nil {
+			return err
+		}
+		newLogNum := d.versions.NewFileNum()
+		w, err := d.createWAL(newLogNum)
+		if err != nil {
+			return err
+		}
+		d.mu.log.w = w
+		d.mu.log.num = newLogNum
+		d.mu.log.obsolete = logs
+		d.mu.mem.mutable = d.newMemTable(newLogNum, 0)
+	}
 	edit.HasLogNumber = true
-	edit.LogNumber = newLogNum
+	edit.LogNumber = d.mu.log.num
 	return d.versions.LogAndApply(edit)
+}
+
+// recordReplayLoss records in the recovery metrics and the event log what
+// the replay of one WAL dropped.
+func (d *DB) recordReplayLoss(name string, res wal.ReplayResult) {
+	bytes := res.TornTailBytes + res.SkippedBytes
+	if bytes == 0 {
+		return
+	}
+	reason := "torn tail"
+	switch {
+	case res.SkippedBytes > 0 && res.TornTailBytes > 0:
+		reason = "damaged records skipped and torn tail"
+	case res.SkippedBytes > 0:
+		reason = "damaged records skipped"
+	case d.opts.WALRecoveryMode == PointInTimeRecovery:
+		reason = "point-in-time recovery stopped at damage"
+	}
+	if d.readOnly {
+		reason += " (or a write in progress)"
+	}
+	loss := WALLoss{File: name, Offset: res.LastOffset, Records: 1, Bytes: bytes, Reason: reason}
+	d.addRecoveryLoss(loss)
+}
+
+// recordSkippedWAL records a whole WAL that point-in-time recovery did not
+// replay, counting its intact records.
+func (d *DB) recordSkippedWAL(name string) {
+	var size int64
+	if fi, err := d.fs.Stat(name); err == nil {
+		size = fi.Size()
+	}
+	res, _ := wal.Replay(d.fs, name, SkipAnyCorruptedRecords, func([]byte) error { return nil })
+	if size == 0 && res.Records == 0 {
+		return
+	}
+	d.addRecoveryLoss(WALLoss{File: name, Offset: 0, Records: int64(max(res.Records, 1)), Bytes: size,
+		Reason: "not replayed: point-in-time recovery stopped at damage in an older WAL"})
+}
+
+func (d *DB) addRecoveryLoss(l WALLoss) {
+	d.recovery.DroppedRecords += l.Records
+	d.recovery.DroppedBytes += l.Bytes
+	d.recovery.Losses = append(d.recovery.Losses, l)
+	d.logger.Warn("WAL records dropped at recovery", "wal", l.File, "offset", l.Offset, "records", l.Records, "bytes", l.Bytes, "reason", l.Reason)
+}
+
+// reuseWAL opens WAL num, which replayed cleanly up to end, for appending:
+// whatever follows end (zeros of a preallocation) is cut off first.
+func (d *DB) reuseWAL(num base.FileNum, end int64) (*wal.Writer, error) {
+	name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeLog, num))
+	f, err := d.fs.OpenReadWrite(name)
+	if err != nil {
+		return nil, err
+	}
+	size, err := f.Size()
+	if err == nil && size != end {
+		if err = f.Truncate(end); err == nil {
+			err = f.Sync()
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := wal.NewWriterAt(f, name, end, d.walWriterOptions())
+	d.watchWAL(w)
+	return w, nil
 }
 
 // writeOptionsFile records the options in OPTIONS-NNNNNN and removes older
@@ -540,9 +695,11 @@ func (d *DB) Close() error {
 	for _, m := range d.mu.mem.queue {
 		noWAL = noWAL || m.noWAL
 	}
-	needFlush := noWAL && d.mu.bgErr == nil
+	needFlush := noWAL && d.mu.bgErr == nil && !d.opts.AvoidFlushDuringShutdown
 	var err error
-	if noWAL && d.mu.bgErr != nil {
+	if noWAL && d.opts.AvoidFlushDuringShutdown {
+		d.logger.Warn("closing without flushing the writes made with WriteOptions.DisableWAL (Options.AvoidFlushDuringShutdown): they are lost")
+	} else if noWAL && d.mu.bgErr != nil {
 		// The memtable cannot be flushed in the read-only state, so the
 		// writes that skipped the WAL are lost: say so.
 		err = fmt.Errorf("shale: Close loses the writes made with WriteOptions.DisableWAL since the last flush (Resume before Close keeps them): %w: %w",
@@ -576,7 +733,9 @@ func (d *DB) Close() error {
 	}
 	close(d.closeCh)
 	d.bgDone.Wait()
-	d.deleteObsoleteFiles(false)
+	if !d.readOnly {
+		d.deleteObsoleteFiles(false)
+	}
 	d.logger.Info("closed")
 	return errors.Join(err, d.closeResources())
 }

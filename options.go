@@ -248,6 +248,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.BytesPerSync == 0 {
 		o.BytesPerSync = mib
 	}
+	if o.KeepLogFileNum == 0 {
+		o.KeepLogFileNum = 1000
+	}
 	return o
 }
 
@@ -295,6 +298,10 @@ func (o *Options) Validate() error {
 		return bad("Options.MaxManifestFileSize must be at least 1 KiB, got %d", o.MaxManifestFileSize)
 	case o.WALRecoveryMode < TolerateCorruptedTailRecords || o.WALRecoveryMode > SkipAnyCorruptedRecords:
 		return bad("Options.WALRecoveryMode is not a known mode: %d", int(o.WALRecoveryMode))
+	case o.KeepLogFileNum < 0:
+		return bad("Options.KeepLogFileNum must be >= 0, got %d", o.KeepLogFileNum)
+	case o.MaxLogFileSize < 0:
+		return bad("Options.MaxLogFileSize must be >= 0, got %d", o.MaxLogFileSize)
 	case o.MaxAutoReadaheadSize > 64*mib:
 		return bad("Options.MaxAutoReadaheadSize must be at most 64 MiB, got %d", o.MaxAutoReadaheadSize)
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	// Logger receives MANIFEST events (rotations, removal failures).
 	// Default: discards.
 	Logger *slog.Logger
+	// ReadOnly makes Load only read: it starts no new MANIFEST, and
+	// LogAndApply fails with base.ErrReadOnly. Nothing is ever written.
+	ReadOnly bool
 }
 
 func (o *Options) ensureDefaults() error {
@@ -128,7 +131,7 @@ func newVersionSet(o Options) *VersionSet {
 // Load opens the version set of an existing database: it reads CURRENT and
 // replays the MANIFEST it names, then starts a fresh MANIFEST holding a
 // snapshot of the recovered version, so a torn tail of the old one is never
-// appended to. A missing CURRENT returns an error wrapping os.ErrNotExist; a
+// appended to (with Options.ReadOnly it only reads). A missing CURRENT returns an error wrapping os.ErrNotExist; a
 // damaged CURRENT or MANIFEST returns base.ErrCorruption naming the file.
 func Load(o Options) (*VersionSet, error) {
 	if err := o.ensureDefaults(); err != nil {
@@ -146,6 +149,11 @@ func Load(o Options) (*VersionSet, error) {
 	v.tracker = vs.tracker
 	vs.writeMu.Lock()
 	defer vs.writeMu.Unlock()
+	if o.ReadOnly {
+		v.Ref()
+		vs.mu.current = v
+		return vs, nil
+	}
 	vs.writeMu.staleManifests = append(vs.writeMu.staleManifests, manifestNum)
 	if err := vs.switchManifestLocked(v, vs.NewFileNum(), vs.LogNumber(), vs.LastSeq()); err != nil {
 		return nil, err
@@ -425,6 +433,9 @@ func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 	defer vs.writeMu.Unlock()
 	if vs.writeMu.closed {
 		return base.ErrClosed
+	}
+	if vs.opts.ReadOnly {
+		return fmt.Errorf("shale: manifest: the version set was loaded read-only: %w", base.ErrReadOnly)
 	}
 	if edit.HasLogNumber && edit.LogNumber < vs.LogNumber() {
 		return base.InvalidArgumentf("shale: manifest: log number %s is below the current %s", edit.LogNumber, vs.LogNumber())

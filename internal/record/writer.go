@@ -46,6 +46,13 @@ func NewWriter(w io.Writer) *Writer {
 	return &Writer{w: w}
 }
 
+// NewWriterAt returns a Writer that continues a file whose first offset
+// bytes are already written (ending with a whole record): w must be
+// positioned at offset. Records are framed from the block offset there on.
+func NewWriterAt(w io.Writer, offset int64) *Writer {
+	return &Writer{w: w, flushed: offset, blockOff: int(offset % BlockSize)}
+}
+
 // WriteRecord frames p and appends it to the buffer; it returns the file
 // offset at which the record starts. Nothing reaches the file until Flush.
 func (w *Writer) WriteRecord(p []byte) (offset int64, err error) {

@@ -80,10 +80,23 @@ func NewWriter(f vfs.File, fileName string) *Writer {
 
 // NewWriterWithOptions is NewWriter with options.
 func NewWriterWithOptions(f vfs.File, fileName string, o WriterOptions) *Writer {
+	return NewWriterAt(f, fileName, 0, o)
+}
+
+// NewWriterAt returns a Writer that continues the WAL f, whose first offset
+// bytes hold intact records and which is exactly that long (a WAL that
+// recovery replayed to a clean end, truncated there): new records are
+// framed from that point, and what is already there counts as synced. It
+// starts the background flusher.
+func NewWriterAt(f vfs.File, fileName string, offset int64, o WriterOptions) *Writer {
 	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{}), preallocStep: max(o.PreallocateSize, 0), backgroundWrites: o.BackgroundWrites}
 	w.flushCond.L = &w.mu
 	w.doneCond.L = &w.mu
-	w.rw = record.NewWriter(nil) // never flushed: the flusher takes its buffer
+	// never flushed: the flusher takes its buffer
+	w.rw = record.NewWriterAt(nil, offset)
+	w.appended, w.written, w.synced = offset, offset, offset
+	w.flushWanted, w.syncWanted = offset, offset
+	w.preallocated = offset
 	go w.flushLoop()
 	return w
 }
