@@ -4,37 +4,74 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/vfs"
 	"github.com/spf13/cobra"
 )
 
 // errNotFound is returned by get for a missing key; main prints it as
-// "shale: not found" on stderr and exits 1.
+// "not found" on stderr and exits 1.
 var errNotFound = errors.New("not found")
+
+// adminFS, when set (by tests), is the file system of the admin verbs and
+// check instead of vfs.Default.
+var adminFS vfs.FS
+
+// access is how an admin verb opens its database.
+type access int
+
+const (
+	// readOnly opens with shale.OpenForReadOnly: the verb writes nothing to
+	// the directory, works on a read-only one and beside a writer.
+	readOnly access = iota
+	// writeExisting opens for writing; --create_if_missing defaults to
+	// false, so that a mistyped --db fails instead of creating a database.
+	writeExisting
+	// writeOrCreate opens for writing; --create_if_missing defaults to true
+	// (put is documented to create the database).
+	writeOrCreate
+)
 
 // adminFlags are the flags every admin verb shares.
 type adminFlags struct {
-	db  string
-	hex bool
+	access          access
+	db              string
+	hex             bool
+	createIfMissing bool // --create_if_missing; the writing verbs only
 }
 
-func (f *adminFlags) register(cmd *cobra.Command) {
+func (f *adminFlags) register(cmd *cobra.Command, a access) {
+	f.access = a
 	cmd.Flags().StringVar(&f.db, "db", "", "database directory (required)")
 	cmd.Flags().BoolVar(&f.hex, "hex", false, "keys and values are hex-encoded on input and output")
+	if a != readOnly {
+		cmd.Flags().BoolVar(&f.createIfMissing, "create_if_missing", a == writeOrCreate,
+			"create the database when --db holds none")
+	}
 }
 
-// open opens the database; only writing verbs create a missing one, so that
-// a mistyped --db fails instead of creating an empty database.
-func (f *adminFlags) open(create bool) (*shale.DB, error) {
+// open opens the database as f.access says and prints a warning on stderr
+// for each WAL record the open dropped.
+func (f *adminFlags) open(stderr io.Writer) (*shale.DB, error) {
 	if f.db == "" {
 		return nil, errors.New("--db is required")
 	}
-	db, err := shale.Open(f.db, &shale.Options{CreateIfMissing: create})
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", f.db, err)
+	var (
+		db  *shale.DB
+		err error
+	)
+	if f.access == readOnly {
+		db, err = shale.OpenForReadOnly(f.db, &shale.Options{FS: adminFS})
+	} else {
+		db, err = shale.Open(f.db, &shale.Options{CreateIfMissing: f.createIfMissing, FS: adminFS})
 	}
+	if err != nil {
+		return nil, flagError(fmt.Errorf("opening %s: %w", f.db, err), adminOptionFlags)
+	}
+	warnRecoveryLosses(stderr, db)
 	return db, nil
 }
 
@@ -63,8 +100,8 @@ func (f *adminFlags) encode(b []byte) string {
 }
 
 // withDB opens the database, runs fn and closes it, keeping the first error.
-func (f *adminFlags) withDB(create bool, fn func(db *shale.DB) error) (err error) {
-	db, err := f.open(create)
+func (f *adminFlags) withDB(cmd *cobra.Command, fn func(db *shale.DB) error) (err error) {
+	db, err := f.open(cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -79,10 +116,11 @@ func (f *adminFlags) withDB(create bool, fn func(db *shale.DB) error) (err error
 // adminWrite makes admin writes durable before the command exits.
 var adminWrite = &shale.WriteOptions{Sync: true}
 
-// newArgsCmd builds an admin verb that takes one positional argument per
-// entry of argNames (which name them in error messages); run gets the raw
-// arguments and their decoded bytes, decoded before the database is opened.
-func newArgsCmd(use, short string, argNames []string, run func(cmd *cobra.Command, f *adminFlags, args []string, decoded [][]byte) error) *cobra.Command {
+// newArgsCmd builds an admin verb that opens its database as a says and
+// takes one positional argument per entry of argNames (which name them in
+// error messages); run gets the raw arguments and their decoded bytes,
+// decoded before the database is opened.
+func newArgsCmd(use, short string, a access, argNames []string, run func(cmd *cobra.Command, f *adminFlags, args []string, decoded [][]byte) error) *cobra.Command {
 	f := &adminFlags{}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -100,23 +138,23 @@ func newArgsCmd(use, short string, argNames []string, run func(cmd *cobra.Comman
 			return run(cmd, f, args, decoded)
 		},
 	}
-	f.register(cmd)
+	f.register(cmd, a)
 	return cmd
 }
 
 func newPutCmd() *cobra.Command {
-	return newArgsCmd("put --db DIR KEY VALUE", "Set KEY to VALUE (creates the database if missing)", []string{"key", "value"},
-		func(_ *cobra.Command, f *adminFlags, _ []string, kv [][]byte) error {
-			return f.withDB(true, func(db *shale.DB) error {
+	return newArgsCmd("put --db DIR KEY VALUE", "Set KEY to VALUE (creates the database if missing, unless --create_if_missing=false)", writeOrCreate, []string{"key", "value"},
+		func(cmd *cobra.Command, f *adminFlags, _ []string, kv [][]byte) error {
+			return f.withDB(cmd, func(db *shale.DB) error {
 				return db.Put(kv[0], kv[1], adminWrite)
 			})
 		})
 }
 
 func newGetCmd() *cobra.Command {
-	return newArgsCmd("get --db DIR KEY", "Print the value of KEY; exits 1 with \"not found\" when absent", []string{"key"},
+	return newArgsCmd("get --db DIR KEY", "Print the value of KEY; exits 1 with \"not found\" when absent (opens read-only)", readOnly, []string{"key"},
 		func(cmd *cobra.Command, f *adminFlags, _ []string, k [][]byte) error {
-			return f.withDB(false, func(db *shale.DB) error {
+			return f.withDB(cmd, func(db *shale.DB) error {
 				v, err := db.Get(k[0], nil)
 				if errors.Is(err, shale.ErrNotFound) {
 					return errNotFound
@@ -131,22 +169,22 @@ func newGetCmd() *cobra.Command {
 }
 
 func newDeleteCmd() *cobra.Command {
-	return newArgsCmd("delete --db DIR KEY", "Delete KEY", []string{"key"},
-		func(_ *cobra.Command, f *adminFlags, _ []string, k [][]byte) error {
-			return f.withDB(false, func(db *shale.DB) error {
+	return newArgsCmd("delete --db DIR KEY", "Delete KEY", writeExisting, []string{"key"},
+		func(cmd *cobra.Command, f *adminFlags, _ []string, k [][]byte) error {
+			return f.withDB(cmd, func(db *shale.DB) error {
 				return db.Delete(k[0], adminWrite)
 			})
 		})
 }
 
 func newDeleteRangeCmd() *cobra.Command {
-	return newArgsCmd("deleterange --db DIR START END", "Delete every key in [START, END)", []string{"start", "end"},
-		func(_ *cobra.Command, f *adminFlags, args []string, r [][]byte) error {
+	return newArgsCmd("deleterange --db DIR START END", "Delete every key in [START, END)", writeExisting, []string{"start", "end"},
+		func(cmd *cobra.Command, f *adminFlags, args []string, r [][]byte) error {
 			start, end := r[0], r[1]
 			if string(start) > string(end) {
 				return fmt.Errorf("deleterange: START %q sorts after END %q", args[0], args[1])
 			}
-			return f.withDB(false, func(db *shale.DB) error {
+			return f.withDB(cmd, func(db *shale.DB) error {
 				return db.DeleteRange(start, end, adminWrite)
 			})
 		})
@@ -161,7 +199,7 @@ func newScanCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "scan --db DIR [--from K] [--to K] [--limit N] [--reverse]",
-		Short: "Print the entries in [--from, --to) as \"KEY : VALUE\" lines",
+		Short: "Print the entries in [--from, --to) as \"KEY : VALUE\" lines (opens read-only)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 0 {
@@ -179,12 +217,12 @@ func newScanCmd() *cobra.Command {
 					return err
 				}
 			}
-			return f.withDB(false, func(db *shale.DB) error {
+			return f.withDB(cmd, func(db *shale.DB) error {
 				return scan(cmd, db, ro, &f, limit, reverse)
 			})
 		},
 	}
-	f.register(cmd)
+	f.register(cmd, readOnly)
 	cmd.Flags().StringVar(&from, "from", "", "first key to print (inclusive)")
 	cmd.Flags().StringVar(&to, "to", "", "key to stop before (exclusive)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "print at most N entries (0 = all)")

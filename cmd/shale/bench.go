@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -193,6 +191,9 @@ type benchRunner struct {
 	out      io.Writer // result lines
 	progress io.Writer // "... N ops" lines and skip notices
 	dir      string
+	tempDir  bool        // dir is a temporary directory of the run, removed afterwards
+	lock     *shale.Lock // dir's lock, held for the whole run (bench_dir.go)
+	lockFS   vfs.FS      // the file system lock was taken on
 	db       *shale.DB
 	fs       vfs.FS // vfs.Default, or a LatencyFS over it (--env_read_*)
 	wo       *shale.WriteOptions
@@ -206,6 +207,7 @@ type benchRunner struct {
 // runBenchmarks runs cfg.benchmarks in order, printing one db_bench line per
 // benchmark to out, and returns the results.
 func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchResult, err error) {
+	defer func() { err = flagError(err, benchOptionFlags) }()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -219,7 +221,6 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 		cfg:      cfg,
 		out:      out,
 		progress: progress,
-		dir:      cfg.db,
 		fs:       benchFS(&cfg),
 		wo:       &shale.WriteOptions{Sync: cfg.sync},
 		ro:       cfg.readOptions(),
@@ -228,23 +229,14 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 	if cfg.statistics {
 		r.stats = shale.NewStatistics()
 	}
-	if r.dir == "" {
-		if cfg.useExistingDB {
-			return nil, errors.New("--use_existing_db needs --db")
-		}
-		if r.dir, err = os.MkdirTemp("", "shale-bench-"); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if rerr := vfs.Default.RemoveAll(r.dir); rerr != nil && err == nil {
-				err = rerr
-			}
-		}()
-	} else if !cfg.useExistingDB {
-		if err := removeOldDB(r.dir); err != nil {
-			return nil, err
-		}
+	if err := r.useDir(); err != nil {
+		return nil, err
 	}
+	defer func() {
+		if rerr := r.releaseDir(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
 	if err := r.open(); err != nil {
 		return nil, err
 	}
@@ -319,45 +311,6 @@ func (c *benchConfig) validate() error {
 	return nil
 }
 
-// removeOldDB clears dir for a fresh run, as db_bench does without
-// --use_existing_db, but only when it is empty, missing or a shale database:
-// a mistyped --db must never delete someone's files.
-func removeOldDB(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
-		return fmt.Errorf("--db %s is not empty and holds no shale database (no CURRENT file); refusing to delete it", dir)
-	}
-	return clearDBDir(dir)
-}
-
-// benchIODir is the subdirectory of --db where randread_batch and
-// scan_direct keep their fixtures (a large file, a large database), which
-// are costly to build and so survive a fresh database.
-const benchIODir = "bench-io"
-
-// clearDBDir removes everything in dir but the benchIODir fixtures.
-func clearDBDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.Name() == benchIODir {
-			continue
-		}
-		if err := vfs.Default.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // benchFS returns the file system of the run: the OS's, wrapped in a
 // latency FS for reads when --env_read_* ask for one.
 func benchFS(c *benchConfig) vfs.FS {
@@ -411,32 +364,6 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		o.BlockCacheSize = -1
 	}
 	return o, nil
-}
-
-func (r *benchRunner) open() error {
-	o, err := r.options()
-	if err != nil {
-		return err
-	}
-	db, err := shale.Open(r.dir, o)
-	if err != nil {
-		return fmt.Errorf("opening %s: %w", r.dir, err)
-	}
-	r.db = db
-	return nil
-}
-
-// recreate closes, deletes and reopens the database, for fresh_db benchmarks.
-func (r *benchRunner) recreate() error {
-	db := r.db
-	r.db = nil
-	if err := db.Close(); err != nil {
-		return err
-	}
-	if err := clearDBDir(r.dir); err != nil {
-		return err
-	}
-	return r.open()
 }
 
 func (r *benchRunner) printHeader() {

@@ -551,7 +551,7 @@ func (r *benchRunner) runAsyncCached(modes []asyncMode) (results []asyncModeResu
 			err = oerr
 		}
 	}()
-	if r.db, err = shale.Open(r.dir, o); err != nil {
+	if r.db, err = r.openWith(o); err != nil {
 		return nil, err
 	}
 	it := r.db.NewIterator(nil)

@@ -31,6 +31,18 @@ Without --benchmarks it runs a short suite (` + defaultSuite + `) with
 afterwards. Keys are zero-padded decimal numbers of exactly --key_size bytes;
 values are pseudo-random bytes that compress to about half their size.
 
+--db DIR: bench holds the lock of DIR (created if missing) for the whole
+run, so that while it runs a second bench, or any program opening the
+database, is refused; a bench started while another process has the
+database open is refused and changes nothing. Unless --use_existing_db,
+a database already in DIR is destroyed first, and again before each
+benchmark that wants a fresh one (` + freshDBBenchmarks() + `), as
+shale.DestroyDB does: only the database's own files go (tables, blob
+files, WALs, MANIFEST, CURRENT, OPTIONS, LOG files); every other file and
+subdirectory in DIR stays, ` + benchIODir + ` among them. The database stays
+in DIR after the run. Without --db, the run uses a fresh temporary
+directory and removes it afterwards.
+
 Two benchmarks measure the file layer and print one line per mode:
 randread_batch (random 4 KiB reads, --multiread_batch_size per batch, from a
 --file_size file: a pread loop vs concurrent preads vs one io_uring batch)
@@ -94,7 +106,7 @@ everything in the block cache.`,
 	f.IntVar(&cfg.threads, "threads", cfg.threads, "number of concurrent threads (readers, for readwhilewriting)")
 	f.IntVar(&cfg.batchSize, "batch_size", cfg.batchSize, "entries per write batch; keys per batch of multireadrandom")
 	f.IntVar(&cfg.seekNexts, "seek_nexts", cfg.seekNexts, "Next calls after each Seek in seekrandom")
-	f.StringVar(&cfg.db, "db", "", "database directory (default: a fresh temporary directory, removed afterwards)")
+	f.StringVar(&cfg.db, "db", "", "database directory, locked for the run; a database in it is destroyed first unless --use_existing_db, other files are kept (see above; default: a fresh temporary directory, removed afterwards)")
 	f.BoolVar(&cfg.useExistingDB, "use_existing_db", false, "use the database in --db as it is; skip fillseq/fillrandom")
 	f.StringVar(&cfg.compression, "compression_type", cfg.compression, "block compression: snappy, zstd or none")
 	f.IntVar(&cfg.bloomBits, "bloom_bits", cfg.bloomBits, "bloom filter bits per key (<= 0 = no filter)")

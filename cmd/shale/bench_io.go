@@ -410,6 +410,7 @@ func (r *benchRunner) ensureScanDB(dir string) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("opening %s: %w", dir, err)
 		}
+		warnRecoveryLosses(r.progress, db)
 		n := tableBytes(db)
 		if err := db.Close(); err != nil {
 			return 0, err
@@ -432,6 +433,7 @@ func (r *benchRunner) ensureScanDB(dir string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("opening %s: %w", dir, err)
 	}
+	warnRecoveryLosses(r.progress, db)
 	t := r.newThread(0, 0)
 	b := db.NewBatch()
 	wo := &shale.WriteOptions{DisableWAL: true}
@@ -486,6 +488,7 @@ func (r *benchRunner) scanOnce(dir string, m scanMode, t *benchThread) (res scan
 	if err != nil {
 		return res, fmt.Errorf("opening %s: %w", dir, err)
 	}
+	warnRecoveryLosses(r.progress, db)
 	defer func() {
 		if cerr := db.Close(); err == nil && cerr != nil {
 			err = cerr

@@ -36,7 +36,7 @@ when damage was found or the check could not run.`,
 			if db == "" {
 				return errors.New("--db is required")
 			}
-			rep, err := shale.Check(db, nil)
+			rep, err := shale.Check(db, &shale.Options{FS: adminFS})
 			if err != nil {
 				return err
 			}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
+	"github.com/shaledb/shale"
 	"github.com/spf13/cobra"
 )
 
@@ -17,14 +17,10 @@ func main() {
 	}
 }
 
-// reportError prints err on one line: "not found" for a missing key (as the
-// get verb promises), otherwise the message with a "shale: " prefix.
+// reportError prints err: "not found" for a missing key (as the get verb
+// promises), otherwise the message with one "shale: " prefix (cliMessage).
 func reportError(w io.Writer, err error) {
-	msg := err.Error()
-	if err != errNotFound && !strings.HasPrefix(msg, "shale: ") {
-		msg = "shale: " + msg
-	}
-	fmt.Fprintln(w, msg)
+	fmt.Fprintln(w, cliMessage(err))
 }
 
 // newRootCmd builds the command tree writing results to stdout and messages
@@ -34,6 +30,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "shale",
 		Short:         "shale is an embeddable LSM key-value store; this tool administers and benchmarks it",
+		Version:       shale.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
