@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/shaledb/shale"
@@ -64,6 +65,11 @@ func (f *adminFlags) open(stderr io.Writer) (*shale.DB, error) {
 		err error
 	)
 	if f.access == readOnly {
+		// Said here, since the library's message for a missing directory
+		// suggests CreateIfMissing, which a read verb does not take.
+		if _, serr := f.fs().Stat(f.db); errors.Is(serr, os.ErrNotExist) {
+			return nil, fmt.Errorf("opening %s: no database there (the directory does not exist)", f.db)
+		}
 		db, err = shale.OpenForReadOnly(f.db, &shale.Options{FS: adminFS})
 	} else {
 		db, err = shale.Open(f.db, &shale.Options{CreateIfMissing: f.createIfMissing, FS: adminFS})
@@ -73,6 +79,14 @@ func (f *adminFlags) open(stderr io.Writer) (*shale.DB, error) {
 	}
 	warnRecoveryLosses(stderr, db)
 	return db, nil
+}
+
+// fs is the file system of the admin verbs.
+func (f *adminFlags) fs() vfs.FS {
+	if adminFS != nil {
+		return adminFS
+	}
+	return vfs.Default
 }
 
 // decode turns a command-line argument into bytes; what names the argument in

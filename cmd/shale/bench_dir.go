@@ -37,6 +37,12 @@ func (r *benchRunner) useDir() error {
 		return err
 	}
 	r.dir = r.cfg.db
+	if r.dir != "" && r.cfg.useExistingDB {
+		// LockDirectory would create the directory.
+		if _, err := r.fs.Stat(r.dir); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("--use_existing_db: there is no database in %s (the directory does not exist)", r.dir)
+		}
+	}
 	if r.dir == "" {
 		if r.cfg.useExistingDB {
 			return errors.New("--use_existing_db needs --db")

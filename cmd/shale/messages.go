@@ -94,7 +94,7 @@ var adminOptionFlags = map[string]string{
 
 // benchOptionFlags names the bench flags of the Options fields they set.
 // Flags db_bench spells differently from the field (--bloom_bits,
-// --cache_size, --compression_type, --open_files) are why this is a table.
+// --cache_size, --compression_type) are why this is a table.
 var benchOptionFlags = map[string]string{
 	// A fresh run creates the database; --use_existing_db does not.
 	"CreateIfMissing":                  "--use_existing_db=false",
@@ -108,7 +108,6 @@ var benchOptionFlags = map[string]string{
 	"MaxBytesForLevelMultiplier":       "--max_bytes_for_level_multiplier",
 	"NumLevels":                        "--num_levels",
 	"MaxBackgroundJobs":                "--max_background_jobs",
-	"MaxOpenFiles":                     "--open_files",
 	"BlockSize":                        "--block_size",
 	"BloomBitsPerKey":                  "--bloom_bits",
 	"BlockCacheSize":                   "--cache_size",
