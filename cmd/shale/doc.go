@@ -25,10 +25,19 @@
 // With --hex, keys and values are hex-encoded on input and output. scan prints
 // one "KEY : VALUE" line per entry, as RocksDB's ldb does.
 //
+// The read verbs (get, scan, check) change nothing: get and scan open with
+// shale.OpenForReadOnly, check opens nothing, so they also work on a
+// read-only directory and beside a process that has the database open.
+// The writing verbs create a missing database only with --create_if_missing
+// (put's default). The admin verbs and bench print a warning on stderr for
+// each WAL file whose records an open dropped (a torn or damaged tail).
+//
 // The tool never reaches below the public API of the root shale package: it
 // does not read files of a database directory itself (stress keeps its
 // expected-state logs in a directory of its own, beside the database), and
-// it never removes a directory that does not look like a shale database
-// (bench's default directory is a fresh temporary one, removed afterwards;
-// stress wants a missing or empty one).
+// it removes nothing but a database's own files: bench holds the lock of
+// --db for its whole run and removes an existing database with
+// shale.DestroyDB, which leaves every other file (bench_dir.go); its default
+// directory is a fresh temporary one, removed afterwards; stress wants a
+// missing or empty one.
 package main
