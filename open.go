@@ -466,8 +466,20 @@ func (d *DB) reuseWAL(num base.FileNum, end int64) (*wal.Writer, error) {
 	}
 	size, err := f.Size()
 	if err == nil && size != end {
+		// Truncate leaves a handle's append position where it was, so the
+		// file is opened again once it ends at end.
 		if err = f.Truncate(end); err == nil {
 			err = f.Sync()
+		}
+		err = errors.Join(err, f.Close())
+		if err == nil {
+			f, err = d.fs.OpenReadWrite(name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if size, err = f.Size(); err == nil && size != end {
+			err = fmt.Errorf("shale: WAL %s is %d bytes after truncation to %d", name, size, end)
 		}
 	}
 	if err != nil {

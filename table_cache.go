@@ -77,14 +77,16 @@ func (tc *tableCache) get(num base.FileNum) (*cachedTable, error) {
 	return t, nil
 }
 
+// tableOpenOptions open tables for random access (advise_random_on_open):
+// the OS must not read ahead, since iterators do their own readahead.
+var tableOpenOptions = []vfs.OpenOption{vfs.RandomAccess}
+
 func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
 	d := tc.d
 	name := d.tablePath(num)
-	// Tables are opened for random access (advise_random_on_open): the OS
-	// must not read ahead, since iterators do their own readahead.
-	flags := []vfs.OpenOption{vfs.RandomAccess}
+	flags := tableOpenOptions
 	if d.opts.UseDirectReads {
-		flags = append(flags, vfs.DirectIO)
+		flags = []vfs.OpenOption{vfs.RandomAccess, vfs.DirectIO}
 	}
 	f, err := d.fs.Open(name, flags...)
 	if err != nil {
