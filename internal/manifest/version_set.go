@@ -217,12 +217,11 @@ func (vs *VersionSet) replay(manifestNum base.FileNum) (*Version, error) {
 		rec, err := rr.Next()
 		if err == io.EOF {
 			off, dropped := rr.TornTail()
-			if rr.TailChecksumMismatch() {
+			if err := rr.TailDamage(); err != nil {
 				// Every edit is synced before it takes effect, so the last
 				// record may describe files already relied on (a flush whose
 				// WAL is gone): dropping it would lose data silently.
-				return nil, base.CorruptionErrorf(name, off,
-					"manifest: the last record is whole but fails its checksum (damaged after it was written, not torn by a crash)")
+				return nil, fmt.Errorf("%w (the MANIFEST's last edit is not dropped: it may describe files already relied on)", err)
 			}
 			if dropped > 0 {
 				o.Logger.Warn("shale: ignoring torn tail of MANIFEST", "file", name, "offset", off, "bytes", dropped)

@@ -49,4 +49,46 @@
 // (3) along the fragment chain starting at every later block boundary. A
 // lone intact FIRST fragment whose record is cut off counts as part of the
 // torn tail, not as evidence of corruption.
+//
+// # Torn tail or damaged tail
+//
+// When nothing intact follows, the bad record ends the log, and TailDamage
+// says whether a crash can explain it. What a crash in the middle of an
+// append leaves of it:
+//
+//   - a file that ends anywhere inside the append (its size reached the disk
+//     before all its data, or the write itself was cut short);
+//   - or some of the append's 512-byte sectors written and the others
+//     reading as zeros, in any combination. A sector is written whole or not
+//     at all (one cut short fails the drive's own checksum and reads as an
+//     IO error, not as other bytes); drives do not order the sectors of one
+//     write, nor the page cache the 4 KiB pages of unsynced data, so a torn
+//     record can have zeros at its end or in its middle. The unwritten
+//     sectors read as zeros because nothing was there before: a log is only
+//     ever appended to, never reused, and fresh blocks, preallocated extents
+//     and holes read as zeros.
+//
+// A tear never changes a byte that did reach the disk: a header that is
+// there is one the writer wrote. So the tail is torn when the record
+// reaches past the end of the file, or when a sector of the bad fragment
+// reads as zeros from the fragment's start (or the sector's, if later) to
+// the sector's end — the bytes after the fragment in that sector count, as
+// the next record's bytes would have been written with it. Anything else is
+// damage of data written whole, and TailDamage reports it:
+//
+//   - a fragment whose every byte is present, with no such zeroed sector,
+//     that fails its checksum (a flipped bit in a record that was synced);
+//   - a header with no zeroed sector that the writer never writes: an
+//     unknown type, a length past the end of the block, all zeros amid data;
+//   - a header whose checksum matches the type and payload at a length that
+//     differs from the stored one in one byte: its length field was damaged
+//     (a flip that makes the length larger would otherwise pass for a record
+//     cut off by the end of the file);
+//   - valid fragments out of order.
+//
+// The rule cannot tell a torn record from a damaged one whose own bytes
+// hold a zeroed sector (a value with a run of 512 or more zero bytes, or
+// one that ends in zeros across a sector boundary at the end of the file):
+// such a record is taken for torn. Everything else a single damaged byte
+// can do to a complete record is reported.
 package record

@@ -3,8 +3,10 @@ package record
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/shaledb/shale/internal/base"
 )
@@ -20,6 +22,9 @@ const (
 	fragTruncatedPayload
 	fragBadType
 	fragBadChecksum
+	// fragMissing is no fragment at all: the file ends where the rest of a
+	// record should be.
+	fragMissing
 )
 
 var fragStatusMsg = [...]string{
@@ -30,6 +35,7 @@ var fragStatusMsg = [...]string{
 	fragTruncatedPayload: "truncated fragment payload",
 	fragBadType:          "unknown fragment type",
 	fragBadChecksum:      "fragment checksum mismatch",
+	fragMissing:          "file ends inside a record",
 }
 
 // blockRemaining returns the bytes from file offset off to the end of its
@@ -93,12 +99,10 @@ type Reader struct {
 	resumeAt, skipFrom   int64
 	skipped              int64
 	tornOff, tornDropped int64
-	// badWhole is set while damage() handles a fragment that is whole (its
-	// header and every payload byte are in the file) but fails its
-	// checksum, with no zeroed sector in it; tailBitRot keeps it when that
-	// fragment begins the torn tail. See TailChecksumMismatch.
-	badWhole, tailBitRot bool
-	err                  error // sticky: an IO error, or io.EOF at the end
+	// tailDamage is set when the dropped tail cannot be a torn write; see
+	// TailDamage.
+	tailDamage error
+	err        error // sticky: an IO error, or io.EOF at the end
 }
 
 // NewReader returns a Reader of the file read from r, which must be
@@ -211,27 +215,24 @@ func (r *Reader) Next() ([]byte, error) {
 		}
 		if f.eof {
 			if inRecord {
-				return r.damage(recOff, f.off, dropFrom, f.off,
+				return r.damage(recOff, f.off, dropFrom, f.off, fragMissing,
 					"record at offset %d is truncated: missing its LAST fragment", recOff)
 			}
-			r.tornOff, r.tornDropped = f.off, 0
+			r.tornOff, r.tornDropped, r.tailDamage = f.off, 0, nil
 			r.err = io.EOF
 			return nil, io.EOF
 		}
 		if f.st != fragOK {
 			// Follow the bad fragment's length when it stays in its block;
 			// findIntact checks that bound.
-			r.badWhole = f.st == fragBadChecksum && !hasZeroSector(r.data[r.pos:r.pos+int(f.end-f.off)], f.off)
-			rec, err := r.damage(f.off, f.off, dropFrom, f.end, "%s", fragStatusMsg[f.st])
-			r.badWhole = false
-			return rec, err
+			return r.damage(f.off, f.off, dropFrom, f.end, f.st, "%s", fragStatusMsg[f.st])
 		}
 		switch f.typ {
 		case fullFragment, firstFragment:
 			if inRecord {
 				// The fragment itself may start an intact record, so the
 				// search starts at it.
-				return r.damage(recOff, f.off, dropFrom, f.off,
+				return r.damage(recOff, f.off, dropFrom, f.off, fragOK,
 					"record lacks its LAST fragment: found type %d at offset %d", f.typ, f.off)
 			}
 			if f.typ == fullFragment {
@@ -242,7 +243,7 @@ func (r *Reader) Next() ([]byte, error) {
 			r.rec = append(r.rec, f.payload...)
 		default: // middle, last
 			if !inRecord {
-				return r.damage(f.off, f.off, f.off, f.end, "fragment of type %d outside a record", f.typ)
+				return r.damage(f.off, f.off, f.off, f.end, fragOK, "fragment of type %d outside a record", f.typ)
 			}
 			r.rec = append(r.rec, f.payload...)
 			if f.typ == lastFragment {
@@ -253,12 +254,15 @@ func (r *Reader) Next() ([]byte, error) {
 	}
 }
 
-// damage handles a bad fragment at fragOff: it reads the rest of the file and
-// decides between corruption (an intact record follows) and a torn tail.
-// errOff is the offset the error names (the bad fragment, or the start of a
-// record cut short); dropFrom is where the record being dropped began; the
-// search for an intact record follows the fragment chain from chainFrom.
-func (r *Reader) damage(errOff, fragOff, dropFrom, chainFrom int64, format string, args ...any) ([]byte, error) {
+// damage handles a bad fragment at fragOff, whose status is st (fragOK for a
+// valid fragment out of place, fragMissing for the end of the file inside a
+// record): it reads the rest of the file and decides between corruption (an
+// intact record follows) and the end of the log, and at the end between a
+// torn write and damage (judgeTail). errOff is the offset the error names
+// (the bad fragment, or the start of a record cut short); dropFrom is where
+// the record being dropped began; the search for an intact record follows
+// the fragment chain from chainFrom.
+func (r *Reader) damage(errOff, fragOff, dropFrom, chainFrom int64, st fragStatus, format string, args ...any) ([]byte, error) {
 	if err := r.loadRest(); err != nil {
 		r.err = err
 		return nil, err
@@ -273,10 +277,14 @@ func (r *Reader) damage(errOff, fragOff, dropFrom, chainFrom int64, format strin
 
 	q := r.findIntact(int(fragOff-r.dataOff), chainFrom-r.dataOff)
 	if q < 0 {
-		r.tailBitRot = r.badWhole
+		r.tailDamage = nil
+		if r.tornDropped > 0 {
+			r.tailDamage = r.judgeTail(fragOff, st, dropFrom)
+		}
 		r.err = io.EOF
 		return nil, io.EOF
 	}
+	r.tailDamage = nil
 	r.resumeAt, r.skipFrom = r.dataOff+int64(q), dropFrom
 	return nil, base.CorruptionErrorf(r.fileName, errOff, format, args...)
 }
@@ -365,28 +373,87 @@ func (r *Reader) Offset() int64 { return r.recOff }
 // last returned by Next.
 func (r *Reader) EndOffset() int64 { return r.recEnd }
 
-// TailChecksumMismatch reports, after Next returned io.EOF, whether the
-// dropped tail began with a fragment that was whole — header and every
-// payload byte present, no zeroed sector — yet failed its checksum. A write
-// cut short by a crash leaves a truncated fragment, or zeros where sectors
-// never reached the disk; a whole fragment with a wrong checksum is damage
-// to data once written (a flipped bit), and a reader that must not lose a
-// synced record (the MANIFEST) treats it as corruption.
-func (r *Reader) TailChecksumMismatch() bool { return r.tailBitRot }
+// TailDamage returns, after Next returned io.EOF, the damage that ended the
+// log when the dropped tail cannot be what a crash in the middle of an
+// append leaves (see the package documentation for the rule): a
+// *base.CorruptionError naming the file, the offset where the dropped
+// record begins and what is wrong with it. It returns nil when the file
+// ended cleanly or the tail is a torn write. A caller that must not lose a
+// record that was synced — the MANIFEST always, the WAL under its default
+// recovery mode — treats a non-nil TailDamage as corruption.
+func (r *Reader) TailDamage() error { return r.tailDamage }
 
-// hasZeroSector reports whether frag, the bytes of a fragment starting at
-// file offset off, holds the zeros that a write cut short by a power loss
-// leaves where 512-byte sectors were never written: a sector whose bytes
-// inside the fragment are all zero. The sectors where the fragment begins
-// and ends count with the part of them the fragment covers, since a small
-// record crosses at most one sector boundary and a sector never written
-// there zeroes only part of it.
-func hasZeroSector(frag []byte, off int64) bool {
-	const sector = 512
-	for i := 0; i < len(frag); {
-		next := min(i+sector-int((off+int64(i))%sector), len(frag))
+// sectorSize is the unit a disk writes whole or not at all: a power loss
+// in the middle of an append leaves each sector of it either written or
+// reading as zeros, never half of one (a sector cut short fails the
+// drive's own checksum and reads as an IO error, not as other bytes).
+const sectorSize = 512
+
+// judgeTail decides whether the tail dropped from dropFrom, which ends the
+// log because no intact record follows the bad fragment at fragOff (status
+// st), can be a torn append, and returns nil if so, or the damage. It runs
+// after loadRest, so r.data holds the rest of the file. The rule is the
+// package documentation's; each return says which part of it applies.
+func (r *Reader) judgeTail(fragOff int64, st fragStatus, dropFrom int64) error {
+	if st == fragMissing || st == fragTruncatedHeader {
+		// The file ends inside the record: the append was cut short.
+		return nil
+	}
+	d := r.data
+	i := int(fragOff - r.dataOff)
+	if r.zeroedSector(i, i+HeaderSize) {
+		// A sector under the header never reached the disk.
+		return nil
+	}
+	// The header is as it was written, so it must be one the writer
+	// writes.
+	h := d[i : i+HeaderSize]
+	sum := binary.LittleEndian.Uint32(h)
+	length := int(binary.LittleEndian.Uint16(h[4:]))
+	typ := h[6]
+	where := ""
+	if fragOff != dropFrom {
+		where = fmt.Sprintf(" (its fragment at offset %d)", fragOff)
+	}
+	damaged := func(format string, args ...any) error {
+		return base.CorruptionErrorf(r.fileName, dropFrom, "%s%s: the record was written whole and damaged afterwards, not torn by a crash",
+			fmt.Sprintf(format, args...), where)
+	}
+	switch st {
+	case fragOK:
+		return damaged("fragment of type %d at offset %d does not continue the record", typ, fragOff)
+	case fragZeroHeader:
+		return damaged("zeroed fragment header followed by data in its sector")
+	case fragBadType:
+		return damaged("record header has unknown fragment type %d", typ)
+	case fragBadLength:
+		return damaged("record header's length %d runs past its block", length)
+	}
+	// st is fragTruncatedPayload or fragBadChecksum: a valid header.
+	end := min(i+HeaderSize+length, len(d))
+	if st == fragBadChecksum && !r.zeroedSector(i, end) {
+		return damaged("record is complete but fails its checksum")
+	}
+	// The payload runs past the end of the file or holds a sector that
+	// never reached the disk: a torn append, unless what was damaged is
+	// the length field itself.
+	if n, ok := r.checksumMatchesAt(i, sum, typ, length); ok {
+		return damaged("record header's length is %d but its checksum matches %d bytes: the length field is damaged", length, n)
+	}
+	return nil
+}
+
+// zeroedSector reports whether a sector overlapping d[lo:hi] reads as zeros
+// from lo (or from its start, if later) to its end or the end of the file:
+// what a sector of an append that never reached the disk leaves, since
+// everything of the append in it, and after it, is then missing. Bytes
+// before lo belong to earlier writes and do not count.
+func (r *Reader) zeroedSector(lo, hi int) bool {
+	d := r.data
+	for s := lo; s < hi && s < len(d); {
+		next := s + sectorSize - int((r.dataOff+int64(s))%sectorSize)
 		zero := true
-		for _, c := range frag[i:next] {
+		for _, c := range d[s:min(next, len(d))] {
 			if c != 0 {
 				zero = false
 				break
@@ -395,9 +462,42 @@ func hasZeroSector(frag []byte, off int64) bool {
 		if zero {
 			return true
 		}
-		i = next
+		s = next
 	}
 	return false
+}
+
+// checksumMatchesAt reports whether the checksum of the fragment at d[i],
+// whose header says length, matches its type and payload at another length
+// that differs from length in one of its two bytes and fits in the file
+// and the block, and returns that length. A torn append never changes a
+// header, so a match proves the record complete and its length field
+// damaged. (The chance that a torn record matches by accident is below
+// 2^-23: at most 510 lengths, each matching with probability 2^-32.)
+func (r *Reader) checksumMatchesAt(i int, sum uint32, typ byte, length int) (int, bool) {
+	d := r.data
+	avail := min(blockRemaining(r.dataOff+int64(i)), len(d)-i) - HeaderSize
+	var cands []int
+	for b := range 256 {
+		for _, n := range [2]int{length&0xff00 | b, length&0xff | b<<8} {
+			if n != length && n <= avail {
+				cands = append(cands, n)
+			}
+		}
+	}
+	slices.Sort(cands)
+	cands = slices.Compact(cands)
+	payload := d[i+HeaderSize:]
+	c := crc32.Update(0, castagnoli, []byte{typ})
+	done := 0
+	for _, n := range cands {
+		c = crc32.Update(c, castagnoli, payload[done:n])
+		done = n
+		if maskCRC(c) == sum {
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 // TornTail describes the tail dropped when Next returned io.EOF: offset is

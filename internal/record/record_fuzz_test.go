@@ -60,6 +60,15 @@ func readAllEvents(t *testing.T, src io.Reader, size int) (events []readerEvent,
 			if off < 0 || dropped < 0 || off+dropped > int64(size) {
 				t.Fatalf("TornTail %d, %d of %d bytes", off, dropped, size)
 			}
+			// Damage is judged only of a tail that was dropped, and names
+			// where it begins.
+			if dmg := r.TailDamage(); dmg != nil {
+				var ce *base.CorruptionError
+				if dropped == 0 || !errors.As(dmg, &ce) || ce.File != testFile || ce.Offset != off {
+					t.Fatalf("TailDamage %v with TornTail %d, %d", dmg, off, dropped)
+				}
+				events = append(events, readerEvent{err: dmg.Error()})
+			}
 			return events, off, dropped
 		}
 		if err != nil {

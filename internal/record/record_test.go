@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -350,32 +351,36 @@ func TestMultiBlockCorruption(t *testing.T) {
 	checkPrefix(t, got, w, 2)
 }
 
-func TestLastRecordDamageIsTornTail(t *testing.T) {
+// TestLastRecordDamageIsReported flips every byte of the last record: the
+// Reader ends the log there (io.EOF, TornTail naming the record), and since
+// every byte of the record is present, TailDamage reports each flip, in the
+// checksum, the length, the type or the payload. Cuts are torn writes.
+func TestLastRecordDamageIsReported(t *testing.T) {
 	recs := [][]byte{payload(0, 40), payload(1, 60), payload(2, 30)}
 	w := writeRecords(t, recs, nil, 0)
 	for i := w.offsets[2]; i < w.ends[2]; i++ {
-		file := bytes.Clone(w.file)
-		file[i] ^= 0x55
-		got, r := readAll(file)
-		if got.err != io.EOF {
-			t.Fatalf("flip at %d: err %v, want io.EOF", i, got.err)
-		}
-		checkPrefix(t, got, w, 2)
-		off, dropped := r.TornTail()
-		if off != w.offsets[2] || dropped != w.ends[2]-w.offsets[2] {
-			t.Fatalf("flip at %d: TornTail %d, %d", i, off, dropped)
-		}
-		// A flip in the checksum or the payload leaves the fragment whole
-		// with a wrong checksum; one in the length or type does not.
-		at := i - w.offsets[2]
-		if want := at < 4 || at >= HeaderSize; r.TailChecksumMismatch() != want {
-			t.Fatalf("flip at header byte %d: TailChecksumMismatch %v, want %v", at, r.TailChecksumMismatch(), want)
+		for _, x := range []byte{0x01, 0x10, 0x55, 0xff} {
+			file := bytes.Clone(w.file)
+			file[i] ^= x
+			got, r := readAll(file)
+			if got.err != io.EOF {
+				t.Fatalf("flip %#x at %d: err %v, want io.EOF", x, i, got.err)
+			}
+			checkPrefix(t, got, w, 2)
+			off, dropped := r.TornTail()
+			if off != w.offsets[2] || dropped != w.ends[2]-w.offsets[2] {
+				t.Fatalf("flip %#x at %d: TornTail %d, %d", x, i, off, dropped)
+			}
+			var ce *base.CorruptionError
+			if err := r.TailDamage(); !errors.As(err, &ce) || ce.File != testFile || ce.Offset != w.offsets[2] {
+				t.Fatalf("flip %#x at header byte %d: TailDamage %v, want corruption at %d", x, i-w.offsets[2], err, w.offsets[2])
+			}
 		}
 	}
-	// Truncation is a torn write, never a checksum mismatch.
+	// Truncation is a torn write, never damage.
 	for cut := w.offsets[2] + 1; cut < w.ends[2]; cut++ {
-		if _, r := readAll(w.file[:cut]); r.TailChecksumMismatch() {
-			t.Fatalf("cut at %d reported as a checksum mismatch", cut)
+		if _, r := readAll(w.file[:cut]); r.TailDamage() != nil {
+			t.Fatalf("cut at %d reported as damage: %v", cut, r.TailDamage())
 		}
 	}
 	// A multi-block last record whose LAST fragment is damaged.
@@ -391,15 +396,86 @@ func TestLastRecordDamageIsTornTail(t *testing.T) {
 	if off, dropped := r.TornTail(); off != w.offsets[3] || dropped != int64(len(file))-w.offsets[3] {
 		t.Fatalf("TornTail %d, %d", off, dropped)
 	}
-	if !r.TailChecksumMismatch() {
-		t.Fatal("a flipped bit in a whole LAST fragment is not a checksum mismatch")
+	if err := r.TailDamage(); err == nil || !strings.Contains(err.Error(), "complete but fails its checksum") ||
+		!strings.Contains(err.Error(), "its fragment at offset") {
+		t.Fatalf("a flipped bit in a whole LAST fragment: TailDamage %v", err)
 	}
 	// Zeros where sectors never reached the disk: a torn write.
 	file = bytes.Clone(w.file)
 	z := (int64(len(file)) - 1024) &^ 511
 	clear(file[z : z+512])
-	if _, r := readAll(file); r.TailChecksumMismatch() {
-		t.Fatal("a zeroed sector in the last fragment is reported as a checksum mismatch")
+	if _, r := readAll(file); r.TailDamage() != nil {
+		t.Fatalf("a zeroed sector in the last fragment is reported as damage: %v", r.TailDamage())
+	}
+}
+
+// TestTailDamageRule walks the rule of the package documentation case by
+// case on a last record that crosses sector boundaries.
+func TestTailDamageRule(t *testing.T) {
+	// Record 1 ends at 400; record 2 (1500 bytes) runs from 400 to 1907,
+	// over the sector boundaries at 512, 1024 and 1536.
+	recs := [][]byte{payload(0, 400-HeaderSize), payload(1, 1500)}
+	w := writeRecords(t, recs, nil, 0)
+	start, end := int(w.offsets[1]), int(w.ends[1])
+	if start != 400 || end != 1907 {
+		t.Fatalf("layout: record 2 at [%d, %d)", start, end)
+	}
+	zero := func(b []byte, from, to int) []byte { clear(b[from:to]); return b }
+	for _, tc := range []struct {
+		name  string
+		file  func(b []byte) []byte
+		torn  bool
+		match string // in the damage
+	}{
+		{"cut in the header", func(b []byte) []byte { return b[:start+3] }, true, ""},
+		{"cut in the payload", func(b []byte) []byte { return b[:1000] }, true, ""},
+		{"cut at a sector boundary", func(b []byte) []byte { return b[:1024] }, true, ""},
+		{"zeros from a sector boundary to the end", func(b []byte) []byte { return zero(b, 1024, end) }, true, ""},
+		{"a zeroed sector in the middle", func(b []byte) []byte { return zero(b, 1024, 1536) }, true, ""},
+		{"zeros from a sector boundary, then preallocated zeros", func(b []byte) []byte {
+			return append(zero(b, 1536, end), make([]byte, 4096)...)
+		}, true, ""},
+		{"zeros in the middle not covering a sector", func(b []byte) []byte { return zero(b, 1030, 1530) }, false, "checksum"},
+		{"zeros of the last sector, but not to the end of the file", func(b []byte) []byte {
+			return append(zero(b, 1536, end), payload(5, 20)...)
+		}, false, "checksum"},
+		{"a flipped bit with preallocated zeros after", func(b []byte) []byte {
+			b[1200] ^= 4
+			return append(b, make([]byte, 4096)...)
+		}, false, "checksum"},
+		{"a length flip that makes the record run past the end of the file", func(b []byte) []byte {
+			b[start+4] ^= 0x20 // 1500 = 0x05dc becomes 1532
+			return b
+		}, false, "length field is damaged"},
+		{"a length flip that makes the record run into preallocated zeros", func(b []byte) []byte {
+			b[start+5] ^= 0x10
+			return append(b, make([]byte, 8192)...)
+		}, false, "length field is damaged"},
+		{"a length flip past the block", func(b []byte) []byte { b[start+5] ^= 0x80; return b }, false, "runs past its block"},
+		{"an unknown type", func(b []byte) []byte { b[start+6] = 9; return b }, false, "unknown fragment type"},
+		{"a zero type in written data", func(b []byte) []byte { b[start+6] = 0; return b }, false, "unknown fragment type"},
+		{"a zeroed header in written data", func(b []byte) []byte { return zero(b, start, start+HeaderSize) }, false, "zeroed fragment header"},
+		{"garbage after the last record", func(b []byte) []byte { return append(b, payload(7, 300)...) }, false, "the record was written whole"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, r := readAll(tc.file(bytes.Clone(w.file)))
+			if got.err != io.EOF {
+				t.Fatalf("err %v, want io.EOF", got.err)
+			}
+			err := r.TailDamage()
+			if _, dropped := r.TornTail(); dropped == 0 {
+				t.Fatal("nothing dropped")
+			}
+			if tc.torn {
+				if err != nil {
+					t.Fatalf("a torn append is reported as damage: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), tc.match) {
+				t.Fatalf("TailDamage %v, want damage mentioning %q", err, tc.match)
+			}
+		})
 	}
 }
 
@@ -448,6 +524,10 @@ func TestGarbageTail(t *testing.T) {
 	if off, dropped := r.TornTail(); off != w.ends[0] || dropped != 3000 {
 		t.Fatalf("TornTail %d, %d", off, dropped)
 	}
+	// No writer wrote those bytes, and a crash leaves zeros, not others.
+	if !errors.Is(r.TailDamage(), base.ErrCorruption) {
+		t.Fatalf("garbage after the last record: TailDamage %v", r.TailDamage())
+	}
 }
 
 // frag builds one fragment by hand.
@@ -477,6 +557,9 @@ func TestBadSequences(t *testing.T) {
 		{"unfinished record", cat(good, frag(firstFragment, []byte("f")), frag(middleFragment, []byte("m"))), 1, -1},
 		{"truncated header", cat(good, []byte{1, 2, 3}), 1, -1},
 	} {
+		// Of the tails, only a valid fragment out of place is damage: the
+		// others end where the file does.
+		wantDamage := tc.name == "orphan at end"
 		got, r := readAll(tc.file)
 		if len(got.recs) != tc.records {
 			t.Errorf("%s: %d records, want %d", tc.name, len(got.recs), tc.records)
@@ -489,6 +572,9 @@ func TestBadSequences(t *testing.T) {
 			}
 			if _, dropped := r.TornTail(); dropped == 0 {
 				t.Errorf("%s: nothing dropped", tc.name)
+			}
+			if (r.TailDamage() != nil) != wantDamage {
+				t.Errorf("%s: TailDamage %v", tc.name, r.TailDamage())
 			}
 		case !errors.As(got.err, &ce) || ce.Offset != tc.corrOff || ce.File != testFile:
 			t.Errorf("%s: err %v, want corruption at %d", tc.name, got.err, tc.corrOff)
@@ -610,8 +696,8 @@ func TestTornSectorAtFragmentEdgeIsTorn(t *testing.T) {
 		t.Fatalf("err %v, want io.EOF", got.err)
 	}
 	checkPrefix(t, got, w, 1)
-	if r.TailChecksumMismatch() {
-		t.Fatal("a record whose end lies in a sector never written is reported as a checksum mismatch")
+	if r.TailDamage() != nil {
+		t.Fatalf("a record whose end lies in a sector never written is reported as damage: %v", r.TailDamage())
 	}
 	// Sector 0 never rewritten after record 1 was synced, sector 1 written:
 	// the first bytes of a header that straddles 512 are zeros.
@@ -627,13 +713,13 @@ func TestTornSectorAtFragmentEdgeIsTorn(t *testing.T) {
 		t.Fatalf("err %v, want io.EOF", got.err)
 	}
 	checkPrefix(t, got, w, 1)
-	if r.TailChecksumMismatch() {
-		t.Fatal("a header whose first sector was never written is reported as a checksum mismatch")
+	if r.TailDamage() != nil {
+		t.Fatalf("a header whose first sector was never written is reported as damage: %v", r.TailDamage())
 	}
 	// A flipped bit in the same record is still bit rot.
 	file = bytes.Clone(w.file)
 	file[w.ends[1]-10] ^= 4
-	if _, r := readAll(file); !r.TailChecksumMismatch() {
-		t.Fatal("a flipped bit is not a checksum mismatch")
+	if _, r := readAll(file); r.TailDamage() == nil {
+		t.Fatal("a flipped bit is not reported as damage")
 	}
 }

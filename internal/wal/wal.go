@@ -12,21 +12,26 @@ import (
 )
 
 // RecoveryMode says which damage Replay accepts. The names and values are
-// those of RocksDB's WALRecoveryMode.
+// those of RocksDB's WALRecoveryMode. Whether a damaged end of the log is a
+// torn tail (what a crash in the middle of an append leaves) or damage of
+// records written whole is the rule of the package documentation.
 type RecoveryMode int
 
 const (
 	// TolerateCorruptedTailRecords, the default, accepts a torn tail (the
-	// normal result of a crash) and fails on damage followed by intact
-	// records.
+	// normal result of a crash) and fails on damage: damage followed by
+	// intact records, and a damaged tail (a last record whose bytes are all
+	// there but fail their checksum).
 	TolerateCorruptedTailRecords RecoveryMode = iota
 	// AbsoluteConsistency fails on any damage, a torn tail included.
 	AbsoluteConsistency
-	// PointInTimeRecovery stops silently at the first damage, replaying a
-	// consistent prefix of the log.
+	// PointInTimeRecovery stops at the first damage, torn or not,
+	// replaying a consistent prefix of the log; ReplayResult says what it
+	// dropped.
 	PointInTimeRecovery
 	// SkipAnyCorruptedRecords skips damaged records and replays every intact
-	// one; it may lose writes from the middle of the log.
+	// one; it may lose writes from the middle of the log, and ReplayResult
+	// says which.
 	SkipAnyCorruptedRecords
 )
 
@@ -45,7 +50,11 @@ func (m RecoveryMode) String() string {
 	return fmt.Sprintf("RecoveryMode(%d)", int(m))
 }
 
-// ReplayResult summarizes a Replay.
+// ReplayResult summarizes a Replay. When Replay fails on damage it still
+// describes the replay up to the damage: for a damaged or (under
+// AbsoluteConsistency) torn tail, TornTailBytes, TailCorrupt and the Dropped
+// fields describe that tail; for damage followed by intact records,
+// DroppedRecords is 1 and DroppedOffset where the damage begins.
 type ReplayResult struct {
 	// Records is the number of records passed to fn.
 	Records int
@@ -53,15 +62,33 @@ type ReplayResult struct {
 	// replayed; 0 when there was none.
 	LastOffset int64
 	// TornTailBytes counts the bytes dropped at the end of the log (trailing
-	// zeros not included); with PointInTimeRecovery, everything from the
-	// first damage on.
+	// zeros not included), torn or damaged; with PointInTimeRecovery,
+	// everything from the first damage on.
 	TornTailBytes int64
 	// SkippedBytes counts the damaged bytes skipped in the middle of the log
 	// under SkipAnyCorruptedRecords.
 	SkippedBytes int64
 	// Damaged is set when replay ended before the end of the log's data: a
-	// torn tail, or the first damage under PointInTimeRecovery.
+	// torn or damaged tail, or the first damage under PointInTimeRecovery.
 	Damaged bool
+
+	// DroppedRecords counts the records in the log that were not replayed:
+	// each damaged stretch skipped in the middle counts one, a dropped tail
+	// (torn or damaged) one, and under PointInTimeRecovery every intact
+	// record after the first damage one more each (a stretch holds at
+	// least one record; how many the reader cannot tell). 0 when every
+	// byte of the log (trailing zeros aside) was replayed.
+	DroppedRecords int
+	// DroppedOffset is the file offset of the first byte not replayed: the
+	// start of the first skipped stretch or of the dropped tail. Meaningful
+	// only when DroppedRecords > 0.
+	DroppedOffset int64
+	// TailCorrupt is set when the dropped end of the log (TornTailBytes) is
+	// damage a crash cannot explain rather than a torn tail: a record written
+	// whole that fails its checksum, or, under PointInTimeRecovery, damage
+	// followed by intact records. Stretches skipped in the middle are always
+	// damage and show in SkippedBytes.
+	TailCorrupt bool
 }
 
 // Replay reads the WAL at path and calls fn with each intact record in order;
@@ -80,9 +107,22 @@ func Replay(fs vfs.FS, path string, mode RecoveryMode, fn func(rec []byte) error
 	}
 	defer f.Close()
 	rr := record.NewReader(io.NewSectionReader(f, 0, math.MaxInt64), path)
+	// stopped is set once PointInTimeRecovery met damage: the rest of the
+	// log, already in the reader's memory, is only counted.
+	stopped := false
+	drop := func(off int64) {
+		if res.DroppedRecords == 0 {
+			res.DroppedOffset = off
+		}
+		res.DroppedRecords++
+	}
 	for {
 		rec, err := rr.Next()
 		if err == nil {
+			if stopped {
+				res.DroppedRecords++
+				continue
+			}
 			if err := fn(rec); err != nil {
 				return res, err
 			}
@@ -90,26 +130,50 @@ func Replay(fs vfs.FS, path string, mode RecoveryMode, fn func(rec []byte) error
 			res.LastOffset = rr.EndOffset()
 			continue
 		}
-		res.SkippedBytes = rr.SkippedBytes()
 		off, dropped := rr.TornTail()
 		switch {
 		case err == io.EOF:
+			if stopped {
+				if dropped > 0 {
+					res.DroppedRecords++
+				}
+				return res, nil
+			}
+			res.SkippedBytes = rr.SkippedBytes()
+			if dropped == 0 {
+				return res, nil
+			}
+			drop(off)
+			damage := rr.TailDamage()
 			res.TornTailBytes = dropped
-			res.Damaged = dropped > 0
-			if mode == AbsoluteConsistency && dropped > 0 {
+			res.Damaged = true
+			res.TailCorrupt = damage != nil
+			switch {
+			case damage != nil && (mode == TolerateCorruptedTailRecords || mode == AbsoluteConsistency):
+				// A record written whole was most likely acknowledged:
+				// dropping it silently would lose a write.
+				return res, fmt.Errorf("%w (WAL recovery mode %s does not drop a damaged record; %s or %s opens without it, losing its writes)",
+					damage, mode, PointInTimeRecovery, SkipAnyCorruptedRecords)
+			case mode == AbsoluteConsistency:
 				return res, base.CorruptionErrorf(path, off,
 					"torn tail of %d bytes (WAL recovery mode %s accepts none)", dropped, mode)
 			}
 			return res, nil
 		case !errors.Is(err, base.ErrCorruption):
 			return res, fmt.Errorf("shale: reading WAL %s: %w", path, err)
+		case stopped:
+			res.DroppedRecords++
 		case mode == PointInTimeRecovery:
+			drop(off)
+			res.SkippedBytes = rr.SkippedBytes()
 			res.TornTailBytes = dropped
 			res.Damaged = true
-			return res, nil
+			res.TailCorrupt = true
+			stopped = true
 		case mode == SkipAnyCorruptedRecords:
-			continue
+			drop(off)
 		default:
+			drop(off)
 			return res, err
 		}
 	}
