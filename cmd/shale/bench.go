@@ -72,6 +72,24 @@ type benchConfig struct {
 	statistics            bool  // set Options.Statistics and print it after each benchmark
 	numLevels             int   // Options.NumLevels
 	seekNextsSet          bool  // --seek_nexts was given (asyncio defaults it to 65536)
+
+	// db_bench's most used flags (issue 10); see bench_workloads.go. The
+	// Options ones default to RocksDB's defaults, which are shale's.
+	targetFileSizeBase             int64
+	maxBytesForLevelBase           int64
+	maxBytesForLevelMultiplier     float64
+	level0FileNumCompactionTrigger int
+	level0SlowdownWritesTrigger    int
+	level0StopWritesTrigger        int
+	maxBackgroundJobs              int
+	maxWriteBufferNumber           int
+	disableWAL                     bool          // WriteOptions.DisableWAL
+	openFiles                      int           // max_open_files: only -1 can be honoured
+	compressionRatio               float64       // values compress to about this fraction
+	statsInterval                  time.Duration // --stats_interval_seconds; 0 = none
+	useExistingKeys                bool          // key number k is the k-th key of the database
+	readWritePercent               int           // readrandomwriterandom's share of reads
+	readsSet                       bool          // --reads was given (else it follows --num)
 }
 
 // defaultBenchConfig returns db_bench's defaults.
@@ -98,6 +116,18 @@ func defaultBenchConfig() benchConfig {
 
 		optimizeMultiGetForIO: true,
 		numLevels:             7,
+
+		targetFileSizeBase:             64 << 20,
+		maxBytesForLevelBase:           256 << 20,
+		maxBytesForLevelMultiplier:     10,
+		level0FileNumCompactionTrigger: 4,
+		level0SlowdownWritesTrigger:    20,
+		level0StopWritesTrigger:        36,
+		maxBackgroundJobs:              2,
+		maxWriteBufferNumber:           2,
+		openFiles:                      -1,
+		compressionRatio:               0.5,
+		readWritePercent:               90,
 	}
 }
 
@@ -118,18 +148,29 @@ type benchSpec struct {
 	// ownOutput benchmarks print their own result lines instead of the
 	// db_bench line.
 	ownOutput bool
+	// op is the operation type --histogram records the ops under.
+	op benchOp
+	// numDivisor divides --num for the benchmark (db_bench's num_ /= 1000
+	// of fillsync and fill100K); valueSize replaces --value_size; sync
+	// makes its writes sync (fillsync). See beginBenchmark.
+	numDivisor int64
+	valueSize  int
+	sync       bool
+	// message, when set, renders db_bench's message of the benchmark in
+	// place of "(F of R found)".
+	message func(res *benchResult) string
 }
 
 var benchSpecs = map[string]benchSpec{
-	"fillseq":          {fn: benchFillSeq, freshDB: true},
-	"fillrandom":       {fn: benchFillRandom, freshDB: true},
-	"overwrite":        {fn: benchFillRandom},
-	"readrandom":       {fn: benchReadRandom},
-	"readseq":          {fn: benchReadSeq},
-	"readreverse":      {fn: benchReadReverse},
-	"seekrandom":       {fn: benchSeekRandom},
-	"deleterandom":     {fn: benchDeleteRandom},
-	"readwhilewriting": {fn: benchReadRandom, writer: true},
+	"fillseq":          {fn: benchFillSeq, freshDB: true, op: opWrite},
+	"fillrandom":       {fn: benchFillRandom, freshDB: true, op: opWrite},
+	"overwrite":        {fn: benchFillRandom, op: opWrite},
+	"readrandom":       {fn: benchReadRandom, op: opRead},
+	"readseq":          {fn: benchReadSeq, op: opRead},
+	"readreverse":      {fn: benchReadReverse, op: opRead},
+	"seekrandom":       {fn: benchSeekRandom, op: opSeek},
+	"deleterandom":     {fn: benchDeleteRandom, op: opDelete},
+	"readwhilewriting": {fn: benchReadRandom, writer: true, op: opRead},
 	"flush":            {fn: benchFlush, control: true},
 	"compact":          {fn: benchCompact, control: true},
 	"stats":            {control: true},
@@ -137,13 +178,20 @@ var benchSpecs = map[string]benchSpec{
 	"randread_batch": {fn: benchRandReadBatch, control: true, ownOutput: true},
 	"scan_direct":    {fn: benchScanDirect, control: true, ownOutput: true},
 	// The async read path (issue 5).
-	"multireadrandom":      {fn: benchMultiReadRandom},
-	"fillseqdeterministic": {fn: benchFillSeqDeterministic, freshDB: true, control: true},
+	"multireadrandom":      {fn: benchMultiReadRandom, op: opRead},
+	"fillseqdeterministic": {fn: benchFillSeqDeterministic, freshDB: true, control: true, op: opWrite},
 	"asyncio":              {fn: benchAsyncIO, control: true, ownOutput: true},
+	// db_bench's workloads of issue 10 (bench_workloads.go).
+	"fillsync":              {fn: benchFillRandom, freshDB: true, op: opWrite, numDivisor: 1000, sync: true},
+	"fill100K":              {fn: benchFillRandom, freshDB: true, op: opWrite, numDivisor: 1000, valueSize: fill100KValueSize},
+	"readmissing":           {fn: benchReadMissing, op: opRead},
+	"readhot":               {fn: benchReadHot, op: opRead},
+	"updaterandom":          {fn: benchUpdateRandom, op: opUpdate, message: updateMessage},
+	"readrandomwriterandom": {fn: benchReadRandomWriteRandom, op: opRead, message: readWriteMessage},
 }
 
 // knownBenchmarks lists the benchmark names for help and errors.
-const knownBenchmarks = "fillseq, fillrandom, overwrite, readrandom, readseq, readreverse, seekrandom, deleterandom, readwhilewriting, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio"
+const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio"
 
 // benchResult is the merged outcome of one benchmark over its threads.
 type benchResult struct {
@@ -153,7 +201,12 @@ type benchResult struct {
 	found   int64 // reads that found their key (readrandom, seekrandom, readwhilewriting)
 	reads   int64 // reads attempted, the denominator of found
 	elapsed time.Duration
-	hist    *hdrhistogram.Histogram // nil without --histogram
+	hist    *hdrhistogram.Histogram // all ops; nil without --histogram
+	// hists holds the latencies by operation type (nil where none).
+	hists [numBenchOps]*hdrhistogram.Histogram
+	// message is db_bench's message of the benchmark (benchSpec.message),
+	// printed in place of "(F of R found)".
+	message string
 }
 
 // line renders r as db_bench does.
@@ -170,19 +223,13 @@ func (r *benchResult) line() string {
 	if r.bytes > 0 && secs > 0 {
 		fmt.Fprintf(&b, " %.1f MB/s", float64(r.bytes)/(1<<20)/secs)
 	}
-	if r.reads > 0 {
+	switch {
+	case r.message != "":
+		fmt.Fprintf(&b, " %s", r.message)
+	case r.reads > 0:
 		fmt.Fprintf(&b, " (%d of %d found)", r.found, r.reads)
 	}
 	return b.String()
-}
-
-// histogramText renders the latency percentiles, in microseconds.
-func (r *benchResult) histogramText() string {
-	h := r.hist
-	us := func(ns int64) float64 { return float64(ns) / 1e3 }
-	return fmt.Sprintf("Microseconds per op:\nCount: %d Average: %.4f StdDev: %.2f\nPercentiles: P50: %.2f P95: %.2f P99: %.2f P100: %.2f\n",
-		h.TotalCount(), h.Mean()/1e3, h.StdDev()/1e3,
-		us(h.ValueAtQuantile(50)), us(h.ValueAtQuantile(95)), us(h.ValueAtQuantile(99)), us(h.Max()))
 }
 
 // benchRunner runs a list of benchmarks against one database directory.
@@ -198,10 +245,14 @@ type benchRunner struct {
 	fs       vfs.FS // vfs.Default, or a LatencyFS over it (--env_read_*)
 	wo       *shale.WriteOptions
 	ro       *shale.ReadOptions // --readahead_size, --async_io, --optimize_multiget_for_io
-	stats    *shale.Statistics  // --statistics; kept across fresh DBs, as db_bench
+	stats    *shale.Statistics  // --statistics; kept across fresh DBs, reset before each benchmark
 	values   []byte             // shared, read-only source of value bytes
 	done     atomic.Int64       // ops finished in the running benchmark, for progress
 	stop     atomic.Bool        // set when --duration has elapsed
+
+	valuesRatio float64  // the compression ratio values was made for
+	keys        [][]byte // --use_existing_keys: the database's keys, read-only
+	doneBatch   int64    // ops a thread finishes before adding them to done
 }
 
 // runBenchmarks runs cfg.benchmarks in order, printing one db_bench line per
@@ -308,7 +359,7 @@ func (c *benchConfig) validate() error {
 	if _, err := sstable.ParseCompression(c.compression); err != nil {
 		return fmt.Errorf("--compression_type: %v", err)
 	}
-	return nil
+	return c.validateWorkloadFlags()
 }
 
 // benchFS returns the file system of the run: the OS's, wrapped in a
@@ -349,6 +400,15 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		WALBackgroundWrites:              r.cfg.walBackgroundWrites,
 		NumLevels:                        r.cfg.numLevels,
 		Statistics:                       r.stats,
+
+		TargetFileSizeBase:             r.cfg.targetFileSizeBase,
+		MaxBytesForLevelBase:           r.cfg.maxBytesForLevelBase,
+		MaxBytesForLevelMultiplier:     r.cfg.maxBytesForLevelMultiplier,
+		Level0FileNumCompactionTrigger: r.cfg.level0FileNumCompactionTrigger,
+		Level0SlowdownWritesTrigger:    r.cfg.level0SlowdownWritesTrigger,
+		Level0StopWritesTrigger:        r.cfg.level0StopWritesTrigger,
+		MaxBackgroundJobs:              r.cfg.maxBackgroundJobs,
+		MaxWriteBufferNumber:           r.cfg.maxWriteBufferNumber,
 	}
 	if o.MaxAutoReadaheadSize == 0 {
 		o.MaxAutoReadaheadSize = -1
@@ -368,9 +428,12 @@ func (r *benchRunner) options() (*shale.Options, error) {
 
 func (r *benchRunner) printHeader() {
 	c := &r.cfg
+	if c.openFiles != -1 {
+		fmt.Fprintln(r.progress, openFilesNotice(c.openFiles))
+	}
 	fmt.Fprintf(r.out, "shale:       version %s\n", shale.Version)
 	fmt.Fprintf(r.out, "Keys:        %d bytes each\n", c.keySize)
-	fmt.Fprintf(r.out, "Values:      %d bytes each (%d bytes after compression)\n", c.valueSize, c.valueSize/2)
+	fmt.Fprintf(r.out, "Values:      %d bytes each (%d bytes after compression)\n", c.valueSize, c.compressedValueSize())
 	fmt.Fprintf(r.out, "Entries:     %d\n", c.num)
 	fmt.Fprintf(r.out, "Compression: %s\n", c.compression)
 	fmt.Fprintf(r.out, "Seed:        %d\n", c.seed)
@@ -404,6 +467,11 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 			return res, false, err
 		}
 	}
+	restore, err := r.beginBenchmark(spec)
+	if err != nil {
+		return res, false, err
+	}
+	defer restore()
 	readers := r.cfg.threads
 	if spec.control {
 		readers = 1
@@ -411,6 +479,7 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 	threads := make([]*benchThread, readers)
 	for i := range threads {
 		threads[i] = r.newThread(idx, i)
+		threads[i].setOp(spec.op)
 	}
 	var writer *benchThread
 	if spec.writer {
@@ -420,6 +489,7 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 	r.done.Store(0)
 	r.stop.Store(false)
 	stopProgress := r.startProgress()
+	stopStatsInterval := r.startStatsInterval(readers)
 	var timer *time.Timer
 	if r.cfg.duration > 0 {
 		timer = time.AfterFunc(r.cfg.duration, func() { r.stop.Store(true) })
@@ -452,11 +522,15 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 		timer.Stop()
 	}
 	stopProgress()
+	stopStatsInterval()
 	if err := errors.Join(errs...); err != nil {
 		return res, false, err
 	}
 
 	res = mergeThreads(name, threads)
+	if spec.message != nil {
+		res.message = spec.message(&res)
+	}
 	if !spec.ownOutput {
 		fmt.Fprintln(r.out, res.line())
 		if res.hist != nil {
@@ -467,7 +541,8 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 		fmt.Fprintf(r.out, "%-12s : DB %s\n", name, formatIOMetrics(&r.db.Metrics().IO))
 	}
 	if r.stats != nil {
-		// Cumulative since the run started, as db_bench's --statistics.
+		// The benchmark's own: beginBenchmark reset them. (db_bench prints
+		// its statistics once, at the end, for the whole run.)
 		fmt.Fprintf(r.out, "STATISTICS:\n%s", r.stats.String())
 	}
 	return res, true, nil
@@ -510,11 +585,18 @@ func mergeThreads(name string, threads []*benchThread) benchResult {
 		if i == 0 || t.end.After(last) {
 			last = t.end
 		}
-		if t.hist != nil {
+		for op, h := range t.hists {
+			if h == nil || h.TotalCount() == 0 {
+				continue
+			}
 			if res.hist == nil {
 				res.hist = newLatencyHistogram()
 			}
-			res.hist.Merge(t.hist)
+			res.hist.Merge(h)
+			if res.hists[op] == nil {
+				res.hists[op] = newLatencyHistogram()
+			}
+			res.hists[op].Merge(h)
 		}
 	}
 	res.elapsed = last.Sub(first)
@@ -531,8 +613,9 @@ type benchThread struct {
 	reads       int64
 	unreported  int64 // ops not yet added to benchRunner.done
 	start, end  time.Time
-	last        time.Time // end of the previous op, for the histogram
-	hist        *hdrhistogram.Histogram
+	last        time.Time               // end of the previous op, for the histogram
+	hist        *hdrhistogram.Histogram // where finished records: hists[op] (setOp)
+	hists       [numBenchOps]*hdrhistogram.Histogram
 	runner      *benchRunner
 	batch       *shale.Batch
 	batchFilled int
@@ -553,9 +636,6 @@ func (r *benchRunner) newThread(bench, thread int) *benchThread {
 	// Threads start at different values; not drawn from rng, so that the
 	// key sequence depends only on the seed.
 	t.valuePos = thread * 7919 % (len(r.values) - r.cfg.valueSize + 1)
-	if r.cfg.histogram {
-		t.hist = newLatencyHistogram()
-	}
 	return t
 }
 
@@ -575,7 +655,7 @@ func (t *benchThread) finished(n int64, bytes int64) {
 		_ = t.hist.RecordValue(min(max(d, 1), t.hist.HighestTrackableValue()))
 	}
 	t.unreported += n
-	if t.unreported >= 1024 {
+	if t.unreported >= t.runner.doneBatch {
 		t.runner.done.Add(t.unreported)
 		t.unreported = 0
 	}
@@ -590,8 +670,13 @@ func (t *benchThread) more(i, limit int64, timed bool) bool {
 	return i < limit
 }
 
-// makeKey formats k as zero-padded decimal filling t.key exactly.
+// makeKey formats k as zero-padded decimal filling t.key exactly; with
+// --use_existing_keys it returns the k-th key of the database, which the
+// caller must not change.
 func (t *benchThread) makeKey(k int64) []byte {
+	if keys := t.runner.keys; keys != nil {
+		return keys[k] // --use_existing_keys
+	}
 	benchdata.FormatKey(t.key, k)
 	return t.key
 }
@@ -683,21 +768,7 @@ func benchDeleteRandom(r *benchRunner, t *benchThread) error {
 }
 
 func benchReadRandom(r *benchRunner, t *benchThread) error {
-	for i := int64(0); t.more(i, r.cfg.reads, true); i++ {
-		k := t.randomKey()
-		v, err := r.db.Get(k, r.ro)
-		t.reads++
-		var bytes int64
-		switch {
-		case err == nil:
-			t.found++
-			bytes = int64(len(k) + len(v))
-		case !errors.Is(err, shale.ErrNotFound):
-			return err
-		}
-		t.finished(1, bytes)
-	}
-	return nil
+	return r.readKeys(t, t.randomKey)
 }
 
 // writeWhileReading is readwhilewriting's writer: random overwrites until

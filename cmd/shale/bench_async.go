@@ -10,7 +10,6 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/shaledb/shale"
-	"github.com/shaledb/shale/internal/benchdata"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -42,15 +41,15 @@ func newBatchKeys(n, keySize int) [][]byte {
 func (t *benchThread) fillBatchKeys(keys [][]byte) {
 	c := &t.runner.cfg
 	if c.multireadStride == 0 {
-		for _, k := range keys {
-			benchdata.FormatKey(k, t.rng.Int64N(c.num))
+		for i := range keys {
+			t.setBatchKey(keys, i, t.rng.Int64N(c.num))
 		}
 		return
 	}
 	span := int64(len(keys)-1) * c.multireadStride
 	start := t.rng.Int64N(max(1, c.num-span))
-	for i, k := range keys {
-		benchdata.FormatKey(k, (start+int64(i)*c.multireadStride)%c.num)
+	for i := range keys {
+		t.setBatchKey(keys, i, (start+int64(i)*c.multireadStride)%c.num)
 	}
 }
 

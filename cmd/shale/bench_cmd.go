@@ -17,6 +17,7 @@ func newBenchCmd() *cobra.Command {
 		latencyUS  int64
 		jitterUS   int64
 		cpuProfile string
+		statsSecs  int64
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
@@ -29,7 +30,22 @@ db_bench-style line per benchmark, e.g.
 Without --benchmarks it runs a short suite (` + defaultSuite + `) with
 --num 100000 (unless --num is given) on a temporary directory that is removed
 afterwards. Keys are zero-padded decimal numbers of exactly --key_size bytes;
-values are pseudo-random bytes that compress to about half their size.
+values are pseudo-random bytes that compress to about --compression_ratio
+of their size (half, by default).
+
+As in db_bench: fillsync writes --num/1000 random entries, each synced;
+fill100K writes --num/1000 random entries of 100,000-byte values;
+readmissing reads keys that are not there (a key with '.' appended) and
+readhot keys of the first 1% of the key space; updaterandom reads and then
+writes random keys; readrandomwriterandom does, of every 100 ops of a
+thread, --readwritepercent reads first and writes for the rest. The last two
+run --reads ops per thread (db_bench's larger of --reads and --writes;
+there is no --writes). db_bench's appendrandom is not here: it is the
+baseline of merges (mergerandom), and shale has no merge operator yet.
+--open_files (max_open_files) is accepted but cannot be honoured: shale
+keeps every table open, as -1 does, and has no limit yet; another value
+prints a notice and the run goes on as -1. --statistics prints each
+benchmark's own counts (db_bench prints the whole run's once, at the end).
 
 --db DIR: bench holds the lock of DIR (created if missing) for the whole
 run, so that while it runs a second bench, or any program opening the
@@ -77,6 +93,8 @@ everything in the block cache.`,
 			cfg.useDirectReadsSet = flags.Changed("use_direct_reads")
 			cfg.compressionSet = flags.Changed("compression_type")
 			cfg.seekNextsSet = flags.Changed("seek_nexts")
+			cfg.statsInterval = time.Duration(statsSecs) * time.Second
+			cfg.readsSet = flags.Changed("reads")
 			if benchConfigHook != nil {
 				benchConfigHook(cfg)
 				return nil
@@ -115,7 +133,7 @@ everything in the block cache.`,
 	f.BoolVar(&cfg.sync, "sync", false, "sync the WAL on every write")
 	f.BoolVar(&cfg.walBackgroundWrites, "wal_background_writes", false, "let writes without --sync return before the WAL has them (Options.WALBackgroundWrites: faster, but a process crash may lose the last writes)")
 	f.BoolVar(&cfg.disableAutoComp, "disable_auto_compactions", false, "turn off automatic compactions")
-	f.BoolVar(&cfg.histogram, "histogram", false, "print latency percentiles of each benchmark")
+	f.BoolVar(&cfg.histogram, "histogram", false, "print the latency histogram of each benchmark, per operation type, as db_bench does")
 	f.Int64Var(&cfg.seed, "seed", 0, "seed of the key choice (0 = from the clock; the seed used is printed)")
 	f.IntVar(&duration, "duration", 0, "seconds each random benchmark runs (0 = use --num/--reads)")
 	f.IntVar(&cfg.blockSize, "block_size", cfg.blockSize, "uncompressed size of SST data blocks in bytes")
@@ -144,6 +162,22 @@ everything in the block cache.`,
 	f.Int64Var(&cfg.multireadStride, "multiread_stride", 0, "keys of a multireadrandom batch are start + i*stride from a random start (0 = random keys)")
 	f.BoolVar(&cfg.statistics, "statistics", false, "collect Options.Statistics and print its tickers and histograms after each benchmark")
 	f.IntVar(&cfg.numLevels, "num_levels", cfg.numLevels, "number of LSM levels (Options.NumLevels)")
+
+	// db_bench's most used flags: the LSM shape, the write path, the data.
+	f.Int64Var(&cfg.targetFileSizeBase, "target_file_size_base", cfg.targetFileSizeBase, "target size in bytes of the tables compactions write")
+	f.Int64Var(&cfg.maxBytesForLevelBase, "max_bytes_for_level_base", cfg.maxBytesForLevelBase, "target size in bytes of the base level")
+	f.Float64Var(&cfg.maxBytesForLevelMultiplier, "max_bytes_for_level_multiplier", cfg.maxBytesForLevelMultiplier, "size ratio of adjacent levels")
+	f.IntVar(&cfg.level0FileNumCompactionTrigger, "level0_file_num_compaction_trigger", cfg.level0FileNumCompactionTrigger, "L0 files that start a compaction into the base level")
+	f.IntVar(&cfg.level0SlowdownWritesTrigger, "level0_slowdown_writes_trigger", cfg.level0SlowdownWritesTrigger, "L0 files at which writes are slowed down")
+	f.IntVar(&cfg.level0StopWritesTrigger, "level0_stop_writes_trigger", cfg.level0StopWritesTrigger, "L0 files at which writes stop until a compaction")
+	f.IntVar(&cfg.maxBackgroundJobs, "max_background_jobs", cfg.maxBackgroundJobs, "most flushes and compactions running at once")
+	f.IntVar(&cfg.maxWriteBufferNumber, "max_write_buffer_number", cfg.maxWriteBufferNumber, "most memtables, the one being written included; writes wait while all are full")
+	f.BoolVar(&cfg.disableWAL, "disable_wal", false, "write without the WAL (WriteOptions.DisableWAL): a crash loses the writes not yet flushed")
+	f.IntVar(&cfg.openFiles, "open_files", cfg.openFiles, "max_open_files; NOT HONOURED: shale keeps every table open, as -1, and has no limit yet (another value prints a notice)")
+	f.Float64Var(&cfg.compressionRatio, "compression_ratio", cfg.compressionRatio, "values compress to about this fraction of their size (1 or more: incompressible)")
+	f.Int64Var(&statsSecs, "stats_interval_seconds", 0, "print, every this many seconds, the ops and ops/sec of the running benchmark's last interval and of all of it on stderr (0 = never)")
+	f.BoolVar(&cfg.useExistingKeys, "use_existing_keys", false, "with --use_existing_db: read the database's keys first and use them instead of generated keys (their count becomes --num)")
+	f.IntVar(&cfg.readWritePercent, "readwritepercent", cfg.readWritePercent, "readrandomwriterandom: percent of the ops that are reads")
 	return cmd
 }
 

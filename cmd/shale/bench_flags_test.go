@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchDBBenchFlagsReachOptions: db_bench's LSM, write-path and data
+// flags parse into the configuration and from there reach shale.Options,
+// the WriteOptions and the value generator.
+func TestBenchDBBenchFlagsReachOptions(t *testing.T) {
+	cfg := parseBench(t, "--target_file_size_base", "8388608", "--max_bytes_for_level_base", "33554432",
+		"--max_bytes_for_level_multiplier", "8.5", "--level0_file_num_compaction_trigger", "3",
+		"--level0_slowdown_writes_trigger", "9", "--level0_stop_writes_trigger", "17",
+		"--max_background_jobs", "5", "--max_write_buffer_number", "4", "--disable_wal",
+		"--open_files", "500", "--compression_ratio", "0.25", "--stats_interval_seconds", "7",
+		"--use_existing_keys", "--use_existing_db", "--readwritepercent", "35", "--reads", "12")
+	got := fmt.Sprintf("%d %d %g %d %d %d %d %d %v %d %g %v %v %d %d %v", cfg.targetFileSizeBase, cfg.maxBytesForLevelBase,
+		cfg.maxBytesForLevelMultiplier, cfg.level0FileNumCompactionTrigger, cfg.level0SlowdownWritesTrigger,
+		cfg.level0StopWritesTrigger, cfg.maxBackgroundJobs, cfg.maxWriteBufferNumber, cfg.disableWAL, cfg.openFiles,
+		cfg.compressionRatio, cfg.statsInterval, cfg.useExistingKeys, cfg.readWritePercent, cfg.reads, cfg.readsSet)
+	if want := "8388608 33554432 8.5 3 9 17 5 4 true 500 0.25 7s true 35 12 true"; got != want {
+		t.Fatalf("parsed %s\n          want %s", got, want)
+	}
+	r := &benchRunner{cfg: cfg}
+	o, err := r.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = fmt.Sprintf("%d %d %g %d %d %d %d %d", o.TargetFileSizeBase, o.MaxBytesForLevelBase, o.MaxBytesForLevelMultiplier,
+		o.Level0FileNumCompactionTrigger, o.Level0SlowdownWritesTrigger, o.Level0StopWritesTrigger,
+		o.MaxBackgroundJobs, o.MaxWriteBufferNumber)
+	if want := "8388608 33554432 8.5 3 9 17 5 4"; got != want {
+		t.Fatalf("Options got %s\n        want %s", got, want)
+	}
+	if err := o.EnsureDefaults().Validate(); err != nil {
+		t.Fatalf("the flags make invalid Options: %v", err)
+	}
+	r.cfg.useExistingKeys = false // there is no database to read keys from
+	restore, err := r.beginBenchmark(benchSpecs["overwrite"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	if !r.wo.DisableWAL || r.wo.Sync {
+		t.Errorf("--disable_wal: WriteOptions %+v, want DisableWAL and no Sync", *r.wo)
+	}
+	if r.valuesRatio != 0.25 {
+		t.Errorf("values made for ratio %g, want --compression_ratio 0.25", r.valuesRatio)
+	}
+}
+
+// TestBenchDBBenchFlagDefaults: without the flags, bench passes RocksDB's
+// defaults (which are shale's) and honours --open_files' default, -1.
+func TestBenchDBBenchFlagDefaults(t *testing.T) {
+	cfg := parseBench(t)
+	got := fmt.Sprintf("%d %d %g %d %d %d %d %d %v %d %g %v %v %d %v", cfg.targetFileSizeBase, cfg.maxBytesForLevelBase,
+		cfg.maxBytesForLevelMultiplier, cfg.level0FileNumCompactionTrigger, cfg.level0SlowdownWritesTrigger,
+		cfg.level0StopWritesTrigger, cfg.maxBackgroundJobs, cfg.maxWriteBufferNumber, cfg.disableWAL, cfg.openFiles,
+		cfg.compressionRatio, cfg.statsInterval, cfg.useExistingKeys, cfg.readWritePercent, cfg.readsSet)
+	if want := "67108864 268435456 10 4 20 36 2 2 false -1 0.5 0s false 90 false"; got != want {
+		t.Fatalf("defaults %s\n    want %s", got, want)
+	}
+}
+
+// TestBenchDBBenchFlagErrors: a bad value of a new flag fails before the
+// directory is touched, with an error that names the flag, never an
+// Options field or the directory, whether bench or Options.Validate found
+// it.
+func TestBenchDBBenchFlagErrors(t *testing.T) {
+	cases := []struct {
+		edit func(c *benchConfig)
+		want string
+	}{
+		{func(c *benchConfig) { c.targetFileSizeBase = 0 }, "--target_file_size_base must be positive, got 0"},
+		{func(c *benchConfig) { c.targetFileSizeBase = 1000 }, "--target_file_size_base must be at least 4 KiB, got 1000"},
+		{func(c *benchConfig) { c.maxBytesForLevelBase = -1 }, "--max_bytes_for_level_base must be positive, got -1"},
+		{func(c *benchConfig) { c.maxBytesForLevelMultiplier = 0 }, "--max_bytes_for_level_multiplier must be positive, got 0"},
+		{func(c *benchConfig) { c.maxBytesForLevelMultiplier = math.NaN() }, "--max_bytes_for_level_multiplier must be positive, got NaN"},
+		{func(c *benchConfig) { c.maxBytesForLevelMultiplier = 1.5 }, "--max_bytes_for_level_multiplier must be between 2 and 1000, got 1.5"},
+		{func(c *benchConfig) { c.level0FileNumCompactionTrigger = 0 }, "--level0_file_num_compaction_trigger must be positive, got 0"},
+		{func(c *benchConfig) { c.level0FileNumCompactionTrigger = 30 },
+			"--level0_slowdown_writes_trigger (20) must be >= --level0_file_num_compaction_trigger (30)"},
+		{func(c *benchConfig) { c.level0SlowdownWritesTrigger = 0 }, "--level0_slowdown_writes_trigger must be positive, got 0"},
+		{func(c *benchConfig) { c.level0StopWritesTrigger = 10 },
+			"--level0_stop_writes_trigger (10) must be >= --level0_slowdown_writes_trigger (20)"},
+		{func(c *benchConfig) { c.maxBackgroundJobs = 0 }, "--max_background_jobs must be positive, got 0"},
+		{func(c *benchConfig) { c.maxBackgroundJobs = 65 }, "--max_background_jobs must be between 1 and 64, got 65"},
+		{func(c *benchConfig) { c.maxWriteBufferNumber = 1 }, "--max_write_buffer_number must be at least 2, got 1"},
+		{func(c *benchConfig) { c.compressionRatio = -0.5 }, "--compression_ratio must be a fraction >= 0"},
+		{func(c *benchConfig) { c.compressionRatio = math.Inf(1) }, "--compression_ratio must be a fraction >= 0"},
+		{func(c *benchConfig) { c.statsInterval = -time.Second }, "--stats_interval_seconds must be >= 0, got -1"},
+		{func(c *benchConfig) { c.readWritePercent = 101 }, "--readwritepercent must be between 0 and 100, got 101"},
+		{func(c *benchConfig) { c.disableWAL, c.sync = true, true }, "--sync and --disable_wal exclude each other"},
+		{func(c *benchConfig) { c.disableWAL, c.benchmarks = true, []string{"fillsync"} }, "fillsync syncs every write's WAL record, which --disable_wal turns off"},
+		{func(c *benchConfig) { c.useExistingKeys = true }, "--use_existing_keys needs --use_existing_db"},
+	}
+	for _, c := range cases {
+		cfg := tinyConfig(t, "fillseq")
+		c.edit(&cfg)
+		_, err := runBenchmarks(&bytes.Buffer{}, &bytes.Buffer{}, cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an error containing %q, got %v", c.want, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "Options.") || strings.Contains(msg, cfg.db) {
+			t.Errorf("error %q names an Options field or the directory", msg)
+		}
+	}
+}
+
+// TestBenchDBBenchFlagErrorsFromTheCommandLine: the same through the
+// command, as a user types it.
+func TestBenchDBBenchFlagErrorsFromTheCommandLine(t *testing.T) {
+	_, _, err := run(t, "bench", "--benchmarks", "fillseq", "--num", "10", "--level0_stop_writes_trigger", "3")
+	if err == nil || !strings.Contains(err.Error(), "--level0_stop_writes_trigger (3) must be >= --level0_slowdown_writes_trigger (20)") {
+		t.Fatalf("got %v", err)
+	}
+	_, _, err = run(t, "bench", "--benchmarks", "fillseq", "--num", "10", "--readwritepercent", "-1")
+	if err == nil || !strings.Contains(err.Error(), "--readwritepercent must be between 0 and 100, got -1") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestBenchOpenFilesNotice: --open_files other than -1 cannot be honoured;
+// bench says so once, on stderr, and in --help, and runs on.
+func TestBenchOpenFilesNotice(t *testing.T) {
+	for _, n := range []int{-1, 100} {
+		cfg := tinyConfig(t, "fillseq")
+		cfg.openFiles = n
+		var out, progress bytes.Buffer
+		if _, err := runBenchmarks(&out, &progress, cfg); err != nil {
+			t.Fatal(err)
+		}
+		notices := strings.Count(progress.String(), "is not honoured")
+		if want := map[int]int{-1: 0, 100: 1}[n]; notices != want {
+			t.Errorf("--open_files %d: %d notices, want %d:\n%s", n, notices, want, progress.String())
+		}
+		if n != -1 && !strings.Contains(progress.String(), openFilesNotice(n)+"\n") {
+			t.Errorf("--open_files %d: notice missing:\n%s", n, progress.String())
+		}
+	}
+	help, _, err := run(t, "bench", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"is accepted but cannot be honoured", "NOT HONOURED"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
