@@ -35,6 +35,9 @@ const (
 	opFlush
 	opCompactRange
 	opReopen
+	// opReadOnlyScan opens the database with OpenForReadOnly beside the
+	// writer and scans it.
+	opReadOnlyScan
 )
 
 // iterStepKind names one move of an iterator.
@@ -123,6 +126,8 @@ func (op modelOp) String() string {
 		return fmt.Sprintf("compactrange [%s,%s]", op.key, op.value)
 	case opReopen:
 		return "close and reopen"
+	case opReadOnlyScan:
+		return "open read-only beside the writer and scan"
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -294,6 +299,9 @@ func (g *opGenerator) next() modelOp {
 			}
 			return op
 		case r < 98:
+			if rng.IntN(2) == 0 {
+				return modelOp{kind: opReadOnlyScan}
+			}
 			// Snapshots do not survive a reopen.
 			g.liveSnaps = g.liveSnaps[:0]
 			return modelOp{kind: opReopen}
@@ -359,6 +367,9 @@ type opTarget interface {
 	flush() error
 	compactRange(start, end []byte) error
 	reopen() error
+	// readOnlyScan returns the digest of a full scan of the database
+	// opened read-only (the latest state).
+	readOnlyScan() string
 }
 
 // fmtValue renders a value for the log: short ones whole, long ones by
@@ -476,6 +487,8 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("compactrange [%s,%s] -> %s", op.key, op.value, fmtErr(t.compactRange(op.key, op.value)))
 	case opReopen:
 		line("reopen -> %s", fmtErr(t.reopen()))
+	case opReadOnlyScan:
+		line("readonly scan -> %s", t.readOnlyScan())
 	}
 	return log
 }
@@ -552,6 +565,24 @@ func (m *modelTarget) compactRange(_, _ []byte) error {
 func (m *modelTarget) reopen() error {
 	clear(m.snaps)
 	return nil
+}
+
+func (m *modelTarget) readOnlyScan() string {
+	it := m.newIter(0, nil, nil)
+	defer it.Close()
+	return scanDigest(it)
+}
+
+// scanDigest sums up a full forward scan: the count of entries and a
+// checksum of their keys and values.
+func scanDigest(it kvIterator) string {
+	h := crc32.NewIEEE()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		fmt.Fprintf(h, "%q=%q;", it.Key(), it.Value())
+		n++
+	}
+	return fmt.Sprintf("%d entries, crc %08x", n, h.Sum32())
 }
 
 // modelIter iterates over a model's sorted keys within bounds, with the
@@ -719,6 +750,33 @@ func (d *dbTarget) reopen() error {
 	}
 	d.db = db
 	return nil
+}
+
+// readOnlyScan opens the directory with OpenForReadOnly while d.db stays
+// open for writing. A read-only open sees what reached the WAL or a table,
+// so writes that skipped the WAL or are still in the background WAL
+// writer's hands are flushed first.
+func (d *dbTarget) readOnlyScan() string {
+	if d.cfg.disableWAL || d.opts.WALBackgroundWrites {
+		if err := d.db.Flush(); err != nil {
+			return "flush: " + fmtErr(err)
+		}
+	}
+	ro := *d.opts
+	ro.Logger = nil
+	db, err := OpenForReadOnly(d.dir, &ro)
+	if err != nil {
+		return "open: " + fmtErr(err)
+	}
+	it := db.NewIterator(nil)
+	digest := scanDigest(it)
+	if err := it.Close(); err != nil {
+		digest += " iter close: " + fmtErr(err)
+	}
+	if err := db.Close(); err != nil {
+		digest += " close: " + fmtErr(err)
+	}
+	return digest
 }
 
 // close releases the snapshots and closes the DB.

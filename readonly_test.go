@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -111,7 +112,7 @@ func checkDBEquals(t *testing.T, db *DB, m model) {
 func TestOpenForReadOnlyWritesNothing(t *testing.T) {
 	mem := vfs.NewMem()
 	m := fillForReadOnly(t, mem, 3000)
-	if n := countFiles(t, mem, 1 /* table */); n == 0 {
+	if n := countFiles(t, mem, base.FileTypeTable); n == 0 {
 		t.Fatal("the fill wrote no table")
 	}
 	before := dirImage(t, mem, "/db")
