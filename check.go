@@ -2,10 +2,8 @@ package shale
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -445,40 +443,17 @@ func (c *checker) replayManifest(name string) (CheckedFile, *manifest.Version, b
 	cf.Detail = fmt.Sprintf("live; %d records, %d live tables, log number %s", len(edits), nTables, logNum)
 	if off, dropped := rr.TornTail(); dropped > 0 {
 		cf.Status = CheckRecoverable
-		cf.Err = base.CorruptionErrorf(path, off, "torn tail of %d bytes (Open drops it)", dropped)
-		if completeBadFragment(f, off) {
+		cf.Err = base.CorruptionErrorf(path, off, "torn tail of %d bytes, as a crash in the middle of an append leaves it (Open drops it)", dropped)
+		if err := rr.TailDamage(); err != nil {
 			// Every MANIFEST record is synced before its edit takes
-			// effect, so a whole record that fails its checksum is damage
-			// of an acknowledged edit, not a torn write; Open drops it all
-			// the same, losing the edit (and the data of a flush whose WAL
-			// is gone).
+			// effect, so a damaged last record is an acknowledged edit;
+			// Open refuses the MANIFEST rather than lose it (and the data
+			// of a flush whose WAL is gone).
 			cf.Status = CheckDamaged
-			cf.Err = base.CorruptionErrorf(path, off, "last record is complete but fails its checksum: damaged after it was written (Open would drop it and lose its edit)")
+			cf.Err = fmt.Errorf("%w (Open fails on it)", err)
 		}
 	}
 	return cf, v, logNum
-}
-
-// completeBadFragment reports whether a record fragment whose header and
-// payload are wholly present in the file (and in its 32 KiB block) starts
-// at off but fails its checksum: damage to written data, not a torn write.
-func completeBadFragment(f vfs.File, off int64) bool {
-	var h [record.HeaderSize]byte
-	if n, _ := f.ReadAt(h[:], off); n < len(h) {
-		return false
-	}
-	length := int64(binary.LittleEndian.Uint16(h[4:]))
-	typ := h[6]
-	if length == 0 && typ == 0 || typ < 1 || typ > 4 || off%record.BlockSize+record.HeaderSize+length > record.BlockSize {
-		return false
-	}
-	payload := make([]byte, 1+length)
-	if n, _ := f.ReadAt(payload, off+6); n < len(payload) {
-		return false
-	}
-	c := crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli))
-	masked := (c>>15 | c<<17) + 0xa282ead8
-	return masked != binary.LittleEndian.Uint32(h[:4])
 }
 
 // checkTables verifies every live table of v, and every table when v is
@@ -565,7 +540,8 @@ func (c *checker) checkWALs(logs []base.FileNum, logNum base.FileNum, haveManife
 	for i, w := range checks {
 		if w.torn > 0 && w.cf.Status == CheckOK {
 			w.cf.Status = CheckRecoverable
-			w.cf.Err = base.CorruptionErrorf(c.path(w.cf.Name), w.tornAt, "torn tail of %d bytes (Open drops it)", w.torn)
+			w.cf.Err = base.CorruptionErrorf(c.path(w.cf.Name), w.tornAt,
+				"torn tail of %d bytes, as a crash in the middle of an append leaves it, never synced (Open drops it)", w.torn)
 			if c.opts.WALRecoveryMode == AbsoluteConsistency {
 				w.cf.Status = CheckDamaged
 				w.cf.Err = base.CorruptionErrorf(c.path(w.cf.Name), w.tornAt, "torn tail of %d bytes (WALRecoveryMode AbsoluteConsistency accepts none)", w.torn)
@@ -598,6 +574,15 @@ func (c *checker) readWAL(name string) *walCheck {
 		rec, err := rr.Next()
 		if err == io.EOF {
 			w.tornAt, w.torn = rr.TornTail()
+			if err := rr.TailDamage(); err != nil {
+				// Whole records are what commits wrote: this one was most
+				// likely acknowledged, and dropping it loses its writes.
+				w.cf.Status = CheckDamaged
+				w.cf.Err = fmt.Errorf("%w (Open fails on it under WALRecoveryMode %s; %s and %s open without it, losing its writes)",
+					err, TolerateCorruptedTailRecords, PointInTimeRecovery, SkipAnyCorruptedRecords)
+				w.cf.Detail = fmt.Sprintf("%d records, %d entries before the damage", records, entries)
+				return w
+			}
 			break
 		}
 		if err != nil {
