@@ -17,7 +17,6 @@ import (
 // opens. The DBs that use it never release it; Close does.
 type Lock struct {
 	dir string
-	fs  vfs.FS
 
 	mu     sync.Mutex
 	closer io.Closer // nil once closed
@@ -27,7 +26,9 @@ type Lock struct {
 
 // LockDirectory takes the lock of the database directory dir on fs (nil:
 // vfs.Default), creating dir if needed. It fails with an error matching
-// vfs.ErrLocked when another process or DB holds it.
+// vfs.ErrLocked when another process or DB holds it. The DBs it is passed
+// to may use another FS for the same directory (a wrapper over fs, such as
+// a latency-injecting one): the lock is the directory's.
 func LockDirectory(dir string, fs vfs.FS) (*Lock, error) {
 	if fs == nil {
 		fs = vfs.Default
@@ -37,9 +38,9 @@ func LockDirectory(dir string, fs vfs.FS) (*Lock, error) {
 	}
 	c, err := fs.Lock(fs.PathJoin(dir, base.MakeFilename(base.FileTypeLock, 0)))
 	if err != nil {
-		return nil, fmt.Errorf("shale: cannot lock %s: %w", dir, err)
+		return nil, err // names the LOCK file
 	}
-	return &Lock{dir: dir, fs: fs, closer: c}, nil
+	return &Lock{dir: dir, closer: c}, nil
 }
 
 // Close releases the lock. A DB opened with it must be closed first.
@@ -76,8 +77,6 @@ func acquireDirLock(fs vfs.FS, dir string, o *Options) (io.Closer, error) {
 		return nil, base.InvalidArgumentf("shale: Options.Lock of %s is closed", l.dir)
 	case !sameDir(l.dir, dir):
 		return nil, base.InvalidArgumentf("shale: Options.Lock is the lock of %s, not of %s", l.dir, dir)
-	case l.fs != fs:
-		return nil, base.InvalidArgumentf("shale: Options.Lock was taken on another file system than Options.FS")
 	case l.inUse:
 		return nil, fmt.Errorf("shale: cannot open %s: Options.Lock is used by another open DB: %w", dir, vfs.ErrLocked)
 	}

@@ -61,6 +61,9 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 			return nil, fmt.Errorf("shale: creating %s: %w", dir, err)
 		}
 	} else if _, err := d.fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if readOnly {
+			return nil, base.InvalidArgumentf("shale: database %s does not exist", dir)
+		}
 		return nil, base.InvalidArgumentf("shale: database %s does not exist (set Options.CreateIfMissing to create it)", dir)
 	}
 	defer func() {
@@ -415,23 +418,26 @@ func (d *DB) recover() error {
 // the replay of one WAL dropped.
 func (d *DB) recordReplayLoss(name string, res wal.ReplayResult) {
 	bytes := res.TornTailBytes + res.SkippedBytes
-	if bytes == 0 {
+	if res.DroppedRecords == 0 && bytes == 0 {
 		return
 	}
-	reason := "torn tail"
+	var reason string
 	switch {
 	case res.SkippedBytes > 0 && res.TornTailBytes > 0:
-		reason = "damaged records skipped and torn tail"
+		reason = "damaged records skipped, and the tail dropped"
 	case res.SkippedBytes > 0:
 		reason = "damaged records skipped"
-	case d.opts.WALRecoveryMode == PointInTimeRecovery:
+	case d.opts.WALRecoveryMode == PointInTimeRecovery && res.TailCorrupt:
 		reason = "point-in-time recovery stopped at damage"
+	case res.TailCorrupt:
+		reason = "damaged tail dropped"
+	default:
+		reason = "torn tail"
+		if d.readOnly {
+			reason += " (or a write in progress)"
+		}
 	}
-	if d.readOnly {
-		reason += " (or a write in progress)"
-	}
-	loss := WALLoss{File: name, Offset: res.LastOffset, Records: 1, Bytes: bytes, Reason: reason}
-	d.addRecoveryLoss(loss)
+	d.addRecoveryLoss(WALLoss{File: name, Offset: res.DroppedOffset, Records: int64(max(res.DroppedRecords, 1)), Bytes: bytes, Reason: reason})
 }
 
 // recordSkippedWAL records a whole WAL that point-in-time recovery did not

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -38,9 +39,13 @@ func (r *benchRunner) useDir() error {
 	}
 	r.dir = r.cfg.db
 	if r.dir != "" && r.cfg.useExistingDB {
-		// LockDirectory would create the directory.
+		// LockDirectory would create the directory, and a LOCK file in a
+		// directory that holds no database.
 		if _, err := r.fs.Stat(r.dir); errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("--use_existing_db: there is no database in %s (the directory does not exist)", r.dir)
+		}
+		if _, err := r.fs.Stat(filepath.Join(r.dir, "CURRENT")); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("--use_existing_db: there is no database in %s (no CURRENT file; --use_existing_db=false creates one)", r.dir)
 		}
 	}
 	if r.dir == "" {
@@ -95,23 +100,13 @@ func (r *benchRunner) validateOptions() error {
 	return o.EnsureDefaults().Validate()
 }
 
-// lockOn makes r.lock the lock of r.dir taken on fs: Options.Lock must
-// have been taken on the Options.FS of the open it is passed to, and
-// asyncio's cached phase opens on vfs.Default where the rest of a run with
-// --env_read_* opens on a LatencyFS over it. Moving the lock from one to
-// the other releases it for a moment; should another process take it
-// then, LockDirectory fails and the run stops without touching the
-// directory again.
+// lockOn makes r.lock the lock of r.dir, taken on fs the first time; the
+// lock is the directory's, so later opens on another file system over the
+// same directory (asyncio's cached phase opens on vfs.Default where a run
+// with --env_read_* uses a LatencyFS over it) keep using it.
 func (r *benchRunner) lockOn(fs vfs.FS) error {
-	if r.lock != nil && r.lockFS == fs {
-		return nil
-	}
 	if r.lock != nil {
-		err := r.lock.Close()
-		r.lock, r.lockFS = nil, nil
-		if err != nil {
-			return err
-		}
+		return nil
 	}
 	lock, err := shale.LockDirectory(r.dir, fs)
 	if err != nil {

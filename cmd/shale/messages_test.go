@@ -74,6 +74,13 @@ func TestCLIErrorsSpeakCLI(t *testing.T) {
 		{[]string{"bench", "--db", missing, "--num", "10", "--use_existing_db", "--benchmarks", "readrandom"}, "--use_existing_db: there is no database"},
 		{[]string{"bench", "--db", filepath.Join(dir, "empty"), "--num", "10", "--use_existing_db", "--benchmarks", "readrandom"}, "--use_existing_db=false"},
 	}
+	defer func() {
+		// A refused --use_existing_db leaves nothing in a directory that
+		// holds no database (LockDirectory would leave a LOCK file).
+		if names, _ := os.ReadDir(filepath.Join(dir, "empty")); len(names) != 0 {
+			t.Errorf("a refused bench --use_existing_db left %d files in an empty directory", len(names))
+		}
+	}()
 	for _, c := range cases {
 		_, _, err := run(t, c.args...)
 		if err == nil {
