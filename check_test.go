@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/record"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -104,6 +105,18 @@ func TestCheckCleanAndDamaged(t *testing.T) {
 			return append(append(b[:len(b)-53], make([]byte, 100)...), foot...)
 		}, CheckDamaged, "the MANIFEST says"},
 		{"wal torn tail", wal, func(b []byte) []byte { return b[:len(b)-20] }, CheckRecoverable, "torn tail"},
+		{"wal last record bit rot", wal, func(b []byte) []byte { b[len(b)-3] ^= 0x01; return b }, CheckDamaged, "complete but fails its checksum"},
+		{"wal last record length", wal, func(b []byte) []byte {
+			// The high byte of the last record's length grows, so that the
+			// record seems cut off by the end of the file.
+			rr := record.NewReader(bytes.NewReader(b), wal)
+			last := int64(-1)
+			for _, err := rr.Next(); err == nil; _, err = rr.Next() {
+				last = rr.Offset()
+			}
+			b[last+5] ^= 0x40
+			return b
+		}, CheckDamaged, "length field is damaged"},
 		{"wal middle", wal, func(b []byte) []byte { b[30] ^= 0x01; return b }, CheckDamaged, "checksum"},
 		{"manifest first record", manifestName, func(b []byte) []byte { b[20] ^= 0x01; return b }, CheckDamaged, "checksum"},
 		{"manifest last record bit rot", manifestName, func(b []byte) []byte { b[len(b)-3] ^= 0x01; return b }, CheckDamaged, "complete but fails its checksum"},

@@ -26,8 +26,8 @@ type matrixDB struct {
 	fs   *vfs.MemFS
 	keys []string
 	// states[i] is the content after the first i unflushed batches of the
-	// WAL: a damaged WAL tail recovers to one of them; any other damage
-	// must leave states[len(states)-1].
+	// WAL: a torn WAL tail (a truncated or zeroed end) recovers to one of
+	// them; any other damage must leave states[len(states)-1].
 	states []model
 }
 
@@ -372,6 +372,11 @@ func TestCorruptionMatrix(t *testing.T) {
 	}
 	if c := counts["SST flip"]; c.detected == 0 {
 		t.Fatal("no SST flip was detected")
+	}
+	// Every WAL record was synced and written whole: a flip in one, the
+	// last included, is damage, never a torn tail to drop.
+	if c := counts["WAL flip"]; c.recovered > 0 {
+		t.Errorf("WAL flip: %d of %d damaged WALs were recovered to a prefix, dropping acknowledged batches without an error", c.recovered, c.tried)
 	}
 	// Every byte of a table is covered by a block checksum or the footer's
 	// canonical form, and CURRENT is read whole: no damage there may pass.

@@ -800,10 +800,12 @@ func TestReviewEverySSTByteFlip(t *testing.T) {
 
 // TestReviewEveryWALByteFlipEachMode flips each byte of a WAL of 20 synced
 // batches under every WALRecoveryMode: Open either fails with ErrCorruption
-// naming the WAL or recovers a state the mode allows (TolerateCorrupted
-// TailRecords and PointInTimeRecovery: a prefix of the batches;
-// SkipAnyCorruptedRecords: a subset missing only batches at the damage;
-// AbsoluteConsistency: all of them), and never a value that was not written.
+// naming the WAL or recovers a state the mode allows (PointInTimeRecovery: a
+// prefix of the batches; SkipAnyCorruptedRecords: a subset missing only
+// batches at the damage; TolerateCorruptedTailRecords and
+// AbsoluteConsistency: all of them, since a flip in a record written whole,
+// the last one included, is damage and not a torn tail), and never a value
+// that was not written.
 func TestReviewEveryWALByteFlipEachMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("flips every byte of a WAL")
@@ -1282,9 +1284,11 @@ func walFlipFixture(t *testing.T, writeBufferSize, n int, val func(int) string) 
 
 // walFlipTrial opens a copy of fs whose WAL name has the bit (off % 8) of
 // byte off flipped, under mode, and returns what it recovered: "corruption"
-// (Open failed, naming the WAL), "all", "prefix" (a prefix of the n puts) or
-// "skipped" (SkipAnyCorruptedRecords lost at most two). Anything the mode
-// does not allow fails the test.
+// (Open failed, naming the WAL), "all", "prefix" (PointInTimeRecovery kept
+// a prefix of the n puts) or "skipped" (SkipAnyCorruptedRecords lost at most
+// two). Anything the mode does not allow fails the test: the WAL's records
+// were all synced and written whole, so a flip is never a torn tail, and
+// TolerateCorruptedTailRecords may not drop a batch for it.
 func walFlipTrial(t *testing.T, fs *vfs.MemFS, name string, orig []byte, off int, mode WALRecoveryMode, n int, val func(int) string) string {
 	t.Helper()
 	c := fs.CrashClone()
@@ -1315,9 +1319,9 @@ func walFlipTrial(t *testing.T, fs *vfs.MemFS, name string, orig []byte, off int
 	switch {
 	case len(present) == n:
 		return "all"
-	case mode == AbsoluteConsistency:
+	case mode == AbsoluteConsistency || mode == TolerateCorruptedTailRecords:
 		t.Fatalf("%s flip at %d: Open dropped batches %v", mode, off, present)
-	case prefix && mode != SkipAnyCorruptedRecords:
+	case prefix && mode == PointInTimeRecovery:
 		return "prefix"
 	case mode == SkipAnyCorruptedRecords && len(present) >= n-2:
 		return "skipped"

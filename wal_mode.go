@@ -9,12 +9,16 @@ type WALRecoveryMode = wal.RecoveryMode
 // The WAL recovery modes.
 const (
 	// TolerateCorruptedTailRecords: a torn tail (a crash mid-write) is
-	// dropped; damage followed by intact records is reported as corruption.
+	// dropped; damage is reported as corruption: damage followed by intact
+	// records, and a last record written whole that fails its checksum
+	// (see docs/durability.md, "Torn tail or damage").
 	TolerateCorruptedTailRecords = wal.TolerateCorruptedTailRecords
 	// AbsoluteConsistency: any damage, even a torn tail, fails Open.
 	AbsoluteConsistency = wal.AbsoluteConsistency
-	// PointInTimeRecovery: replay stops silently at the first damage.
+	// PointInTimeRecovery: replay stops at the first damage, torn or not,
+	// and Open reports what it dropped.
 	PointInTimeRecovery = wal.PointInTimeRecovery
-	// SkipAnyCorruptedRecords: damaged records are skipped.
+	// SkipAnyCorruptedRecords: damaged records are skipped, and Open
+	// reports them.
 	SkipAnyCorruptedRecords = wal.SkipAnyCorruptedRecords
 )
