@@ -9,20 +9,6 @@ import (
 	"github.com/shaledb/shale/vfs"
 )
 
-// listNames lists dir in fs, sorted; nil when dir is missing.
-func listNames(t *testing.T, fs vfs.FS, dir string) []string {
-	t.Helper()
-	names, err := fs.List(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(names)
-	return names
-}
-
 // fillAndClose writes enough to /db in fs for tables, a WAL, a MANIFEST and
 // an OPTIONS file, then closes it.
 func fillAndClose(t *testing.T, fs *vfs.MemFS) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -37,18 +38,6 @@ func dirImage(t *testing.T, fs vfs.FS, dir string) map[string]uint32 {
 		img[name] = crc32.ChecksumIEEE(b)
 	}
 	return img
-}
-
-func sameImage(a, b map[string]uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // readOnlyFS refuses, and counts, every call that could change the file
@@ -146,7 +135,7 @@ func TestOpenForReadOnlyWritesNothing(t *testing.T) {
 	if n := ro.attempts.Load(); n != 0 {
 		t.Fatalf("OpenForReadOnly, reads and Close made %d calls that change the file system", n)
 	}
-	if after := dirImage(t, mem, "/db"); !sameImage(before, after) {
+	if after := dirImage(t, mem, "/db"); !maps.Equal(before, after) {
 		t.Fatalf("the directory changed:\nbefore %v\nafter  %v", before, after)
 	}
 	// Read-only opens also leave the database as a writer found it.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -22,11 +21,7 @@ func walWithRecords(t *testing.T, fs *vfs.MemFS, n int) (string, []int64) {
 	var walName string
 	var offsets []int64
 	size := func() int64 {
-		for _, name := range listNames(t, fs, "/db") {
-			if strings.HasSuffix(name, ".log") {
-				walName = "/db/" + name
-			}
-		}
+		walName = "/db/" + findFile(t, fs, "/db", base.FileTypeLog)
 		fi, err := fs.Stat(walName)
 		if err != nil {
 			t.Fatal(err)
@@ -43,20 +38,6 @@ func walWithRecords(t *testing.T, fs *vfs.MemFS, n int) (string, []int64) {
 		t.Fatal(err)
 	}
 	return walName, offsets
-}
-
-func readAllMem(t *testing.T, fs vfs.FS, name string) []byte {
-	t.Helper()
-	f, err := fs.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<40))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestRecoveryLossReported: whatever Open drops from a WAL (a torn tail, a
@@ -99,7 +80,7 @@ func TestRecoveryLossReported(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s", c.name, mode), func(t *testing.T) {
 				fs := vfs.NewMem()
 				walName, offs := walWithRecords(t, fs, 5)
-				b := c.apply(readAllMem(t, fs, walName), offs)
+				b := c.apply(readFile(t, fs, walName), offs)
 				writeFile(t, fs, walName, b)
 				o := testOptions(fs)
 				o.WALRecoveryMode = mode
@@ -133,7 +114,7 @@ func TestRecoveryLossReported(t *testing.T) {
 					}
 				}
 				// Close does not rotate: LOG is still the one of this Open.
-				log := string(readAllMem(t, fs, "/db/LOG"))
+				log := string(readFile(t, fs, "/db/LOG"))
 				if !strings.Contains(log, "level=WARN") || !strings.Contains(log, "WAL records dropped") || !strings.Contains(log, walName) {
 					t.Fatalf("LOG of the open that dropped records has no WARN naming %s:\n%s", walName, log)
 				}

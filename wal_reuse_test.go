@@ -2,24 +2,11 @@ package shale
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
 )
-
-// countFiles counts the files of type t in /db.
-func countFiles(t *testing.T, fs vfs.FS, typ base.FileType) int {
-	t.Helper()
-	n := 0
-	for _, name := range listNames(t, fs, "/db") {
-		if ft, _, ok := base.ParseFilename(name); ok && ft == typ {
-			n++
-		}
-	}
-	return n
-}
 
 // TestReopenWritesNoTables is the CLI's pattern: open, write one key with
 // sync, close, a hundred times. Close does not flush what the WAL holds and
@@ -86,12 +73,7 @@ func TestReopenTruncatesZerosBeforeAppending(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var walName string
-	for _, name := range listNames(t, fs, "/db") {
-		if strings.HasSuffix(name, ".log") {
-			walName = "/db/" + name
-		}
-	}
+	walName := "/db/" + findFile(t, fs, "/db", base.FileTypeLog)
 	f, err := fs.OpenReadWrite(walName)
 	if err != nil {
 		t.Fatal(err)
@@ -135,12 +117,7 @@ func TestReopenAfterTornTailStartsNewWAL(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var walName string
-	for _, name := range listNames(t, fs, "/db") {
-		if strings.HasSuffix(name, ".log") {
-			walName = "/db/" + name
-		}
-	}
+	walName := "/db/" + findFile(t, fs, "/db", base.FileTypeLog)
 	f, err := fs.OpenReadWrite(walName)
 	if err != nil {
 		t.Fatal(err)
