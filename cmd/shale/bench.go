@@ -241,14 +241,17 @@ type benchRunner struct {
 	tempDir  bool        // dir is a temporary directory of the run, removed afterwards
 	lock     *shale.Lock // dir's lock, held for the whole run (bench_dir.go)
 	lockFS   vfs.FS      // the file system lock was taken on
-	db       *shale.DB
-	fs       vfs.FS // vfs.Default, or a LatencyFS over it (--env_read_*)
-	wo       *shale.WriteOptions
-	ro       *shale.ReadOptions // --readahead_size, --async_io, --optimize_multiget_for_io
-	stats    *shale.Statistics  // --statistics; kept across fresh DBs, reset before each benchmark
-	values   []byte             // shared, read-only source of value bytes
-	done     atomic.Int64       // ops finished in the running benchmark, for progress
-	stop     atomic.Bool        // set when --duration has elapsed
+	// keptReported is set once the files a fresh database left in --db
+	// have been named (reportKept).
+	keptReported bool
+	db           *shale.DB
+	fs           vfs.FS // vfs.Default, or a LatencyFS over it (--env_read_*)
+	wo           *shale.WriteOptions
+	ro           *shale.ReadOptions // --readahead_size, --async_io, --optimize_multiget_for_io
+	stats        *shale.Statistics  // --statistics; kept across fresh DBs, reset before each benchmark
+	values       []byte             // shared, read-only source of value bytes
+	done         atomic.Int64       // ops finished in the running benchmark, for progress
+	stop         atomic.Bool        // set when --duration has elapsed
 
 	valuesRatio float64  // the compression ratio values was made for
 	keys        [][]byte // --use_existing_keys: the database's keys, read-only

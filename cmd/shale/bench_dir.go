@@ -124,7 +124,36 @@ func (r *benchRunner) destroyDB() error {
 	if err := shale.DestroyDB(r.dir, &shale.Options{FS: r.lockFS, Lock: r.lock}); err != nil {
 		return fmt.Errorf("removing the database in %s: %w", r.dir, err)
 	}
+	r.reportKept()
 	return nil
+}
+
+// reportKept says once per run which entries of --db a fresh database
+// left alone because they are not the database's (the lock and the
+// bench-io fixtures aside), so a user sees that their files were kept.
+func (r *benchRunner) reportKept() {
+	if r.keptReported || r.tempDir {
+		return
+	}
+	r.keptReported = true
+	names, err := r.lockFS.List(r.dir)
+	if err != nil {
+		return
+	}
+	var kept []string
+	for _, name := range names {
+		if name == "LOCK" || name == benchIODir {
+			continue
+		}
+		if fi, err := r.lockFS.Stat(filepath.Join(r.dir, name)); err == nil && fi.IsDir() {
+			name += "/"
+		}
+		kept = append(kept, name)
+	}
+	if len(kept) > 0 {
+		slices.Sort(kept)
+		fmt.Fprintf(r.progress, "bench: --db %s: kept what is not the database's: %s\n", r.dir, strings.Join(kept, ", "))
+	}
 }
 
 // open opens the database in r.dir with the run's options.

@@ -57,11 +57,14 @@ func TestBenchDestroysOnlyTheDatabase(t *testing.T) {
 	foreignFiles(t, dir)
 	foreign := foreignState(t, dir)
 
-	out, _, err := run(t, "bench", "--db", dir, "--benchmarks", "fillrandom,fillseq,readrandom", "--num", "300", "--seed", "5")
+	out, stderr, err := run(t, "bench", "--db", dir, "--benchmarks", "fillrandom,fillseq,readrandom", "--num", "300", "--seed", "5")
 	if err != nil {
 		t.Fatalf("bench on a directory with a database and foreign files: %v\n%s", err, out)
 	}
 	sameForeignFiles(t, dir, foreign)
+	if want := "kept what is not the database's: mine/, notes.txt"; strings.Count(stderr, want) != 1 {
+		t.Errorf("bench's stderr should name the kept files once (%q):\n%s", want, stderr)
+	}
 	kvs := dbContents(t, dir)
 	if _, ok := kvs["precious"]; ok {
 		t.Error("the old database survived a fresh bench: precious is still there")
