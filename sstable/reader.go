@@ -90,7 +90,10 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		r.maxAuto = defaultMaxAutoReadahead
 	}
 	if r.cache != nil {
-		r.cacheID = r.cache.NewID()
+		r.cacheID = o.CacheID
+		if r.cacheID == 0 {
+			r.cacheID = r.cache.NewID()
+		}
 	}
 	size, err := f.Size()
 	if err != nil {
