@@ -27,5 +27,11 @@ package rangedel
 // reader sees either both or neither, so within a span only the newest
 // seqnum of each stripe matters (Coalesce).
 //
-// Ownership. Fragment and Merge copy keys into memory they own; List, Span
-// and the slices they return are immutable and safe for concurrent readers.
+// Levels. The files of one level below L0 do not overlap, and a file's
+// bounds include its tombstones, so their fragmented spans need no merge:
+// Concat joins them in file order into one list per level (it falls back
+// to Merge if they do overlap).
+//
+// Ownership. Fragment and Merge copy keys into memory they own; Concat
+// aliases the spans of the lists it joins. List, Span and the slices they
+// return are immutable and safe for concurrent readers.

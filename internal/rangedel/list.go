@@ -11,16 +11,76 @@ import (
 type List struct {
 	cmp   base.Compare
 	spans []Span
+	// maxSeq is the highest seqnum of any span: an entry at or above it is
+	// covered by none, which readers test before searching.
+	maxSeq base.SeqNum
 }
 
 // NewList wraps spans that are already fragmented (as Fragment returns them).
 // The list keeps spans; the caller must not modify it afterwards.
 func NewList(cmp base.Compare, spans []Span) *List {
-	return &List{cmp: cmp, spans: spans}
+	l := &List{cmp: cmp, spans: spans}
+	for _, s := range spans {
+		if len(s.Seqs) > 0 {
+			l.maxSeq = max(l.maxSeq, s.Seqs[0])
+		}
+	}
+	return l
 }
 
 // Empty reports whether the list holds no spans.
 func (l *List) Empty() bool { return l == nil || len(l.spans) == 0 }
+
+// MaxSeq returns the highest seqnum of the list's tombstones, 0 when it has
+// none: no entry with a seqnum at or above it is covered.
+func (l *List) MaxSeq() base.SeqNum {
+	if l == nil {
+		return 0
+	}
+	return l.maxSeq
+}
+
+// Concat returns one list of the spans of lists, which must each be
+// fragmented and, taken in order, each lie wholly before the next: the range
+// tombstones of the files of one level, which do not overlap. It costs one
+// pass over the spans and no key copies; the result aliases the lists'
+// keys and seqnums. When the lists do overlap, it returns their Merge
+// instead. Nil and empty lists are skipped; with none left the result is
+// nil, and with one, that list.
+func Concat(cmp base.Compare, lists ...*List) *List {
+	var first *List
+	n, nonEmpty := 0, 0
+	var prevEnd []byte
+	disjoint := true
+	for _, l := range lists {
+		if l.Empty() {
+			continue
+		}
+		if nonEmpty == 0 {
+			first = l
+		} else if cmp(prevEnd, l.spans[0].Start) > 0 {
+			disjoint = false
+		}
+		nonEmpty++
+		n += len(l.spans)
+		prevEnd = l.spans[len(l.spans)-1].End
+	}
+	switch {
+	case nonEmpty == 0:
+		return nil
+	case nonEmpty == 1:
+		return first
+	case !disjoint:
+		return Merge(cmp, lists...)
+	}
+	spans := make([]Span, 0, n)
+	for _, l := range lists {
+		if l != nil {
+			spans = append(spans, l.spans...)
+		}
+	}
+	return NewList(cmp, spans)
+}
 
 // Spans returns the list's spans, sorted by Start; the caller must not modify
 // them.

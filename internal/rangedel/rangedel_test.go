@@ -291,3 +291,79 @@ func TestMaxCoveringSeqNoAlloc(t *testing.T) {
 		t.Fatalf("allocs %v, seq %d", allocs, got)
 	}
 }
+
+// TestConcat joins per-file lists as the files of one level have them (each
+// list within its own key range, the ranges in order) and checks the result
+// against fragmenting all the tombstones at once; lists that overlap fall
+// back to Merge and give the same answer.
+func TestConcat(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 0))
+	t.Logf("seed %d", seed)
+	for iter := 0; iter < 300; iter++ {
+		// Cut "a".."g" into consecutive ranges [lo, hi], one per file;
+		// neighbours may share a boundary key, as a file ending in a
+		// range-delete sentinel and the next file do.
+		var lists []*List
+		var all []Tombstone
+		disjoint := rng.IntN(4) > 0
+		for lo := 0; lo < 6; {
+			hi := lo + 1 + rng.IntN(6-lo)
+			var ts []Tombstone
+			for n := rng.IntN(4); n > 0; n-- {
+				s, e := lo+rng.IntN(hi-lo+1), lo+rng.IntN(hi-lo+1)
+				if !disjoint {
+					s, e = rng.IntN(7), rng.IntN(7)
+				}
+				ts = append(ts, Tombstone{Start: []byte{byte('a' + s)}, End: []byte{byte('a' + e)}, Seq: base.SeqNum(1 + rng.IntN(12))})
+			}
+			all = append(all, ts...)
+			switch l := NewList(bytes.Compare, Fragment(bytes.Compare, ts)); {
+			case rng.IntN(5) == 0:
+				lists = append(lists, nil)
+			case l.Empty() && rng.IntN(2) == 0:
+				lists = append(lists, nil) // a file with no tombstones
+			default:
+				lists = append(lists, l)
+			}
+			if lists[len(lists)-1] == nil {
+				all = all[:len(all)-len(ts)]
+			}
+			lo = hi
+		}
+		want := Fragment(bytes.Compare, all)
+		got := Concat(bytes.Compare, lists...)
+		if gs, ws := formatSpans(got.Spans()), formatSpans(want); gs != ws {
+			t.Fatalf("seed %d: Concat = %s, want %s", seed, gs, ws)
+		}
+		if err := CheckFragmented(bytes.Compare, got.Spans()); err != nil {
+			t.Fatalf("seed %d: Concat: %v", seed, err)
+		}
+		var maxSeq base.SeqNum
+		for _, ts := range all {
+			if bytes.Compare(ts.Start, ts.End) < 0 {
+				maxSeq = max(maxSeq, ts.Seq)
+			}
+		}
+		if got.MaxSeq() != maxSeq {
+			t.Fatalf("seed %d: MaxSeq = %d, want %d", seed, got.MaxSeq(), maxSeq)
+		}
+		for _, k := range keySpace() {
+			for snap := base.SeqNum(0); snap <= 13; snap++ {
+				if g, w := got.MaxCoveringSeq(k, snap), modelMax(all, k, snap); g != w {
+					t.Fatalf("seed %d: MaxCoveringSeq(%s, %d) = %d, want %d", seed, k, snap, g, w)
+				}
+			}
+		}
+	}
+	one := NewList(bytes.Compare, Fragment(bytes.Compare, []Tombstone{tomb("a", "c", 3)}))
+	if got := Concat(bytes.Compare, nil, one, NewList(bytes.Compare, nil)); got != one {
+		t.Fatal("Concat of one non-empty list must return that list")
+	}
+	if got := Concat(bytes.Compare, nil, NewList(bytes.Compare, nil)); got != nil {
+		t.Fatal("Concat of empty lists must return nil")
+	}
+	if var0 := (*List)(nil); var0.MaxSeq() != 0 {
+		t.Fatal("nil list MaxSeq must be 0")
+	}
+}
