@@ -127,12 +127,16 @@ func (d *walDamageDB) open(t *testing.T, fs *vfs.MemFS, mode WALRecoveryMode) wa
 	return res
 }
 
-// lossReported checks that Open reported dropping records of the WAL.
-func (d *walDamageDB) lossReported(t *testing.T, what string, r walOpen) {
+// lossReported checks that Open reported dropping records records of the
+// WAL from offset off, for a reason mentioning why ("damage" or "torn").
+func (d *walDamageDB) lossReported(t *testing.T, what string, r walOpen, records int, off int64, why string) {
 	t.Helper()
 	m := r.recovery
-	if m.DroppedRecords < 1 || m.DroppedBytes < 1 || len(m.Losses) == 0 || !strings.Contains(m.Losses[0].File, d.wal) {
+	if m.DroppedRecords < 1 || m.DroppedBytes < 1 || len(m.Losses) != 1 || !strings.Contains(m.Losses[0].File, d.wal) {
 		t.Fatalf("%s: Open dropped writes without reporting them: Metrics().Recovery %+v", what, m)
+	}
+	if l := m.Losses[0]; l.Records != int64(records) || l.Offset != off || !strings.Contains(l.Reason, why) {
+		t.Fatalf("%s: Open reported %+v; want %d records dropped from offset %d, for %s", what, l, records, off, why)
 	}
 }
 
@@ -159,15 +163,16 @@ func walDamageDBs(t *testing.T) map[string]*walDamageDB {
 }
 
 // offsets returns the WAL offsets to damage (each trial opens the database
-// five times, so not every byte but under SHALE_STRESS=1): every byte of the
-// last record (every 3rd under -short, unless it is small); the bytes around
-// each record's start and each block boundary (fragment headers, padding;
-// under -short only the headers, of four records); and every 3rd byte elsewhere
-// in a WAL of up to 4 KiB, every 97th in a larger one (97th and 4999th
-// under -short).
+// five times, so every byte only under SHALE_STRESS=1, and there in a WAL
+// of up to 4 KiB, every 97th in a larger one): every byte of the
+// last record (every 3rd under -short, unless it is small); the header
+// bytes of each record and at each block boundary, with two bytes either
+// side (under -short the headers only, of four records); and every 11th
+// byte elsewhere in a WAL of up to 4 KiB, every 4999th in a larger one
+// (97th and 9973rd under -short).
 func (d *walDamageDB) offsets() []int {
 	n := len(d.data)
-	if stress() {
+	if stress() && n <= 4<<10 {
 		return seq(0, n)
 	}
 	seen := map[int]bool{}
@@ -195,10 +200,13 @@ func (d *walDamageDB) offsets() []int {
 		if short {
 			mark(e, e+record.HeaderSize, 1)
 		} else {
-			mark(e-7, e+record.HeaderSize+7, 1)
+			mark(e-2, e+record.HeaderSize+2, 1)
 		}
 	}
-	stride := map[[2]bool]int64{{false, false}: 3, {false, true}: 97, {true, false}: 97, {true, true}: 4999}[[2]bool{short, n > 4<<10}]
+	stride := map[[2]bool]int64{{false, false}: 11, {false, true}: 4999, {true, false}: 97, {true, true}: 9973}[[2]bool{short, n > 4<<10}]
+	if stress() {
+		stride = 97
+	}
 	mark(0, int64(n), stride)
 	return slices.Sorted(maps.Keys(seen))
 }
@@ -249,12 +257,13 @@ func TestWALFlipIsReportedByOpenAndCheck(t *testing.T) {
 						if r.err != nil || !slices.Equal(r.present, seq(0, k)) {
 							t.Fatalf("%s: Open kept %v, %v; want the puts before %d", what, r.present, r.err, k)
 						}
+						d.lossReported(t, what, r, d.n-k, d.starts[k], "damage")
 					case SkipAnyCorruptedRecords:
 						if r.err != nil || !slices.Equal(r.present, slices.Delete(seq(0, d.n), k, k+1)) {
 							t.Fatalf("%s: Open kept %v, %v; want every put but %d", what, r.present, r.err, k)
 						}
+						d.lossReported(t, what, r, 1, d.starts[k], "damage")
 					}
-					d.lossReported(t, what, r)
 				}
 			}
 		})
@@ -298,7 +307,7 @@ func checkTornWAL(t *testing.T, d *walDamageDB, what string, data []byte, kept [
 			break
 		}
 	}
-	_, dropped := rr.TornTail()
+	tornAt, dropped := rr.TornTail()
 	rep, err := Check("/db", &Options{FS: fs})
 	if err != nil {
 		t.Fatalf("%s: Check: %v", what, err)
@@ -323,7 +332,7 @@ func checkTornWAL(t *testing.T, d *walDamageDB, what string, data []byte, kept [
 			t.Fatalf("%s: Open kept %v, %v; want %v", what, r.present, r.err, kept)
 		}
 		if dropped > 0 {
-			d.lossReported(t, what, r)
+			d.lossReported(t, what, r, 1, tornAt, "torn tail")
 		}
 	}
 }

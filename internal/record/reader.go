@@ -446,8 +446,9 @@ func (r *Reader) judgeTail(fragOff int64, st fragStatus, dropFrom int64) error {
 // zeroedSector reports whether a sector overlapping d[lo:hi] reads as zeros
 // from lo (or from its start, if later) to its end or the end of the file:
 // what a sector of an append that never reached the disk leaves, since
-// everything of the append in it, and after it, is then missing. Bytes
-// before lo belong to earlier writes and do not count.
+// every byte the append put in it then reads as zero, those after the
+// fragment too. Bytes before lo may belong to earlier writes and do not
+// count.
 func (r *Reader) zeroedSector(lo, hi int) bool {
 	d := r.data
 	for s := lo; s < hi && s < len(d); {
