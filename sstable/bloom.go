@@ -3,12 +3,12 @@ package sstable
 import (
 	"math"
 
-	"github.com/cespare/xxhash/v2"
+	"github.com/shaledb/shale/internal/checksum"
 )
 
 // bloomHash is the 64-bit hash of a user key from which all probe positions
 // are derived (double hashing).
-func bloomHash(userKey []byte) uint64 { return xxhash.Sum64(userKey) }
+func bloomHash(userKey []byte) uint64 { return checksum.XXHash64(userKey) }
 
 // bloomK is the number of probes for bitsPerKey: round(bitsPerKey*ln2)
 // clamped to [1, 30].

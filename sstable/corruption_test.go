@@ -10,6 +10,7 @@ import (
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -169,7 +170,7 @@ func TestDataBlockCorruptionNamesFile(t *testing.T) {
 	second := r.index[1].handle
 	r.Close()
 	b := readFile(t, path)
-	b[second.offset+second.length/2] ^= 0x10
+	b[second.Offset+second.Length/2] ^= 0x10
 	writeFile(t, path, b)
 
 	r = openTable(t, path, nil)
@@ -185,7 +186,7 @@ func TestDataBlockCorruptionNamesFile(t *testing.T) {
 	}
 	err := it.Close()
 	var ce *base.CorruptionError
-	if !errors.As(err, &ce) || ce.File != path || ce.Offset != int64(second.offset) || !errors.Is(err, base.ErrCorruption) {
+	if !errors.As(err, &ce) || ce.File != path || ce.Offset != int64(second.Offset) || !errors.Is(err, base.ErrCorruption) {
 		t.Fatalf("iterating a damaged table: %v", err)
 	}
 	next := 0 // the first key of the damaged block
@@ -195,7 +196,7 @@ func TestDataBlockCorruptionNamesFile(t *testing.T) {
 		}
 	}
 	_, _, _, _, err = r.Get(entries[next].key.UserKey, 1, false)
-	if !errors.As(err, &ce) || ce.File != path || ce.Offset != int64(second.offset) {
+	if !errors.As(err, &ce) || ce.File != path || ce.Offset != int64(second.Offset) {
 		t.Fatalf("Get in a damaged block: %v", err)
 	}
 	if !bytes.Contains([]byte(err.Error()), []byte(path)) {
@@ -224,8 +225,8 @@ func TestFooterErrors(t *testing.T) {
 		// which saw Open accept it and only Check report it).
 		{"non-canonical handle", func(b []byte) []byte {
 			foot := b[len(b)-footerLen:]
-			_, n := decodeHandle(foot[1:])
-			_, m := decodeHandle(foot[1+n:])
+			_, n := block.DecodeHandle(foot[1:])
+			_, m := block.DecodeHandle(foot[1+n:])
 			foot[n+m] |= 0x80
 			return b
 		}, "canonical"},

@@ -2,8 +2,15 @@
 // builds a table from sorted internal keys, and the Reader that opens one,
 // answers point lookups (Get, with the bloom filter checked first) and
 // iterates it (a two-level index -> data block iterator with bounds pushed
-// down). It also owns block checksums and compression, the full-file bloom
-// filter, table properties and property collectors.
+// down). It owns what is inside a table's blocks — data, index, filter,
+// range-del, properties and metaindex blocks, the footer — and the full-file
+// bloom filter, table properties and property collectors.
+//
+// Everything below the contents of a block is internal/block's: handles,
+// the block trailer (type byte and checksum), compression, and the reads
+// (cached, direct IO, readahead, batched async reads for MultiGet and the
+// two-phase Seek) with their counters. Compression, ChecksumType and
+// ReadGroup are that package's types, and ReadStats embeds its counters.
 //
 // It never decides which tables exist or which entries are live: it does not
 // apply range tombstones (it only stores and returns them), merge tables, or
@@ -28,7 +35,7 @@
 //	+--------------------+
 //
 // A block handle is uvarint(offset) uvarint(length); length excludes the
-// trailer.
+// trailer (internal/block draws both).
 //
 // # Blocks
 //
@@ -64,14 +71,12 @@
 //	| type (1 byte)    | checksum (uint32 LE) of block bytes + type |
 //	+------------------+-------------------------------------------+
 //
-// type: 0 none, 1 snappy, 7 zstd (a zstd block starts with the uvarint
-// decompressed length). A stated decompressed length never sizes an
-// allocation on trust: a snappy block stating more than 22 times its stored
-// size is corruption (snappy cannot expand further), and a zstd block gets
-// at most 64 times its stored size up front. A block is stored compressed only when that saves at
-// least 1/8 of its size; filter, range-del, properties and metaindex blocks
-// are never compressed. Checksum: the footer's type, 1 = CRC32C masked as in
-// LevelDB, 3 = low 32 bits of xxhash64.
+// The trailer is internal/block's (its doc gives the compression codes, the
+// checksums and the bounds on stated lengths). A table compresses only its
+// data and index blocks, with WriterOptions.Compression, and only when that
+// saves at least 1/8 of a block; filter, range-del, properties and
+// metaindex blocks are never compressed. The checksum is the footer's type:
+// 1 = CRC32C masked as in LevelDB, 3 = low 32 bits of xxhash64.
 //
 // # Filter block
 //
@@ -133,8 +138,9 @@
 //
 // On a file opened with direct IO (vfs.Alignment > 1) every read is
 // aligned: a single block read fetches the aligned range covering the block
-// into a pooled aligned buffer, and readahead windows are aligned, large
-// ones split into concurrent requests through ReaderOptions.AsyncReader.
-// ReaderOptions.Stats counts block reads, file reads and bytes, direct reads
-// and readahead bytes issued and used.
+// into a pooled aligned buffer (internal/block), and readahead windows are
+// aligned, large ones split into concurrent requests through
+// ReaderOptions.AsyncReader. ReaderOptions.Stats counts block reads, file
+// reads and bytes, direct reads, readahead bytes issued and used, and bloom
+// probes.
 package sstable

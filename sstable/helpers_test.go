@@ -12,6 +12,7 @@ import (
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -151,4 +152,12 @@ func readAll(t testing.TB, it base.InternalIterator) []kv {
 
 func equalKV(a, b kv) bool {
 	return bytes.Equal(a.key.UserKey, b.key.UserKey) && a.key.Trailer == b.key.Trailer && bytes.Equal(a.value, b.value)
+}
+
+// namedReader returns a Reader with no file, for tests of the decoders of
+// its blocks: errors name the file name.
+func namedReader(name string, cmp base.Compare) *Reader {
+	r := &Reader{cmp: cmp, stats: &discardStats}
+	r.bf.Init(nil, block.FileOptions{Name: name})
+	return r
 }

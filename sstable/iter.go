@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/internal/readahead"
 )
 
@@ -45,8 +46,8 @@ type tableIter struct {
 	raReady bool
 	ra      readahead.State
 	// src is where data blocks are read from: the Reader's handle, or
-	// IterOptions.File; its stats is IterOptions.Stats.
-	src fileSource
+	// IterOptions.File; its Stats is IterOptions.Stats.
+	src block.Source
 	// async is IterOptions.Async with a Reader that has an AsyncReader;
 	// pend is the read the first phase of a two-phase seek submitted.
 	async bool
@@ -71,12 +72,12 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	it.lower, it.upper = o.Lower, o.Upper
 	it.fillCache = o.FillCache
 	it.raSize, it.raReady = o.ReadaheadSize, false
-	it.src = r.source()
+	it.src = r.bf.Source()
 	if o.File != nil {
-		it.src = fileSource{o.File, fileAlignment(o.File), nil}
+		it.src = block.Source{File: o.File, Align: fileAlignment(o.File)}
 	}
-	it.src.stats = o.Stats
-	it.async = o.Async && r.async != nil
+	it.src.Stats = blockStats(o.Stats)
+	it.async = o.Async && r.bf.AsyncReader() != nil
 	it.group = o.Group
 	it.idx, it.loaded = 0, -1
 	it.pos = posInvalid
@@ -99,11 +100,8 @@ func (it *tableIter) load(i int, seek bool) bool {
 	} else {
 		err = it.r.loadDataBlock(&it.data, h, it.fillCache, seek, &it.ra, it.src)
 	}
-	if c := it.ra.Counters(); c != (readahead.Counters{}) {
-		// Counted as they happen, so that an iterator's Stats are current.
-		it.ra.TakeCounters()
-		it.r.addReadahead(it.src, c)
-	}
+	// Counted as they happen, so that an iterator's Stats are current.
+	it.r.bf.TakeReadahead(it.src, &it.ra)
 	if err != nil {
 		it.loaded = -1
 		it.err = err
@@ -123,8 +121,8 @@ func (it *tableIter) initReadahead() {
 	r := it.r
 	cfg := readahead.Config{
 		Limit:     int64(r.dataEnd),
-		Alignment: it.src.align,
-		Reader:    r.async,
+		Alignment: it.src.Align,
+		Reader:    r.bf.AsyncReader(),
 		MaxAuto:   r.maxAuto,
 		Async:     it.async,
 	}
@@ -136,11 +134,10 @@ func (it *tableIter) initReadahead() {
 	}
 	if it.upper != nil {
 		if i := r.seekIndex(base.MakeSearchKey(it.upper)); i < len(r.index) {
-			h := r.index[i].handle
-			cfg.Limit = int64(h.offset + h.length + blockTrailerLen)
+			cfg.Limit = int64(r.index[i].handle.End())
 		}
 	}
-	it.ra.Init(it.src.f, cfg)
+	it.ra.Init(it.src.File, cfg)
 	it.raReady = true
 }
 
@@ -349,7 +346,7 @@ func (it *tableIter) Close() error {
 	// Release first: the counters must include the parts still in flight,
 	// which it waits for.
 	if c := it.ra.Release(); it.raReady {
-		it.r.addReadahead(it.src, c)
+		it.r.bf.AddReadahead(it.src, c)
 	}
 	keyBuf, prepKey := it.data.keyBuf, it.prepKey
 	*it = tableIter{}

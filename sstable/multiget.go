@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -83,7 +84,7 @@ type blockRun struct {
 	// rr is the run's read (its request is submitted as a copy, in reqs);
 	// its pooled memory is put back once the run's blocks are decoded (they
 	// never alias it).
-	rr rangeRead
+	rr block.RangeRead
 }
 
 // Reset forgets every lookup, keeping the memory for reuse but no
@@ -150,7 +151,7 @@ func (b *MultiGetBatch) advance(id int) {
 // search looks for lookup id's key in the block b.bi points at (the one at
 // h); the lookup is done unless the answer may start the next block, to
 // which it then moves.
-func (b *MultiGetBatch) search(id int, h blockHandle) {
+func (b *MultiGetBatch) search(id int, h block.Handle) {
 	l := &b.lookups[id]
 	r := l.r
 	if b.bi.seekGE(l.search, r.cmp) {
@@ -219,23 +220,7 @@ func (b *MultiGetBatch) Read(ar vfs.AsyncReader, onDone func(id int)) {
 		return cmp.Compare(x.l, y.l)
 	})
 	b.planRuns()
-	if ar != nil {
-		rb := ar.Submit(b.reqs)
-		for {
-			i, ok := rb.Next()
-			if !ok {
-				break
-			}
-			b.finishRun(i, true)
-		}
-		rb.Release()
-	} else {
-		for i := range b.reqs {
-			q := &b.reqs[i]
-			q.N, q.Err = q.File.ReadAt(q.Buf, q.Off)
-			b.finishRun(i, false)
-		}
-	}
+	block.ReadAll(ar, b.reqs, b.finishRun)
 	// Drop the buffers and Readers; blocks still needed are referenced by
 	// the cache or the lookups.
 	clear(b.reqs)
@@ -260,14 +245,14 @@ func (b *MultiGetBatch) planRuns() {
 			continue
 		}
 		run := blockRun{r: r, first: first, last: first, wantLo: w}
-		start := r.index[first].handle.offset
+		start := r.index[first].handle.Offset
 		solo := false
 		for w < len(b.wants) && b.wants[w].r == r {
 			blk := b.wants[w].block
 			if blk > run.last {
 				h := r.index[blk].handle
 				if solo || b.lookups[b.wants[w].l].solo || blk != run.last+1 ||
-					h.offset+h.length+blockTrailerLen-start > maxRunBytes || r.checkHandle(h, true) != nil {
+					h.End()-start > maxRunBytes || r.checkHandle(h, true) != nil {
 					break
 				}
 				run.last = blk
@@ -276,10 +261,10 @@ func (b *MultiGetBatch) planRuns() {
 			w++
 		}
 		run.wantHi = w
-		last := r.index[run.last].handle
-		run.rr = newRangeRead(r.source(), int64(start), int(last.offset+last.length+blockTrailerLen-start))
+		end := r.index[run.last].handle.End()
+		run.rr = block.NewRangeRead(r.bf.Source(), int64(start), int(end-start))
 		b.runs = append(b.runs, run)
-		b.reqs = append(b.reqs, run.rr.req)
+		b.reqs = append(b.reqs, run.rr.Req)
 	}
 }
 
@@ -289,11 +274,11 @@ func (b *MultiGetBatch) planRuns() {
 func (b *MultiGetBatch) finishRun(i int, async bool) {
 	run, q := &b.runs[i], &b.reqs[i]
 	r := run.r
-	defer run.rr.release()
-	b.countRead(r, q.N, run.rr.pooled(), async, run.last-run.first)
+	defer run.rr.Release()
+	b.countRead(r, q.N, run.rr.Pooled(), async, run.last-run.first)
 	first := r.index[run.first].handle
-	run.rr.req.N, run.rr.req.Err = q.N, q.Err
-	data, err := r.rangeBytes(&run.rr)
+	run.rr.Req.N, run.rr.Req.Err = q.N, q.Err
+	data, err := r.bf.RangeBytes(&run.rr)
 	if err != nil {
 		for w := run.wantLo; w < run.wantHi; w++ {
 			if run.first != run.last {
@@ -306,7 +291,7 @@ func (b *MultiGetBatch) finishRun(i int, async bool) {
 	}
 	// Blocks of a pooled buffer or of a several-block read are copied out
 	// when stored uncompressed: the cache must not pin a larger buffer.
-	shared := run.rr.pooled() || run.first != run.last
+	shared := run.rr.Pooled() || run.first != run.last
 	// carry holds the lookups whose answer may start block blk, having
 	// searched block blk-1 of this run: they search blk from this read
 	// rather than wait for a read of their own in the next round.
@@ -326,19 +311,19 @@ func (b *MultiGetBatch) finishRun(i int, async bool) {
 			continue // a block between two wanted ones is never read alone
 		}
 		h := r.index[blk].handle
-		rel := int(h.offset - first.offset)
-		raw := data[rel : rel+int(h.length)+blockTrailerLen]
-		block, err := r.decodeBlock(h, raw, shared, b.source(r))
+		rel := int(h.Offset - first.Offset)
+		raw := data[rel : rel+int(h.Length)+block.TrailerLen]
+		blk, err := r.bf.DecodeBlock(h, raw, shared, b.source(r))
 		if err == nil {
-			err = r.installDataBlock(&b.bi, h, block, fill)
+			err = r.installDataBlock(&b.bi, h, blk, fill)
 		}
 		for ; w < end; w++ {
-			b.searchRun(b.wants[w].l, h, block, err, run.last)
+			b.searchRun(b.wants[w].l, h, blk, err, run.last)
 		}
 		// The lookups carried into blk are at the front of carry, the ones
 		// carried on into blk+1 are appended behind them.
 		for i := 0; i < carried; i++ {
-			b.searchRun(b.carry[i], h, block, err, run.last)
+			b.searchRun(b.carry[i], h, blk, err, run.last)
 		}
 		b.carry = append(b.carry[:0], b.carry[carried:]...)
 	}
@@ -348,12 +333,12 @@ func (b *MultiGetBatch) finishRun(i int, async bool) {
 // brought in (or fails it with err, the block's error); a lookup whose
 // answer may start the next block is carried to it when the run holds it
 // (up to block last), else moves on through the cache.
-func (b *MultiGetBatch) searchRun(id int, h blockHandle, block []byte, err error, last int) {
+func (b *MultiGetBatch) searchRun(id int, h block.Handle, data []byte, err error, last int) {
 	if err != nil {
 		b.fail(id, err)
 		return
 	}
-	b.bi.init(block, true)
+	b.bi.init(data, true)
 	b.search(id, h)
 	if l := &b.lookups[id]; !l.done && l.block <= last {
 		b.carry = append(b.carry, id)
@@ -365,26 +350,16 @@ func (b *MultiGetBatch) searchRun(id int, h blockHandle, block []byte, err error
 // countRead counts one read request of n bytes; coalesced is the number of
 // blocks it read beyond its first.
 func (b *MultiGetBatch) countRead(r *Reader, n int, direct, async bool, coalesced int) {
-	for _, s := range [2]*ReadStats{r.stats, b.Stats} {
-		if s == nil {
-			continue
-		}
-		s.FileReads.Add(1)
-		s.BytesRead.Add(uint64(max(n, 0)))
-		if direct {
-			s.DirectReads.Add(1)
-		}
-		if async {
-			s.AsyncReads.Add(1)
-		}
-		s.ReadsCoalesced.Add(uint64(coalesced))
+	r.stats.AddRequest(n, direct, async, coalesced)
+	if b.Stats != nil {
+		b.Stats.AddRequest(n, direct, async, coalesced)
 	}
 }
 
 // source is r's own handle with the batch's Stats as the extra counter
 // sink, for the block-loading steps shared with Get and iterators.
-func (b *MultiGetBatch) source(r *Reader) fileSource {
-	src := r.source()
-	src.stats = b.Stats
+func (b *MultiGetBatch) source(r *Reader) block.Source {
+	src := r.bf.Source()
+	src.Stats = blockStats(b.Stats)
 	return src
 }

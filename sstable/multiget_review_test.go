@@ -51,7 +51,7 @@ func TestMultiGetBatchManyTables(t *testing.T) {
 				}
 				// Fail the reads of a few data blocks.
 				i := rng.IntN(len(probe.index))
-				lo := int64(probe.index[i].handle.offset)
+				lo := int64(probe.index[i].handle.Offset)
 				hi := lo + 1 + int64(rng.IntN(int(probe.metaStart)-int(lo)))/4
 				probe.Close()
 				// Armed after the open: NewReader reads the whole tail.

@@ -101,7 +101,7 @@ func TestMultiGetBatchModel(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			useAR = nil
 		}
-		t.Logf("iter %d: %d entries, %v, cache %v, align %d, async %v", iter, len(entries), comp, c != nil, r.align, useAR != nil)
+		t.Logf("iter %d: %d entries, %v, cache %v, align %d, async %v", iter, len(entries), comp, c != nil, r.bf.Source().Align, useAR != nil)
 		var b MultiGetBatch
 		var mine ReadStats
 		b.Stats = &mine
@@ -289,7 +289,7 @@ func TestMultiGetBatchReadError(t *testing.T) {
 	}, ReaderOptions{})
 	defer r.Close()
 	bad := r.index[5].handle
-	ff.failOff, ff.failEnd = int64(bad.offset), int64(bad.offset+1)
+	ff.failOff, ff.failEnd = int64(bad.Offset), int64(bad.Offset+1)
 	for _, ar := range []vfs.AsyncReader{nil, vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})} {
 		var b MultiGetBatch
 		for i := 0; i < 400; i++ {

@@ -1,77 +1,36 @@
 package sstable
 
 import (
-	"fmt"
-
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/vfs"
 )
 
-// Compression selects the block compression of a table.
-type Compression int
+// Compression selects the block compression of a table (block.Compression).
+type Compression = block.Compression
 
 // The compressions. The zero value, DefaultCompression, means snappy.
 const (
-	DefaultCompression Compression = iota
-	NoCompression
-	SnappyCompression
-	ZstdCompression
+	DefaultCompression = block.DefaultCompression
+	NoCompression      = block.NoCompression
+	SnappyCompression  = block.SnappyCompression
+	ZstdCompression    = block.ZstdCompression
 )
 
-// String returns "none", "snappy" or "zstd" ("default" for the zero value).
-func (c Compression) String() string {
-	switch c {
-	case DefaultCompression:
-		return "default"
-	case NoCompression:
-		return "none"
-	case SnappyCompression:
-		return "snappy"
-	case ZstdCompression:
-		return "zstd"
-	}
-	return fmt.Sprintf("Compression(%d)", int(c))
-}
-
 // ParseCompression parses the output of Compression.String.
-func ParseCompression(s string) (Compression, error) {
-	switch s {
-	case "none":
-		return NoCompression, nil
-	case "snappy":
-		return SnappyCompression, nil
-	case "zstd":
-		return ZstdCompression, nil
-	case "default":
-		return DefaultCompression, nil
-	}
-	return 0, base.InvalidArgumentf("shale: unknown compression %q (want none, snappy or zstd)", s)
-}
+func ParseCompression(s string) (Compression, error) { return block.ParseCompression(s) }
 
 // ChecksumType selects the block checksum of a table; the values are the
 // codes stored in the footer (RocksDB's).
-type ChecksumType uint8
+type ChecksumType = block.ChecksumType
 
 // The checksum types. The zero value means CRC32C.
 const (
-	ChecksumDefault  ChecksumType = 0
-	ChecksumCRC32C   ChecksumType = 1
-	ChecksumXXHash64 ChecksumType = 3
+	ChecksumDefault  = block.ChecksumDefault
+	ChecksumCRC32C   = block.ChecksumCRC32C
+	ChecksumXXHash64 = block.ChecksumXXHash64
 )
-
-// String returns "crc32c" or "xxhash64".
-func (c ChecksumType) String() string {
-	switch c {
-	case ChecksumDefault:
-		return "default"
-	case ChecksumCRC32C:
-		return "crc32c"
-	case ChecksumXXHash64:
-		return "xxhash64"
-	}
-	return fmt.Sprintf("ChecksumType(%d)", uint8(c))
-}
 
 // PropertyCollector gathers user properties of a table while it is written.
 // Add sees every point entry and every range tombstone (with the tombstone's
@@ -197,3 +156,10 @@ type IterOptions struct {
 	// counts behind the DB's PerfContext.
 	Stats *ReadStats
 }
+
+// ReadGroup gathers the reads of the first phase of two-phase seeks of many
+// table iterators (IterOptions.Group) into one batch; see block.ReadGroup.
+type ReadGroup = block.ReadGroup
+
+// NewReadGroup returns an empty ReadGroup reading through r.
+func NewReadGroup(r vfs.AsyncReader) *ReadGroup { return block.NewReadGroup(r) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/vfs"
 )
@@ -85,7 +86,7 @@ func readaheadTable(t *testing.T, rng *rand.Rand, comp Compression) ([]byte, []k
 func upperLimit(r *Reader, upper []byte) int64 {
 	for _, ix := range r.index {
 		if r.cmp(ix.sep.UserKey, upper) >= 0 {
-			return int64(ix.handle.offset + ix.handle.length + blockTrailerLen)
+			return int64(ix.handle.Offset + ix.handle.Length + block.TrailerLen)
 		}
 	}
 	return int64(r.dataEnd)
@@ -215,7 +216,7 @@ func TestGetNeverReadsAhead(t *testing.T) {
 	defer r.Close()
 	maxBlock := 0
 	for _, ix := range r.index {
-		maxBlock = max(maxBlock, int(ix.handle.length)+blockTrailerLen)
+		maxBlock = max(maxBlock, int(ix.handle.Length)+block.TrailerLen)
 	}
 	f.takeReads()
 	for _, e := range entries { // in order: as sequential as Gets can be

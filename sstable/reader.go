@@ -1,13 +1,11 @@
 package sstable
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"sync"
 
-	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/readahead"
 	"github.com/shaledb/shale/vfs"
@@ -17,19 +15,18 @@ import (
 // and every key of the next block is > sep.
 type indexItem struct {
 	sep    base.InternalKey
-	handle blockHandle
+	handle block.Handle
 }
 
 // Reader reads one table. The index, filter, properties and range
 // tombstones are read at open and kept in the Reader; data blocks go
 // through the cache. A Reader is safe for concurrent use.
 type Reader struct {
-	f        vfs.File
-	name     string
-	cmp      base.Compare
-	cache    *cache.Cache
-	cacheID  uint64
-	checksum ChecksumType
+	// bf reads the table's blocks: handles, checksums, decompression, the
+	// cache, direct IO (when the file's vfs.Alignment is above 1, every
+	// read aligned, through pooled aligned buffers) and the counters.
+	bf  block.File
+	cmp base.Compare
 	// metaStart is where the blocks after the data blocks begin; every data
 	// block lies below it.
 	metaStart uint64
@@ -45,12 +42,10 @@ type Reader struct {
 	// bytewise is true when user keys order bytewise; only then do cached
 	// data blocks get a search structure.
 	bytewise bool
-	// align is the file's vfs.Alignment: above 1 the file is read with
-	// direct IO, every read aligned, through pooled aligned buffers.
-	align   int
+	// stats is ReaderOptions.Stats (never nil): its block.ReadStats is
+	// bf's, and it counts the bloom probes.
 	stats   *ReadStats
 	maxAuto int64 // automatic readahead cap; <= 0 is off
-	async   vfs.AsyncReader
 	// id numbers the Reader among all Readers of the process (MultiGetBatch
 	// orders its reads by it).
 	id uint64
@@ -81,26 +76,21 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	if o.Comparer == nil {
 		o.Comparer = base.DefaultComparer
 	}
-	r := &Reader{f: f, name: o.FileName, cmp: o.Comparer.Compare, cache: o.Cache,
-		align: fileAlignment(f), stats: o.Stats, maxAuto: o.MaxAutoReadaheadSize, async: o.AsyncReader, id: readerIDs.Add(1)}
+	r := &Reader{cmp: o.Comparer.Compare, stats: o.Stats, maxAuto: o.MaxAutoReadaheadSize, id: readerIDs.Add(1)}
 	if r.stats == nil {
 		r.stats = &discardStats
 	}
 	if r.maxAuto == 0 {
-		r.maxAuto = defaultMaxAutoReadahead
+		r.maxAuto = block.DefaultMaxAutoReadahead
 	}
-	if r.cache != nil {
-		r.cacheID = o.CacheID
-		if r.cacheID == 0 {
-			r.cacheID = r.cache.NewID()
-		}
-	}
+	r.bf.Init(f, block.FileOptions{Name: o.FileName, Alignment: fileAlignment(f), Cache: o.Cache,
+		CacheID: o.CacheID, AsyncReader: o.AsyncReader, Stats: &r.stats.ReadStats})
 	size, err := f.Size()
 	if err != nil {
 		return nil, err
 	}
 	if size < footerLen {
-		return nil, base.CorruptionErrorf(r.name, 0, "file of %d bytes is too short for a table", size)
+		return nil, base.CorruptionErrorf(r.bf.Name(), 0, "file of %d bytes is too short for a table", size)
 	}
 	footOff := size - footerLen
 	// One read fetches the footer with the end of the file before it, where
@@ -109,29 +99,31 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	// open costs one or two round trips to storage instead of six.
 	tailOff := max(size-tailReadSize, 0)
 	tail := make([]byte, size-tailOff)
-	if err := r.readAt(tail, tailOff); err != nil {
+	if err := r.bf.ReadAt(r.bf.Source(), tail, tailOff); err != nil {
 		return nil, err
 	}
-	ft, err := decodeFooter(r.name, footOff, tail[footOff-tailOff:])
+	ft, err := decodeFooter(r.bf.Name(), footOff, tail[footOff-tailOff:])
 	if err != nil {
 		return nil, err
 	}
-	r.checksum = ft.checksum
+	r.bf.SetChecksum(ft.checksum)
 	r.footOff = uint64(footOff)
 	r.metaStart = r.footOff // narrowed below once the meta blocks are known
-	mt := metaTail{buf: tail, off: uint64(tailOff)}
+	// The meta blocks within the tail are decoded from it; the others are
+	// read by one batch.
+	mt := block.Prefetched{Bytes: tail, Off: uint64(tailOff)}
 	metaGot := [][]byte{nil}
-	if err := r.readMetaBlocks(&mt, []blockHandle{ft.metaindex}, metaGot); err != nil {
+	if err := r.bf.ReadBlocks(mt, []block.Handle{ft.metaindex}, r.footOff, metaGot); err != nil {
 		return nil, err
 	}
 	meta := metaGot[0]
-	handles := map[string]blockHandle{}
+	handles := map[string]block.Handle{}
 	var it blockIter
 	if !it.init(meta, false) {
 		return nil, r.corruptf(ft.metaindex, "bad metaindex block")
 	}
 	for ok := it.first(); ok; ok = it.next() {
-		h, n := decodeHandle(it.val)
+		h, n := block.DecodeHandle(it.val)
 		if n <= 0 || n != len(it.val) {
 			return nil, r.corruptf(ft.metaindex, "bad handle for %q in metaindex", it.key)
 		}
@@ -145,7 +137,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		return nil, r.corruptf(ft.metaindex, "no properties block")
 	}
 	// The properties, index, filter and range-del blocks, read together.
-	want := []blockHandle{ph, ft.index}
+	want := []block.Handle{ph, ft.index}
 	fh, hasFilter := handles[metaFilterName]
 	if hasFilter {
 		want = append(want, fh)
@@ -155,7 +147,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 		want = append(want, rh)
 	}
 	got := make([][]byte, len(want))
-	if err := r.readMetaBlocks(&mt, want, got); err != nil {
+	if err := r.bf.ReadBlocks(mt, want, r.footOff, got); err != nil {
 		return nil, err
 	}
 	pb, ib := got[0], got[1]
@@ -166,19 +158,19 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	r.props = props
 	if props.ComparerName != o.Comparer.Name {
 		return nil, fmt.Errorf("shale: table %s was written with comparer %q, not %q: %w",
-			r.name, props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
+			r.bf.Name(), props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
 	}
 	if hasFilter {
 		r.filter = got[2]
-		r.metaStart = min(r.metaStart, fh.offset)
+		r.metaStart = min(r.metaStart, fh.Offset)
 	}
 	if hasRangeDels {
 		if err := r.decodeRangeDels(rh, got[len(got)-1]); err != nil {
 			return nil, err
 		}
-		r.metaStart = min(r.metaStart, rh.offset)
+		r.metaStart = min(r.metaStart, rh.Offset)
 	}
-	r.metaStart = min(r.metaStart, ft.index.offset, ph.offset, ft.metaindex.offset)
+	r.metaStart = min(r.metaStart, ft.index.Offset, ph.Offset, ft.metaindex.Offset)
 	if err := r.decodeIndex(ft.index, ib); err != nil {
 		return nil, err
 	}
@@ -193,148 +185,23 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 // footer.
 var tailReadSize int64 = 64 << 10 // a variable for tests
 
-// metaTail is the end of the file read with the footer.
-type metaTail struct {
-	buf []byte
-	off uint64 // file offset of buf[0]
+func (r *Reader) corruptf(h block.Handle, format string, args ...any) error {
+	return r.bf.Corruptf(h, format, args...)
 }
 
-// readMetaBlocks reads, verifies and decompresses the blocks at hs into
-// got: those within the tail from it, the others by one batch of reads
-// (through the AsyncReader when the Reader has one, else one after
-// another). Every handle is bounds-checked before anything is read.
-func (r *Reader) readMetaBlocks(mt *metaTail, hs []blockHandle, got [][]byte) error {
-	var missing []int
-	for i, h := range hs {
-		if err := r.checkHandle(h, false); err != nil {
-			return err
-		}
-		if h.offset < mt.off {
-			missing = append(missing, i)
-			continue
-		}
-		rel := h.offset - mt.off
-		b, err := r.decodeBlock(h, mt.buf[rel:rel+h.length+blockTrailerLen], true, r.source())
-		if err != nil {
-			return err
-		}
-		got[i] = b
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if r.async == nil || len(missing) == 1 {
-		for _, i := range missing {
-			b, err := r.readBlock(hs[i], false, nil, r.source())
-			if err != nil {
-				return err
-			}
-			got[i] = b
-		}
-		return nil
-	}
-	reads := make([]rangeRead, len(missing))
-	reqs := make([]vfs.ReadRequest, len(missing))
-	defer func() {
-		for j := range reads {
-			reads[j].release()
-		}
-	}()
-	for j, i := range missing {
-		h := hs[i]
-		reads[j] = newRangeRead(r.source(), int64(h.offset), int(h.length)+blockTrailerLen)
-		reqs[j] = reads[j].req
-	}
-	r.async.MultiRead(reqs) // errors are checked per request below
-	for j, i := range missing {
-		rr := &reads[j]
-		rr.req.N, rr.req.Err = reqs[j].N, reqs[j].Err
-		r.countFileRead(r.source(), rr.req.N)
-		r.stats.AsyncReads.Add(1)
-		buf, err := r.rangeBytes(rr)
-		if err != nil {
-			return err
-		}
-		b, err := r.decodeBlock(hs[i], buf, rr.pooled(), r.source())
-		if err != nil {
-			return err
-		}
-		got[i] = b
-	}
-	return nil
+// checkHandle returns a corruption error unless h lies within the data
+// blocks (dataBlock) or before the footer.
+func (r *Reader) checkHandle(h block.Handle, dataBlock bool) error {
+	return r.bf.CheckHandle(h, r.blockLimit(dataBlock))
 }
 
-func (r *Reader) corruptf(h blockHandle, format string, args ...any) error {
-	return base.CorruptionErrorf(r.name, int64(h.offset), format, args...)
-}
-
-// readAt fills b from the file at off; on a direct file it reads the
-// aligned range covering b and copies.
-func (r *Reader) readAt(b []byte, off int64) error { return r.readFrom(r.source(), b, off) }
-
-// readFrom is readAt from src.
-func (r *Reader) readFrom(src fileSource, b []byte, off int64) error {
-	if src.align > 1 {
-		db, raw, err := r.readDirect(src, off, len(b))
-		if err != nil {
-			return err
-		}
-		copy(b, raw)
-		directBufPool.Put(db)
-		return nil
+// blockLimit is the end of the region a data block (dataBlock) or any
+// other block lies in.
+func (r *Reader) blockLimit(dataBlock bool) uint64 {
+	if dataBlock {
+		return r.metaStart
 	}
-	n, err := src.f.ReadAt(b, off)
-	r.countFileRead(src, n)
-	return r.readResult(off, len(b), n, err)
-}
-
-// readResult turns the outcome of a read of want bytes at off, which
-// returned n (counting from off), into an error or nil.
-func (r *Reader) readResult(off int64, want, n int, err error) error {
-	if n >= want {
-		return nil
-	}
-	if err == nil || errors.Is(err, io.EOF) {
-		return base.CorruptionErrorf(r.name, off, "short read: %d of %d bytes", max(n, 0), want)
-	}
-	return fmt.Errorf("shale: reading %s at offset %d: %w", r.name, off, err)
-}
-
-// readBlock reads, verifies and decompresses the block at h, bypassing the
-// cache: from ra's window when ra is not nil and serves it, else by a read
-// of its own. The result never aliases memory that is reused.
-func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, src fileSource) ([]byte, error) {
-	if err := r.checkHandle(h, dataBlock); err != nil {
-		return nil, err
-	}
-	total := int(h.length) + blockTrailerLen
-	var buf []byte
-	// shared is true when buf is memory that is reused (a readahead window
-	// or a pooled direct-IO buffer): an uncompressed block is then copied
-	// out, as a buffered read would have allocated it anyway.
-	shared := false
-	if ra != nil {
-		w, err := ra.Read(int64(h.offset), total)
-		if err != nil {
-			return nil, fmt.Errorf("shale: reading ahead in %s at offset %d: %w", r.name, h.offset, err)
-		}
-		buf, shared = w, w != nil
-	}
-	if buf == nil && src.align > 1 {
-		db, raw, err := r.readDirect(src, int64(h.offset), total)
-		if err != nil {
-			return nil, err
-		}
-		defer directBufPool.Put(db)
-		buf, shared = raw, true
-	}
-	if buf == nil {
-		buf = make([]byte, total)
-		if err := r.readFrom(src, buf, int64(h.offset)); err != nil {
-			return nil, err
-		}
-	}
-	return r.decodeBlock(h, buf, shared, src)
+	return r.footOff
 }
 
 // loadDataBlock points bi at the data block at h, from the cache when it is
@@ -343,21 +210,19 @@ func (r *Reader) readBlock(h blockHandle, dataBlock bool, ra *readahead.State, s
 // says whether the caller seeks in the block next or scans it.
 // A block read from the file goes through ra when it is not nil; a cached
 // block is only reported to it.
-func (r *Reader) loadDataBlock(bi *blockIter, h blockHandle, fillCache, seek bool, ra *readahead.State, src fileSource) error {
-	if r.cache != nil {
-		if b, aux, ok := r.cache.GetAux(r.cacheID, h.offset); ok {
-			r.useCachedBlock(bi, h, b, aux, fillCache, seek, ra, src)
-			return nil
-		}
+func (r *Reader) loadDataBlock(bi *blockIter, h block.Handle, fillCache, seek bool, ra *readahead.State, src block.Source) error {
+	if b, aux, ok := r.bf.Cached(h); ok {
+		r.useCachedBlock(bi, h, b, aux, fillCache, seek, ra, src)
+		return nil
 	}
-	b, err := r.readBlock(h, true, ra, src)
+	b, err := r.bf.ReadBlock(h, r.metaStart, ra, src)
 	if err != nil {
 		return err
 	}
 	return r.installDataBlock(bi, h, b, fillCache)
 }
 
-func (r *Reader) decodeIndex(h blockHandle, b []byte) error {
+func (r *Reader) decodeIndex(h block.Handle, b []byte) error {
 	var it blockIter
 	if !it.init(b, true) {
 		return r.corruptf(h, "bad index block")
@@ -367,14 +232,14 @@ func (r *Reader) decodeIndex(h blockHandle, b []byte) error {
 	var keys []pos
 	var prevEnd uint64
 	for ok := it.first(); ok; ok = it.next() {
-		bh, n := decodeHandle(it.val)
+		bh, n := block.DecodeHandle(it.val)
 		if n <= 0 || n != len(it.val) {
 			return r.corruptf(h, "bad block handle in index entry %d", len(r.index))
 		}
-		if bh.offset != prevEnd || bh.length > maxBlockLen || bh.length+blockTrailerLen > r.metaStart-min(bh.offset, r.metaStart) {
-			return r.corruptf(h, "index entry %d: data block (offset %d, length %d) out of place", len(r.index), bh.offset, bh.length)
+		if bh.Offset != prevEnd || bh.Length > block.MaxLen || bh.Length+block.TrailerLen > r.metaStart-min(bh.Offset, r.metaStart) {
+			return r.corruptf(h, "index entry %d: data block (offset %d, length %d) out of place", len(r.index), bh.Offset, bh.Length)
 		}
-		prevEnd = bh.offset + bh.length + blockTrailerLen
+		prevEnd = bh.End()
 		if len(r.index) > 0 {
 			prev, _ := base.DecodeInternalKey(arena[keys[len(keys)-1].start:keys[len(keys)-1].end])
 			if base.InternalCompare(r.cmp, prev, it.ikey) >= 0 {
@@ -396,7 +261,7 @@ func (r *Reader) decodeIndex(h blockHandle, b []byte) error {
 	return nil
 }
 
-func (r *Reader) decodeRangeDels(h blockHandle, b []byte) error {
+func (r *Reader) decodeRangeDels(h block.Handle, b []byte) error {
 	var it blockIter
 	if !it.init(b, true) {
 		return r.corruptf(h, "bad range-del block")
@@ -499,8 +364,8 @@ func (r *Reader) GetCounted(key []byte, snapshot base.SeqNum, fillCache bool, st
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
 	bi := getIterPool.Get().(*blockIter)
 	defer putGetIter(bi)
-	src := r.source()
-	src.stats = stats
+	src := r.bf.Source()
+	src.Stats = blockStats(stats)
 	for i := r.seekIndex(search); i < len(r.index); i++ {
 		h := r.index[i].handle
 		if err := r.loadDataBlock(bi, h, fillCache, true, nil, src); err != nil { // Get never reads ahead
@@ -539,15 +404,15 @@ func (r *Reader) ApproximateOffset(key []byte) uint64 {
 	if i == len(r.index) {
 		return r.dataEnd
 	}
-	return r.index[i].handle.offset
+	return r.index[i].handle.Offset
 }
 
 // CacheID returns the namespace of this table's blocks in the cache; the
 // table cache passes it to Cache.EvictID when the file is deleted.
-func (r *Reader) CacheID() uint64 { return r.cacheID }
+func (r *Reader) CacheID() uint64 { return r.bf.CacheID() }
 
 // Close closes the file. Cached blocks stay cached.
-func (r *Reader) Close() error { return r.f.Close() }
+func (r *Reader) Close() error { return r.bf.Source().File.Close() }
 
 func putGetIter(bi *blockIter) {
 	bi.data, bi.key, bi.val, bi.ikey, bi.srch = nil, nil, nil, base.InternalKey{}, nil

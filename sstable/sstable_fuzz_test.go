@@ -20,6 +20,7 @@ import (
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/internal/fuzzseed"
 	"github.com/shaledb/shale/vfs"
 )
@@ -257,7 +258,7 @@ func FuzzFooter(f *testing.F) {
 		if err != nil || ft2 != ft {
 			t.Fatalf("re-encoded footer decodes to %+v, %v; want %+v", ft2, err, ft)
 		}
-		h := ft.index.append(ft.metaindex.append(nil))
+		h := ft.index.Append(ft.metaindex.Append(nil))
 		if bytes.Equal(h, b[1:1+len(h)]) && !bytes.Equal(enc, b) {
 			t.Fatalf("minimal footer %x re-encodes to %x", b, enc)
 		}
@@ -316,8 +317,8 @@ func FuzzBloom(f *testing.F) {
 // end, seqnums strictly descending) that re-encode to the same spans.
 func FuzzRangeDelBlock(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := &Reader{name: "f.sst", cmp: bytes.Compare}
-		if err := r.decodeRangeDels(blockHandle{offset: 3}, data); err != nil {
+		r := namedReader("f.sst", bytes.Compare)
+		if err := r.decodeRangeDels(block.Handle{Offset: 3}, data); err != nil {
 			if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "f.sst") {
 				t.Fatalf("error %v", err)
 			}
@@ -339,8 +340,8 @@ func FuzzRangeDelBlock(f *testing.F) {
 				bw.add(base.MakeInternalKey(s.Start, seq, base.KindRangeDelete).AppendEncoded(nil), s.End)
 			}
 		}
-		r2 := &Reader{name: "f.sst", cmp: bytes.Compare}
-		if err := r2.decodeRangeDels(blockHandle{}, bw.finish()); err != nil {
+		r2 := namedReader("f.sst", bytes.Compare)
+		if err := r2.decodeRangeDels(block.Handle{}, bw.finish()); err != nil {
 			t.Fatalf("re-encoded spans: %v", err)
 		}
 		if fmt.Sprint(r2.rangeDels) != fmt.Sprint(spans) {
@@ -354,8 +355,9 @@ func FuzzRangeDelBlock(f *testing.F) {
 // handles tile [0, dataEnd) and whose separators strictly increase.
 func FuzzIndexBlock(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, metaStart uint16) {
-		r := &Reader{name: "f.sst", cmp: bytes.Compare, metaStart: uint64(metaStart)}
-		if err := r.decodeIndex(blockHandle{offset: 9}, data); err != nil {
+		r := namedReader("f.sst", bytes.Compare)
+		r.metaStart = uint64(metaStart)
+		if err := r.decodeIndex(block.Handle{Offset: 9}, data); err != nil {
 			if !errors.Is(err, base.ErrCorruption) {
 				t.Fatalf("error %v", err)
 			}
@@ -363,10 +365,10 @@ func FuzzIndexBlock(f *testing.F) {
 		}
 		var end uint64
 		for j, e := range r.index {
-			if e.handle.offset != end {
+			if e.handle.Offset != end {
 				t.Fatalf("entry %d: handle %+v after data end %d", j, e.handle, end)
 			}
-			end += e.handle.length + blockTrailerLen
+			end += e.handle.Length + block.TrailerLen
 			if end > r.metaStart {
 				t.Fatalf("entry %d: block ends at %d past metaStart %d", j, end, r.metaStart)
 			}
@@ -408,26 +410,26 @@ func repairChecksums(b []byte) {
 	if err != nil {
 		return
 	}
-	fix := func(h blockHandle) []byte {
-		if h.length > uint64(len(b)) || h.offset > uint64(len(b))-h.length ||
-			uint64(len(b))-h.offset-h.length < blockTrailerLen {
+	fix := func(h block.Handle) []byte {
+		if h.Length > uint64(len(b)) || h.Offset > uint64(len(b))-h.Length ||
+			uint64(len(b))-h.Offset-h.Length < block.TrailerLen {
 			return nil
 		}
-		n := int(h.offset + h.length)
-		binary.LittleEndian.PutUint32(b[n+1:], checksum(ft.checksum, b[h.offset:n+1]))
-		if b[n] != blockTypeNone {
+		n := int(h.Offset + h.Length)
+		binary.LittleEndian.PutUint32(b[n+1:], block.Checksum(ft.checksum, b[h.Offset:n+1]))
+		if b[n] != block.TypeNone {
 			return nil
 		}
-		return b[h.offset:n]
+		return b[h.Offset:n]
 	}
-	handles := func(block []byte, internal bool) []blockHandle {
-		var out []blockHandle
+	handles := func(data []byte, internal bool) []block.Handle {
+		var out []block.Handle
 		var it blockIter
-		if !it.init(block, internal) {
+		if !it.init(data, internal) {
 			return nil
 		}
 		for ok := it.first(); ok && len(out) < 1024; ok = it.next() {
-			if h, n := decodeHandle(it.val); n > 0 {
+			if h, n := block.DecodeHandle(it.val); n > 0 {
 				out = append(out, h)
 			}
 		}
@@ -450,7 +452,7 @@ func repairChecksums(b []byte) {
 func refTable(r *Reader) (entries []kv, ok bool) {
 	var all []refEntry
 	for i, ie := range r.index {
-		b, err := r.readBlock(ie.handle, true, nil, r.source())
+		b, err := r.bf.ReadBlock(ie.handle, r.metaStart, nil, r.bf.Source())
 		if err != nil {
 			return nil, false
 		}
@@ -702,8 +704,8 @@ func blockSeeds() [][]byte {
 		out = append(out, bytes.Clone(bw.finish()))
 	}
 	bw := blockWriter{restartInterval: 1}
-	bw.add([]byte(metaFilterName), blockHandle{10, 20}.append(nil))
-	bw.add([]byte(metaPropertiesName), blockHandle{35, 200}.append(nil))
+	bw.add([]byte(metaFilterName), block.Handle{Offset: 10, Length: 20}.Append(nil))
+	bw.add([]byte(metaPropertiesName), block.Handle{Offset: 35, Length: 200}.Append(nil))
 	out = append(out, bytes.Clone(bw.finish()))
 	out = append(out, (&blockWriter{restartInterval: 1}).finish(), []byte{1, 0, 0, 0})
 	return out
@@ -714,8 +716,8 @@ func indexSeed() []byte {
 	var off uint64
 	for j := 0; j < 6; j++ {
 		sep := base.MakeInternalKey([]byte(fmt.Sprintf("s%02d", j)), base.SeqNumMax, base.KindMax)
-		bw.add(sep.AppendEncoded(nil), blockHandle{off, 30}.append(nil))
-		off += 30 + blockTrailerLen
+		bw.add(sep.AppendEncoded(nil), block.Handle{Offset: off, Length: 30}.Append(nil))
+		off += 30 + block.TrailerLen
 	}
 	return bytes.Clone(bw.finish())
 }
@@ -749,7 +751,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	}
 	props := (&Properties{NumEntries: 3, ComparerName: "leveldb.BytewiseComparator", CompressionName: "snappy",
 		User: map[string]string{"user.prop": "x"}}).encode(1)
-	ft := footer{checksum: ChecksumCRC32C, metaindex: blockHandle{1000, 40}, index: blockHandle{900, 99}}
+	ft := footer{checksum: ChecksumCRC32C, metaindex: block.Handle{Offset: 1000, Length: 40}, index: block.Handle{Offset: 900, Length: 99}}
 	seeds := map[string][][]any{
 		"FuzzTable":         tableArgs,
 		"FuzzBlock":         blockArgs,
@@ -758,7 +760,6 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"FuzzBloom":         {{[]byte("a\x00b\x00hello\x00\x00zz"), uint8(10)}, {[]byte{}, uint8(0)}},
 		"FuzzRangeDelBlock": {{rangeDelSeed()}},
 		"FuzzIndexBlock":    {{indexSeed(), uint16(6 * 35)}},
-		"FuzzCompression":   {{[]byte("abcabcabd"), uint8(3)}, {[]byte{}, uint8(0)}, {blockSeeds()[0], uint8(1)}},
 	}
 	fuzzseed.Sync(t, seeds)
 }

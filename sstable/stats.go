@@ -3,43 +3,15 @@ package sstable
 import (
 	"sync/atomic"
 
-	"github.com/shaledb/shale/internal/readahead"
+	"github.com/shaledb/shale/internal/block"
 )
 
-// ReadStats counts the file reads of Readers (ReaderOptions.Stats). Its
-// counters are atomics: many Readers and iterators add to one ReadStats.
-// Blocks found in the cache are not counted here.
+// ReadStats counts the file reads of Readers (ReaderOptions.Stats): the
+// block layer's counters (block.ReadStats) and the bloom filter probes.
+// Its counters are atomics: many Readers and iterators add to one
+// ReadStats. Blocks found in the cache are counted only in CacheHits.
 type ReadStats struct {
-	// BlockReads counts blocks loaded from the file, whether by their own
-	// read or from a readahead window.
-	BlockReads atomic.Uint64
-	// FileReads counts read calls made to table files (single blocks,
-	// readahead windows, and each part of a split window), and BytesRead
-	// the bytes they returned.
-	FileReads, BytesRead atomic.Uint64
-	// DirectReads counts those of FileReads made to files opened with
-	// direct IO.
-	DirectReads atomic.Uint64
-	// ReadaheadBytesIssued counts the bytes read into readahead windows,
-	// ReadaheadBytesUsed those of them that blocks were served from.
-	ReadaheadBytesIssued, ReadaheadBytesUsed atomic.Uint64
-
-	// The counters below serve the async read path (ReadOptions.AsyncIO)
-	// and the DB's Statistics.
-
-	// CacheHits counts data blocks found in the block cache.
-	CacheHits atomic.Uint64
-	// AsyncReads counts read requests the read path submitted through the
-	// AsyncReader: MultiGet batches, first phases of two-phase seeks and
-	// background prefetches (readahead windows split into parts count in
-	// FileReads, not here).
-	AsyncReads atomic.Uint64
-	// ReadsCoalesced counts data blocks that were read by one request
-	// together with an adjacent block instead of by a request of their own.
-	ReadsCoalesced atomic.Uint64
-	// PrefetchHits counts data blocks served from a readahead window or a
-	// prefetch buffer.
-	PrefetchHits atomic.Uint64
+	block.ReadStats
 	// BloomChecks counts bloom filter probes by Get and MultiGet;
 	// BloomUseful those that ruled the key out (no table lookup).
 	BloomChecks, BloomUseful atomic.Uint64
@@ -47,16 +19,7 @@ type ReadStats struct {
 
 // Add adds every counter of o to s.
 func (s *ReadStats) Add(o *ReadStats) {
-	s.BlockReads.Add(o.BlockReads.Load())
-	s.FileReads.Add(o.FileReads.Load())
-	s.BytesRead.Add(o.BytesRead.Load())
-	s.DirectReads.Add(o.DirectReads.Load())
-	s.ReadaheadBytesIssued.Add(o.ReadaheadBytesIssued.Load())
-	s.ReadaheadBytesUsed.Add(o.ReadaheadBytesUsed.Load())
-	s.CacheHits.Add(o.CacheHits.Load())
-	s.AsyncReads.Add(o.AsyncReads.Load())
-	s.ReadsCoalesced.Add(o.ReadsCoalesced.Load())
-	s.PrefetchHits.Add(o.PrefetchHits.Load())
+	s.ReadStats.Add(&o.ReadStats)
 	s.BloomChecks.Add(o.BloomChecks.Load())
 	s.BloomUseful.Add(o.BloomUseful.Load())
 }
@@ -65,19 +28,10 @@ func (s *ReadStats) Add(o *ReadStats) {
 // read path never checks for nil.
 var discardStats ReadStats
 
-// addReadahead adds the counters a readahead state took since the last
-// call; direct says whether its file is read with direct IO.
-func (s *ReadStats) addReadahead(c readahead.Counters, direct bool) {
-	if c == (readahead.Counters{}) {
-		return
+// blockStats is the block layer's part of s, nil when s is.
+func blockStats(s *ReadStats) *block.ReadStats {
+	if s == nil {
+		return nil
 	}
-	s.FileReads.Add(c.Reads)
-	s.BytesRead.Add(c.BytesRead)
-	if direct {
-		s.DirectReads.Add(c.Reads)
-	}
-	s.ReadaheadBytesIssued.Add(c.BytesIssued)
-	s.ReadaheadBytesUsed.Add(c.BytesUsed)
-	s.PrefetchHits.Add(c.Hits)
-	s.AsyncReads.Add(c.AsyncReads)
+	return &s.ReadStats
 }

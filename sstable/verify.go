@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/internal/readahead"
 )
 
@@ -19,23 +20,23 @@ const verifyReadaheadSize = 2 << 20
 // entries as the properties say. The first failure is returned as an error
 // matching base.ErrCorruption naming the file and the block's offset.
 func (r *Reader) VerifyChecksums() error {
-	size, err := r.f.Size()
+	size, err := r.bf.Source().File.Size()
 	if err != nil {
-		return fmt.Errorf("shale: verifying %s: %w", r.name, err)
+		return fmt.Errorf("shale: verifying %s: %w", r.bf.Name(), err)
 	}
 	if uint64(size) != r.footOff+footerLen {
-		return base.CorruptionErrorf(r.name, size, "table is %d bytes, but was %d bytes when opened", size, r.footOff+footerLen)
+		return base.CorruptionErrorf(r.bf.Name(), size, "table is %d bytes, but was %d bytes when opened", size, r.footOff+footerLen)
 	}
 	var fb [footerLen]byte
-	if err := r.readAt(fb[:], int64(r.footOff)); err != nil {
+	if err := r.bf.ReadAt(r.bf.Source(), fb[:], int64(r.footOff)); err != nil {
 		return err
 	}
-	ft, err := decodeFooter(r.name, int64(r.footOff), fb[:])
+	ft, err := decodeFooter(r.bf.Name(), int64(r.footOff), fb[:])
 	if err != nil {
 		return err
 	}
-	if ft.checksum != r.checksum {
-		return base.CorruptionErrorf(r.name, int64(r.footOff), "footer checksum type %d, but %d when opened", ft.checksum, r.checksum)
+	if ft.checksum != r.bf.ChecksumType() {
+		return base.CorruptionErrorf(r.bf.Name(), int64(r.footOff), "footer checksum type %d, but %d when opened", ft.checksum, r.bf.ChecksumType())
 	}
 	if err := r.verifyMetaBlocks(ft); err != nil {
 		return err
@@ -46,7 +47,7 @@ func (r *Reader) VerifyChecksums() error {
 // verifyMetaBlocks re-reads the metaindex, every block it names, and the
 // index block, and compares what they hold with the Reader's copies.
 func (r *Reader) verifyMetaBlocks(ft footer) error {
-	meta, err := r.readBlock(ft.metaindex, false, nil, r.source())
+	meta, err := r.bf.ReadBlock(ft.metaindex, r.footOff, nil, r.bf.Source())
 	if err != nil {
 		return err
 	}
@@ -55,11 +56,11 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 		return r.corruptf(ft.metaindex, "bad metaindex block")
 	}
 	for ok := it.first(); ok; ok = it.next() {
-		h, n := decodeHandle(it.val)
+		h, n := block.DecodeHandle(it.val)
 		if n <= 0 || n != len(it.val) {
 			return r.corruptf(ft.metaindex, "bad handle for %q in metaindex", it.key)
 		}
-		b, err := r.readBlock(h, false, nil, r.source())
+		b, err := r.bf.ReadBlock(h, r.footOff, nil, r.bf.Source())
 		if err != nil {
 			return err
 		}
@@ -86,7 +87,7 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 	if it.corrupt {
 		return r.corruptf(ft.metaindex, "bad metaindex block")
 	}
-	ib, err := r.readBlock(ft.index, false, nil, r.source())
+	ib, err := r.bf.ReadBlock(ft.index, r.footOff, nil, r.bf.Source())
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 	}
 	i := 0
 	for ok := it.first(); ok; ok = it.next() {
-		bh, n := decodeHandle(it.val)
+		bh, n := block.DecodeHandle(it.val)
 		if n <= 0 || n != len(it.val) || i >= len(r.index) || bh != r.index[i].handle ||
 			base.InternalCompare(r.cmp, it.ikey, r.index[i].sep) != 0 {
 			return r.corruptf(ft.index, "index entry %d differs from the one read at open", i)
@@ -110,7 +111,7 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 
 // verifyRangeDelBlock checks that a re-read range-del block decodes to the
 // tombstones read at open.
-func (r *Reader) verifyRangeDelBlock(h blockHandle, b []byte) error {
+func (r *Reader) verifyRangeDelBlock(h block.Handle, b []byte) error {
 	var it blockIter
 	if !it.init(b, true) {
 		return r.corruptf(h, "bad range-del block")
@@ -142,15 +143,16 @@ func (r *Reader) verifyRangeDelBlock(h blockHandle, b []byte) error {
 // verifyDataBlocks reads every data block from the file (with readahead)
 // and checks its checksum, encoding and key order.
 func (r *Reader) verifyDataBlocks() error {
+	src := r.bf.Source()
 	var ra readahead.State
-	ra.Init(r.f, readahead.Config{Size: verifyReadaheadSize, Limit: int64(r.dataEnd), Alignment: r.align, Reader: r.async})
-	defer func() { r.stats.addReadahead(ra.Release(), r.align > 1) }()
+	ra.Init(src.File, readahead.Config{Size: verifyReadaheadSize, Limit: int64(r.dataEnd), Alignment: src.Align, Reader: r.bf.AsyncReader()})
+	defer func() { r.bf.AddReadahead(src, ra.Release()) }()
 	var it blockIter
 	var prev []byte // the previous entry's encoded internal key
 	var points uint64
 	for i, item := range r.index {
 		h := item.handle
-		b, err := r.readBlock(h, true, &ra, r.source())
+		b, err := r.bf.ReadBlock(h, r.metaStart, &ra, src)
 		if err != nil {
 			return err
 		}
@@ -182,7 +184,7 @@ func (r *Reader) verifyDataBlocks() error {
 		}
 	}
 	if want := r.props.NumEntries - r.props.NumRangeDeletions; points != want {
-		return base.CorruptionErrorf(r.name, 0, "data blocks hold %d point entries, properties say %d", points, want)
+		return base.CorruptionErrorf(r.bf.Name(), 0, "data blocks hold %d point entries, properties say %d", points, want)
 	}
 	return nil
 }

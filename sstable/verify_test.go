@@ -80,17 +80,17 @@ func TestVerifyChecksumsAfterOpen(t *testing.T) {
 		t.Fatalf("scan: %d entries, %v", n, err)
 	}
 	third := r.index[2].handle
-	f.b[third.offset+3] ^= 0x20
+	f.b[third.Offset+3] ^= 0x20
 	err = r.VerifyChecksums()
 	var ce *base.CorruptionError
-	if !errors.As(err, &ce) || ce.File != "v.sst" || ce.Offset != int64(third.offset) {
-		t.Fatalf("got %v, want corruption in v.sst at offset %d", err, third.offset)
+	if !errors.As(err, &ce) || ce.File != "v.sst" || ce.Offset != int64(third.Offset) {
+		t.Fatalf("got %v, want corruption in v.sst at offset %d", err, third.Offset)
 	}
 	// The cache still serves the verified copy: reads stay correct.
 	if v, _, _, ok, err := r.Get(entries[7].key.UserKey, base.SeqNumMax, true); err != nil || !ok || !bytes.Equal(v, entries[7].value) {
 		t.Fatalf("cached Get: %q %v %v", v, ok, err)
 	}
-	f.b[third.offset+3] ^= 0x20
+	f.b[third.Offset+3] ^= 0x20
 	if err := r.VerifyChecksums(); err != nil {
 		t.Fatalf("repaired: %v", err)
 	}

@@ -2,13 +2,12 @@ package sstable
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -30,7 +29,7 @@ type WriterMetadata struct {
 // index block.
 type indexEntry struct {
 	sep    []byte // encoded internal key
-	handle blockHandle
+	handle block.Handle
 }
 
 // maxPreallocStep bounds one preallocation, whatever TargetFileSize says.
@@ -92,15 +91,14 @@ type Writer struct {
 	data     blockWriter
 	index    []indexEntry
 	pending  bool // a data block was flushed; its index entry waits for the next key
-	pendingH blockHandle
+	pendingH block.Handle
 	lastKey  []byte // encoded internal key of the last point entry
 	hasPoint bool
 	hashes   []uint64
 	lastHash []byte // last user key added to hashes
 	compBuf  []byte
 	sepBuf   []byte
-	trailer  [blockTrailerLen]byte
-	xxh      *xxhash.Digest
+	trailer  block.TrailerWriter
 
 	rangeDels   blockWriter
 	lastDel     base.InternalKey // owns its bytes
@@ -122,7 +120,6 @@ func NewWriter(f vfs.File, fileName string, o WriterOptions) *Writer {
 		name: fileName,
 		o:    o,
 		cmp:  o.Comparer.Compare,
-		xxh:  xxhash.New(),
 	}
 	w.sink = fileSink{f: f, bytesPerSync: o.BytesPerSync}
 	if o.TargetFileSize > 0 {
@@ -225,42 +222,30 @@ func (w *Writer) flushData() {
 	h := w.writeBlock(w.data.finish(), true)
 	w.data.reset()
 	w.props.NumDataBlocks++
-	w.props.DataSize += h.length + blockTrailerLen
+	w.props.DataSize += h.Length + block.TrailerLen
 	w.pendingH = h
 	w.pending = true
 }
 
 // writeBlock writes a block and its trailer, compressing it if asked.
-func (w *Writer) writeBlock(raw []byte, compress bool) blockHandle {
+func (w *Writer) writeBlock(raw []byte, compress bool) block.Handle {
 	if w.err != nil {
-		return blockHandle{}
+		return block.Handle{}
 	}
-	b, typ := raw, byte(blockTypeNone)
+	b, typ := raw, block.TypeNone
 	if compress {
-		b, typ, w.compBuf = compressBlock(w.o.Compression, raw, w.compBuf)
+		b, typ, w.compBuf = block.Compress(w.o.Compression, raw, w.compBuf)
 	}
-	h := blockHandle{offset: w.offset, length: uint64(len(b))}
-	w.trailer[0] = typ
-	var sum uint32
-	if w.o.Checksum == ChecksumXXHash64 {
-		w.xxh.Reset()
-		w.xxh.Write(b)
-		w.xxh.Write(w.trailer[:1])
-		sum = uint32(w.xxh.Sum64())
-	} else {
-		c := crc32Update(0, b)
-		sum = maskCRC(crc32Update(c, w.trailer[:1]))
-	}
-	binary.LittleEndian.PutUint32(w.trailer[1:], sum)
+	h := block.Handle{Offset: w.offset, Length: uint64(len(b))}
 	if _, err := w.out.Write(b); err != nil {
 		w.err = err
 		return h
 	}
-	if _, err := w.out.Write(w.trailer[:]); err != nil {
+	if _, err := w.out.Write(w.trailer.Trailer(w.o.Checksum, b, typ)); err != nil {
 		w.err = err
 		return h
 	}
-	w.offset += uint64(len(b)) + blockTrailerLen
+	w.offset += uint64(len(b)) + block.TrailerLen
 	return h
 }
 
@@ -348,10 +333,10 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 		w.addIndexEntry(nil)
 	}
 	var metaNames []string
-	var metaHandles []blockHandle
+	var metaHandles []block.Handle
 	if w.o.BloomBitsPerKey > 0 && len(w.hashes) > 0 {
 		h := w.writeBlock(buildBloom(w.hashes, w.o.BloomBitsPerKey), false)
-		w.props.FilterSize = h.length + blockTrailerLen
+		w.props.FilterSize = h.Length + block.TrailerLen
 		metaNames = append(metaNames, metaFilterName)
 		metaHandles = append(metaHandles, h)
 	}
@@ -363,11 +348,11 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 	ib := blockWriter{restartInterval: 1}
 	var hb []byte
 	for _, e := range w.index {
-		hb = e.handle.append(hb[:0])
+		hb = e.handle.Append(hb[:0])
 		ib.add(e.sep, hb)
 	}
 	indexH := w.writeBlock(ib.finish(), true)
-	w.props.IndexSize = indexH.length + blockTrailerLen
+	w.props.IndexSize = indexH.Length + block.TrailerLen
 	if len(w.o.Collectors) > 0 {
 		w.props.User = map[string]string{}
 		for _, c := range w.o.Collectors {
@@ -381,7 +366,7 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 	// that this insertion order is sorted, but sort anyway.
 	mb := blockWriter{restartInterval: 1}
 	for _, i := range sortedOrder(metaNames) {
-		mb.add([]byte(metaNames[i]), metaHandles[i].append(nil))
+		mb.add([]byte(metaNames[i]), metaHandles[i].Append(nil))
 	}
 	metaH := w.writeBlock(mb.finish(), false)
 	if w.err != nil {

@@ -1,25 +1,25 @@
-package sstable
+package block
 
 import "github.com/shaledb/shale/vfs"
 
 // ReadGroup gathers the block reads that the first phase of a two-phase
-// seek asks for across the table iterators of one merged iterator
-// (IterOptions.Group), so that Submit sends them to the AsyncReader as one
+// seek asks for across the iterators of one merged iterator (PendingRead
+// through a group), so that Submit sends them to the AsyncReader as one
 // batch: one io_uring submission for every L0 table and level. It is used
 // by one goroutine at a time, like the iterator that owns it.
 //
 // Invariant: reqs does not grow or change while a batch of it is in flight
-// (add drains a submitted batch before starting the next one), since the
+// (Add drains a submitted batch before starting the next one), since the
 // reader writes each request's result in place. A request's buffer belongs
-// to the table iterator that added it, which frees it only after wait
-// reported it complete.
+// to the iterator that added it, which frees it only after Wait reported it
+// complete.
 type ReadGroup struct {
 	reader vfs.AsyncReader
 	reqs   []vfs.ReadRequest
 	done   []bool
 	// batch is the submitted batch while some of its requests have not
 	// been returned by Next; submitted says reqs went out (their results,
-	// once done, stay readable until the next add).
+	// once done, stay readable until the next Add).
 	batch     *vfs.ReadBatch
 	submitted bool
 	returned  int
@@ -31,8 +31,8 @@ type ReadGroup struct {
 // NewReadGroup returns an empty ReadGroup reading through r.
 func NewReadGroup(r vfs.AsyncReader) *ReadGroup { return &ReadGroup{reader: r} }
 
-// add queues req for the next Submit and returns its generation and index.
-func (g *ReadGroup) add(req vfs.ReadRequest) (gen uint64, idx int) {
+// Add queues req for the next Submit and returns its generation and index.
+func (g *ReadGroup) Add(req vfs.ReadRequest) (gen uint64, idx int) {
 	if g.submitted {
 		g.drain()
 		g.reqs, g.done = g.reqs[:0], g.done[:0]
@@ -55,10 +55,10 @@ func (g *ReadGroup) Submit() {
 	g.batch = g.reader.Submit(g.reqs)
 }
 
-// wait waits for request idx of generation gen (submitting the queue if
+// Wait waits for request idx of generation gen (submitting the queue if
 // nobody did) and returns its result; ok is false when the request belongs
 // to an earlier generation, whose results are gone.
-func (g *ReadGroup) wait(gen uint64, idx int) (n int, err error, ok bool) {
+func (g *ReadGroup) Wait(gen uint64, idx int) (n int, err error, ok bool) {
 	if gen != g.gen {
 		return 0, nil, false
 	}
@@ -94,7 +94,7 @@ func (g *ReadGroup) Close() {
 	if g == nil {
 		return
 	}
-	// Reads queued but never submitted are dropped unsent (their table
+	// Reads queued but never submitted are dropped unsent (their
 	// iterators waited for or dropped them already).
 	g.drain()
 	for i := range g.reqs {
