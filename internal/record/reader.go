@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"slices"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/checksum"
 )
 
 // fragStatus says whether a fragment checked out, and if not, why.
@@ -66,7 +66,7 @@ func parseFragment(d []byte, i, blockRem int) (typ byte, length int, st fragStat
 	case typ < fullFragment || typ > lastFragment:
 		return typ, length, fragBadType
 	}
-	if maskCRC(crc32.Checksum(d[i+6:i+HeaderSize+length], castagnoli)) != sum {
+	if checksum.MaskedCRC32C(d[i+6:i+HeaderSize+length]) != sum {
 		return typ, length, fragBadChecksum
 	}
 	return typ, length, fragOK
@@ -489,12 +489,12 @@ func (r *Reader) checksumMatchesAt(i int, sum uint32, typ byte, length int) (int
 	slices.Sort(cands)
 	cands = slices.Compact(cands)
 	payload := d[i+HeaderSize:]
-	c := crc32.Update(0, castagnoli, []byte{typ})
+	c := checksum.CRC32C([]byte{typ})
 	done := 0
 	for _, n := range cands {
-		c = crc32.Update(c, castagnoli, payload[done:n])
+		c = checksum.ExtendCRC32C(c, payload[done:n])
 		done = n
-		if maskCRC(c) == sum {
+		if checksum.Mask(c) == sum {
 			return n, true
 		}
 	}

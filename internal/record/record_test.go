@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/checksum"
 )
 
 const testFile = "000042.log"
@@ -170,7 +171,7 @@ func TestRandomRoundTrip(t *testing.T) {
 
 func TestHeaderEncoding(t *testing.T) {
 	// The standard CRC32C check value, to be sure the table is Castagnoli.
-	if c := crc32.Checksum([]byte("123456789"), castagnoli); c != 0xe3069283 {
+	if c := checksum.CRC32C([]byte("123456789")); c != 0xe3069283 {
 		t.Fatalf("crc32c check value %#x", c)
 	}
 	var buf bytes.Buffer
@@ -534,7 +535,7 @@ func TestGarbageTail(t *testing.T) {
 func frag(typ byte, p []byte) []byte {
 	b := []byte{0, 0, 0, 0, byte(len(p)), byte(len(p) >> 8), typ}
 	b = append(b, p...)
-	binary.LittleEndian.PutUint32(b, maskCRC(crc32.Checksum(b[6:], castagnoli)))
+	binary.LittleEndian.PutUint32(b, checksum.MaskedCRC32C(b[6:]))
 	return b
 }
 

@@ -2,8 +2,9 @@ package record
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"io"
+
+	"github.com/shaledb/shale/internal/checksum"
 )
 
 const (
@@ -20,12 +21,6 @@ const (
 	middleFragment = 3
 	lastFragment   = 4
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// maskCRC masks a CRC as LevelDB does, so that a CRC stored inside data that
-// is itself checksummed does not make the outer checksum degenerate.
-func maskCRC(c uint32) uint32 { return ((c >> 15) | (c << 17)) + 0xa282ead8 }
 
 // Writer appends records to a block-framed file. Records are buffered until
 // Flush, which hands everything to the underlying io.Writer in one Write.
@@ -86,10 +81,9 @@ func (w *Writer) WriteRecord(p []byte) (offset int64, err error) {
 		i := len(w.buf)
 		w.buf = append(w.buf, 0, 0, 0, 0, byte(n), byte(n>>8), typ)
 		w.buf = append(w.buf, p[:n]...)
-		// The checksum covers the type byte and the payload, which are
-		// contiguous in buf.
-		crc := crc32.Checksum(w.buf[i+6:], castagnoli)
-		binary.LittleEndian.PutUint32(w.buf[i:], maskCRC(crc))
+		// The checksum (masked CRC-32C) covers the type byte and the
+		// payload, which are contiguous in buf.
+		binary.LittleEndian.PutUint32(w.buf[i:], checksum.MaskedCRC32C(w.buf[i+6:]))
 		p = p[n:]
 		w.blockOff += HeaderSize + n
 		if w.blockOff == BlockSize {

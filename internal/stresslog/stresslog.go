@@ -3,9 +3,9 @@ package stresslog
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 
+	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -70,8 +70,6 @@ const (
 	typePending = 'P'
 	typeAcked   = 'A'
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Writer appends records to one log file. It is not safe for concurrent use:
 // each writer goroutine owns its own log.
@@ -147,7 +145,7 @@ func (w *Writer) finish(p []byte) error {
 		return fmt.Errorf("shale: stresslog: %s: record of %d bytes exceeds %d", w.name, n, MaxPayload)
 	}
 	binary.LittleEndian.PutUint32(p[4:8], encodeLength(n))
-	binary.LittleEndian.PutUint32(p[0:4], crc32.Checksum(p[4:], castagnoli))
+	binary.LittleEndian.PutUint32(p[0:4], checksum.CRC32C(p[4:]))
 	w.buf = p
 	if _, err := w.f.Write(p); err != nil {
 		return fmt.Errorf("shale: stresslog: appending to %s: %w", w.name, err)
@@ -210,7 +208,7 @@ func Decode(name string, data []byte) (*Log, error) {
 			l.Torn = true
 			return l, nil
 		}
-		if crc32.Checksum(rest[4:recHeaderLen+n], castagnoli) != binary.LittleEndian.Uint32(rest[0:4]) {
+		if checksum.CRC32C(rest[4:recHeaderLen+n]) != binary.LittleEndian.Uint32(rest[0:4]) {
 			if len(rest) == recHeaderLen+n {
 				l.Torn = true // the last record: torn as it was written
 				return l, nil

@@ -2,13 +2,13 @@ package stresslog
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -147,7 +147,7 @@ func record(payload ...byte) []byte {
 	p := make([]byte, recHeaderLen, recHeaderLen+len(payload))
 	p = append(p, payload...)
 	binary.LittleEndian.PutUint32(p[4:8], encodeLength(len(payload)))
-	binary.LittleEndian.PutUint32(p[0:4], crc32.Checksum(p[4:], castagnoli))
+	binary.LittleEndian.PutUint32(p[0:4], checksum.CRC32C(p[4:]))
 	return p
 }
 
