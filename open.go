@@ -267,6 +267,9 @@ func (d *DB) recover() error {
 		}
 		d.versions.MarkFileNumUsed(num)
 		if t == base.FileTypeLog && num >= minLog {
+			if p, ok := d.fs.(*pinnedFS); ok && !p.pinnedWAL(num) {
+				continue // newer than every pinned WAL (see loadReadOnlyOnce)
+			}
 			logs = append(logs, num)
 		}
 	}

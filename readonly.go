@@ -3,10 +3,8 @@ package shale
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,7 +31,7 @@ var errOpenedReadOnly = fmt.Errorf("shale: the database was opened with OpenForR
 
 // readOnlyLoadAttempts bounds how often a read-only open starts over when
 // a writer changed the directory under it (a MANIFEST rotated away, a WAL
-// or table removed, a record being appended); real damage fails them all.
+// or table removed).
 const readOnlyLoadAttempts = 20
 
 // loadReadOnly loads the version set and the WALs without writing, then
@@ -59,43 +57,49 @@ func (d *DB) loadReadOnly() error {
 		if err = d.loadReadOnlyOnce(); err == nil {
 			return nil
 		}
-		if errors.Is(err, ErrInvalidArgument) {
-			return err // a mismatch of options; reading again cannot help
+		// Only a file that vanished (a writer removed it) or a removed WAL
+		// is worth another look; anything else, damage included, would
+		// only be found again.
+		if !errors.Is(err, errDirectoryChanged) && !errors.Is(err, os.ErrNotExist) {
+			return err
 		}
 	}
 	return err
 }
 
 func (d *DB) loadReadOnlyOnce() error {
-	// A writer changes the MANIFEST before it removes any file (a table a
-	// compaction replaced, a WAL a flush emptied): if CURRENT and the
-	// MANIFEST are the same before the MANIFEST is read and after every
-	// table and WAL has been opened, every file the loaded version needs
-	// existed then and is now open, and stays readable whatever the writer
-	// removes later. Otherwise the load starts over.
-	before, err := d.manifestStamp()
-	if err != nil {
-		return err
-	}
-	vs, err := manifest.Load(d.manifestOptions())
-	if err != nil {
-		return err
-	}
-	d.versions = vs
-	pins := pinFiles(d.fs, d.dirname)
+	// The files the loaded version needs are its tables and the WALs from
+	// its log number L on. A writer removes a table only after a MANIFEST
+	// edit that drops it, and a WAL only after an edit that moves the log
+	// number past it. So: open every table and WAL there is (t0), load the
+	// MANIFEST (t1), open what appeared since (t2), open the version's
+	// tables (a missing one starts the load over), and read the log number
+	// again (t3: L2). Replay then uses the pinned WALs only: WALs are
+	// numbered in the order they are made, so those made after t2 are all
+	// newer than every pinned one, and leaving them out keeps a prefix. A
+	// WAL at or above L missing from the pins was removed before t2, so L2
+	// passed it: walsComplete starts the load over when some number in
+	// [L, L2) below the newest pinned WAL is neither a pinned WAL nor a
+	// file seen to be of another kind. Open files stay readable whatever
+	// the writer removes later.
+	pins := &pinnedFS{FS: d.fs, dir: d.dirname, files: map[string]vfs.File{}}
+	pins.pin()
 	orig := d.fs
 	d.fs = pins
 	defer func() {
 		d.fs = orig
 		pins.closeUnused()
 	}()
-	after, err := d.manifestStamp()
+	vs, err := manifest.Load(d.manifestOptions())
 	if err != nil {
 		return err
 	}
-	if after != before {
-		return errDirectoryChanged
+	d.versions = vs
+	logNum := vs.LogNumber()
+	if readOnlyLoadedHook != nil {
+		readOnlyLoadedHook()
 	}
+	pins.pin()
 	if d.opts.ParanoidChecks {
 		if err := d.checkLiveTables(); err != nil {
 			return err
@@ -104,35 +108,24 @@ func (d *DB) loadReadOnlyOnce() error {
 	if err := d.openLiveTables(); err != nil {
 		return err
 	}
+	again, err := manifest.Load(d.manifestOptions())
+	if err != nil {
+		return err
+	}
+	logNum2 := again.LogNumber()
+	_ = again.Close()
+	if !pins.walsComplete(logNum, logNum2) {
+		return errDirectoryChanged
+	}
 	return d.recover()
 }
 
-// errDirectoryChanged makes a read-only load start over.
-var errDirectoryChanged = errors.New("shale: the MANIFEST changed while the database was being opened read-only")
+// readOnlyLoadedHook, when set (by tests), runs between a read-only load's
+// MANIFEST read and its second pinning: where a writer's flush does harm.
+var readOnlyLoadedHook func()
 
-// manifestStamp identifies the MANIFEST's state: CURRENT's content and the
-// size of the MANIFEST it names (MANIFESTs are only appended to).
-func (d *DB) manifestStamp() (string, error) {
-	cur := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeCurrent, 0))
-	f, err := d.fs.Open(cur)
-	if err != nil {
-		return "", err
-	}
-	var buf [256]byte
-	n, err := f.ReadAt(buf[:], 0)
-	f.Close()
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	name := strings.TrimSuffix(string(buf[:n]), "\n")
-	var size int64 = -1
-	if t, _, ok := base.ParseFilename(name); ok && t == base.FileTypeManifest {
-		if fi, err := d.fs.Stat(d.fs.PathJoin(d.dirname, name)); err == nil {
-			size = fi.Size()
-		}
-	}
-	return fmt.Sprintf("%s:%d", name, size), nil
-}
+// errDirectoryChanged makes a read-only load start over.
+var errDirectoryChanged = errors.New("shale: a writer removed a WAL while the database was being opened read-only")
 
 // resetReadOnlyLoad undoes a failed loadReadOnlyOnce.
 func (d *DB) resetReadOnlyLoad() {
@@ -163,12 +156,14 @@ func (d *DB) openLiveTables() error {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				if _, err := d.tableCache.get(f.FileNum); err != nil {
+				_, err := d.tableCache.get(f.FileNum)
+				if err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
 					}
 					mu.Unlock()
+					return
 				}
 			})
 		}
@@ -186,31 +181,78 @@ type pinnedFS struct {
 	dir   string // the directory whose files are pinned
 	mu    sync.Mutex
 	files map[string]vfs.File
+	// wals are the numbers of the WALs pinned (taken or not); others the
+	// numbers seen on files of other kinds.
+	wals, others map[base.FileNum]bool
 }
 
-// pinFiles opens every table and WAL in dir; files that vanish or fail to
-// open are simply not pinned.
-func pinFiles(fs vfs.FS, dir string) *pinnedFS {
-	p := &pinnedFS{FS: fs, dir: dir, files: map[string]vfs.File{}}
-	names, err := fs.List(dir)
+// walsComplete reports whether the pinned WALs from logNum on hold every
+// WAL that existed when the MANIFEST was read, given that the log number
+// was logNum2 after the pins (see loadReadOnlyOnce).
+func (p *pinnedFS) walsComplete(logNum, logNum2 base.FileNum) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var newest base.FileNum
+	for n := range p.wals {
+		newest = max(newest, n)
+	}
+	for n := logNum; n < logNum2 && n <= newest; n++ {
+		if !p.wals[n] && !p.others[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// pinnedWAL reports whether WAL num was pinned: recovery of a read-only DB
+// replays those only.
+func (p *pinnedFS) pinnedWAL(num base.FileNum) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wals[num]
+}
+
+// pin opens every table and WAL in the directory not yet pinned and notes
+// the numbers of the other files. Files that vanish or fail to open are
+// simply not pinned.
+func (p *pinnedFS) pin() {
+	names, err := p.FS.List(p.dir)
 	if err != nil {
-		return p
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wals == nil {
+		p.wals, p.others = map[base.FileNum]bool{}, map[base.FileNum]bool{}
 	}
 	for _, name := range names {
-		t, _, ok := base.ParseFilename(name)
-		if !ok || (t != base.FileTypeTable && t != base.FileTypeLog) {
+		t, num, ok := base.ParseFilename(name)
+		if !ok {
 			continue
 		}
-		path := fs.PathJoin(dir, name)
+		if t != base.FileTypeTable && t != base.FileTypeLog {
+			p.others[num] = true
+			continue
+		}
+		path := p.FS.PathJoin(p.dir, name)
+		if _, ok := p.files[path]; ok || p.wals[num] {
+			continue
+		}
 		var opts []vfs.OpenOption
 		if t == base.FileTypeTable {
 			opts = tableOpenOptions
 		}
-		if f, err := fs.Open(path, opts...); err == nil {
-			p.files[path] = f
+		f, err := p.FS.Open(path, opts...)
+		if err != nil {
+			continue
+		}
+		p.files[path] = f
+		if t == base.FileTypeLog {
+			p.wals[num] = true
+		} else {
+			p.others[num] = true
 		}
 	}
-	return p
 }
 
 // List implements vfs.FS: the pinned files are listed even once removed.

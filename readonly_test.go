@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
@@ -271,5 +272,61 @@ func TestOpenForReadOnlyBesideWriter(t *testing.T) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenForReadOnlyWALRemovedDuringOpen makes the writer, between the
+// read-only open's MANIFEST read and its second look at the directory,
+// write to a new WAL and flush and remove that WAL again: the loaded
+// version does not hold that WAL's table, and the WAL is gone, so the open
+// must start over rather than replay the WALs around the gap.
+func TestOpenForReadOnlyWALRemovedDuringOpen(t *testing.T) {
+	mem := vfs.NewMem()
+	w := openMemFS(t, mem)
+	defer w.Close()
+	put := func(k string) {
+		t.Helper()
+		if err := w.Put([]byte(k), []byte("v-"+k), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("k0")
+	fired := false
+	readOnlyLoadedHook = func() {
+		if fired {
+			return
+		}
+		fired = true
+		put("k1")
+		if err := w.Flush(); err != nil { // k1 to a table; a new WAL A
+			t.Error(err)
+		}
+		walA := "/db/" + findFile(t, mem, "/db", base.FileTypeLog)
+		put("k2") // only in WAL A
+		if err := w.Flush(); err != nil { // k2 to a table; WAL B; A removed
+			t.Error(err)
+		}
+		put("k3") // in WAL B
+		for range 1000 {
+			if _, err := mem.Stat(walA); err != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		t.Errorf("the flushed WAL %s was not removed", walA)
+	}
+	defer func() { readOnlyLoadedHook = nil }()
+	db, err := OpenForReadOnly("/db", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if !fired {
+		t.Fatal("the hook did not run")
+	}
+	for _, k := range []string{"k0", "k1", "k2", "k3"} {
+		if v, err := db.Get([]byte(k), nil); err != nil || string(v) != "v-"+k {
+			t.Errorf("Get(%s) = %q, %v: the read-only view is not the writer's state", k, v, err)
+		}
 	}
 }
