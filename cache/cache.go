@@ -20,6 +20,9 @@ type CacheMetrics struct {
 	Count int
 	// Capacity is the byte budget the cache was created with.
 	Capacity int64
+	// PinnedSize is the part of Size that pinned values hold (SetValue
+	// with pin), which eviction passes over.
+	PinnedSize int64
 }
 
 type key struct {
@@ -33,7 +36,12 @@ type entry struct {
 	block []byte
 	// aux is an optional second buffer cached with the block (SetAux), kept
 	// apart so that blocks stay laid out as they would be alone.
-	aux    []byte
+	aux []byte
+	// value is an object a reader built from a block (SetValue), cached
+	// instead of block and aux; pins counts the holders that keep it from
+	// eviction.
+	value  any
+	pins   int32
 	charge int64
 	// referenced is the CLOCK bit: set by a hit, cleared by the sweeping
 	// hand, which evicts entries it finds clear. A hit writes it only when
@@ -56,6 +64,7 @@ type shard struct {
 	clock    []*entry
 	hand     int
 	size     int64
+	pinned   int64 // charge of the entries with pins > 0
 	capacity int64
 	_        [64]byte // keep shards on separate cache lines
 }
@@ -128,7 +137,7 @@ func (c *Cache) GetAux(id, offset uint64) (block, aux []byte, ok bool) {
 	s := c.shard(id, offset)
 	s.mu.RLock()
 	e := s.entries[key{id, offset}]
-	if e == nil {
+	if e == nil || e.value != nil {
 		s.mu.RUnlock()
 		s.misses.Add(1)
 		return nil, nil, false
@@ -168,17 +177,131 @@ func (c *Cache) SetAux(id, offset uint64, block, aux []byte) {
 		return
 	}
 	for s.size+charge > s.capacity {
-		s.evictOne()
+		if !s.evictOne() {
+			return // the rest is pinned
+		}
 	}
-	e := &entry{key: k, block: block, aux: aux, charge: charge, slot: len(s.clock)}
-	s.entries[k] = e
+	s.insert(&entry{key: k, block: block, aux: aux, charge: charge})
+}
+
+// insert adds e, whose key is not in the shard. s.mu is held for writing.
+func (s *shard) insert(e *entry) {
+	e.slot = len(s.clock)
+	s.entries[e.key] = e
 	s.clock = append(s.clock, e)
-	if head := s.byID[id]; head != nil {
+	if head := s.byID[e.key.id]; head != nil {
 		e.idNext = head
 		head.idPrev = e
 	}
-	s.byID[id] = e
-	s.size += charge
+	s.byID[e.key.id] = e
+	s.size += e.charge
+	if e.pins > 0 {
+		s.pinned += e.charge
+	}
+}
+
+// SetValue caches v, an object a reader built from the block at (id,
+// offset) (a decoded index, say), charged charge bytes, replacing what is
+// cached there (its pins carry over). With pin the entry takes a pin: it
+// is never evicted while pinned, and is cached even past the capacity
+// (the memory is held anyway; the other entries make room). It reports
+// whether v is cached: an unpinned value that does not fit is not, and a
+// zero-capacity cache caches nothing.
+func (c *Cache) SetValue(id, offset uint64, v any, charge int64, pin bool) bool {
+	if c.capacity == 0 {
+		return false
+	}
+	charge += entryOverhead
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key{id, offset}
+	var pins int32
+	if old := s.entries[k]; old != nil {
+		pins = old.pins
+		s.remove(old)
+	}
+	if pin {
+		pins++
+	}
+	for s.size+charge > s.capacity {
+		if !s.evictOne() {
+			if pins == 0 {
+				return false
+			}
+			break
+		}
+	}
+	s.insert(&entry{key: k, value: v, pins: pins, charge: charge})
+	return true
+}
+
+// GetValue returns the object SetValue cached for (id, offset). It does
+// not allocate.
+func (c *Cache) GetValue(id, offset uint64) (any, bool) {
+	if c.capacity == 0 {
+		c.disabledMisses.Add(1)
+		return nil, false
+	}
+	s := c.shard(id, offset)
+	s.mu.RLock()
+	e := s.entries[key{id, offset}]
+	if e == nil || e.value == nil {
+		s.mu.RUnlock()
+		s.misses.Add(1)
+		return nil, false
+	}
+	if !e.referenced.Load() {
+		e.referenced.Store(true)
+	}
+	v := e.value
+	s.mu.RUnlock()
+	s.hits.Add(1)
+	return v, true
+}
+
+// PinValue is GetValue that also pins the entry it finds (see SetValue);
+// the holder gives the pin back with Unpin.
+func (c *Cache) PinValue(id, offset uint64) (any, bool) {
+	if c.capacity == 0 {
+		c.disabledMisses.Add(1)
+		return nil, false
+	}
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[key{id, offset}]
+	if e == nil || e.value == nil {
+		s.misses.Add(1)
+		return nil, false
+	}
+	if e.pins == 0 {
+		s.pinned += e.charge
+	}
+	e.pins++
+	e.referenced.Store(true)
+	s.hits.Add(1)
+	return e.value, true
+}
+
+// Unpin gives back one pin of the value at (id, offset); with none left
+// the entry is evicted like any other. It does nothing when nothing pinned
+// is cached there (EvictID removed it, say).
+func (c *Cache) Unpin(id, offset uint64) {
+	if c.capacity == 0 {
+		return
+	}
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[key{id, offset}]
+	if e == nil || e.pins == 0 {
+		return
+	}
+	e.pins--
+	if e.pins == 0 {
+		s.pinned -= e.charge
+	}
 }
 
 // EvictID drops every block cached under id; the table cache calls it when
@@ -206,21 +329,32 @@ func (c *Cache) Metrics() CacheMetrics {
 		m.Hits += s.hits.Load()
 		m.Misses += s.misses.Load()
 		m.Size += s.size
+		m.PinnedSize += s.pinned
 		m.Count += len(s.entries)
 		s.mu.RUnlock()
 	}
 	return m
 }
 
-// evictOne advances the clock hand to the first entry whose referenced bit
-// is clear, clearing the bits it passes, and removes that entry. The shard
-// is not empty and s.mu is held for writing.
-func (s *shard) evictOne() {
-	for {
+// evictOne advances the clock hand to the first unpinned entry whose
+// referenced bit is clear, clearing the bits it passes, and removes that
+// entry. It returns false when every entry is pinned (or there is none).
+// s.mu is held for writing.
+func (s *shard) evictOne() bool {
+	// Two turns of the ring find an unpinned entry if there is one: the
+	// first clears its bit at the latest.
+	for range 2*len(s.clock) + 1 {
 		if s.hand >= len(s.clock) {
 			s.hand = 0
 		}
+		if len(s.clock) == 0 {
+			return false
+		}
 		e := s.clock[s.hand]
+		if e.pins > 0 {
+			s.hand++
+			continue
+		}
 		if e.referenced.Load() {
 			e.referenced.Store(false)
 			s.hand++
@@ -229,8 +363,9 @@ func (s *shard) evictOne() {
 		// remove moves the last entry into this slot: the hand stays, so
 		// that entry is looked at next.
 		s.remove(e)
-		return
+		return true
 	}
+	return false
 }
 
 // remove takes e out of the shard entirely. s.mu is held for writing.
@@ -255,5 +390,8 @@ func (s *shard) remove(e *entry) {
 	e.idPrev, e.idNext = nil, nil
 	delete(s.entries, e.key)
 	s.size -= e.charge
-	e.block, e.aux = nil, nil
+	if e.pins > 0 {
+		s.pinned -= e.charge
+	}
+	e.block, e.aux, e.value = nil, nil, nil
 }

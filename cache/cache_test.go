@@ -262,3 +262,153 @@ func TestSetAux(t *testing.T) {
 		t.Fatalf("after EvictID: %+v", m)
 	}
 }
+
+// TestPinnedValueSurvivesEviction fills a small cache far past its capacity
+// around pinned values: they stay, their charge counts in Size and
+// PinnedSize, and once unpinned the next flood evicts them.
+func TestPinnedValueSurvivesEviction(t *testing.T) {
+	c := New(64 << 10)
+	id := c.NewID()
+	const n = 8
+	for i := range n {
+		if !c.SetValue(id, uint64(i)<<20, i, 1000, true) {
+			t.Fatalf("pinned value %d not cached", i)
+		}
+	}
+	if m := c.Metrics(); m.PinnedSize != n*(1000+entryOverhead) {
+		t.Fatalf("PinnedSize %d, want %d", m.PinnedSize, n*(1000+entryOverhead))
+	}
+	flood := func(base uint64) {
+		for j := range 2000 {
+			c.Set(id, base+uint64(j)*4096, make([]byte, 1000))
+		}
+	}
+	flood(1 << 40)
+	for i := range n {
+		if v, ok := c.GetValue(id, uint64(i)<<20); !ok || v.(int) != i {
+			t.Fatalf("pinned value %d: %v, %v after the flood", i, v, ok)
+		}
+	}
+	if m := c.Metrics(); m.Size > m.Capacity || m.Size < m.PinnedSize {
+		t.Fatalf("metrics %+v", m)
+	}
+	for i := range n {
+		c.Unpin(id, uint64(i)<<20)
+		c.Unpin(id, uint64(i)<<20) // one pin too many does nothing
+	}
+	if m := c.Metrics(); m.PinnedSize != 0 {
+		t.Fatalf("PinnedSize %d after Unpin", m.PinnedSize)
+	}
+	for i := range n {
+		if !evictable(c, id, uint64(i)<<20) {
+			t.Fatalf("unpinned value %d was not evicted", i)
+		}
+	}
+}
+
+// evictable runs the clock of the shard of (id, offset) until the entry
+// there is evicted or nothing else can be, and reports whether it was.
+func evictable(c *Cache, id, offset uint64) bool {
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.entries[key{id, offset}] != nil {
+		if !s.evictOne() {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSetValueCapacity: an unpinned value larger than its shard's share is
+// not cached, a pinned one is (past the capacity), and a disabled cache
+// caches neither.
+func TestSetValueCapacity(t *testing.T) {
+	c := New(64 << 10)
+	id := c.NewID()
+	if c.SetValue(id, 0, "big", 64<<10, false) {
+		t.Fatal("an unpinned value larger than the cache was cached")
+	}
+	if !c.SetValue(id, 0, "big", 64<<10, true) {
+		t.Fatal("a pinned value larger than the cache was not cached")
+	}
+	if m := c.Metrics(); m.Size <= m.Capacity || m.PinnedSize != m.Size {
+		t.Fatalf("metrics %+v", m)
+	}
+	// With its shard full of a pinned value, a block there is not cached
+	// and nothing loops.
+	c.SetAux(id, 0+1<<30, make([]byte, 100), nil)
+	d := New(0)
+	if d.SetValue(1, 0, "x", 1, true) {
+		t.Fatal("a disabled cache cached a value")
+	}
+	if _, ok := d.PinValue(1, 0); ok {
+		t.Fatal("a disabled cache pinned a value")
+	}
+	d.Unpin(1, 0)
+}
+
+// TestValuesAndBlocksApart: a value is found only by GetValue and PinValue,
+// a block only by Get and GetAux, at any key.
+func TestValuesAndBlocksApart(t *testing.T) {
+	c := New(1 << 20)
+	id := c.NewID()
+	c.SetValue(id, 0, []int{1}, 8, false)
+	c.Set(id, 4096, []byte("block"))
+	if _, ok := c.Get(id, 0); ok {
+		t.Fatal("Get found a value")
+	}
+	if _, _, ok := c.GetAux(id, 0); ok {
+		t.Fatal("GetAux found a value")
+	}
+	if _, ok := c.GetValue(id, 4096); ok {
+		t.Fatal("GetValue found a block")
+	}
+	if _, ok := c.PinValue(id, 4096); ok {
+		t.Fatal("PinValue pinned a block")
+	}
+	if v, ok := c.GetValue(id, 0); !ok || v.([]int)[0] != 1 {
+		t.Fatalf("GetValue = %v, %v", v, ok)
+	}
+}
+
+// TestPinValue pins a cached value twice: it takes two Unpins to make it
+// evictable, a SetValue over it keeps its pins, and EvictID drops it with
+// its pins.
+func TestPinValue(t *testing.T) {
+	c := New(16 << 10)
+	id := c.NewID()
+	c.SetValue(id, 0, "v", 100, false)
+	if m := c.Metrics(); m.PinnedSize != 0 {
+		t.Fatalf("unpinned value counted as pinned: %+v", m)
+	}
+	for range 2 {
+		if v, ok := c.PinValue(id, 0); !ok || v.(string) != "v" {
+			t.Fatalf("PinValue = %v, %v", v, ok)
+		}
+	}
+	c.SetValue(id, 0, "w", 100, false) // keeps both pins
+	c.Unpin(id, 0)
+	flood := func(base uint64) {
+		for j := range 1000 {
+			c.Set(id, base+uint64(j)*4096, make([]byte, 500))
+		}
+	}
+	flood(1 << 30)
+	if v, ok := c.GetValue(id, 0); !ok || v.(string) != "w" {
+		t.Fatalf("value with one pin left: %v, %v", v, ok)
+	}
+	if evictable(c, id, 0) {
+		t.Fatal("a value with one pin left was evicted")
+	}
+	c.Unpin(id, 0)
+	if !evictable(c, id, 0) {
+		t.Fatal("a value was not evicted after its last Unpin")
+	}
+	c.SetValue(id, 0, "x", 100, true)
+	c.EvictID(id)
+	if m := c.Metrics(); m.PinnedSize != 0 || m.Count != 0 || m.Size != 0 {
+		t.Fatalf("after EvictID: %+v", m)
+	}
+	c.Unpin(id, 0) // after EvictID: nothing to unpin
+}

@@ -10,6 +10,9 @@
 //
 // Values are plain []byte slices kept alive by the garbage collector: a
 // block evicted while a reader still uses it stays valid for that reader.
-// The cache never copies, modifies or reference-counts a block, and never
-// does IO.
+// A reader may also cache an object it built from a block (SetValue: a
+// decoded index), charged what the reader says it holds, and pin it: a
+// pinned entry counts against the capacity but the clock hand passes over
+// it until its pins are given back (Unpin). The cache never copies or
+// modifies a block, counts only pins (no references), and never does IO.
 package cache
