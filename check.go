@@ -35,12 +35,13 @@ func (d *DB) VerifyChecksum() error {
 	var errs []error
 	for _, files := range rs.version.Levels {
 		for _, f := range files {
-			t, err := d.tableCache.get(f.FileNum)
+			t, err := d.fileCache.findTable(f.FileNum)
 			if err == nil {
 				err = d.checkTableSize(f)
-			}
-			if err == nil {
-				err = t.reader.VerifyChecksums()
+				if err == nil {
+					err = t.reader.VerifyChecksums()
+				}
+				t.release()
 			}
 			if err != nil {
 				errs = append(errs, err)
@@ -77,9 +78,11 @@ func (d *DB) checkLiveTables() error {
 			if err := d.checkTableSize(f); err != nil {
 				return err
 			}
-			if _, err := d.tableCache.get(f.FileNum); err != nil {
+			t, err := d.fileCache.findTable(f.FileNum)
+			if err != nil {
 				return err
 			}
+			t.release()
 		}
 	}
 	return nil

@@ -307,6 +307,16 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	// inputs are read through direct-IO handles of their own, so a
 	// compaction does not push the user's working set out of the page cache.
 	var directFiles []vfs.File
+	// tables hold the inputs' file cache references until the merged
+	// input is closed.
+	var tables []*cachedFile
+	releaseTables := func() {
+		for _, t := range tables {
+			t.release()
+		}
+		tables = nil
+	}
+	defer releaseTables() // after closeIters: deferred calls run last first
 	closeIters := func() {
 		for _, it := range iters {
 			it.Close()
@@ -319,10 +329,11 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	defer closeIters()
 	directInputs := d.opts.UseDirectIOForFlushAndCompaction && !d.opts.UseDirectReads
 	for _, f := range inputs {
-		t, err := d.tableCache.get(f.FileNum)
+		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
 			return err
 		}
+		tables = append(tables, t)
 		io := sstable.IterOptions{ReadaheadSize: compactionReadaheadSize}
 		if directInputs {
 			df, err := d.fs.Open(d.tablePath(f.FileNum), vfs.DirectIO, vfs.SequentialAccess)
@@ -363,6 +374,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 		Grandparents:        c.Grandparents,
 	}, oldestTombstone)
 	err = errors.Join(err, merged.Close())
+	releaseTables()
 	if err != nil {
 		d.removeOutputs(metas)
 		return err

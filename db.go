@@ -35,10 +35,10 @@ type DB struct {
 	blockCache *cache.Cache
 	// ioReader issues the batched reads of the read path (io_uring on
 	// Linux); it outlives every reader of the DB's tables.
-	ioReader   vfs.AsyncReader
-	tableCache *tableCache
-	versions   *manifest.VersionSet
-	picker     *compact.Picker
+	ioReader  vfs.AsyncReader
+	fileCache *fileCache
+	versions  *manifest.VersionSet
+	picker    *compact.Picker
 	// maxCompactions bounds concurrent compactions; one flush may run besides.
 	maxCompactions int
 

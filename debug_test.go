@@ -22,7 +22,7 @@ func (d *DB) dumpKey(key string) string {
 	}
 	for level, files := range rs.version.Levels {
 		for _, f := range files {
-			t, err := d.tableCache.get(f.FileNum)
+			t, err := d.fileCache.findTable(f.FileNum)
 			if err != nil {
 				fmt.Fprintf(&b, " L%d/%s: %v", level, f.FileNum, err)
 				continue
@@ -32,6 +32,7 @@ func (d *DB) dumpKey(key string) string {
 				fmt.Fprintf(&b, " L%d/%s:%s", level, f.FileNum, it.Key())
 			}
 			it.Close()
+			t.release()
 		}
 	}
 	return b.String()

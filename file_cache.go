@@ -2,22 +2,64 @@ package shale
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
 )
 
-// tableCache keeps one open reader per live table. Readers are opened on
-// first use and closed when the table becomes obsolete: a version pins its
-// tables, so no reader is closed while an iterator or Get may use it.
-type tableCache struct {
-	d  *DB
-	mu sync.RWMutex
-	m  map[base.FileNum]*cachedTable
+// fileCache keeps open readers of the DB's files, keyed by kind and file
+// number: tables today, blob files once they exist (issue 13). It holds at
+// most capacity of them (Options.MaxOpenFiles; 0 is no bound), opens a file
+// on first use and opens it again after it was evicted.
+//
+// References. An entry holds one reference for the cache while it is in
+// the cache's map, and one for each user. findTable hands an entry out with
+// a reference, which its user gives back with release once it no longer
+// reads the file; a holder may take another with ref. References are taken
+// under mu's read lock, and only of an entry in the map; eviction removes
+// entries under the write lock. So once an entry has left the map its count
+// only goes down, and whoever drops the last reference closes the file:
+// eviction drops only the cache's reference, and never closes a file that
+// an iterator, Get, MultiGet or compaction still reads.
+//
+// Eviction. Entries sit on a CLOCK ring (second chance, as in the block
+// cache), an approximation of least recently used that costs a lookup no
+// lock but mu's read lock: a lookup sets its entry's used bit, and writes
+// it only when it is clear. When an insert takes the cache past capacity,
+// the hand sweeps the ring clearing used bits, passes entries in use, and
+// evicts the first entry that is neither in use nor used since the hand
+// last passed it. When every entry is in use, the one at the hand is
+// evicted all the same: its users keep the file open until they release
+// it. The cache thus never holds more than capacity entries, and the open
+// files are at most capacity plus those evicted while in use.
+//
+// The blocks of a file are cached under one ID for as long as the file is
+// live (ids), so a file opened again finds the blocks it cached before;
+// they leave the block cache only when the file becomes obsolete.
+type fileCache struct {
+	d *DB
+	// capacity bounds len(m[...]) over every kind; 0 is no bound.
+	capacity int
+	mu       sync.RWMutex
+	// m holds the cached entries of each kind; n counts them.
+	m [numFileKinds]map[base.FileNum]*cachedFile
+	n int
+	// hand is the CLOCK hand: the ring's next entry to consider for
+	// eviction, nil when the cache is empty. New entries go in just behind
+	// it, so it reaches them last.
+	hand *cachedFile
+	// ids are the block cache IDs of the live files of each kind.
+	ids [numFileKinds]map[base.FileNum]uint64
+	// lingering holds the entries evicted while in use, whose files stay
+	// open until their last user releases them; close closes them too.
+	lingering map[*cachedFile]struct{}
+	closed    bool
 	// stats counts the file reads of every reader (Metrics().IO). With
 	// Options.Statistics set, the Statistics reads it while the DB is open
 	// and keeps its counts at close (attach/detach): readers count once, and
@@ -25,65 +67,257 @@ type tableCache struct {
 	stats *sstable.ReadStats
 }
 
+// fileKind is the kind of file an entry of the file cache reads.
+type fileKind uint8
+
+const (
+	fileKindTable fileKind = iota
+	numFileKinds
+)
+
 // compactionReadaheadSize is the explicit readahead of compaction input
 // iterators (RocksDB's compaction_readahead_size default): compactions read
 // whole tables front to back.
 const compactionReadaheadSize = 2 << 20
 
-// cachedTable is an open table with its range tombstones ready for lookups.
-type cachedTable struct {
-	once sync.Once
-	// ready is set once the table is open without error.
-	ready     atomic.Bool
-	err       error
+// cachedFile is an entry of the file cache: an open file and what its
+// users need ready. For a table: its reader and range tombstones.
+type cachedFile struct {
+	cache *fileCache
+	kind  fileKind
+	num   base.FileNum
+	// refs counts the cache's reference (while in the map) and the users'.
+	refs atomic.Int32
+	// used is the CLOCK bit: set by lookups, cleared by the passing hand.
+	used atomic.Bool
+	// once opens the file; ready is set once it is open without error.
+	once  sync.Once
+	ready atomic.Bool
+	err   error
+	// closed is set by whoever closes the file, exactly once: the last
+	// release, or the cache's close.
+	closed atomic.Bool
+	// prev and next link the CLOCK ring, under cache.mu.
+	prev, next *cachedFile
+	cacheID    uint64
+
 	reader    *sstable.Reader
 	rangeDels *rangedel.List // nil when the table has none
 }
 
-func newTableCache(d *DB) *tableCache {
-	tc := &tableCache{d: d, m: make(map[base.FileNum]*cachedTable), stats: new(sstable.ReadStats)}
-	if st := d.opts.Statistics; st != nil {
-		st.attach(tc.stats)
+// newFileCache returns the DB's file cache. A read-only DB keeps every table
+// open whatever Options.MaxOpenFiles says: it opened them through pinned
+// handles at load, and a writer beside it may have removed them since.
+func newFileCache(d *DB) *fileCache {
+	c := &fileCache{d: d, stats: new(sstable.ReadStats), lingering: map[*cachedFile]struct{}{}}
+	if n := d.opts.MaxOpenFiles; n > 0 && !d.readOnly {
+		c.capacity = n
 	}
-	return tc
+	for k := range c.m {
+		c.m[k] = make(map[base.FileNum]*cachedFile)
+		c.ids[k] = make(map[base.FileNum]uint64)
+	}
+	if st := d.opts.Statistics; st != nil {
+		st.attach(c.stats)
+	}
+	return c
 }
 
-// get returns the open table num, opening it if needed.
-func (tc *tableCache) get(num base.FileNum) (*cachedTable, error) {
-	tc.mu.RLock()
-	t := tc.m[num]
-	tc.mu.RUnlock()
-	if t == nil {
-		tc.mu.Lock()
-		if t = tc.m[num]; t == nil {
-			t = &cachedTable{}
-			tc.m[num] = t
-		}
-		tc.mu.Unlock()
+// findTable returns the open table num with a reference the caller must
+// release, opening it if needed.
+func (c *fileCache) findTable(num base.FileNum) (*cachedFile, error) {
+	c.mu.RLock()
+	f := c.m[fileKindTable][num]
+	if f != nil {
+		f.refs.Add(1)
 	}
-	t.once.Do(func() {
-		t.err = tc.open(num, t)
-		t.ready.Store(t.err == nil)
+	c.mu.RUnlock()
+	if f != nil {
+		// Only hits set the bit: an entry used once, when it was opened,
+		// goes before one used again since.
+		if !f.used.Load() {
+			f.used.Store(true)
+		}
+	} else {
+		var err error
+		if f, err = c.insert(fileKindTable, num); err != nil {
+			return nil, err
+		}
+	}
+	f.once.Do(func() {
+		f.err = c.open(f)
+		f.ready.Store(f.err == nil)
 	})
-	if t.err != nil {
+	if f.err != nil {
 		// Forget the failure so a later call (after repair) may retry.
-		tc.mu.Lock()
-		if tc.m[num] == t {
-			delete(tc.m, num)
-		}
-		tc.mu.Unlock()
-		return nil, t.err
+		c.remove(f)
+		f.release()
+		return nil, f.err
 	}
-	return t, nil
+	return f, nil
+}
+
+// findOpenTable returns table num with a reference when it is open,
+// without opening it.
+func (c *fileCache) findOpenTable(num base.FileNum) (*cachedFile, bool) {
+	c.mu.RLock()
+	f := c.m[fileKindTable][num]
+	if f != nil && f.ready.Load() {
+		f.refs.Add(1)
+	} else {
+		f = nil
+	}
+	c.mu.RUnlock()
+	if f == nil {
+		return nil, false
+	}
+	if !f.used.Load() {
+		f.used.Store(true)
+	}
+	return f, true
+}
+
+// insert returns the entry of (kind, num) with a reference, adding an
+// unopened one when there is none, and evicts past capacity.
+func (c *fileCache) insert(kind fileKind, num base.FileNum) (*cachedFile, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	f := c.m[kind][num]
+	if f != nil {
+		f.refs.Add(1)
+		c.mu.Unlock()
+		return f, nil
+	}
+	id := c.ids[kind][num]
+	if id == 0 && c.d.blockCache != nil {
+		id = c.d.blockCache.NewID()
+		c.ids[kind][num] = id
+	}
+	f = &cachedFile{cache: c, kind: kind, num: num, cacheID: id}
+	f.refs.Store(2) // the cache's and the caller's
+	c.m[kind][num] = f
+	c.n++
+	if c.hand == nil {
+		f.prev, f.next, c.hand = f, f, f
+	} else {
+		f.prev, f.next = c.hand.prev, c.hand
+		f.prev.next, c.hand.prev = f, f
+	}
+	// Usually one victim, whose reference is dropped once mu is released:
+	// dropping the last one closes the file, and mu is not held across IO.
+	var victims [1]*cachedFile
+	evicted := victims[:0]
+	for c.capacity > 0 && c.n > c.capacity {
+		v := c.victimLocked()
+		c.removeLocked(v)
+		if v.refs.Load() > 1 {
+			c.lingering[v] = struct{}{}
+		}
+		evicted = append(evicted, v)
+	}
+	c.mu.Unlock()
+	for _, v := range evicted {
+		v.release()
+	}
+	return f, nil
+}
+
+// victimLocked picks the entry to evict (see fileCache). Two turns of the
+// hand find one not in use, if there is one: the first clears every used
+// bit. References are only taken under the read lock, so no entry passed
+// as unused can become used before it is removed.
+func (c *fileCache) victimLocked() *cachedFile {
+	for range 2 * c.n {
+		f := c.hand
+		c.hand = f.next
+		if f.used.Load() {
+			f.used.Store(false)
+			continue
+		}
+		if f.refs.Load() == 1 {
+			return f
+		}
+	}
+	f := c.hand
+	c.hand = f.next
+	return f
+}
+
+// removeLocked takes f out of the map and the ring; the caller then drops
+// the cache's reference.
+func (c *fileCache) removeLocked(f *cachedFile) {
+	delete(c.m[f.kind], f.num)
+	c.n--
+	if f.next == f {
+		c.hand = nil
+	} else {
+		if c.hand == f {
+			c.hand = f.next
+		}
+		f.prev.next, f.next.prev = f.next, f.prev
+	}
+	f.prev, f.next = nil, nil
+}
+
+// remove takes f out of the cache, if it is still there, and drops the
+// cache's reference.
+func (c *fileCache) remove(f *cachedFile) {
+	c.mu.Lock()
+	in := c.m[f.kind][f.num] == f
+	if in {
+		c.removeLocked(f)
+	}
+	c.mu.Unlock()
+	if in {
+		f.release()
+	}
+}
+
+// ref adds a reference to f, which the caller already holds one of.
+func (f *cachedFile) ref() { f.refs.Add(1) }
+
+// release drops a reference; the last one closes the file.
+func (f *cachedFile) release() {
+	if n := f.refs.Add(-1); n == 0 {
+		f.cache.closeFile(f)
+	} else if invariants.Enabled && n < 0 {
+		panic(fmt.Sprintf("shale: file cache: %s %s released more often than referenced", f.kind, f.num))
+	}
+}
+
+// closeFile closes f once its last reference is gone.
+func (c *fileCache) closeFile(f *cachedFile) {
+	c.mu.Lock()
+	delete(c.lingering, f)
+	c.mu.Unlock()
+	_ = f.closeReader()
+}
+
+// closeReader closes f's file unless that was done already.
+func (f *cachedFile) closeReader() error {
+	if f.reader == nil || f.closed.Swap(true) {
+		return nil
+	}
+	return f.reader.Close()
+}
+
+func (k fileKind) String() string {
+	if k == fileKindTable {
+		return "table"
+	}
+	return fmt.Sprintf("fileKind(%d)", uint8(k))
 }
 
 // tableOpenOptions open tables for random access (advise_random_on_open):
 // the OS must not read ahead, since iterators do their own readahead.
 var tableOpenOptions = []vfs.OpenOption{vfs.RandomAccess}
 
-func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
-	d := tc.d
-	name := d.tablePath(num)
+func (c *fileCache) open(t *cachedFile) error {
+	d := c.d
+	name := d.tablePath(t.num)
 	flags := tableOpenOptions
 	if d.opts.UseDirectReads {
 		flags = []vfs.OpenOption{vfs.RandomAccess, vfs.DirectIO}
@@ -95,10 +329,11 @@ func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
 	r, err := sstable.NewReader(f, sstable.ReaderOptions{
 		Comparer:             d.cmp,
 		Cache:                d.blockCache,
+		CacheID:              t.cacheID,
 		FileName:             name,
 		MaxAutoReadaheadSize: d.opts.MaxAutoReadaheadSize,
 		AsyncReader:          d.ioReader,
-		Stats:                tc.stats,
+		Stats:                c.stats,
 	})
 	if err != nil {
 		return err // NewReader has closed f
@@ -110,30 +345,21 @@ func (tc *tableCache) open(num base.FileNum, t *cachedTable) error {
 	return nil
 }
 
-// getIfOpen returns table num when it is open, without opening it.
-func (tc *tableCache) getIfOpen(num base.FileNum) (*cachedTable, bool) {
-	tc.mu.RLock()
-	t := tc.m[num]
-	tc.mu.RUnlock()
-	if t == nil || !t.ready.Load() {
-		return nil, false
-	}
-	return t, true
-}
-
-// maxParallelOpens bounds the goroutines of openAll: opening a table is a
-// few reads, and more in flight than this gains little on one device.
+// maxParallelOpens bounds the goroutines of openTables: opening a table is
+// a few reads, and more in flight than this gains little on one device.
 const maxParallelOpens = 8
 
-// openAll opens the tables nums concurrently (get on each, at most
-// maxParallelOpens at a time) and returns each one's error, nil when it is
-// open. A MultiGet needing several unopened tables pays about one open's
-// latency instead of one per table.
-func (tc *tableCache) openAll(nums []base.FileNum) []error {
-	errs := make([]error, len(nums))
+// openTables opens the tables nums concurrently (findTable on each, at
+// most maxParallelOpens at a time). files[i] receives table nums[i] with a
+// reference the caller must release, or nil with errs[i] saying why. A
+// MultiGet needing several unopened tables pays about one open's latency
+// instead of one per table.
+func (c *fileCache) openTables(nums []base.FileNum) (files []*cachedFile, errs []error) {
+	files = make([]*cachedFile, len(nums))
+	errs = make([]error, len(nums))
 	if len(nums) == 1 {
-		_, errs[0] = tc.get(nums[0])
-		return errs
+		files[0], errs[0] = c.findTable(nums[0])
+		return files, errs
 	}
 	sem := make(chan struct{}, maxParallelOpens)
 	var wg sync.WaitGroup
@@ -142,38 +368,84 @@ func (tc *tableCache) openAll(nums []base.FileNum) []error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = tc.get(num)
+			files[i], errs[i] = c.findTable(num)
 			<-sem
 		}()
 	}
 	wg.Wait()
-	return errs
+	return files, errs
 }
 
-// evict closes the reader of an obsolete table and drops its cached blocks.
-func (tc *tableCache) evict(num base.FileNum) {
-	tc.mu.Lock()
-	t := tc.m[num]
-	delete(tc.m, num)
-	tc.mu.Unlock()
-	if t != nil && t.reader != nil {
-		tc.d.blockCache.EvictID(t.reader.CacheID())
-		t.reader.Close()
+// evictObsolete drops a table that no version references any more: its
+// reader (closed now, as nobody can hold a reference to a file no version
+// has) and its blocks in the block cache.
+func (c *fileCache) evictObsolete(kind fileKind, num base.FileNum) {
+	c.mu.Lock()
+	f := c.m[kind][num]
+	if f != nil {
+		c.removeLocked(f)
 	}
+	id := c.ids[kind][num]
+	delete(c.ids[kind], num)
+	c.mu.Unlock()
+	if id != 0 {
+		c.d.blockCache.EvictID(id)
+	}
+	if f == nil {
+		return
+	}
+	if invariants.Enabled && f.refs.Load() != 1 {
+		panic(fmt.Sprintf("shale: file cache: obsolete %s %s still has %d users", kind, num, f.refs.Load()-1))
+	}
+	f.release()
 }
 
-func (tc *tableCache) close() error {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	var err error
-	for num, t := range tc.m {
-		if t.reader != nil {
-			err = errors.Join(err, t.reader.Close())
+// numOpen returns how many files the cache holds and how many evicted ones
+// stay open for their users.
+func (c *fileCache) numOpen() (cached, lingering int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.n, len(c.lingering)
+}
+
+// close closes every file, those still in use too (DB.Close requires that
+// iterators be closed first; one that is not fails with ErrClosed), and
+// detaches the read counts from Options.Statistics.
+func (c *fileCache) close() error {
+	c.mu.Lock()
+	// cached are the entries holding the cache's reference: their users
+	// are refs-1; a lingering entry's users are refs.
+	var files []*cachedFile
+	for k := range c.m {
+		for _, f := range c.m[k] {
+			files = append(files, f)
 		}
-		delete(tc.m, num)
+		clear(c.m[k])
 	}
-	if st := tc.d.opts.Statistics; st != nil {
-		st.detach(tc.stats)
+	cached := len(files)
+	for f := range c.lingering {
+		files = append(files, f)
+	}
+	clear(c.lingering)
+	c.n, c.hand, c.closed = 0, nil, true
+	c.mu.Unlock()
+	var err error
+	var held []string
+	for i, f := range files {
+		users := f.refs.Load()
+		if i < cached {
+			users--
+		}
+		if invariants.Enabled && users > 0 && c.d.openIters.Load() == 0 {
+			held = append(held, fmt.Sprintf("%s %s (%d users)", f.kind, f.num, users))
+		}
+		err = errors.Join(err, f.closeReader())
+	}
+	if len(held) > 0 {
+		panic(fmt.Sprintf("shale: file cache: closed with files still referenced and no iterator open (a reference was not released): %v", held))
+	}
+	if st := c.d.opts.Statistics; st != nil {
+		st.detach(c.stats)
 	}
 	return err
 }

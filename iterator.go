@@ -30,6 +30,10 @@ type Iterator struct {
 	statistics *Statistics
 	// group batches the first-phase reads of two-phase seeks (AsyncIO).
 	group *sstable.ReadGroup
+	// tables holds a file cache reference to each table the iterator
+	// reads: one per L0 table, then one slot per level for the file its
+	// level iterator has open (nil when none). Released at Close.
+	tables []*cachedFile
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -90,6 +94,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		for _, c := range children {
 			c.Close()
 		}
+		i.releaseTables()
 		d.openIters.Add(-1)
 		rs.unref()
 		return &Iterator{err: err}
@@ -99,10 +104,11 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		if !overlapsBounds(d.cmp.Compare, f.Smallest.UserKey, f.Largest.UserKey, lower, upper) {
 			continue
 		}
-		t, err := d.tableCache.get(f.FileNum)
+		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
 			return fail(err)
 		}
+		i.tables = append(i.tables, t)
 		children = append(children, t.reader.NewIter(tableIterOpts))
 	}
 	for level := 1; level < len(v.Levels); level++ {
@@ -114,11 +120,20 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		for j, f := range files {
 			bounds[j] = mergeiter.FileBounds{Smallest: f.Smallest, Largest: f.Largest}
 		}
+		slot := len(i.tables)
+		i.tables = append(i.tables, nil)
 		children = append(children, mergeiter.NewLevelIter(d.cmp.Compare, bounds, func(j int) (base.InternalIterator, error) {
-			t, err := d.tableCache.get(files[j].FileNum)
+			// The level iterator has closed the iterator of the file it
+			// read before: that file's reference goes.
+			if t := i.tables[slot]; t != nil {
+				i.tables[slot] = nil
+				t.release()
+			}
+			t, err := d.fileCache.findTable(files[j].FileNum)
 			if err != nil {
 				return nil, err
 			}
+			i.tables[slot] = t
 			return t.reader.NewIter(tableIterOpts), nil
 		}, lower, upper))
 	}
@@ -302,6 +317,7 @@ func (i *Iterator) Close() error {
 	}
 	err := i.it.Close() // closes the table iterators, which count their last reads
 	i.group.Close()     // after the table iterators, which wait for their reads
+	i.releaseTables()   // once nothing reads them; before the version goes
 	i.perf.addReadStats(&i.stats)
 	i.rs.unref()
 	i.db.openIters.Add(-1)
@@ -313,6 +329,16 @@ func (i *Iterator) Close() error {
 		runtime.SetFinalizer(i, nil)
 	}
 	return err
+}
+
+// releaseTables drops the iterator's references to its tables.
+func (i *Iterator) releaseTables() {
+	for j, t := range i.tables {
+		if t != nil {
+			t.release()
+			i.tables[j] = nil
+		}
+	}
 }
 
 // reportLeakedIterator, in invariants builds, logs an iterator that becomes

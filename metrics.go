@@ -183,7 +183,7 @@ func (d *DB) Metrics() *Metrics {
 	m.IO.AsyncReader = d.ioReader.Kind()
 	m.IO.ReadsSubmitted, m.IO.BytesRead = as.Reads, as.BytesRead
 	m.IO.IOUringEnters, m.IO.IOUringSQEs = as.Enters, as.SQEs
-	ts := d.tableCache.stats
+	ts := d.fileCache.stats
 	m.IO.ReadaheadBytesIssued, m.IO.ReadaheadBytesUsed = ts.ReadaheadBytesIssued.Load(), ts.ReadaheadBytesUsed.Load()
 	m.IO.DirectReads, m.IO.BlockReads = ts.DirectReads.Load(), ts.BlockReads.Load()
 	m.IO.TableReads, m.IO.TableBytesRead = ts.FileReads.Load(), ts.BytesRead.Load()

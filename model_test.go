@@ -125,7 +125,6 @@ func runModel(t *testing.T, seed uint64, ops int, variants ...func(*Options)) {
 
 // runModelWith is runModel with the reads and writes made as cfg says.
 func runModelWith(t *testing.T, seed uint64, ops int, cfg dbRunConfig, variants ...func(*Options)) {
-	gen := newOpGenerator(seed, modelKeys)
 	fs := vfs.NewMem()
 	opts := testOptions(fs)
 	for _, v := range variants {
@@ -136,7 +135,15 @@ func runModelWith(t *testing.T, seed uint64, ops int, cfg dbRunConfig, variants 
 		t.Fatal(err)
 	}
 	defer func() { d.close() }()
-	m := newModelTarget()
+	runModelOn(t, d, newModelTarget(), seed, ops)
+}
+
+// runModelOn runs ops operations generated from seed on d and on m, which
+// must hold the same data, checking every answer as it comes, then checks
+// everything at the latest state and every snapshot, before and after a
+// full compaction.
+func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int) {
+	gen := newOpGenerator(seed, modelKeys)
 	// SHALE_MODEL_TRACE=key logs every operation with the stored versions
 	// of key after it.
 	traceKey := os.Getenv("SHALE_MODEL_TRACE")

@@ -57,6 +57,15 @@ var metamorphicSets = []metaOptionSet{
 		o.MaxBytesForLevelBase = 8 << 10
 		o.MaxBytesForLevelMultiplier = 2
 	}},
+	{name: "max-open-files-4-nocache", set: func(o *Options) {
+		// Many small tables read through 4 open files, every block from
+		// the file: tables are evicted and opened again all the time, and
+		// an evicted table an iterator still reads must stay readable.
+		o.MaxOpenFiles = 4
+		o.WriteBufferSize = 4 << 10
+		o.TargetFileSizeBase = 4 << 10
+		o.BlockCacheSize = -1
+	}},
 	{name: "1-job", set: func(o *Options) { o.MaxBackgroundJobs = 1 }},
 	{name: "6-jobs", set: func(o *Options) {
 		o.MaxBackgroundJobs = 6

@@ -115,8 +115,11 @@ type multiGet struct {
 	extra *sstable.ReadStats
 	found uint64
 	// openErrs holds the tables that failed to open for this call, so that
-	// every key reaching one gets the same error without another attempt.
+	// every key reaching one gets the same error without another attempt;
+	// opened holds, with a reference, those openBlocked opened, so that a
+	// bounded file cache cannot close them before the keys reach them.
 	openErrs map[base.FileNum]error
+	opened   map[base.FileNum]*cachedFile
 	// blocked counts the keys waiting for a table to be opened.
 	blocked int
 }
@@ -136,9 +139,10 @@ type mgKey struct {
 	// replaced by a lower one's.
 	pos int
 	// file and table are the candidate at pos: the file whose bloom filter
-	// may hold the key.
+	// may hold the key, and its table, with a reference the key holds
+	// until its lookup there is settled.
 	file  *manifest.FileMetadata
-	table *cachedTable
+	table *cachedFile
 	// lookup is the key's lookup in batch, or -1.
 	lookup int
 	// blocked is set while the key waits for the table at pos to be
@@ -147,13 +151,23 @@ type mgKey struct {
 }
 
 func (m *multiGet) reset() {
+	// Every key is resolved, and its table released, before run returns;
+	// this only guards against a path that forgot one.
+	for j := range m.keys {
+		if t := m.keys[j].table; t != nil {
+			t.release()
+		}
+	}
+	for _, t := range m.opened {
+		t.release()
+	}
 	clear(m.keys)
 	m.keys = m.keys[:0]
 	m.order = m.order[:0]
 	m.owner = m.owner[:0]
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
-	m.d, m.rs, m.fn, m.found, m.openErrs, m.blocked, m.extra = nil, nil, nil, 0, nil, 0, nil
+	m.d, m.rs, m.fn, m.found, m.openErrs, m.opened, m.blocked, m.extra = nil, nil, nil, 0, nil, nil, 0, nil
 }
 
 func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
@@ -274,21 +288,29 @@ func (m *multiGet) openBlocked() {
 		}
 		for pos := k.pos; pos < n; pos++ {
 			f := m.source(pos, k.key)
-			if f == nil || slices.Contains(need, f.FileNum) || m.openErrs[f.FileNum] != nil {
+			if f == nil || slices.Contains(need, f.FileNum) || m.openErrs[f.FileNum] != nil || m.opened[f.FileNum] != nil {
 				continue
 			}
-			if _, ok := m.d.tableCache.getIfOpen(f.FileNum); !ok {
+			if t, ok := m.d.fileCache.findOpenTable(f.FileNum); ok {
+				t.release()
+			} else {
 				need = append(need, f.FileNum)
 			}
 		}
 	}
-	for i, err := range m.d.tableCache.openAll(need) {
+	files, errs := m.d.fileCache.openTables(need)
+	for i, err := range errs {
 		if err != nil {
 			if m.openErrs == nil {
 				m.openErrs = make(map[base.FileNum]error)
 			}
 			m.openErrs[need[i]] = err
+			continue
 		}
+		if m.opened == nil {
+			m.opened = make(map[base.FileNum]*cachedFile)
+		}
+		m.opened[need[i]] = files[i]
 	}
 	m.blocked = 0
 	for j := range m.keys {
@@ -312,17 +334,20 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 		if f == nil {
 			continue
 		}
-		var t *cachedTable
+		var t *cachedFile
 		if err := m.openErrs[f.FileNum]; err != nil {
 			m.resolve(k, nil, err)
 			return
-		} else if t0, ok := m.d.tableCache.getIfOpen(f.FileNum); ok {
+		} else if t0 := m.opened[f.FileNum]; t0 != nil {
+			t0.ref()
+			t = t0
+		} else if t0, ok := m.d.fileCache.findOpenTable(f.FileNum); ok {
 			t = t0
 		} else if !open {
 			k.blocked = true
 			m.blocked++
 			return
-		} else if t, err = m.d.tableCache.get(f.FileNum); err != nil {
+		} else if t, err = m.d.fileCache.findTable(f.FileNum); err != nil {
 			m.resolve(k, nil, err)
 			return
 		}
@@ -333,6 +358,7 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 			k.file, k.table = f, t
 			return
 		}
+		t.release()
 	}
 	m.resolve(k, nil, ErrNotFound)
 }
@@ -437,6 +463,10 @@ func (m *multiGet) onDone(id int) { m.settle(&m.keys[m.owner[id]]) }
 func (m *multiGet) settle(k *mgKey) {
 	value, kind, seq, found, _, err := m.batch.Result(k.lookup)
 	k.lookup = -1
+	// The key is done with its table once the value is copied (resolve)
+	// or it has moved on.
+	t := k.table
+	k.table = nil
 	switch {
 	case err != nil:
 		m.resolve(k, nil, err)
@@ -446,4 +476,5 @@ func (m *multiGet) settle(k *mgKey) {
 		k.pos++
 		m.nextCandidate(k, false)
 	}
+	t.release()
 }

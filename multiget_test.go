@@ -663,10 +663,7 @@ func TestMultiGetOpensConcurrently(t *testing.T) {
 		keys = append(keys, testKey(i))
 	}
 	want := make([][]byte, len(keys))
-	d.tableCache.mu.RLock()
-	n := len(d.tableCache.m)
-	d.tableCache.mu.RUnlock()
-	if n > 0 {
+	if n, _ := d.fileCache.numOpen(); n > 0 {
 		t.Fatalf("%d tables open before the MultiGet", n)
 	}
 	mfs.armed.Store(true)

@@ -94,7 +94,7 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 		SQPoll:         o.IOUringSQPoll,
 		Logf:           func(format string, args ...any) { d.logger.Warn(fmt.Sprintf(format, args...)) },
 	})
-	d.tableCache = newTableCache(d)
+	d.fileCache = newFileCache(d)
 	d.picker = compact.NewPicker(d.compactOptions())
 
 	if readOnly {
@@ -672,7 +672,7 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 	victims = slices.Compact(victims)
 	for _, v := range victims {
 		if v.t == base.FileTypeTable {
-			d.tableCache.evict(v.num)
+			d.fileCache.evictObsolete(fileKindTable, v.num)
 		}
 		name := d.fs.PathJoin(d.dirname, base.MakeFilename(v.t, v.num))
 		if err := d.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -768,8 +768,8 @@ func (d *DB) closeResources() error {
 		d.mu.log.w = nil
 		err = errors.Join(err, w.Close())
 	}
-	if d.tableCache != nil {
-		err = errors.Join(err, d.tableCache.close())
+	if d.fileCache != nil {
+		err = errors.Join(err, d.fileCache.close())
 	}
 	if d.versions != nil {
 		err = errors.Join(err, d.versions.Close())

@@ -80,6 +80,16 @@ type Options struct {
 	// BlockCacheSize is the block cache capacity in bytes. Default 32 MiB
 	// (RocksDB's default LRU cache); a negative value disables the cache.
 	BlockCacheSize int64
+	// MaxOpenFiles bounds the table files (and, once they exist, blob
+	// files) kept open (max_open_files). Default 1000; -1 keeps every
+	// file open once read. Past the bound the least recently used are
+	// closed, and opened again when read; a file an iterator, Get,
+	// MultiGet or compaction is reading stays open until it is done. The
+	// bound counts only these files: RocksDB subtracts 10 for the DB's
+	// other files and raises values below 20 to 20, shale takes any value
+	// from 1. A DB opened with OpenForReadOnly keeps every table open
+	// whatever this says, as -1.
+	MaxOpenFiles int
 	// Compression of SST blocks. Default (the zero value) SnappyCompression.
 	Compression Compression
 	// Comparer orders user keys. Default DefaultComparer.
@@ -220,6 +230,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.BlockCacheSize == 0 {
 		o.BlockCacheSize = 32 * mib
 	}
+	if o.MaxOpenFiles == 0 {
+		o.MaxOpenFiles = 1000
+	}
 	if o.Compression == sstable.DefaultCompression {
 		o.Compression = SnappyCompression
 	}
@@ -290,6 +303,8 @@ func (o *Options) Validate() error {
 		return bad("Options.BlockRestartInterval must be between 1 and 1024, got %d", o.BlockRestartInterval)
 	case o.BloomBitsPerKey > 64:
 		return bad("Options.BloomBitsPerKey must be at most 64, got %d", o.BloomBitsPerKey)
+	case o.MaxOpenFiles < -1:
+		return bad("Options.MaxOpenFiles must be positive, or -1 to keep every file open, got %d", o.MaxOpenFiles)
 	case o.Compression != NoCompression && o.Compression != SnappyCompression && o.Compression != ZstdCompression:
 		return bad("Options.Compression must be none, snappy or zstd, got %d", int(o.Compression))
 	case o.Comparer.Compare == nil || o.Comparer.Name == "":
@@ -327,6 +342,7 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"block_restart_interval", itoa(int64(o.BlockRestartInterval))},
 		{"bloom_bits_per_key", itoa(int64(o.BloomBitsPerKey))},
 		{"block_cache_size", itoa(o.BlockCacheSize)},
+		{"max_open_files", itoa(int64(o.MaxOpenFiles))},
 		{"compression", o.Compression.String()},
 		{"comparator", o.Comparer.Name},
 		{"disable_auto_compactions", strconv.FormatBool(o.DisableAutoCompactions)},
@@ -446,6 +462,8 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		atoi(&o.BloomBitsPerKey)
 	case "block_cache_size":
 		atoi64(&o.BlockCacheSize)
+	case "max_open_files":
+		atoi(&o.MaxOpenFiles)
 	case "compression":
 		o.Compression, err = sstable.ParseCompression(v)
 	case "comparator":

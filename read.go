@@ -64,14 +64,16 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 	}
 	v := rs.version
 	probe := func(f *manifest.FileMetadata) (bool, []byte, error) {
-		t, err := d.tableCache.get(f.FileNum)
+		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
 			return true, nil, err
 		}
 		if t.rangeDels != nil {
 			maxTomb = max(maxTomb, t.rangeDels.MaxCoveringSeq(key, snap))
 		}
+		// The value is in block memory, which outlives the file's handle.
 		value, kind, seq, ok, err := t.reader.GetCounted(key, snap, fillCache, stats)
+		t.release()
 		if err != nil {
 			return true, nil, err
 		}
@@ -153,13 +155,15 @@ func (rs *readState) rangeDels(d *DB) (*rangedel.List, error) {
 			if f.NumRangeDeletions == 0 {
 				continue
 			}
-			t, err := d.tableCache.get(f.FileNum)
+			t, err := d.fileCache.findTable(f.FileNum)
 			if err != nil {
 				return nil, err
 			}
+			// The list is in memory and outlives the table's handle.
 			if t.rangeDels != nil {
 				lists = append(lists, t.rangeDels)
 			}
+			t.release()
 		}
 	}
 	if len(lists) > 0 {

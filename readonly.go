@@ -19,9 +19,10 @@ import (
 // OPTIONS, no flush; the WAL is replayed into memory. It works on a
 // read-only directory and file system, and while a writer has the database
 // open, seeing the database as of its own open: every live table is opened
-// at once and kept open, so a compaction of the writer that removes it
-// later changes nothing. Every write method returns an error matching
-// ErrReadOnly. Options.CreateIfMissing and ErrorIfExists are ignored.
+// at once and kept open, whatever Options.MaxOpenFiles says, so a
+// compaction of the writer that removes it later changes nothing. Every
+// write method returns an error matching ErrReadOnly.
+// Options.CreateIfMissing and ErrorIfExists are ignored.
 func OpenForReadOnly(dir string, opts *Options) (*DB, error) {
 	return open(dir, opts, true)
 }
@@ -133,8 +134,8 @@ func (d *DB) resetReadOnlyLoad() {
 		_ = d.versions.Close()
 		d.versions = nil
 	}
-	_ = d.tableCache.close()
-	d.tableCache = newTableCache(d)
+	_ = d.fileCache.close()
+	d.fileCache = newFileCache(d)
 	d.recovery = RecoveryMetrics{}
 	d.mu.mem.mutable, d.mu.mem.queue = nil, nil
 	d.mu.lastSeq = 0
@@ -156,7 +157,7 @@ func (d *DB) openLiveTables() error {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				_, err := d.tableCache.get(f.FileNum)
+				t, err := d.fileCache.findTable(f.FileNum)
 				if err != nil {
 					mu.Lock()
 					if first == nil {
@@ -165,6 +166,7 @@ func (d *DB) openLiveTables() error {
 					mu.Unlock()
 					return
 				}
+				t.release() // the cache keeps it: a read-only DB has no bound
 			})
 		}
 	}
