@@ -302,7 +302,7 @@ func TestOpenForReadOnlyWALRemovedDuringOpen(t *testing.T) {
 			t.Error(err)
 		}
 		walA := "/db/" + findFile(t, mem, "/db", base.FileTypeLog)
-		put("k2") // only in WAL A
+		put("k2")                         // only in WAL A
 		if err := w.Flush(); err != nil { // k2 to a table; WAL B; A removed
 			t.Error(err)
 		}
