@@ -167,7 +167,7 @@ func TestDataBlockCorruptionNamesFile(t *testing.T) {
 	}
 	writeTable(t, path, WriterOptions{BlockSize: 1024}, entries, nil)
 	r := openTable(t, path, nil)
-	second := r.index[1].handle
+	second := r.ix.items[1].handle
 	r.Close()
 	b := readFile(t, path)
 	b[second.Offset+second.Length/2] ^= 0x10

@@ -4,9 +4,105 @@ import (
 	"bytes"
 	"encoding/binary"
 	"sort"
+	"unsafe"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 )
+
+// indexItem is one decoded index entry: every key of the block is <= sep,
+// and every key of the next block is > sep.
+type indexItem struct {
+	sep    base.InternalKey
+	handle block.Handle
+}
+
+// tableIndex is a table's decoded index block: one item per data block, in
+// file order, and the words that speed up seeks when user keys order
+// bytewise. It never changes once built. The Reader holds it, or with
+// ReaderOptions.CacheIndexAndFilterBlocks the block cache does (as a value
+// charged size bytes, read and decoded again after an eviction); an
+// iterator or a MultiGet lookup keeps the one it started with.
+type tableIndex struct {
+	items []indexItem
+	// words is set when the comparer is bytewise (words.words nil
+	// otherwise).
+	words indexWords
+	// dataEnd is the end of the last data block, trailer included.
+	dataEnd uint64
+	// size is the memory the index holds: items, separator bytes, words.
+	size int64
+}
+
+// seek returns the first item whose separator is >= k, or len(items).
+func (ix *tableIndex) seek(k base.InternalKey, cmp base.Compare) int {
+	if ix.words.words != nil {
+		return ix.seekWords(k)
+	}
+	return ix.seekCompare(k, cmp)
+}
+
+// seekCompare is seek by plain binary search with the comparer.
+func (ix *tableIndex) seekCompare(k base.InternalKey, cmp base.Compare) int {
+	lo, hi := 0, len(ix.items)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if base.InternalCompare(cmp, ix.items[m].sep, k) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// decodeIndex decodes the index block b found at h: its entries must be in
+// order and their data blocks must tile the file from offset 0 up to at
+// most r.metaStart.
+func (r *Reader) decodeIndex(h block.Handle, b []byte) (*tableIndex, error) {
+	var it blockIter
+	if !it.init(b, true) {
+		return nil, r.corruptf(h, "bad index block")
+	}
+	ix := &tableIndex{}
+	var arena []byte
+	type pos struct{ start, end int }
+	var keys []pos
+	var prevEnd uint64
+	for ok := it.first(); ok; ok = it.next() {
+		bh, n := block.DecodeHandle(it.val)
+		if n <= 0 || n != len(it.val) {
+			return nil, r.corruptf(h, "bad block handle in index entry %d", len(ix.items))
+		}
+		if bh.Offset != prevEnd || bh.Length > block.MaxLen || bh.Length+block.TrailerLen > r.metaStart-min(bh.Offset, r.metaStart) {
+			return nil, r.corruptf(h, "index entry %d: data block (offset %d, length %d) out of place", len(ix.items), bh.Offset, bh.Length)
+		}
+		prevEnd = bh.End()
+		if len(ix.items) > 0 {
+			prev, _ := base.DecodeInternalKey(arena[keys[len(keys)-1].start:keys[len(keys)-1].end])
+			if base.InternalCompare(r.cmp, prev, it.ikey) >= 0 {
+				return nil, r.corruptf(h, "index entries out of order")
+			}
+		}
+		start := len(arena)
+		arena = append(arena, it.key...)
+		keys = append(keys, pos{start, len(arena)})
+		ix.items = append(ix.items, indexItem{handle: bh})
+	}
+	if it.corrupt {
+		return nil, r.corruptf(h, "bad index block")
+	}
+	for i, p := range keys {
+		ix.items[i].sep, _ = base.DecodeInternalKey(arena[p.start:p.end:p.end])
+	}
+	ix.dataEnd = prevEnd
+	if r.bytewise {
+		ix.buildWords()
+	}
+	ix.size = int64(unsafe.Sizeof(tableIndex{})) + int64(cap(ix.items))*int64(unsafe.Sizeof(indexItem{})) +
+		int64(cap(arena)) + 8*int64(cap(ix.words.words))
+	return ix, nil
+}
 
 // indexWords is a dense side array over the decoded index, used when user
 // keys order bytewise. Every separator's user key starts with prefix (the
@@ -43,40 +139,40 @@ func loadWord(b []byte) uint64 {
 	return w
 }
 
-// buildIndexWords fills r.words from r.index; separators are sorted.
-func (r *Reader) buildIndexWords() {
-	n := len(r.index)
+// buildWords fills ix.words from ix.items; separators are sorted.
+func (ix *tableIndex) buildWords() {
+	n := len(ix.items)
 	if n == 0 {
 		return
 	}
 	// The prefix common to all sorted keys is the one common to the first
 	// and the last.
-	first, last := r.index[0].sep.UserKey, r.index[n-1].sep.UserKey
+	first, last := ix.items[0].sep.UserKey, ix.items[n-1].sep.UserKey
 	p := 0
 	for p < len(first) && p < len(last) && first[p] == last[p] {
 		p++
 	}
-	r.words.prefix = first[:p:p]
-	r.words.words = make([]uint64, n)
-	for i := range r.index {
-		r.words.words[i] = loadWord(r.index[i].sep.UserKey[p:])
+	ix.words.prefix = first[:p:p]
+	ix.words.words = make([]uint64, n)
+	for i := range ix.items {
+		ix.words.words[i] = loadWord(ix.items[i].sep.UserKey[p:])
 	}
 }
 
-// seekIndexWords is seekIndex for bytewise tables: the first index entry
-// whose separator is >= k, or len(r.index).
-func (r *Reader) seekIndexWords(k base.InternalKey) int {
-	prefix := r.words.prefix
+// seekWords is seek for bytewise tables: the first item whose separator is
+// >= k, or len(ix.items).
+func (ix *tableIndex) seekWords(k base.InternalKey) int {
+	prefix := ix.words.prefix
 	if len(k.UserKey) < len(prefix) || !bytes.Equal(k.UserKey[:len(prefix)], prefix) {
 		// Every separator starts with prefix: k sorts before all of them or
 		// after all of them.
 		if bytes.Compare(k.UserKey, prefix) < 0 {
 			return 0
 		}
-		return len(r.index)
+		return len(ix.items)
 	}
 	kw := loadWord(k.UserKey[len(prefix):])
-	words := r.words.words
+	words := ix.words.words
 	// Lower bound, the first word >= kw, in the halving form: the step count
 	// depends only on len(words), and no separator bytes are touched.
 	lo, n := 0, len(words)
@@ -104,7 +200,7 @@ func (r *Reader) seekIndexWords(k base.InternalKey) int {
 	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if base.InternalCompare(bytes.Compare, r.index[m].sep, k) < 0 {
+		if base.InternalCompare(bytes.Compare, ix.items[m].sep, k) < 0 {
 			lo = m + 1
 		} else {
 			hi = m

@@ -43,11 +43,11 @@ func randomIndex(rng *rand.Rand) *Reader {
 	}
 	slices.SortFunc(seps, func(a, b base.InternalKey) int { return base.InternalCompare(bytes.Compare, a, b) })
 	seps = slices.CompactFunc(seps, func(a, b base.InternalKey) bool { return base.InternalCompare(bytes.Compare, a, b) == 0 })
-	r := &Reader{cmp: bytes.Compare}
+	r := &Reader{cmp: bytes.Compare, ix: &tableIndex{}}
 	for _, s := range seps {
-		r.index = append(r.index, indexItem{sep: s})
+		r.ix.items = append(r.ix.items, indexItem{sep: s})
 	}
-	r.buildIndexWords()
+	r.ix.buildWords()
 	return r
 }
 
@@ -67,7 +67,7 @@ func probeKeys(rng *rand.Rand, r *Reader) []base.InternalKey {
 		}
 	}
 	for range 200 {
-		s := r.index[rng.IntN(len(r.index))].sep
+		s := r.ix.items[rng.IntN(len(r.ix.items))].sep
 		u := s.UserKey
 		out = append(out, s) // exactly a separator
 		add(u)
@@ -95,10 +95,10 @@ func TestSeekIndexWordsMatchesPlainSearch(t *testing.T) {
 	for round := range 300 {
 		r := randomIndex(rng)
 		for _, k := range probeKeys(rng, r) {
-			want := r.seekIndexCompare(k)
-			if got := r.seekIndexWords(k); got != want {
+			want := r.ix.seekCompare(k, r.cmp)
+			if got := r.ix.seekWords(k); got != want {
 				t.Fatalf("seed %d round %d: seekIndex(%s) = %d, plain search %d (prefix %q, %d entries)",
-					seed, round, k, got, want, r.words.prefix, len(r.index))
+					seed, round, k, got, want, r.ix.words.prefix, len(r.ix.items))
 			}
 		}
 	}
@@ -113,11 +113,11 @@ func TestSeekIndexWordsWiring(t *testing.T) {
 	writeTable(t, path, WriterOptions{BlockSize: 256}, entries, nil)
 	r := openTable(t, path, nil)
 	defer r.Close()
-	if r.words.words == nil || len(r.words.words) != len(r.index) || len(r.index) < 10 {
-		t.Fatalf("bytewise table: %d words for %d index entries", len(r.words.words), len(r.index))
+	if r.ix.words.words == nil || len(r.ix.words.words) != len(r.ix.items) || len(r.ix.items) < 10 {
+		t.Fatalf("bytewise table: %d words for %d index entries", len(r.ix.words.words), len(r.ix.items))
 	}
 	for _, k := range probeKeys(rng, r) {
-		if got, want := r.seekIndex(k), r.seekIndexCompare(k); got != want {
+		if got, want := r.ix.seek(k, r.cmp), r.ix.seekCompare(k, r.cmp); got != want {
 			t.Fatalf("seed %d: seekIndex(%s) = %d, plain search %d", seed, k, got, want)
 		}
 	}
@@ -133,7 +133,7 @@ func TestSeekIndexWordsWiring(t *testing.T) {
 	writeTable(t, rpath, WriterOptions{Comparer: reversed, BlockSize: 256}, entries, nil)
 	rr := openTableWith(t, rpath, ReaderOptions{Comparer: reversed})
 	defer rr.Close()
-	if rr.words.words != nil {
+	if rr.ix.words.words != nil {
 		t.Fatal("a non-bytewise comparer got the bytewise index side array")
 	}
 	it := rr.NewIter(IterOptions{})
@@ -175,7 +175,7 @@ func BenchmarkSeekIndex(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		seek func(base.InternalKey) int
-	}{{"words", r.seekIndexWords}, {"compare", r.seekIndexCompare}} {
+	}{{"words", r.ix.seekWords}, {"compare", func(k base.InternalKey) int { return r.ix.seekCompare(k, r.cmp) }}} {
 		b.Run(bc.name, func(b *testing.B) {
 			sum := 0
 			for i := 0; i < b.N; i++ {

@@ -27,8 +27,12 @@ const (
 // After a Next or Prev has run off the end, the opposite move returns to
 // the last (or first) entry in bounds.
 type tableIter struct {
-	r            *Reader
-	cmp          base.Compare
+	r   *Reader
+	cmp base.Compare
+	// ix is the table's index, which the iterator keeps from its first
+	// positioning until Close (with CacheIndexAndFilterBlocks the cache may
+	// evict it meanwhile); nil until then.
+	ix           *tableIndex
 	lower, upper []byte
 	fillCache    bool
 	idx          int // index entry of the current block
@@ -68,6 +72,7 @@ var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
 func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	it := tableIterPool.Get().(*tableIter)
 	it.r = r
+	it.ix = r.ix
 	it.cmp = r.cmp
 	it.lower, it.upper = o.Lower, o.Upper
 	it.fillCache = o.FillCache
@@ -85,12 +90,28 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	return it
 }
 
+// needIndex makes sure the iterator has the table's index, reading it when
+// the cache no longer holds it; a failure stops the iterator with the error.
+func (it *tableIter) needIndex() bool {
+	if it.ix != nil {
+		return true
+	}
+	ix, err := it.r.index(it.src)
+	if err != nil {
+		it.err = err
+		it.pos = posInvalid
+		return false
+	}
+	it.ix = ix
+	return true
+}
+
 func (it *tableIter) load(i int, seek bool) bool {
 	it.idx = i
 	if i == it.loaded {
 		return true
 	}
-	h := it.r.index[i].handle
+	h := it.ix.items[i].handle
 	if !it.raReady {
 		it.initReadahead()
 	}
@@ -109,8 +130,8 @@ func (it *tableIter) load(i int, seek bool) bool {
 		return false
 	}
 	it.loaded = i
-	it.withinUpper = it.upper == nil || it.cmp(it.r.index[i].sep.UserKey, it.upper) < 0
-	it.withinLower = it.lower == nil || (i > 0 && it.cmp(it.r.index[i-1].sep.UserKey, it.lower) >= 0)
+	it.withinUpper = it.upper == nil || it.cmp(it.ix.items[i].sep.UserKey, it.upper) < 0
+	it.withinLower = it.lower == nil || (i > 0 && it.cmp(it.ix.items[i-1].sep.UserKey, it.lower) >= 0)
 	return true
 }
 
@@ -133,8 +154,8 @@ func (it *tableIter) initReadahead() {
 		cfg.MaxAuto = -1
 	}
 	if it.upper != nil {
-		if i := r.seekIndex(base.MakeSearchKey(it.upper)); i < len(r.index) {
-			cfg.Limit = int64(r.index[i].handle.End())
+		if i := it.ix.seek(base.MakeSearchKey(it.upper), it.cmp); i < len(it.ix.items) {
+			cfg.Limit = int64(it.ix.items[i].handle.End())
 		}
 	}
 	it.ra.Init(it.src.File, cfg)
@@ -142,7 +163,7 @@ func (it *tableIter) initReadahead() {
 }
 
 func (it *tableIter) corrupt() bool {
-	it.err = it.r.corruptf(it.r.index[it.idx].handle, "bad data block entry")
+	it.err = it.r.corruptf(it.ix.items[it.idx].handle, "bad data block entry")
 	it.loaded = -1
 	it.pos = posInvalid
 	return false
@@ -161,10 +182,10 @@ func (it *tableIter) settleForward(ok bool) bool {
 		if it.data.corrupt {
 			return it.corrupt()
 		}
-		if it.upper != nil && it.cmp(it.r.index[it.idx].sep.UserKey, it.upper) >= 0 {
+		if it.upper != nil && it.cmp(it.ix.items[it.idx].sep.UserKey, it.upper) >= 0 {
 			return it.stop(posAfterLast)
 		}
-		if it.idx+1 >= len(it.r.index) {
+		if it.idx+1 >= len(it.ix.items) {
 			return it.stop(posAfterLast)
 		}
 		if !it.load(it.idx+1, false) {
@@ -191,7 +212,7 @@ func (it *tableIter) settleBackward(ok bool) bool {
 		}
 		// Block i holds keys <= its separator: if that is below Lower, so
 		// is all of the block.
-		if it.lower != nil && it.cmp(it.r.index[i].sep.UserKey, it.lower) < 0 {
+		if it.lower != nil && it.cmp(it.ix.items[i].sep.UserKey, it.lower) < 0 {
 			return it.stop(posBeforeFirst)
 		}
 		if !it.load(i, false) {
@@ -215,9 +236,12 @@ func (it *tableIter) seekGE(key []byte) bool {
 	if it.upper != nil && it.cmp(key, it.upper) >= 0 {
 		return it.stop(posAfterLast)
 	}
+	if !it.needIndex() {
+		return false
+	}
 	search := base.MakeSearchKey(key)
 	i := it.seekIndexPrepared(key)
-	if i == len(it.r.index) {
+	if i == len(it.ix.items) {
 		return it.stop(posAfterLast)
 	}
 	if !it.load(i, true) {
@@ -249,9 +273,12 @@ func (it *tableIter) SeekLT(key []byte) bool {
 	if it.lower != nil && it.cmp(key, it.lower) <= 0 {
 		return it.stop(posBeforeFirst)
 	}
+	if !it.needIndex() {
+		return false
+	}
 	search := base.MakeSearchKey(key)
-	i := it.r.seekIndex(search)
-	if i == len(it.r.index) {
+	i := it.ix.seek(search, it.cmp)
+	if i == len(it.ix.items) {
 		// Every entry sorts before search: the answer is the last one.
 		if i == 0 {
 			return it.stop(posBeforeFirst)
@@ -280,7 +307,10 @@ func (it *tableIter) First() bool {
 		return it.SeekGE(it.lower)
 	}
 	defer it.discardPending() // after the load that may use it
-	if len(it.r.index) == 0 {
+	if !it.needIndex() {
+		return false
+	}
+	if len(it.ix.items) == 0 {
 		return it.stop(posAfterLast)
 	}
 	if !it.load(0, false) {
@@ -298,10 +328,13 @@ func (it *tableIter) Last() bool {
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
-	if len(it.r.index) == 0 {
+	if !it.needIndex() {
+		return false
+	}
+	if len(it.ix.items) == 0 {
 		return it.stop(posBeforeFirst)
 	}
-	if !it.load(len(it.r.index)-1, false) {
+	if !it.load(len(it.ix.items)-1, false) {
 		return false
 	}
 	return it.settleBackward(it.data.last())

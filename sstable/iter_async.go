@@ -91,7 +91,10 @@ func (it *tableIter) PrepareSeekGE(key []byte) {
 	if it.upper != nil && it.cmp(key, it.upper) >= 0 {
 		return
 	}
-	i := it.r.seekIndex(base.MakeSearchKey(key))
+	if !it.prepareIndex() {
+		return
+	}
+	i := it.ix.seek(base.MakeSearchKey(key), it.cmp)
 	// The seek that follows finds the same index entry without a search.
 	it.prepKey = append(it.prepKey[:0], key...)
 	it.prepIdx, it.prepValid = i, true
@@ -108,7 +111,7 @@ func (it *tableIter) seekIndexPrepared(key []byte) int {
 			return it.prepIdx
 		}
 	}
-	return it.r.seekIndex(base.MakeSearchKey(key))
+	return it.ix.seek(base.MakeSearchKey(key), it.cmp)
 }
 
 // PrepareFirst is PrepareSeekGE for First.
@@ -120,16 +123,31 @@ func (it *tableIter) PrepareFirst() {
 		it.PrepareSeekGE(it.lower)
 		return
 	}
-	it.prepareBlock(0)
+	if it.prepareIndex() {
+		it.prepareBlock(0)
+	}
+}
+
+// prepareIndex is needIndex for a first phase, which only hints: a failure
+// is left for the positioning that follows to report.
+func (it *tableIter) prepareIndex() bool {
+	if it.ix == nil {
+		ix, err := it.r.index(it.src)
+		if err != nil {
+			return false
+		}
+		it.ix = ix
+	}
+	return true
 }
 
 // prepareBlock submits the read of data block i unless it needs none.
 func (it *tableIter) prepareBlock(i int) {
 	r := it.r
-	if i >= len(r.index) || i == it.loaded {
+	if i >= len(it.ix.items) || i == it.loaded {
 		return
 	}
-	h := r.index[i].handle
+	h := it.ix.items[i].handle
 	if it.pend.active {
 		if it.pend.handle == h {
 			return

@@ -365,7 +365,7 @@ func TestAsyncIterStats(t *testing.T) {
 		if len(got) != len(entries) {
 			t.Fatalf("async=%v: scan returned %d entries, want %d", async, len(got), len(entries))
 		}
-		nBlocks := uint64(len(r.index))
+		nBlocks := uint64(len(r.ix.items))
 		if b := own.BlockReads.Load(); b != nBlocks || shared.BlockReads.Load()-sharedBefore != nBlocks {
 			t.Fatalf("async=%v: iterator counted %d block reads, reader %d; the table has %d blocks", async, b, shared.BlockReads.Load()-sharedBefore, nBlocks)
 		}

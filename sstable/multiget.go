@@ -48,7 +48,9 @@ type MultiGetBatch struct {
 
 // lookup is one key looked up in one table.
 type lookup struct {
-	r      *Reader
+	r *Reader
+	// ix is r's index, which the lookup keeps until it is done.
+	ix     *tableIndex
 	key    []byte
 	search base.InternalKey
 	// block is the index entry of the data block to search next; while the
@@ -72,13 +74,15 @@ type blockWant struct {
 	id    uint64 // r.id
 	block int
 	r     *Reader
-	l     int // index in lookups
+	ix    *tableIndex // the lookup's
+	l     int         // index in lookups
 }
 
 // blockRun is what one read request of a round fetches: data blocks
 // first..last of r (adjacent in the file), needed by wants[wantLo:wantHi].
 type blockRun struct {
 	r              *Reader
+	ix             *tableIndex
 	first, last    int
 	wantLo, wantHi int
 	// rr is the run's read (its request is submitted as a copy, in reqs);
@@ -103,7 +107,12 @@ func (b *MultiGetBatch) Reset() {
 // fillCache adds the blocks read for the lookup to the cache.
 func (b *MultiGetBatch) Add(r *Reader, key []byte, snapshot base.SeqNum, fillCache bool) int {
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
-	b.lookups = append(b.lookups, lookup{r: r, key: key, search: search, block: r.seekIndex(search), fill: fillCache})
+	ix, err := r.index(b.source(r))
+	if err != nil {
+		b.lookups = append(b.lookups, lookup{r: r, key: key, err: err, done: true})
+		return len(b.lookups) - 1
+	}
+	b.lookups = append(b.lookups, lookup{r: r, ix: ix, key: key, search: search, block: ix.seek(search, r.cmp), fill: fillCache})
 	id := len(b.lookups) - 1
 	b.advance(id)
 	return id
@@ -136,11 +145,11 @@ func (b *MultiGetBatch) advance(id int) {
 	l := &b.lookups[id]
 	r := l.r
 	for !l.done {
-		if l.block >= len(r.index) {
+		if l.block >= len(l.ix.items) {
 			b.finish(id)
 			return
 		}
-		h := r.index[l.block].handle
+		h := l.ix.items[l.block].handle
 		if !r.cachedDataBlock(&b.bi, h, l.fill, b.source(r)) {
 			return
 		}
@@ -204,7 +213,7 @@ func (b *MultiGetBatch) Read(ar vfs.AsyncReader, onDone func(id int)) {
 	b.wants = b.wants[:0]
 	for i := range b.lookups {
 		if l := &b.lookups[i]; !l.done {
-			b.wants = append(b.wants, blockWant{id: l.r.id, block: l.block, r: l.r, l: i})
+			b.wants = append(b.wants, blockWant{id: l.r.id, block: l.block, r: l.r, ix: l.ix, l: i})
 		}
 	}
 	if len(b.wants) == 0 {
@@ -237,20 +246,20 @@ func (b *MultiGetBatch) Read(ar vfs.AsyncReader, onDone func(id int)) {
 func (b *MultiGetBatch) planRuns() {
 	b.reqs, b.runs = b.reqs[:0], b.runs[:0]
 	for w := 0; w < len(b.wants); {
-		r, first := b.wants[w].r, b.wants[w].block
-		if err := r.checkHandle(r.index[first].handle, true); err != nil {
+		r, ix, first := b.wants[w].r, b.wants[w].ix, b.wants[w].block
+		if err := r.checkHandle(ix.items[first].handle, true); err != nil {
 			for ; w < len(b.wants) && b.wants[w].r == r && b.wants[w].block == first; w++ {
 				b.fail(b.wants[w].l, err)
 			}
 			continue
 		}
-		run := blockRun{r: r, first: first, last: first, wantLo: w}
-		start := r.index[first].handle.Offset
+		run := blockRun{r: r, ix: ix, first: first, last: first, wantLo: w}
+		start := ix.items[first].handle.Offset
 		solo := false
 		for w < len(b.wants) && b.wants[w].r == r {
 			blk := b.wants[w].block
 			if blk > run.last {
-				h := r.index[blk].handle
+				h := ix.items[blk].handle
 				if solo || b.lookups[b.wants[w].l].solo || blk != run.last+1 ||
 					h.End()-start > maxRunBytes || r.checkHandle(h, true) != nil {
 					break
@@ -261,7 +270,7 @@ func (b *MultiGetBatch) planRuns() {
 			w++
 		}
 		run.wantHi = w
-		end := r.index[run.last].handle.End()
+		end := ix.items[run.last].handle.End()
 		run.rr = block.NewRangeRead(r.bf.Source(), int64(start), int(end-start))
 		b.runs = append(b.runs, run)
 		b.reqs = append(b.reqs, run.rr.Req)
@@ -276,7 +285,7 @@ func (b *MultiGetBatch) finishRun(i int, async bool) {
 	r := run.r
 	defer run.rr.Release()
 	b.countRead(r, q.N, run.rr.Pooled(), async, run.last-run.first)
-	first := r.index[run.first].handle
+	first := run.ix.items[run.first].handle
 	run.rr.Req.N, run.rr.Req.Err = q.N, q.Err
 	data, err := r.bf.RangeBytes(&run.rr)
 	if err != nil {
@@ -310,7 +319,7 @@ func (b *MultiGetBatch) finishRun(i int, async bool) {
 		if end == w && carried == 0 {
 			continue // a block between two wanted ones is never read alone
 		}
-		h := r.index[blk].handle
+		h := run.ix.items[blk].handle
 		rel := int(h.Offset - first.Offset)
 		raw := data[rel : rel+int(h.Length)+block.TrailerLen]
 		blk, err := r.bf.DecodeBlock(h, raw, shared, b.source(r))

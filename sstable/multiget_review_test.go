@@ -50,8 +50,8 @@ func TestMultiGetBatchManyTables(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Fail the reads of a few data blocks.
-				i := rng.IntN(len(probe.index))
-				lo := int64(probe.index[i].handle.Offset)
+				i := rng.IntN(len(probe.ix.items))
+				lo := int64(probe.ix.items[i].handle.Offset)
 				hi := lo + 1 + int64(rng.IntN(int(probe.metaStart)-int(lo)))/4
 				probe.Close()
 				// Armed after the open: NewReader reads the whole tail.
@@ -164,14 +164,14 @@ func TestMultiGetBatchNextBlockInRun(t *testing.T) {
 			var probe MultiGetBatch
 			probe.Add(r, k, base.SeqNumMax, false)
 			if rounds := runBatch(t, &probe, nil, 4); rounds == 2 {
-				between, blk = k, r.seekIndex(base.MakeSearchKey(k))
+				between, blk = k, r.ix.seek(base.MakeSearchKey(k), r.cmp)
 				next = []byte(fmt.Sprintf("k%05d", (i+1)*20))
 			}
 		}
 		if between == nil {
 			t.Fatal("no key between two blocks")
 		}
-		if got := r.seekIndex(base.MakeSearchKey(next)); got != blk+1 {
+		if got := r.ix.seek(base.MakeSearchKey(next), r.cmp); got != blk+1 {
 			t.Fatalf("%q is in block %d, want %d", next, got, blk+1)
 		}
 		var b MultiGetBatch

@@ -126,7 +126,7 @@ func TestMultiGetBatchModel(t *testing.T) {
 				}
 				qs = append(qs, q{key, snap, b.Add(r, key, snap, rng.IntN(2) == 0)})
 			}
-			runBatch(t, &b, useAR, len(r.index)+1)
+			runBatch(t, &b, useAR, len(r.ix.items)+1)
 			for _, q := range qs {
 				v, kind, seq, found, done, err := b.Result(q.id)
 				if !done || err != nil {
@@ -179,12 +179,12 @@ func TestMultiGetBatchCoalesce(t *testing.T) {
 	c := cache.New(1 << 20)
 	r, _ := multigetTable(t, 200, 100, func(raw []byte) vfs.File { return &bytesFile{raw} }, ReaderOptions{Stats: &stats, Cache: c})
 	defer r.Close()
-	if len(r.index) < 10 {
-		t.Fatalf("want many blocks, got %d", len(r.index))
+	if len(r.ix.items) < 10 {
+		t.Fatalf("want many blocks, got %d", len(r.ix.items))
 	}
 	ar := vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})
 	defer ar.Close()
-	blockOf := func(key string) int { return r.seekIndex(base.MakeSearchKey([]byte(key))) }
+	blockOf := func(key string) int { return r.ix.seek(base.MakeSearchKey([]byte(key)), r.cmp) }
 	// Keys of blocks 1, 2, 3 (adjacent), twice each block, and of block 6.
 	var keys []string
 	for i := 0; i < 200; i++ {
@@ -288,7 +288,7 @@ func TestMultiGetBatchReadError(t *testing.T) {
 		return ff
 	}, ReaderOptions{})
 	defer r.Close()
-	bad := r.index[5].handle
+	bad := r.ix.items[5].handle
 	ff.failOff, ff.failEnd = int64(bad.Offset), int64(bad.Offset+1)
 	for _, ar := range []vfs.AsyncReader{nil, vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})} {
 		var b MultiGetBatch
@@ -299,7 +299,7 @@ func TestMultiGetBatchReadError(t *testing.T) {
 		failed := 0
 		for i := 0; i < 400; i++ {
 			key := []byte(fmt.Sprintf("k%05d", i))
-			blk := r.seekIndex(base.MakeSearchKey(key))
+			blk := r.ix.seek(base.MakeSearchKey(key), r.cmp)
 			v, _, _, found, _, err := b.Result(i)
 			// Adjacent blocks share a read, but a failed shared read is
 			// retried block by block: only block 5 fails.
@@ -475,9 +475,9 @@ func TestMultiGetBatchDamaged(t *testing.T) {
 			}
 		}
 		if rng.IntN(2) == 0 {
-			runBatch(t, &b, ar, len(r.index)+2)
+			runBatch(t, &b, ar, len(r.ix.items)+2)
 		} else {
-			runBatch(t, &b, nil, len(r.index)+2)
+			runBatch(t, &b, nil, len(r.ix.items)+2)
 		}
 		for j, id := range ids {
 			v, kind, seq, found, _, err := b.Result(id)

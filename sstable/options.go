@@ -117,9 +117,20 @@ type ReaderOptions struct {
 	// AsyncReader, when set, reads large direct-IO readahead windows as
 	// several concurrent requests. nil reads them with one ReadAt.
 	AsyncReader vfs.AsyncReader
-	// Stats, when set, receives the counts of the Reader's file reads; many
-	// Readers may share one.
+	// Stats, when set, receives the counts of the Reader's file reads, and
+	// its memory in ReadersMem; many Readers may share one.
 	Stats *ReadStats
+	// CacheIndexAndFilterBlocks keeps the index and filter blocks in Cache
+	// instead of in the Reader (RocksDB's cache_index_and_filter_blocks):
+	// charged to the cache, evicted like data blocks, and read from the
+	// file again when next needed. Without a Cache (or one with no room for
+	// them) the Reader holds them, as it does by default.
+	CacheIndexAndFilterBlocks bool
+	// PinIndexAndFilterBlocks, with CacheIndexAndFilterBlocks, pins them in
+	// the cache for the Reader's life: still charged to it, never evicted
+	// (the DB sets it for L0 tables under
+	// Options.PinL0FilterAndIndexBlocksInCache).
+	PinIndexAndFilterBlocks bool
 }
 
 // IterOptions configure a table iterator.

@@ -84,12 +84,12 @@ func readaheadTable(t *testing.T, rng *rand.Rand, comp Compression) ([]byte, []k
 // may need: the first block whose separator is >= upper (found by a linear
 // walk, not the reader's search).
 func upperLimit(r *Reader, upper []byte) int64 {
-	for _, ix := range r.index {
+	for _, ix := range r.ix.items {
 		if r.cmp(ix.sep.UserKey, upper) >= 0 {
 			return int64(ix.handle.Offset + ix.handle.Length + block.TrailerLen)
 		}
 	}
-	return int64(r.dataEnd)
+	return int64(r.ix.dataEnd)
 }
 
 // TestIterReadaheadMatches scans whole tables and random ranges, forward
@@ -192,8 +192,8 @@ func TestIterReadaheadMatches(t *testing.T) {
 			if off && issued != 0 {
 				t.Fatalf("%s: readahead is off but issued %d bytes", desc, issued)
 			}
-			if !off && ro.Cache == nil && len(r.index) > 3 && used == 0 {
-				t.Fatalf("%s: a full uncached scan of %d blocks used no readahead", desc, len(r.index))
+			if !off && ro.Cache == nil && len(r.ix.items) > 3 && used == 0 {
+				t.Fatalf("%s: a full uncached scan of %d blocks used no readahead", desc, len(r.ix.items))
 			}
 			if d := stats.DirectReads.Load(); (align > 1) != (d > 0) || (align > 1 && d != stats.FileReads.Load()) {
 				t.Fatalf("%s: %d direct reads of %d file reads", desc, d, stats.FileReads.Load())
@@ -215,7 +215,7 @@ func TestGetNeverReadsAhead(t *testing.T) {
 	}
 	defer r.Close()
 	maxBlock := 0
-	for _, ix := range r.index {
+	for _, ix := range r.ix.items {
 		maxBlock = max(maxBlock, int(ix.handle.Length)+block.TrailerLen)
 	}
 	f.takeReads()

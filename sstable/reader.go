@@ -3,6 +3,7 @@ package sstable
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/block"
@@ -11,16 +12,10 @@ import (
 	"github.com/shaledb/shale/vfs"
 )
 
-// indexItem is one decoded index entry: every key of the block is <= sep,
-// and every key of the next block is > sep.
-type indexItem struct {
-	sep    base.InternalKey
-	handle block.Handle
-}
-
-// Reader reads one table. The index, filter, properties and range
-// tombstones are read at open and kept in the Reader; data blocks go
-// through the cache. A Reader is safe for concurrent use.
+// Reader reads one table. The properties and range tombstones are read at
+// open and kept in the Reader; so are the index and the filter, unless
+// ReaderOptions.CacheIndexAndFilterBlocks puts them in the block cache.
+// Data blocks go through the cache. A Reader is safe for concurrent use.
 type Reader struct {
 	// bf reads the table's blocks: handles, checksums, decompression, the
 	// cache, direct IO (when the file's vfs.Alignment is above 1, every
@@ -32,16 +27,28 @@ type Reader struct {
 	metaStart uint64
 	footOff   uint64
 	dataEnd   uint64
-	index     []indexItem
-	filter    []byte
-	props     *Properties
-	rangeDels []rangedel.Span
-	// words speeds up seekIndex when the comparer is bytewise; words.words
-	// is nil otherwise.
-	words indexWords
-	// bytewise is true when user keys order bytewise; only then do cached
-	// data blocks get a search structure.
+	// ix and filter are the decoded index and the filter while the Reader
+	// holds them: always by default, and with PinIndexAndFilterBlocks (or
+	// when the cache has no room for them). Otherwise they are nil and the
+	// cache holds them under indexH and filterH (index and filter read
+	// them; see index_cache.go). filterInCache says a filter exists there.
+	ix            *tableIndex
+	filter        []byte
+	indexH        block.Handle
+	filterH       block.Handle
+	filterInCache bool
+	// indexPinned and filterPinned say the Reader holds a pin on the
+	// cache's copy, given back at Close.
+	indexPinned, filterPinned bool
+	props                     *Properties
+	rangeDels                 []rangedel.Span
+	// bytewise is true when user keys order bytewise; only then do the
+	// index and cached data blocks get a search structure.
 	bytewise bool
+	// heldMem is what the Reader added to stats.ReadersMem at open (the
+	// memory it holds outside the cache); Close takes it back once.
+	heldMem int64
+	closed  atomic.Bool
 	// stats is ReaderOptions.Stats (never nil): its block.ReadStats is
 	// bf's, and it counts the bloom probes.
 	stats   *ReadStats
@@ -85,6 +92,7 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	}
 	r.bf.Init(f, block.FileOptions{Name: o.FileName, Alignment: fileAlignment(f), Cache: o.Cache,
 		CacheID: o.CacheID, AsyncReader: o.AsyncReader, Stats: &r.stats.ReadStats})
+	r.bytewise = isBytewise(o.Comparer)
 	size, err := f.Size()
 	if err != nil {
 		return nil, err
@@ -136,48 +144,79 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	if !ok {
 		return nil, r.corruptf(ft.metaindex, "no properties block")
 	}
-	// The properties, index, filter and range-del blocks, read together.
-	want := []block.Handle{ph, ft.index}
 	fh, hasFilter := handles[metaFilterName]
+	rh, hasRangeDels := handles[metaRangeDelName]
+	r.metaStart = min(r.metaStart, ft.index.Offset, ph.Offset, ft.metaindex.Offset)
 	if hasFilter {
+		r.metaStart = min(r.metaStart, fh.Offset)
+	}
+	if hasRangeDels {
+		r.metaStart = min(r.metaStart, rh.Offset)
+	}
+	r.indexH, r.filterH = ft.index, fh
+	cacheIF := o.CacheIndexAndFilterBlocks && o.Cache != nil
+	pin := cacheIF && o.PinIndexAndFilterBlocks
+	// The properties, index, filter and range-del blocks, read together;
+	// an index or filter the cache still holds from an earlier Reader of
+	// the file (same CacheID) is taken from there.
+	want := []block.Handle{ph}
+	var ix *tableIndex
+	if cacheIF {
+		ix = r.cachedIndexAtOpen(pin)
+	}
+	ixFromCache := ix != nil
+	if ix == nil {
+		want = append(want, ft.index)
+	}
+	var filter []byte
+	if hasFilter && cacheIF {
+		filter = r.cachedFilterAtOpen(pin)
+	}
+	readFilter := hasFilter && filter == nil
+	if readFilter {
 		want = append(want, fh)
 	}
-	rh, hasRangeDels := handles[metaRangeDelName]
 	if hasRangeDels {
 		want = append(want, rh)
 	}
 	got := make([][]byte, len(want))
 	if err := r.bf.ReadBlocks(mt, want, r.footOff, got); err != nil {
+		r.unpin()
 		return nil, err
 	}
-	pb, ib := got[0], got[1]
-	props, msg := decodeProperties(pb)
+	props, msg := decodeProperties(got[0])
 	if msg != "" {
+		r.unpin()
 		return nil, r.corruptf(ph, "%s", msg)
 	}
 	r.props = props
 	if props.ComparerName != o.Comparer.Name {
+		r.unpin()
 		return nil, fmt.Errorf("shale: table %s was written with comparer %q, not %q: %w",
 			r.bf.Name(), props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
 	}
-	if hasFilter {
-		r.filter = got[2]
-		r.metaStart = min(r.metaStart, fh.Offset)
-	}
 	if hasRangeDels {
 		if err := r.decodeRangeDels(rh, got[len(got)-1]); err != nil {
+			r.unpin()
 			return nil, err
 		}
-		r.metaStart = min(r.metaStart, rh.Offset)
 	}
-	r.metaStart = min(r.metaStart, ft.index.Offset, ph.Offset, ft.metaindex.Offset)
-	if err := r.decodeIndex(ft.index, ib); err != nil {
-		return nil, err
+	if ix == nil {
+		var err error
+		if ix, err = r.decodeIndex(ft.index, got[1]); err != nil {
+			r.unpin()
+			return nil, err
+		}
 	}
-	if isBytewise(o.Comparer) {
-		r.bytewise = true
-		r.buildIndexWords()
+	if readFilter {
+		filter = got[len(want)-1]
+		if hasRangeDels {
+			filter = got[len(want)-2]
+		}
 	}
+	r.dataEnd = ix.dataEnd
+	r.keepIndexAndFilter(ix, filter, ixFromCache, hasFilter && !readFilter, hasFilter, cacheIF, pin)
+	r.stats.ReadersMem.Add(r.heldMem)
 	return r, nil
 }
 
@@ -222,45 +261,6 @@ func (r *Reader) loadDataBlock(bi *blockIter, h block.Handle, fillCache, seek bo
 	return r.installDataBlock(bi, h, b, fillCache)
 }
 
-func (r *Reader) decodeIndex(h block.Handle, b []byte) error {
-	var it blockIter
-	if !it.init(b, true) {
-		return r.corruptf(h, "bad index block")
-	}
-	var arena []byte
-	type pos struct{ start, end int }
-	var keys []pos
-	var prevEnd uint64
-	for ok := it.first(); ok; ok = it.next() {
-		bh, n := block.DecodeHandle(it.val)
-		if n <= 0 || n != len(it.val) {
-			return r.corruptf(h, "bad block handle in index entry %d", len(r.index))
-		}
-		if bh.Offset != prevEnd || bh.Length > block.MaxLen || bh.Length+block.TrailerLen > r.metaStart-min(bh.Offset, r.metaStart) {
-			return r.corruptf(h, "index entry %d: data block (offset %d, length %d) out of place", len(r.index), bh.Offset, bh.Length)
-		}
-		prevEnd = bh.End()
-		if len(r.index) > 0 {
-			prev, _ := base.DecodeInternalKey(arena[keys[len(keys)-1].start:keys[len(keys)-1].end])
-			if base.InternalCompare(r.cmp, prev, it.ikey) >= 0 {
-				return r.corruptf(h, "index entries out of order")
-			}
-		}
-		start := len(arena)
-		arena = append(arena, it.key...)
-		keys = append(keys, pos{start, len(arena)})
-		r.index = append(r.index, indexItem{handle: bh})
-	}
-	if it.corrupt {
-		return r.corruptf(h, "bad index block")
-	}
-	for i, p := range keys {
-		r.index[i].sep, _ = base.DecodeInternalKey(arena[p.start:p.end:p.end])
-	}
-	r.dataEnd = prevEnd
-	return nil
-}
-
 func (r *Reader) decodeRangeDels(h block.Handle, b []byte) error {
 	var it blockIter
 	if !it.init(b, true) {
@@ -298,20 +298,30 @@ func (r *Reader) decodeRangeDels(h block.Handle, b []byte) error {
 // MayContain probes the bloom filter: false means the table has no entry
 // for userKey. It does not allocate.
 func (r *Reader) MayContain(userKey []byte) bool {
-	if r.filter == nil {
+	f := r.filter
+	if f == nil && r.filterInCache {
+		f = r.cachedFilter(r.bf.Source())
+	}
+	if f == nil {
 		return true
 	}
-	return bloomMayContain(r.filter, bloomHash(userKey))
+	return bloomMayContain(f, bloomHash(userKey))
 }
 
 // ProbeBloom is MayContain counting the probe in the Reader's ReadStats
 // (BloomChecks, and BloomUseful when it rules the key out) and in extra
 // when not nil. A table without a filter is not probed and not counted.
 func (r *Reader) ProbeBloom(userKey []byte, extra *ReadStats) bool {
-	if r.filter == nil {
+	f := r.filter
+	if f == nil && r.filterInCache {
+		src := r.bf.Source()
+		src.Stats = blockStats(extra)
+		f = r.cachedFilter(src)
+	}
+	if f == nil {
 		return true
 	}
-	ok := bloomMayContain(r.filter, bloomHash(userKey))
+	ok := bloomMayContain(f, bloomHash(userKey))
 	r.stats.BloomChecks.Add(1)
 	if !ok {
 		r.stats.BloomUseful.Add(1)
@@ -323,29 +333,6 @@ func (r *Reader) ProbeBloom(userKey []byte, extra *ReadStats) bool {
 		}
 	}
 	return ok
-}
-
-// seekIndex returns the first index entry whose separator is >= k, or
-// len(r.index).
-func (r *Reader) seekIndex(k base.InternalKey) int {
-	if r.words.words != nil {
-		return r.seekIndexWords(k)
-	}
-	return r.seekIndexCompare(k)
-}
-
-// seekIndexCompare is seekIndex by plain binary search with the comparer.
-func (r *Reader) seekIndexCompare(k base.InternalKey) int {
-	lo, hi := 0, len(r.index)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if base.InternalCompare(r.cmp, r.index[m].sep, k) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // Get returns the newest point entry of key with seqnum <= snapshot. It
@@ -362,12 +349,19 @@ func (r *Reader) GetCounted(key []byte, snapshot base.SeqNum, fillCache bool, st
 		return nil, 0, 0, false, nil
 	}
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
-	bi := getIterPool.Get().(*blockIter)
-	defer putGetIter(bi)
 	src := r.bf.Source()
 	src.Stats = blockStats(stats)
-	for i := r.seekIndex(search); i < len(r.index); i++ {
-		h := r.index[i].handle
+	ix := r.ix
+	if ix == nil {
+		var err error
+		if ix, err = r.cachedIndex(src); err != nil {
+			return nil, 0, 0, false, err
+		}
+	}
+	bi := getIterPool.Get().(*blockIter)
+	defer putGetIter(bi)
+	for i := ix.seek(search, r.cmp); i < len(ix.items); i++ {
+		h := ix.items[i].handle
 		if err := r.loadDataBlock(bi, h, fillCache, true, nil, src); err != nil { // Get never reads ahead
 			return nil, 0, 0, false, err
 		}
@@ -399,20 +393,32 @@ func (r *Reader) Properties() *Properties { return r.props }
 // ApproximateOffset returns the approximate file offset at which the entries
 // of key would be found: the offset of the data block that would hold it, or
 // the end of the data blocks.
+// An index the Reader cannot read answers the end of the data blocks.
 func (r *Reader) ApproximateOffset(key []byte) uint64 {
-	i := r.seekIndex(base.MakeSearchKey(key))
-	if i == len(r.index) {
+	ix, err := r.index(r.bf.Source())
+	if err != nil {
 		return r.dataEnd
 	}
-	return r.index[i].handle.Offset
+	i := ix.seek(base.MakeSearchKey(key), r.cmp)
+	if i == len(ix.items) {
+		return r.dataEnd
+	}
+	return ix.items[i].handle.Offset
 }
 
 // CacheID returns the namespace of this table's blocks in the cache; the
 // table cache passes it to Cache.EvictID when the file is deleted.
 func (r *Reader) CacheID() uint64 { return r.bf.CacheID() }
 
-// Close closes the file. Cached blocks stay cached.
-func (r *Reader) Close() error { return r.bf.Source().File.Close() }
+// Close closes the file. Cached blocks stay cached; pinned index and
+// filter blocks become evictable.
+func (r *Reader) Close() error {
+	if !r.closed.Swap(true) {
+		r.unpin()
+		r.stats.ReadersMem.Add(-r.heldMem)
+	}
+	return r.bf.Source().File.Close()
+}
 
 func putGetIter(bi *blockIter) {
 	bi.data, bi.key, bi.val, bi.ikey, bi.srch = nil, nil, nil, base.InternalKey{}, nil

@@ -357,14 +357,16 @@ func FuzzIndexBlock(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, metaStart uint16) {
 		r := namedReader("f.sst", bytes.Compare)
 		r.metaStart = uint64(metaStart)
-		if err := r.decodeIndex(block.Handle{Offset: 9}, data); err != nil {
+		ix, err := r.decodeIndex(block.Handle{Offset: 9}, data)
+		if err != nil {
 			if !errors.Is(err, base.ErrCorruption) {
 				t.Fatalf("error %v", err)
 			}
 			return
 		}
+		r.ix = ix
 		var end uint64
-		for j, e := range r.index {
+		for j, e := range r.ix.items {
 			if e.handle.Offset != end {
 				t.Fatalf("entry %d: handle %+v after data end %d", j, e.handle, end)
 			}
@@ -372,17 +374,19 @@ func FuzzIndexBlock(f *testing.F) {
 			if end > r.metaStart {
 				t.Fatalf("entry %d: block ends at %d past metaStart %d", j, end, r.metaStart)
 			}
-			if j > 0 && base.InternalCompare(bytes.Compare, r.index[j-1].sep, e.sep) >= 0 {
+			if j > 0 && base.InternalCompare(bytes.Compare, r.ix.items[j-1].sep, e.sep) >= 0 {
 				t.Fatalf("entries %d and %d out of order", j-1, j)
 			}
 		}
-		if r.dataEnd != end {
-			t.Fatalf("dataEnd %d, want %d", r.dataEnd, end)
+		if r.ix.dataEnd != end {
+			t.Fatalf("dataEnd %d, want %d", r.ix.dataEnd, end)
 		}
-		r.buildIndexWords()
-		for _, e := range r.index {
+		if r.ix.words.words == nil {
+			r.ix.buildWords() // namedReader is not bytewise
+		}
+		for _, e := range r.ix.items {
 			for _, k := range []base.InternalKey{e.sep, base.MakeSearchKey(e.sep.UserKey)} {
-				if a, b := r.seekIndexWords(k), r.seekIndexCompare(k); a != b {
+				if a, b := r.ix.seekWords(k), r.ix.seekCompare(k, r.cmp); a != b {
 					t.Fatalf("seekIndex(%s): words %d, compare %d", k, a, b)
 				}
 			}
@@ -451,7 +455,7 @@ func repairChecksums(b []byte) {
 // table, every key of block i in (sep[i-1], sep[i]]).
 func refTable(r *Reader) (entries []kv, ok bool) {
 	var all []refEntry
-	for i, ie := range r.index {
+	for i, ie := range r.ix.items {
 		b, err := r.bf.ReadBlock(ie.handle, r.metaStart, nil, r.bf.Source())
 		if err != nil {
 			return nil, false
@@ -463,7 +467,7 @@ func refTable(r *Reader) (entries []kv, ok bool) {
 		for _, e := range rb.entries {
 			ik, _ := base.DecodeInternalKey(e.key)
 			if base.InternalCompare(bytes.Compare, ik, ie.sep) > 0 ||
-				i > 0 && base.InternalCompare(bytes.Compare, ik, r.index[i-1].sep) <= 0 {
+				i > 0 && base.InternalCompare(bytes.Compare, ik, r.ix.items[i-1].sep) <= 0 {
 				return nil, false
 			}
 			entries = append(entries, kv{ik, e.val})
@@ -573,9 +577,9 @@ func checkTable(t *testing.T, r *Reader, ref []kv, fill, intact bool) {
 		for _, s := range r.RangeTombstones() {
 			nDel += len(s.Seqs)
 		}
-		if p.NumEntries != uint64(len(ref)+nDel) || p.NumDataBlocks != uint64(len(r.index)) {
+		if p.NumEntries != uint64(len(ref)+nDel) || p.NumDataBlocks != uint64(len(r.ix.items)) {
 			t.Fatalf("properties: %d entries in %d blocks; table has %d+%d in %d",
-				p.NumEntries, p.NumDataBlocks, len(ref), nDel, len(r.index))
+				p.NumEntries, p.NumDataBlocks, len(ref), nDel, len(r.ix.items))
 		}
 	}
 	// Seeks, twice through a cache: the second builds search structures.

@@ -98,7 +98,7 @@ func TestTableRoundTrip(t *testing.T) {
 			}
 			if p.NumEntries != uint64(len(entries)) || p.NumDeletions != dels || p.RawKeySize != rawKey ||
 				p.RawValueSize != rawVal || p.SmallestSeq != minSeq || p.LargestSeq != maxSeq ||
-				p.NumDataBlocks != uint64(len(r.index)) || p.NumDataBlocks < 2 ||
+				p.NumDataBlocks != uint64(len(r.ix.items)) || p.NumDataBlocks < 2 ||
 				p.CompressionName != comp.String() || p.ComparerName != base.DefaultComparer.Name || p.FilterSize == 0 {
 				t.Fatalf("%s: properties %+v", ctx, *p)
 			}

@@ -15,9 +15,15 @@ type ReadStats struct {
 	// BloomChecks counts bloom filter probes by Get and MultiGet;
 	// BloomUseful those that ruled the key out (no table lookup).
 	BloomChecks, BloomUseful atomic.Uint64
+	// ReadersMem is a gauge, not a counter: the bytes that the open Readers
+	// counting here hold outside the block cache (index and filter when
+	// the Reader holds them, properties, range tombstones, the Reader
+	// itself), RocksDB's estimate-table-readers-mem. NewReader adds a
+	// Reader's, Close takes them back.
+	ReadersMem atomic.Int64
 }
 
-// Add adds every counter of o to s.
+// Add adds every counter of o to s (not the gauge ReadersMem).
 func (s *ReadStats) Add(o *ReadStats) {
 	s.ReadStats.Add(&o.ReadStats)
 	s.BloomChecks.Add(o.BloomChecks.Load())

@@ -75,7 +75,15 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 				return r.corruptf(h, "properties block differs from the one read at open")
 			}
 		case metaFilterName:
-			if string(b) != string(r.filter) {
+			// With the filter in the cache, the copy compared is the
+			// cache's, if it still holds one.
+			held := r.filter
+			if held == nil && r.filterInCache {
+				if v, ok := r.bf.CachedValue(h); ok {
+					held, _ = v.([]byte)
+				}
+			}
+			if (held != nil || !r.filterInCache) && string(b) != string(held) {
 				return r.corruptf(h, "filter block differs from the one read at open")
 			}
 		case metaRangeDelName:
@@ -91,20 +99,24 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 	if err != nil {
 		return err
 	}
+	ix, err := r.index(r.bf.Source())
+	if err != nil {
+		return err
+	}
 	if !it.init(ib, true) {
 		return r.corruptf(ft.index, "bad index block")
 	}
 	i := 0
 	for ok := it.first(); ok; ok = it.next() {
 		bh, n := block.DecodeHandle(it.val)
-		if n <= 0 || n != len(it.val) || i >= len(r.index) || bh != r.index[i].handle ||
-			base.InternalCompare(r.cmp, it.ikey, r.index[i].sep) != 0 {
+		if n <= 0 || n != len(it.val) || i >= len(ix.items) || bh != ix.items[i].handle ||
+			base.InternalCompare(r.cmp, it.ikey, ix.items[i].sep) != 0 {
 			return r.corruptf(ft.index, "index entry %d differs from the one read at open", i)
 		}
 		i++
 	}
-	if it.corrupt || i != len(r.index) {
-		return r.corruptf(ft.index, "index block holds %d entries, %d when opened", i, len(r.index))
+	if it.corrupt || i != len(ix.items) {
+		return r.corruptf(ft.index, "index block holds %d entries, %d when opened", i, len(ix.items))
 	}
 	return nil
 }
@@ -150,7 +162,11 @@ func (r *Reader) verifyDataBlocks() error {
 	var it blockIter
 	var prev []byte // the previous entry's encoded internal key
 	var points uint64
-	for i, item := range r.index {
+	ix, err := r.index(src)
+	if err != nil {
+		return err
+	}
+	for i, item := range ix.items {
 		h := item.handle
 		b, err := r.bf.ReadBlock(h, r.metaStart, &ra, src)
 		if err != nil {
@@ -167,7 +183,7 @@ func (r *Reader) verifyDataBlocks() error {
 					return r.corruptf(h, "data block keys out of order: %s after %s", it.ikey, pk)
 				}
 			}
-			if first && i > 0 && base.InternalCompare(r.cmp, it.ikey, r.index[i-1].sep) <= 0 {
+			if first && i > 0 && base.InternalCompare(r.cmp, it.ikey, ix.items[i-1].sep) <= 0 {
 				return r.corruptf(h, "first key %s of data block is not above the previous block's separator", it.ikey)
 			}
 			first = false

@@ -79,7 +79,7 @@ func TestVerifyChecksumsAfterOpen(t *testing.T) {
 	if err := it.Close(); err != nil || n != len(entries) {
 		t.Fatalf("scan: %d entries, %v", n, err)
 	}
-	third := r.index[2].handle
+	third := r.ix.items[2].handle
 	f.b[third.Offset+3] ^= 0x20
 	err = r.VerifyChecksums()
 	var ce *base.CorruptionError

@@ -124,6 +124,41 @@ func (f *File) SetCached(h Handle, b, aux []byte) {
 	}
 }
 
+// CachedValue returns the object cached for the block at h by
+// SetCachedValue (a decoded index, say). It does not allocate.
+func (f *File) CachedValue(h Handle) (any, bool) {
+	if f.cache == nil {
+		return nil, false
+	}
+	return f.cache.GetValue(f.cacheID, h.Offset)
+}
+
+// PinCachedValue is CachedValue that also pins what it finds, for the
+// caller to give back with Unpin.
+func (f *File) PinCachedValue(h Handle) (any, bool) {
+	if f.cache == nil {
+		return nil, false
+	}
+	return f.cache.PinValue(f.cacheID, h.Offset)
+}
+
+// SetCachedValue caches v, built from the block at h, charged charge bytes
+// (pinned when pin; see cache.Cache.SetValue), and reports whether it is
+// cached.
+func (f *File) SetCachedValue(h Handle, v any, charge int64, pin bool) bool {
+	if f.cache == nil {
+		return false
+	}
+	return f.cache.SetValue(f.cacheID, h.Offset, v, charge, pin)
+}
+
+// Unpin gives back a pin that PinCachedValue or SetCachedValue took for h.
+func (f *File) Unpin(h Handle) {
+	if f.cache != nil {
+		f.cache.Unpin(f.cacheID, h.Offset)
+	}
+}
+
 // Corruptf returns a base.CorruptionError naming the file and the block at h.
 func (f *File) Corruptf(h Handle, format string, args ...any) error {
 	return base.CorruptionErrorf(f.name, int64(h.Offset), format, args...)
