@@ -13,7 +13,6 @@ import (
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
-	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/vfs"
 )
@@ -131,15 +130,9 @@ type readState struct {
 	mem     *memTable
 	imms    []*memTable // oldest first
 	version *manifest.Version
-
-	// tableRangeDels holds the range tombstones of every table of version,
-	// once rangeDelsReady is set; rangeDelsMu serializes gathering them. A
-	// failure (a table that did not open) is not kept: the next reader
-	// tries again, so a transient IO error does not last as long as the
-	// read state.
-	rangeDelsMu    sync.Mutex
-	rangeDelsReady atomic.Bool
-	tableRangeDels *rangedel.List
+	// view is version's per-level view for iterators, shared with the
+	// other read states of the same version.
+	view *versionView
 }
 
 func (rs *readState) unref() {
@@ -173,6 +166,13 @@ func (d *DB) publishReadStateLocked() {
 	rs.refs.Store(1)
 	d.readState.Lock()
 	old := d.readState.val
+	// A memtable switch keeps the version, and with it the view its
+	// iterators have built; only a new version needs a new one.
+	if old != nil && old.version == rs.version {
+		rs.view = old.view
+	} else {
+		rs.view = new(versionView)
+	}
 	d.readState.val = rs
 	d.readState.Unlock()
 	if old != nil {

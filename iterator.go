@@ -9,6 +9,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/dbiter"
 	"github.com/shaledb/shale/internal/invariants"
+	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/mergeiter"
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/sstable"
@@ -78,17 +79,25 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill, ReadaheadSize: readahead,
 		Async: async, Group: group, Stats: &i.stats}
 
-	var children []base.InternalIterator
-	lists := make([]*rangedel.List, 0, 4)
-	addMem := func(m *memTable) {
-		children = append(children, m.NewIter())
-		if rd := m.RangeTombstones(); !rd.Empty() {
-			lists = append(lists, rd)
+	// children are the sources newest first (memtables, L0 tables, then one
+	// LevelIter per level); rangeDels[j] holds the range tombstones of
+	// children[j], which the merge applies to that child's entries and to
+	// those of every older one (mergeiter.Iter.SetRangeDels).
+	n := 1 + len(rs.imms) + len(rs.version.Levels[0]) + len(rs.version.Levels)
+	children := make([]base.InternalIterator, 0, n)
+	rangeDels := make([]*rangedel.List, 0, n)
+	anyRangeDels := false
+	addChild := func(c base.InternalIterator, rd *rangedel.List) {
+		children = append(children, c)
+		if rd.Empty() {
+			rd = nil
 		}
+		rangeDels = append(rangeDels, rd)
+		anyRangeDels = anyRangeDels || rd != nil
 	}
-	addMem(rs.mem)
+	addChild(rs.mem.NewIter(), rs.mem.RangeTombstones())
 	for j := len(rs.imms) - 1; j >= 0; j-- {
-		addMem(rs.imms[j])
+		addChild(rs.imms[j].NewIter(), rs.imms[j].RangeTombstones())
 	}
 	fail := func(err error) *Iterator {
 		for _, c := range children {
@@ -109,20 +118,33 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 			return fail(err)
 		}
 		i.tables = append(i.tables, t)
-		children = append(children, t.reader.NewIter(tableIterOpts))
+		addChild(t.reader.NewIter(tableIterOpts), t.rangeDels)
+	}
+	// The levels below L0 come from the version's view, built once per
+	// version: a LevelIter costs two binary searches, whatever the number
+	// of files.
+	levels, err := rs.view.levelViews(d.cmp.Compare, v, func(f *manifest.FileMetadata) (*rangedel.List, error) {
+		t, err := d.fileCache.findTable(f.FileNum)
+		if err != nil {
+			return nil, err
+		}
+		// The list is in memory and outlives the table's handle.
+		rd := t.rangeDels
+		t.release()
+		return rd, nil
+	})
+	if err != nil {
+		return fail(err)
 	}
 	for level := 1; level < len(v.Levels); level++ {
-		files := v.Levels[level]
-		if len(files) == 0 {
+		lv := levels[level]
+		if lv == nil {
 			continue
 		}
-		bounds := make([]mergeiter.FileBounds, len(files))
-		for j, f := range files {
-			bounds[j] = mergeiter.FileBounds{Smallest: f.Smallest, Largest: f.Largest}
-		}
+		files := v.Levels[level]
 		slot := len(i.tables)
 		i.tables = append(i.tables, nil)
-		children = append(children, mergeiter.NewLevelIter(d.cmp.Compare, bounds, func(j int) (base.InternalIterator, error) {
+		addChild(mergeiter.NewLevelIter(d.cmp.Compare, lv, func(j int) (base.InternalIterator, error) {
 			// The level iterator has closed the iterator of the file it
 			// read before: that file's reference goes.
 			if t := i.tables[slot]; t != nil {
@@ -135,24 +157,15 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 			}
 			i.tables[slot] = t
 			return t.reader.NewIter(tableIterOpts), nil
-		}, lower, upper))
+		}, lower, upper), lv.RangeDels())
 	}
-	tableDels, err := rs.rangeDels(d)
-	if err != nil {
-		return fail(err)
-	}
-	if tableDels != nil {
-		lists = append(lists, tableDels)
-	}
+	// Range tombstones are applied by the merge, level by level, so dbiter
+	// needs no checker.
 	opts := dbiter.Options{Cmp: d.cmp, Snapshot: seq, Lower: lower, Upper: upper}
-	switch len(lists) {
-	case 0:
-	case 1:
-		opts.RangeDels = lists[0]
-	default:
-		opts.RangeDels = rangedel.Merge(d.cmp.Compare, lists...)
-	}
 	merged := mergeiter.New(d.cmp.Compare, children...)
+	if anyRangeDels {
+		merged.SetRangeDels(seq, rangeDels)
+	}
 	// With AsyncIO a Seek first lets every L0 table and level queue the
 	// read of the block it needs, submits them as one batch, then
 	// positions each (two-phase seek).

@@ -146,6 +146,20 @@ func BenchmarkNewIteratorSeek(b *testing.B) {
 		}
 	}
 	b.Run("tables", run)
+	b.Run("tables-next1000", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		var key []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			key = benchKey(key, rng.IntN(nKeys))
+			it := db.NewIterator(nil)
+			for ok, n := it.Seek(key), 0; ok && n < 1000; ok, n = it.Next(), n+1 {
+			}
+			if err := it.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	if err := db.DeleteRange(benchKey(nil, 10), benchKey(nil, 15), nil); err != nil {
 		b.Fatal(err)
 	}

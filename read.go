@@ -5,7 +5,6 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
-	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/sstable"
 )
 
@@ -136,39 +135,4 @@ func fileContains(cmp base.Compare, f *manifest.FileMetadata, key []byte) bool {
 	}
 	c := cmp(key, f.Largest.UserKey)
 	return c < 0 || (c == 0 && !f.Largest.IsExclusiveSentinel())
-}
-
-// rangeDels returns every range tombstone of the read state's sources
-// merged into one list, or nil when there are none.
-func (rs *readState) rangeDels(d *DB) (*rangedel.List, error) {
-	if rs.rangeDelsReady.Load() {
-		return rs.tableRangeDels, nil
-	}
-	rs.rangeDelsMu.Lock()
-	defer rs.rangeDelsMu.Unlock()
-	if rs.rangeDelsReady.Load() {
-		return rs.tableRangeDels, nil
-	}
-	var lists []*rangedel.List
-	for _, files := range rs.version.Levels {
-		for _, f := range files {
-			if f.NumRangeDeletions == 0 {
-				continue
-			}
-			t, err := d.fileCache.findTable(f.FileNum)
-			if err != nil {
-				return nil, err
-			}
-			// The list is in memory and outlives the table's handle.
-			if t.rangeDels != nil {
-				lists = append(lists, t.rangeDels)
-			}
-			t.release()
-		}
-	}
-	if len(lists) > 0 {
-		rs.tableRangeDels = rangedel.Merge(d.cmp.Compare, lists...)
-	}
-	rs.rangeDelsReady.Store(true)
-	return rs.tableRangeDels, nil
 }

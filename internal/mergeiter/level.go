@@ -4,14 +4,41 @@ import (
 	"sort"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/rangedel"
 )
 
-// FileBounds is the key range of one file of a level: every entry of the
-// file lies in [Smallest, Largest]. A Largest that is a range-delete sentinel
-// excludes its user key.
+// FileBounds is the key range of one file of a level: every entry and range
+// tombstone of the file lies in [Smallest, Largest]. A Largest that is a
+// range-delete sentinel excludes its user key.
 type FileBounds struct {
 	Smallest, Largest base.InternalKey
 }
+
+// Level is one level (below L0) of a version as its iterators read it: the
+// bounds of the level's files, sorted and not overlapping, and the range
+// tombstones of all of them as one list. It is built once per version
+// (NewLevel), never modified, and shared by every LevelIter over the level,
+// so that opening an iterator copies nothing per file.
+type Level struct {
+	files     []FileBounds
+	rangeDels *rangedel.List
+}
+
+// NewLevel returns the view of a level whose files have the bounds files
+// (sorted, not overlapping; the level keeps the slice) and the range
+// tombstones rangeDels, one list per file in file order, nil entries for
+// files without any. Since each file's tombstones lie within its bounds,
+// their lists are joined without re-fragmenting (rangedel.Concat).
+func NewLevel(cmp base.Compare, files []FileBounds, rangeDels []*rangedel.List) *Level {
+	return &Level{files: files, rangeDels: rangedel.Concat(cmp, rangeDels...)}
+}
+
+// Len returns the number of files of the level.
+func (lv *Level) Len() int { return len(lv.files) }
+
+// RangeDels returns the range tombstones of the level's files, nil when
+// they have none.
+func (lv *Level) RangeDels() *rangedel.List { return lv.rangeDels }
 
 // LevelIter iterates the sorted, non-overlapping files of one level as one
 // internal iterator. It yields exactly the entries whose user keys lie in
@@ -43,12 +70,15 @@ var (
 	_ base.SeekPreparer     = (*LevelIter)(nil)
 )
 
-// NewLevelIter returns an iterator over files, which must be sorted and not
-// overlap. open(i) opens the iterator of files[i]; it is called only when the
-// iterator is positioned into that file, and the previous file's iterator is
-// closed first. lower (inclusive) and upper (exclusive) bound the user keys
-// returned; nil means unbounded.
-func NewLevelIter(cmp base.Compare, files []FileBounds, open func(i int) (base.InternalIterator, error), lower, upper []byte) *LevelIter {
+// NewLevelIter returns an iterator over the files of level. open(i) opens
+// the iterator of the level's file i; it is called only when the iterator is
+// positioned into that file, and the previous file's iterator is closed
+// first. lower (inclusive) and upper (exclusive) bound the user keys
+// returned; nil means unbounded. The cost is two binary searches over the
+// files, whatever their number. The level's range tombstones are not
+// applied here: Iter.SetRangeDels does that.
+func NewLevelIter(cmp base.Compare, level *Level, open func(i int) (base.InternalIterator, error), lower, upper []byte) *LevelIter {
+	files := level.files
 	l := &LevelIter{cmp: cmp, files: files, open: open, lower: lower, upper: upper, index: -1}
 	l.hi = len(files)
 	if lower != nil {

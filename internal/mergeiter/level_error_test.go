@@ -66,7 +66,7 @@ func TestLevelIterSeekAfterReadError(t *testing.T) {
 				bounds = append(bounds, FileBounds{Smallest: es[0].Key, Largest: es[len(es)-1].Key})
 			}
 			failNext := false
-			li := NewLevelIter(bytes.Compare, bounds, func(i int) (base.InternalIterator, error) {
+			li := NewLevelIter(bytes.Compare, NewLevel(bytes.Compare, bounds, nil), func(i int) (base.InternalIterator, error) {
 				return &closeErrIter{SliceIter: &itertest.SliceIter{Entries: files[i]}, failNext: &failNext}, nil
 			}, nil, nil)
 			defer li.Close()

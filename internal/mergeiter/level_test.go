@@ -118,7 +118,7 @@ func (l *testLevel) newLevelIter(t *testing.T, seed uint64, lower, upper []byte,
 	open := 0
 	var last *itertest.SliceIter
 	opens := new(int)
-	li := NewLevelIter(bytes.Compare, l.bounds, func(f int) (base.InternalIterator, error) {
+	li := NewLevelIter(bytes.Compare, NewLevel(bytes.Compare, l.bounds, nil), func(f int) (base.InternalIterator, error) {
 		*opens++
 		if last != nil && !last.Closed() {
 			t.Fatalf("seed %d: file %d opened while another is open", seed, f)

@@ -1,6 +1,9 @@
 package mergeiter
 
-import "github.com/shaledb/shale/internal/base"
+import (
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/rangedel"
+)
 
 // child is one input of a merging iterator with its current key cached, so
 // that heap comparisons do not go through the interface.
@@ -16,6 +19,18 @@ type child struct {
 	// iterator's current entry; in reverse mode the mirror image holds. This
 	// is what lets a direction switch move each child by a single step.
 	valid bool
+	// dels are the range tombstones that apply to this child's entries
+	// (SetRangeDels): its own and those of every child before it. An entry
+	// with a seqnum at or above delSeq, the lower of the snapshot and their
+	// highest seqnum, is deleted by none of them.
+	dels   []*rangedel.List
+	delSeq base.SeqNum
+	// ext, once extValid, is the last key range looked up in dels: the
+	// highest seqnum of a visible tombstone covering its keys is ext.Seq
+	// for all of them. A child's keys move in small steps, so most of its
+	// entries cost two comparisons instead of a search of every list.
+	ext      rangedel.Extent
+	extValid bool
 }
 
 // Iter merges any number of internal iterators into one, in internal-key
@@ -33,6 +48,10 @@ type Iter struct {
 	// positioning any, then call submit if set (SetTwoPhase).
 	twoPhase bool
 	submit   func()
+	// snapshot is the reader's seqnum when range tombstones are applied
+	// (applyDels, SetRangeDels).
+	snapshot  base.SeqNum
+	applyDels bool
 }
 
 var _ base.InternalIterator = (*Iter)(nil)
@@ -59,6 +78,76 @@ func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
 // are in flight together, and only then position each child, which waits
 // for its own.
 func (m *Iter) SetTwoPhase(on bool, submit func()) { m.twoPhase, m.submit = on, submit }
+
+// SetRangeDels makes the iterator skip the entries that range tombstones
+// delete for a reader at snapshot, applying them level by level: dels[i]
+// holds the tombstones of child i (nil for none), and an entry of child i is
+// skipped when a tombstone of child i or of a child before it, with a
+// seqnum at most snapshot, covers the entry's user key at a higher seqnum.
+// Tombstones of later children are not consulted for it.
+//
+// This is exact when children come newest first, as the sources of one
+// read do (memtables, L0 files, then one LevelIter per level): for one user
+// key, every entry of a child is newer than those of the children after it,
+// so a tombstone of a later child never has a higher seqnum than an entry
+// of an earlier one. A reader then sees what applying every tombstone to
+// every entry would show, and what Get decides, source by source.
+//
+// Call it before the first positioning call. Without it (the default), or
+// with no tombstones at all, every entry is returned, as compaction needs.
+func (m *Iter) SetRangeDels(snapshot base.SeqNum, dels []*rangedel.List) {
+	if len(dels) != len(m.children) {
+		base.AssertionFailedf("mergeiter: SetRangeDels with %d lists for %d children", len(dels), len(m.children))
+	}
+	var all []*rangedel.List
+	var maxSeq base.SeqNum
+	for i := range m.children {
+		if l := dels[i]; !l.Empty() {
+			all = append(all, l)
+			maxSeq = max(maxSeq, l.MaxSeq())
+		}
+		c := &m.children[i]
+		c.dels, c.delSeq = all[:len(all):len(all)], min(maxSeq, snapshot)
+		c.extValid = false
+	}
+	m.snapshot, m.applyDels = snapshot, len(all) > 0
+}
+
+// deleted reports whether a range tombstone that applies to c deletes its
+// current entry.
+func (m *Iter) deleted(c *child) bool {
+	seq := c.key.SeqNum()
+	if seq >= c.delSeq {
+		return false
+	}
+	if key := c.key.UserKey; !c.extValid || !c.ext.Contains(m.cmp, key) {
+		c.ext = rangedel.Extent{NoStart: true, NoEnd: true}
+		for _, l := range c.dels {
+			e := l.ExtentAt(key, m.snapshot)
+			c.ext.Intersect(m.cmp, &e)
+		}
+		c.extValid = true
+	}
+	return seq < c.ext.Seq
+}
+
+// skipDeleted moves on from the entries that range tombstones delete
+// (SetRangeDels), in the current direction, after a positioning that
+// returned ok; it reports whether the iterator is at an entry. Skipping an
+// entry is stepping past it, so the children invariant holds throughout.
+func (m *Iter) skipDeleted(ok bool) bool {
+	if !m.applyDels {
+		return ok
+	}
+	for ok && m.deleted(m.heap[0]) {
+		if top := m.heap[0]; m.reverse {
+			ok = m.step(top.iter.Prev())
+		} else {
+			ok = m.step(top.iter.Next())
+		}
+	}
+	return ok
+}
 
 // prepared ends the first phase.
 func (m *Iter) prepared() {
@@ -148,7 +237,7 @@ func (m *Iter) SeekGE(key []byte) bool {
 		c := &m.children[i]
 		m.add(c, c.iter.SeekGE(key))
 	}
-	return m.build()
+	return m.skipDeleted(m.build())
 }
 
 // SeekLT positions at the last entry whose user key is < key.
@@ -158,7 +247,7 @@ func (m *Iter) SeekLT(key []byte) bool {
 		c := &m.children[i]
 		m.add(c, c.iter.SeekLT(key))
 	}
-	return m.build()
+	return m.skipDeleted(m.build())
 }
 
 // First positions at the first entry.
@@ -176,7 +265,7 @@ func (m *Iter) First() bool {
 		c := &m.children[i]
 		m.add(c, c.iter.First())
 	}
-	return m.build()
+	return m.skipDeleted(m.build())
 }
 
 // Last positions at the last entry.
@@ -186,7 +275,7 @@ func (m *Iter) Last() bool {
 		c := &m.children[i]
 		m.add(c, c.iter.Last())
 	}
-	return m.build()
+	return m.skipDeleted(m.build())
 }
 
 // step moves the current child one entry in the current direction and
@@ -233,9 +322,9 @@ func (m *Iter) Next() bool {
 				m.add(c, c.iter.First())
 			}
 		}
-		return m.build()
+		return m.skipDeleted(m.build())
 	}
-	return m.step(m.heap[0].iter.Next())
+	return m.skipDeleted(m.step(m.heap[0].iter.Next()))
 }
 
 // Prev moves to the previous entry.
@@ -253,9 +342,9 @@ func (m *Iter) Prev() bool {
 				m.add(c, c.iter.Last())
 			}
 		}
-		return m.build()
+		return m.skipDeleted(m.build())
 	}
-	return m.step(m.heap[0].iter.Prev())
+	return m.skipDeleted(m.step(m.heap[0].iter.Prev()))
 }
 
 // Key returns the current entry's internal key; the zero key when the

@@ -111,7 +111,7 @@ func TestTwoPhaseLevelIterRandom(t *testing.T) {
 					ref = append(ref, e)
 				}
 			}
-			children = append(children, NewLevelIter(bytes.Compare, l.bounds, func(f int) (base.InternalIterator, error) {
+			children = append(children, NewLevelIter(bytes.Compare, NewLevel(bytes.Compare, l.bounds, nil), func(f int) (base.InternalIterator, error) {
 				return &prepIter{SliceIter: itertest.SliceIter{Entries: l.files[f]}, name: fmt.Sprint(c, f),
 					log: &log, hits: &hits, misses: &misses}, nil
 			}, lower, upper))
@@ -141,7 +141,7 @@ func TestTwoPhaseLevelIterOpenError(t *testing.T) {
 		{{Key: base.MakeInternalKey([]byte("m"), 2, base.KindSet)}},
 	}
 	bounds := []FileBounds{{files[0][0].Key, files[0][0].Key}, {files[1][0].Key, files[1][0].Key}}
-	l := NewLevelIter(bytes.Compare, bounds, func(f int) (base.InternalIterator, error) {
+	l := NewLevelIter(bytes.Compare, NewLevel(bytes.Compare, bounds, nil), func(f int) (base.InternalIterator, error) {
 		if f == 1 {
 			return nil, itertest.ErrInjected
 		}

@@ -97,9 +97,18 @@ func (l *List) MaxCoveringSeq(key []byte, snapshot base.SeqNum) base.SeqNum {
 	if l == nil {
 		return 0
 	}
+	i := l.search(key)
+	if i == len(l.spans) || l.cmp(l.spans[i].Start, key) > 0 {
+		return 0
+	}
+	return visibleSeq(l.spans[i].Seqs, snapshot)
+}
+
+// search returns the index of the first span ending after key: spans are
+// disjoint and sorted, so their ends are sorted, and it is the only span
+// that may cover key.
+func (l *List) search(key []byte) int {
 	spans := l.spans
-	// Spans are disjoint and sorted, so their ends are sorted: find the first
-	// span ending after key; it is the only one that may cover key.
 	lo, hi := 0, len(spans)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
@@ -109,12 +118,13 @@ func (l *List) MaxCoveringSeq(key []byte, snapshot base.SeqNum) base.SeqNum {
 			hi = mid
 		}
 	}
-	if lo == len(spans) || l.cmp(spans[lo].Start, key) > 0 {
-		return 0
-	}
-	// Seqs are descending: find the first one visible at snapshot.
-	seqs := spans[lo].Seqs
-	lo, hi = 0, len(seqs)
+	return lo
+}
+
+// visibleSeq returns the first of seqs (descending) visible at snapshot, 0
+// when none is.
+func visibleSeq(seqs []base.SeqNum, snapshot base.SeqNum) base.SeqNum {
+	lo, hi := 0, len(seqs)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if seqs[mid] > snapshot {
@@ -127,6 +137,57 @@ func (l *List) MaxCoveringSeq(key []byte, snapshot base.SeqNum) base.SeqNum {
 		return 0
 	}
 	return seqs[lo]
+}
+
+// Extent is a range of user keys, [Start, End), over which a list gives one
+// answer at one snapshot: Seq, the MaxCoveringSeq of each of its keys. It is
+// a span of the list, or a gap between spans (Seq 0). NoStart and NoEnd mark
+// an unbounded side, whose key is then ignored.
+type Extent struct {
+	Start, End     []byte
+	NoStart, NoEnd bool
+	Seq            base.SeqNum
+}
+
+// ExtentAt returns the extent of l around key at snapshot. Its Seq is
+// MaxCoveringSeq(key, snapshot), and it holds for every key of the extent,
+// so that a reader moving through keys in order searches again only when it
+// leaves the extent. The keys alias the list's spans.
+func (l *List) ExtentAt(key []byte, snapshot base.SeqNum) Extent {
+	if l == nil {
+		return Extent{NoStart: true, NoEnd: true}
+	}
+	spans := l.spans
+	i := l.search(key)
+	if i < len(spans) && l.cmp(spans[i].Start, key) <= 0 {
+		return Extent{Start: spans[i].Start, End: spans[i].End, Seq: visibleSeq(spans[i].Seqs, snapshot)}
+	}
+	e := Extent{NoStart: i == 0, NoEnd: i == len(spans)}
+	if i > 0 {
+		e.Start = spans[i-1].End
+	}
+	if i < len(spans) {
+		e.End = spans[i].Start
+	}
+	return e
+}
+
+// Contains reports whether key lies in e.
+func (e *Extent) Contains(cmp base.Compare, key []byte) bool {
+	return (e.NoStart || cmp(e.Start, key) <= 0) && (e.NoEnd || cmp(key, e.End) < 0)
+}
+
+// Intersect narrows e to its intersection with o, which must contain a key
+// e contains too, and raises e.Seq to o.Seq: over the result, the highest
+// answer of the two lists is constant.
+func (e *Extent) Intersect(cmp base.Compare, o *Extent) {
+	if !o.NoStart && (e.NoStart || cmp(o.Start, e.Start) > 0) {
+		e.Start, e.NoStart = o.Start, false
+	}
+	if !o.NoEnd && (e.NoEnd || cmp(o.End, e.End) < 0) {
+		e.End, e.NoEnd = o.End, false
+	}
+	e.Seq = max(e.Seq, o.Seq)
 }
 
 // Covers reports whether the entry (key, seq) is deleted for a reader at

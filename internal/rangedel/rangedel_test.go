@@ -152,6 +152,22 @@ func TestFragmentRandom(t *testing.T) {
 			}
 		}
 
+		// An extent's answer is the lookup's, and holds throughout it.
+		for _, k := range keys {
+			snap := base.SeqNum(rng.IntN(maxSeq + 2))
+			e := l.ExtentAt(k, snap)
+			if !e.Contains(bytes.Compare, k) || e.Seq != l.MaxCoveringSeq(k, snap) {
+				t.Fatalf("seed %d: ExtentAt(%s, %d) = %+v: must contain the key and answer %d\nspans %s",
+					seed, k, snap, e, l.MaxCoveringSeq(k, snap), formatSpans(spans))
+			}
+			for _, k2 := range keys {
+				if e.Contains(bytes.Compare, k2) && l.MaxCoveringSeq(k2, snap) != e.Seq {
+					t.Fatalf("seed %d: ExtentAt(%s, %d) = %+v holds %s, whose answer is %d\nspans %s",
+						seed, k, snap, e, k2, l.MaxCoveringSeq(k2, snap), formatSpans(spans))
+				}
+			}
+		}
+
 		// Merge of fragmented parts equals fragmenting the whole.
 		var parts []*List
 		for rest := ts; len(rest) > 0; {
@@ -163,6 +179,26 @@ func TestFragmentRandom(t *testing.T) {
 		merged := Merge(bytes.Compare, parts...)
 		if got, want := formatSpans(merged.Spans()), formatSpans(spans); got != want {
 			t.Fatalf("seed %d: Merge = %s, want %s", seed, got, want)
+		}
+
+		// The intersection of the parts' extents answers for all of them.
+		for _, k := range keys {
+			snap := base.SeqNum(rng.IntN(maxSeq + 2))
+			e := Extent{NoStart: true, NoEnd: true}
+			for _, p := range parts {
+				pe := p.ExtentAt(k, snap)
+				e.Intersect(bytes.Compare, &pe)
+			}
+			for _, k2 := range keys {
+				if e.Contains(bytes.Compare, k2) != (k2Within(parts, k, k2, snap)) {
+					t.Fatalf("seed %d: intersected extent at %s (snapshot %d) %+v: contains %s = %v",
+						seed, k, snap, e, k2, e.Contains(bytes.Compare, k2))
+				}
+				if e.Contains(bytes.Compare, k2) && merged.MaxCoveringSeq(k2, snap) != e.Seq {
+					t.Fatalf("seed %d: intersected extent at %s (snapshot %d) %+v holds %s, whose answer is %d",
+						seed, k, snap, e, k2, merged.MaxCoveringSeq(k2, snap))
+				}
+			}
 		}
 
 		// Truncate behaves as intersecting every tombstone with [start, end).
@@ -252,8 +288,21 @@ func TestCoalesce(t *testing.T) {
 	}
 }
 
+// k2Within reports whether k2 lies in the extent of every part at k.
+func k2Within(parts []*List, k, k2 []byte, snap base.SeqNum) bool {
+	for _, p := range parts {
+		if e := p.ExtentAt(k, snap); !e.Contains(bytes.Compare, k2) {
+			return false
+		}
+	}
+	return true
+}
+
 func TestNilList(t *testing.T) {
 	var l *List
+	if e := l.ExtentAt([]byte("a"), base.SeqNumMax); !e.NoStart || !e.NoEnd || e.Seq != 0 {
+		t.Fatalf("nil list: ExtentAt = %+v, want everything with no tombstone", e)
+	}
 	if !l.Empty() || l.Spans() != nil || l.MaxCoveringSeq([]byte("a"), base.SeqNumMax) != 0 || l.Covers([]byte("a"), 0, 10) {
 		t.Fatal("nil list must behave as empty")
 	}
