@@ -334,6 +334,9 @@ func (c *fileCache) open(t *cachedFile) error {
 		MaxAutoReadaheadSize: d.opts.MaxAutoReadaheadSize,
 		AsyncReader:          d.ioReader,
 		Stats:                c.stats,
+		// Index and filter blocks in the block cache, pinned for L0 tables.
+		CacheIndexAndFilterBlocks: d.opts.CacheIndexAndFilterBlocks,
+		PinIndexAndFilterBlocks:   d.pinIndexAndFilter(t.num),
 	})
 	if err != nil {
 		return err // NewReader has closed f

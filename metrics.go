@@ -67,7 +67,18 @@ type Metrics struct {
 		Hits, Misses uint64
 		Size         int64
 		Capacity     int64
+		// PinnedSize is the part of Size that cannot be evicted: the index
+		// and filter blocks of L0 tables under
+		// Options.PinL0FilterAndIndexBlocksInCache.
+		PinnedSize int64
 	}
+	// TableReadersMem is the memory the open table readers hold outside
+	// the block cache (RocksDB's estimate-table-readers-mem): their index
+	// and filter blocks unless Options.CacheIndexAndFilterBlocks puts them
+	// in the cache, properties, range tombstones and the readers
+	// themselves.
+	TableReadersMem uint64
+
 	NumSnapshots int
 	// NumIterators counts iterators not yet closed.
 	NumIterators int
@@ -179,6 +190,7 @@ func (d *DB) Metrics() *Metrics {
 	cm := d.blockCache.Metrics()
 	m.BlockCache.Hits, m.BlockCache.Misses = cm.Hits, cm.Misses
 	m.BlockCache.Size, m.BlockCache.Capacity = cm.Size, cm.Capacity
+	m.BlockCache.PinnedSize = cm.PinnedSize
 	as := d.ioReader.Stats()
 	m.IO.AsyncReader = d.ioReader.Kind()
 	m.IO.ReadsSubmitted, m.IO.BytesRead = as.Reads, as.BytesRead
@@ -187,6 +199,7 @@ func (d *DB) Metrics() *Metrics {
 	m.IO.ReadaheadBytesIssued, m.IO.ReadaheadBytesUsed = ts.ReadaheadBytesIssued.Load(), ts.ReadaheadBytesUsed.Load()
 	m.IO.DirectReads, m.IO.BlockReads = ts.DirectReads.Load(), ts.BlockReads.Load()
 	m.IO.TableReads, m.IO.TableBytesRead = ts.FileReads.Load(), ts.BytesRead.Load()
+	m.TableReadersMem = uint64(max(ts.ReadersMem.Load(), 0))
 	return m
 }
 
@@ -213,8 +226,9 @@ func (m *Metrics) String() string {
 	if t := m.BlockCache.Hits + m.BlockCache.Misses; t > 0 {
 		hitRate = 100 * float64(m.BlockCache.Hits) / float64(t)
 	}
-	fmt.Fprintf(&b, "block cache: %s of %s, hit rate %.1f%% (%d hits, %d misses)\n",
-		humanBytes(uint64(m.BlockCache.Size)), humanBytes(uint64(m.BlockCache.Capacity)), hitRate, m.BlockCache.Hits, m.BlockCache.Misses)
+	fmt.Fprintf(&b, "block cache: %s of %s (%s pinned), hit rate %.1f%% (%d hits, %d misses); table readers: %s\n",
+		humanBytes(uint64(m.BlockCache.Size)), humanBytes(uint64(m.BlockCache.Capacity)), humanBytes(uint64(m.BlockCache.PinnedSize)),
+		hitRate, m.BlockCache.Hits, m.BlockCache.Misses, humanBytes(m.TableReadersMem))
 	fmt.Fprintf(&b, "snapshots: %d, open iterators: %d, tombstones in tables: %d\n", m.NumSnapshots, m.NumIterators, m.Tombstones)
 	fmt.Fprintf(&b, "table reads: %d (%s, %d direct), blocks read: %d, readahead: %s issued, %s used\n",
 		m.IO.TableReads, humanBytes(m.IO.TableBytesRead), m.IO.DirectReads, m.IO.BlockReads,

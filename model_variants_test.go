@@ -22,8 +22,9 @@ type metaOptionSet struct {
 
 // metamorphicSets are the option sets the metamorphic test compares: the
 // same operations must give the same answers whatever the memtable and block
-// sizes, compression, filters, cache, level shape, job count, sync, WAL,
-// direct IO, readahead or async read engine.
+// sizes, compression, filters, cache (and whether index and filter blocks
+// live in it), level shape, job count, sync, WAL, direct IO, readahead or
+// async read engine.
 var metamorphicSets = []metaOptionSet{
 	{name: "base", set: func(o *Options) {}},
 	{name: "tiny-memtable-nocompression", set: func(o *Options) {
@@ -65,6 +66,20 @@ var metamorphicSets = []metaOptionSet{
 		o.WriteBufferSize = 4 << 10
 		o.TargetFileSizeBase = 4 << 10
 		o.BlockCacheSize = -1
+	}},
+	{name: "cache-index-filter-small-cache", set: func(o *Options) {
+		// Index and filter blocks live in a block cache that data blocks
+		// keep pushing them out of; they are read again on demand.
+		o.CacheIndexAndFilterBlocks = true
+		o.BlockCacheSize = 64 << 10
+	}},
+	{name: "cache-index-filter-pin-l0-small-cache", set: func(o *Options) {
+		// The same with L0 tables' index and filter pinned, and 4 open
+		// files, so pinned readers are closed and opened again.
+		o.CacheIndexAndFilterBlocks = true
+		o.PinL0FilterAndIndexBlocksInCache = true
+		o.BlockCacheSize = 64 << 10
+		o.MaxOpenFiles = 4
 	}},
 	{name: "1-job", set: func(o *Options) { o.MaxBackgroundJobs = 1 }},
 	{name: "6-jobs", set: func(o *Options) {

@@ -5,13 +5,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/checksum"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
@@ -90,6 +90,19 @@ type Options struct {
 	// from 1. A DB opened with OpenForReadOnly keeps every table open
 	// whatever this says, as -1.
 	MaxOpenFiles int
+	// CacheIndexAndFilterBlocks puts the tables' index and filter blocks in
+	// the block cache (cache_index_and_filter_blocks): charged to
+	// BlockCacheSize, evicted like data blocks, and read from the table
+	// again when next needed. Default false: each open table holds its own
+	// (Metrics().TableReadersMem counts them). Without a block cache it
+	// changes nothing.
+	CacheIndexAndFilterBlocks bool
+	// PinL0FilterAndIndexBlocksInCache, with CacheIndexAndFilterBlocks,
+	// keeps the index and filter blocks of L0 tables in the cache for as
+	// long as the table stays open (pin_l0_filter_and_index_blocks_in_cache):
+	// still charged to the cache, never evicted. Whether a table is in L0
+	// is decided when it is opened, as in RocksDB. Default false.
+	PinL0FilterAndIndexBlocksInCache bool
 	// Compression of SST blocks. Default (the zero value) SnappyCompression.
 	Compression Compression
 	// Comparer orders user keys. Default DefaultComparer.
@@ -343,6 +356,8 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"bloom_bits_per_key", itoa(int64(o.BloomBitsPerKey))},
 		{"block_cache_size", itoa(o.BlockCacheSize)},
 		{"max_open_files", itoa(int64(o.MaxOpenFiles))},
+		{"cache_index_and_filter_blocks", strconv.FormatBool(o.CacheIndexAndFilterBlocks)},
+		{"pin_l0_filter_and_index_blocks_in_cache", strconv.FormatBool(o.PinL0FilterAndIndexBlocksInCache)},
 		{"compression", o.Compression.String()},
 		{"comparator", o.Comparer.Name},
 		{"disable_auto_compactions", strconv.FormatBool(o.DisableAutoCompactions)},
@@ -379,7 +394,7 @@ const optionsChecksumPrefix = "# crc32c="
 // optionsChecksumLine returns the checksum line that ends an OPTIONS file
 // whose other bytes are body.
 func optionsChecksumLine(body []byte) string {
-	return fmt.Sprintf("%s%08x\n", optionsChecksumPrefix, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+	return fmt.Sprintf("%s%08x\n", optionsChecksumPrefix, checksum.CRC32C(body))
 }
 
 // verifyOptionsChecksum checks that data ends with the checksum line of the
@@ -464,6 +479,10 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		atoi64(&o.BlockCacheSize)
 	case "max_open_files":
 		atoi(&o.MaxOpenFiles)
+	case "cache_index_and_filter_blocks":
+		atob(&o.CacheIndexAndFilterBlocks)
+	case "pin_l0_filter_and_index_blocks_in_cache":
+		atob(&o.PinL0FilterAndIndexBlocksInCache)
 	case "compression":
 		o.Compression, err = sstable.ParseCompression(v)
 	case "comparator":
