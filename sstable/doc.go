@@ -15,8 +15,11 @@
 // It never decides which tables exist or which entries are live: it does not
 // apply range tombstones (it only stores and returns them), merge tables, or
 // delete files. It does all IO through a vfs.File, and caches data blocks in
-// a cache.Cache under the Reader's CacheID; the index, filter, properties and
-// range tombstones are read once at open and kept in the Reader.
+// a cache.Cache under the Reader's CacheID. The properties and range
+// tombstones are read once at open and kept in the Reader; so are the index
+// (decoded) and the filter, unless ReaderOptions.CacheIndexAndFilterBlocks
+// puts them in the cache, evictable and read again on demand (pinned with
+// PinIndexAndFilterBlocks; see index_cache.go).
 //
 // # File layout
 //
