@@ -238,48 +238,41 @@ func (c *Cache) SetValue(id, offset uint64, v any, charge int64, pin bool) bool 
 
 // GetValue returns the object SetValue cached for (id, offset). It does
 // not allocate.
-func (c *Cache) GetValue(id, offset uint64) (any, bool) {
+func (c *Cache) GetValue(id, offset uint64) (any, bool) { return c.value(id, offset, false) }
+
+// PinValue is GetValue that also pins the entry it finds (see SetValue);
+// the holder gives the pin back with Unpin.
+func (c *Cache) PinValue(id, offset uint64) (any, bool) { return c.value(id, offset, true) }
+
+// value is GetValue, and PinValue when pin: a pin is taken under the
+// shard's write lock, a plain hit under its read lock.
+func (c *Cache) value(id, offset uint64, pin bool) (any, bool) {
 	if c.capacity == 0 {
 		c.disabledMisses.Add(1)
 		return nil, false
 	}
 	s := c.shard(id, offset)
-	s.mu.RLock()
+	if pin {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	} else {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+	}
 	e := s.entries[key{id, offset}]
 	if e == nil || e.value == nil {
-		s.mu.RUnlock()
 		s.misses.Add(1)
 		return nil, false
+	}
+	if pin {
+		if e.pins == 0 {
+			s.pinned += e.charge
+		}
+		e.pins++
 	}
 	if !e.referenced.Load() {
 		e.referenced.Store(true)
 	}
-	v := e.value
-	s.mu.RUnlock()
-	s.hits.Add(1)
-	return v, true
-}
-
-// PinValue is GetValue that also pins the entry it finds (see SetValue);
-// the holder gives the pin back with Unpin.
-func (c *Cache) PinValue(id, offset uint64) (any, bool) {
-	if c.capacity == 0 {
-		c.disabledMisses.Add(1)
-		return nil, false
-	}
-	s := c.shard(id, offset)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.entries[key{id, offset}]
-	if e == nil || e.value == nil {
-		s.misses.Add(1)
-		return nil, false
-	}
-	if e.pins == 0 {
-		s.pinned += e.charge
-	}
-	e.pins++
-	e.referenced.Store(true)
 	s.hits.Add(1)
 	return e.value, true
 }

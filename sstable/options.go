@@ -10,11 +10,11 @@ import (
 // Compression selects the block compression of a table (block.Compression).
 type Compression = block.Compression
 
-// The compressions. The zero value, DefaultCompression, means snappy.
+// The compressions.
 const (
-	DefaultCompression = block.DefaultCompression
-	NoCompression      = block.NoCompression
-	SnappyCompression  = block.SnappyCompression
+	DefaultCompression = block.DefaultCompression // the zero value: snappy
+	NoCompression      = block.NoCompression      // blocks stored as they are
+	SnappyCompression  = block.SnappyCompression  // RocksDB's default where it has it
 	ZstdCompression    = block.ZstdCompression
 )
 
@@ -25,11 +25,11 @@ func ParseCompression(s string) (Compression, error) { return block.ParseCompres
 // codes stored in the footer (RocksDB's).
 type ChecksumType = block.ChecksumType
 
-// The checksum types. The zero value means CRC32C.
+// The checksum types, by their footer codes.
 const (
-	ChecksumDefault  = block.ChecksumDefault
-	ChecksumCRC32C   = block.ChecksumCRC32C
-	ChecksumXXHash64 = block.ChecksumXXHash64
+	ChecksumDefault  = block.ChecksumDefault  // 0, the zero value: CRC32C
+	ChecksumCRC32C   = block.ChecksumCRC32C   // 1, masked CRC-32C
+	ChecksumXXHash64 = block.ChecksumXXHash64 // 3, low 32 bits of xxhash64
 )
 
 // PropertyCollector gathers user properties of a table while it is written.

@@ -23,32 +23,28 @@ const (
 	ZstdCompression
 )
 
+// compressionNames are the names String gives and ParseCompression takes.
+var compressionNames = [...]string{
+	DefaultCompression: "default",
+	NoCompression:      "none",
+	SnappyCompression:  "snappy",
+	ZstdCompression:    "zstd",
+}
+
 // String returns "none", "snappy" or "zstd" ("default" for the zero value).
 func (c Compression) String() string {
-	switch c {
-	case DefaultCompression:
-		return "default"
-	case NoCompression:
-		return "none"
-	case SnappyCompression:
-		return "snappy"
-	case ZstdCompression:
-		return "zstd"
+	if c >= 0 && int(c) < len(compressionNames) {
+		return compressionNames[c]
 	}
 	return fmt.Sprintf("Compression(%d)", int(c))
 }
 
 // ParseCompression parses the output of Compression.String.
 func ParseCompression(s string) (Compression, error) {
-	switch s {
-	case "none":
-		return NoCompression, nil
-	case "snappy":
-		return SnappyCompression, nil
-	case "zstd":
-		return ZstdCompression, nil
-	case "default":
-		return DefaultCompression, nil
+	for c, name := range compressionNames {
+		if s == name {
+			return Compression(c), nil
+		}
 	}
 	return 0, base.InvalidArgumentf("shale: unknown compression %q (want none, snappy or zstd)", s)
 }

@@ -76,3 +76,31 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"FuzzCompression": {{[]byte("abcabcabd"), uint8(3)}, {[]byte{}, uint8(0)}, {entries, uint8(1)}},
 	})
 }
+
+// TestCompressionAndChecksumNames: every compression's name parses back to
+// it, unknown names and values are reported, and checksum types name
+// themselves by their footer code.
+func TestCompressionAndChecksumNames(t *testing.T) {
+	for _, c := range []Compression{DefaultCompression, NoCompression, SnappyCompression, ZstdCompression} {
+		if got, err := ParseCompression(c.String()); err != nil || got != c {
+			t.Errorf("ParseCompression(%q) = %v, %v", c.String(), got, err)
+		}
+	}
+	if _, err := ParseCompression("lz4"); err == nil {
+		t.Error("ParseCompression(lz4) succeeded")
+	}
+	if s := Compression(9).String(); s != "Compression(9)" {
+		t.Errorf("Compression(9).String() = %q", s)
+	}
+	if s := Compression(-1).String(); s != "Compression(-1)" {
+		t.Errorf("Compression(-1).String() = %q", s)
+	}
+	for c, want := range map[ChecksumType]string{ChecksumDefault: "default", ChecksumCRC32C: "crc32c", 2: "ChecksumType(2)", ChecksumXXHash64: "xxhash64", 200: "ChecksumType(200)"} {
+		if got := c.String(); got != want {
+			t.Errorf("ChecksumType(%d).String() = %q, want %q", uint8(c), got, want)
+		}
+	}
+	if ChecksumDefault.Known() || !ChecksumCRC32C.Known() || ChecksumType(2).Known() || !ChecksumXXHash64.Known() {
+		t.Error("Known() is wrong")
+	}
+}

@@ -18,15 +18,17 @@ const (
 	ChecksumXXHash64 ChecksumType = 3
 )
 
-// String returns "crc32c" or "xxhash64".
+// checksumNames are the names String gives, by code.
+var checksumNames = [...]string{
+	ChecksumDefault:  "default",
+	ChecksumCRC32C:   "crc32c",
+	ChecksumXXHash64: "xxhash64",
+}
+
+// String returns "crc32c" or "xxhash64" ("default" for the zero value).
 func (c ChecksumType) String() string {
-	switch c {
-	case ChecksumDefault:
-		return "default"
-	case ChecksumCRC32C:
-		return "crc32c"
-	case ChecksumXXHash64:
-		return "xxhash64"
+	if int(c) < len(checksumNames) && checksumNames[c] != "" {
+		return checksumNames[c]
 	}
 	return fmt.Sprintf("ChecksumType(%d)", uint8(c))
 }
