@@ -391,16 +391,15 @@ func (c *fileCache) evictObsolete(kind fileKind, num base.FileNum) {
 	id := c.ids[kind][num]
 	delete(c.ids[kind], num)
 	c.mu.Unlock()
+	if f != nil {
+		if invariants.Enabled && f.refs.Load() != 1 {
+			panic(fmt.Sprintf("shale: file cache: obsolete %s %s still has %d users", kind, num, f.refs.Load()-1))
+		}
+		f.release() // closes the reader, which unpins its blocks
+	}
 	if id != 0 {
 		c.d.blockCache.EvictID(id)
 	}
-	if f == nil {
-		return
-	}
-	if invariants.Enabled && f.refs.Load() != 1 {
-		panic(fmt.Sprintf("shale: file cache: obsolete %s %s still has %d users", kind, num, f.refs.Load()-1))
-	}
-	f.release()
 }
 
 // numOpen returns how many files the cache holds and how many evicted ones

@@ -84,7 +84,7 @@ type benchConfig struct {
 	maxBackgroundJobs              int
 	maxWriteBufferNumber           int
 	disableWAL                     bool          // WriteOptions.DisableWAL
-	openFiles                      int           // max_open_files: only -1 can be honoured
+	openFiles                      int           // max_open_files: -1 keeps every table open
 	compressionRatio               float64       // values compress to about this fraction
 	statsInterval                  time.Duration // --stats_interval_seconds; 0 = none
 	useExistingKeys                bool          // key number k is the k-th key of the database
@@ -412,6 +412,7 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		Level0StopWritesTrigger:        r.cfg.level0StopWritesTrigger,
 		MaxBackgroundJobs:              r.cfg.maxBackgroundJobs,
 		MaxWriteBufferNumber:           r.cfg.maxWriteBufferNumber,
+		MaxOpenFiles:                   r.cfg.openFiles,
 	}
 	if o.MaxAutoReadaheadSize == 0 {
 		o.MaxAutoReadaheadSize = -1
@@ -431,9 +432,6 @@ func (r *benchRunner) options() (*shale.Options, error) {
 
 func (r *benchRunner) printHeader() {
 	c := &r.cfg
-	if c.openFiles != -1 {
-		fmt.Fprintln(r.progress, openFilesNotice(c.openFiles))
-	}
 	fmt.Fprintf(r.out, "shale:       version %s\n", shale.Version)
 	fmt.Fprintf(r.out, "Keys:        %d bytes each\n", c.keySize)
 	fmt.Fprintf(r.out, "Values:      %d bytes each (%d bytes after compression)\n", c.valueSize, c.compressedValueSize())

@@ -42,10 +42,11 @@ thread, --readwritepercent reads first and writes for the rest. The last two
 run --reads ops per thread (db_bench's larger of --reads and --writes;
 there is no --writes). db_bench's appendrandom is not here: it is the
 baseline of merges (mergerandom), and shale has no merge operator yet.
---open_files (max_open_files) is accepted but cannot be honoured: shale
-keeps every table open, as -1 does, and has no limit yet; another value
-prints a notice and the run goes on as -1. --statistics prints each
-benchmark's own counts (db_bench prints the whole run's once, at the end).
+--open_files (max_open_files) bounds the table files kept open; -1, the
+default as in db_bench, keeps every table open, and 0 takes shale's own
+default of 1000 (RocksDB raises values below 20 to 20; shale takes any bound).
+--statistics prints each benchmark's own counts (db_bench prints the whole
+run's once, at the end).
 
 --db DIR: bench holds the lock of DIR (created if missing) for the whole
 run, so that while it runs a second bench, or any program opening the
@@ -173,7 +174,7 @@ everything in the block cache.`,
 	f.IntVar(&cfg.maxBackgroundJobs, "max_background_jobs", cfg.maxBackgroundJobs, "most flushes and compactions running at once")
 	f.IntVar(&cfg.maxWriteBufferNumber, "max_write_buffer_number", cfg.maxWriteBufferNumber, "most memtables, the one being written included; writes wait while all are full")
 	f.BoolVar(&cfg.disableWAL, "disable_wal", false, "write without the WAL (WriteOptions.DisableWAL): a crash loses the writes not yet flushed")
-	f.IntVar(&cfg.openFiles, "open_files", cfg.openFiles, "max_open_files; NOT HONOURED: shale keeps every table open, as -1, and has no limit yet (another value prints a notice)")
+	f.IntVar(&cfg.openFiles, "open_files", cfg.openFiles, "max_open_files: the most table files kept open; -1 keeps every table open, 0 is shale's default (1000)")
 	f.Float64Var(&cfg.compressionRatio, "compression_ratio", cfg.compressionRatio, "values compress to about this fraction of their size (1 or more: incompressible)")
 	f.Int64Var(&statsSecs, "stats_interval_seconds", 0, "print, every this many seconds, the ops and ops/sec of the running benchmark's last interval and of all of it on stderr (0 = never)")
 	f.BoolVar(&cfg.useExistingKeys, "use_existing_keys", false, "with --use_existing_db: read the database's keys first and use them instead of generated keys (their count becomes --num)")

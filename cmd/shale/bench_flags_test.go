@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +33,10 @@ func TestBenchDBBenchFlagsReachOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = fmt.Sprintf("%d %d %g %d %d %d %d %d", o.TargetFileSizeBase, o.MaxBytesForLevelBase, o.MaxBytesForLevelMultiplier,
+	got = fmt.Sprintf("%d %d %g %d %d %d %d %d %d", o.TargetFileSizeBase, o.MaxBytesForLevelBase, o.MaxBytesForLevelMultiplier,
 		o.Level0FileNumCompactionTrigger, o.Level0SlowdownWritesTrigger, o.Level0StopWritesTrigger,
-		o.MaxBackgroundJobs, o.MaxWriteBufferNumber)
-	if want := "8388608 33554432 8.5 3 9 17 5 4"; got != want {
+		o.MaxBackgroundJobs, o.MaxWriteBufferNumber, o.MaxOpenFiles)
+	if want := "8388608 33554432 8.5 3 9 17 5 4 500"; got != want {
 		t.Fatalf("Options got %s\n        want %s", got, want)
 	}
 	if err := o.EnsureDefaults().Validate(); err != nil {
@@ -91,6 +93,7 @@ func TestBenchDBBenchFlagErrors(t *testing.T) {
 		{func(c *benchConfig) { c.maxBackgroundJobs = 0 }, "--max_background_jobs must be positive, got 0"},
 		{func(c *benchConfig) { c.maxBackgroundJobs = 65 }, "--max_background_jobs must be between 1 and 64, got 65"},
 		{func(c *benchConfig) { c.maxWriteBufferNumber = 1 }, "--max_write_buffer_number must be at least 2, got 1"},
+		{func(c *benchConfig) { c.openFiles = -2 }, "--open_files must be positive, or -1 to keep every file open, got -2"},
 		{func(c *benchConfig) { c.compressionRatio = -0.5 }, "--compression_ratio must be a fraction >= 0"},
 		{func(c *benchConfig) { c.compressionRatio = math.Inf(1) }, "--compression_ratio must be a fraction >= 0"},
 		{func(c *benchConfig) { c.statsInterval = -time.Second }, "--stats_interval_seconds must be >= 0, got -1"},
@@ -126,31 +129,63 @@ func TestBenchDBBenchFlagErrorsFromTheCommandLine(t *testing.T) {
 	}
 }
 
-// TestBenchOpenFilesNotice: --open_files other than -1 cannot be honoured;
-// bench says so once, on stderr, and in --help, and runs on.
-func TestBenchOpenFilesNotice(t *testing.T) {
-	for _, n := range []int{-1, 100} {
-		cfg := tinyConfig(t, "fillseq")
+// TestBenchOpenFiles: --open_files becomes Options.MaxOpenFiles (the
+// OPTIONS file of the run's database records it): -1, the default, keeps
+// every table open, 0 is shale's default, and no notice says otherwise.
+func TestBenchOpenFiles(t *testing.T) {
+	for n, want := range map[int]string{-1: "-1", 0: "1000", 16: "16"} {
+		cfg := tinyConfig(t, "fillseq,readrandom")
 		cfg.openFiles = n
 		var out, progress bytes.Buffer
 		if _, err := runBenchmarks(&out, &progress, cfg); err != nil {
 			t.Fatal(err)
 		}
-		notices := strings.Count(progress.String(), "is not honoured")
-		if want := map[int]int{-1: 0, 100: 1}[n]; notices != want {
-			t.Errorf("--open_files %d: %d notices, want %d:\n%s", n, notices, want, progress.String())
+		if strings.Contains(progress.String(), "open_files") {
+			t.Errorf("--open_files %d: bench still prints a notice:\n%s", n, progress.String())
 		}
-		if n != -1 && !strings.Contains(progress.String(), openFilesNotice(n)+"\n") {
-			t.Errorf("--open_files %d: notice missing:\n%s", n, progress.String())
+		if got := optionsFileValue(t, cfg.db, "max_open_files"); got != want {
+			t.Errorf("--open_files %d: the database's OPTIONS say max_open_files=%s, want %s", n, got, want)
 		}
 	}
 	help, _, err := run(t, "bench", "--help")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"is accepted but cannot be honoured", "NOT HONOURED"} {
-		if !strings.Contains(help, want) {
-			t.Errorf("--help lacks %q", want)
+	for _, gone := range []string{"cannot be honoured", "NOT HONOURED"} {
+		if strings.Contains(help, gone) {
+			t.Errorf("--help still says %q", gone)
 		}
 	}
+	if !strings.Contains(help, "-1 keeps every table open") {
+		t.Errorf("--help does not say what --open_files -1 does:\n%s", help)
+	}
+}
+
+// optionsFileValue returns key's value in the newest OPTIONS file of db.
+func optionsFileValue(t *testing.T, db, key string) string {
+	t.Helper()
+	names, err := os.ReadDir(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest string
+	for _, e := range names {
+		if strings.HasPrefix(e.Name(), "OPTIONS-") && e.Name() > newest {
+			newest = e.Name()
+		}
+	}
+	if newest == "" {
+		t.Fatalf("no OPTIONS file in %s", db)
+	}
+	data, err := os.ReadFile(filepath.Join(db, newest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && k == key {
+			return v
+		}
+	}
+	t.Fatalf("%s has no %s", newest, key)
+	return ""
 }

@@ -17,7 +17,7 @@ import (
 // readmissing, readhot, updaterandom and readrandomwriterandom, with the
 // per-benchmark setup db_bench does before each benchmark (beginBenchmark),
 // --use_existing_keys, --compression_ratio, --stats_interval_seconds and
-// --open_files. Their meanings follow RocksDB's tools/db_bench_tool.cc
+// --open_files (Options.MaxOpenFiles). Their meanings follow RocksDB's tools/db_bench_tool.cc
 // (readhot, which RocksDB dropped, LevelDB's db_bench).
 
 // fill100KValueSize is the value size of fill100K: db_bench's 100 * 1000.
@@ -273,13 +273,6 @@ func statsIntervalLine(now time.Time, who string, ops, total int64, interval, el
 	return fmt.Sprintf("%s ... %s: (%d,%d) ops and (%.1f,%.1f) ops/second in (%.6f,%.6f) seconds",
 		now.Format("2006/01/02-15:04:05"), who, ops, total, rate(ops, interval), rate(total, elapsed),
 		interval.Seconds(), elapsed.Seconds())
-}
-
-// openFilesNotice is the notice printed when --open_files asks for a limit
-// shale cannot keep: it has no max_open_files; every table of the database
-// stays open, as RocksDB's max_open_files = -1.
-func openFilesNotice(n int) string {
-	return fmt.Sprintf("--open_files %d is not honoured: shale has no limit on open table files and keeps every table open (as --open_files -1)", n)
 }
 
 // validateWorkloadFlags checks the flags of issue 10. The Options ones are

@@ -108,6 +108,7 @@ var benchOptionFlags = map[string]string{
 	"MaxBytesForLevelMultiplier":       "--max_bytes_for_level_multiplier",
 	"NumLevels":                        "--num_levels",
 	"MaxBackgroundJobs":                "--max_background_jobs",
+	"MaxOpenFiles":                     "--open_files",
 	"BlockSize":                        "--block_size",
 	"BloomBitsPerKey":                  "--bloom_bits",
 	"BlockCacheSize":                   "--cache_size",
