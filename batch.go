@@ -135,6 +135,22 @@ func newBatchReader(data []byte) (batchReader, bool) {
 	}, true
 }
 
+// walBatch reads the header of rec, the WAL record at offset off of the WAL
+// at path, and checks that the count it claims fits in its bytes, before
+// the count sizes a memtable: a record that claims 2^32 entries would
+// otherwise reserve 4 GiB. Open's recovery and Check judge WAL records by
+// it; the entries are checked as they are read.
+func walBatch(path string, off int64, rec []byte) (batchReader, error) {
+	r, ok := newBatchReader(rec)
+	if !ok {
+		return r, base.CorruptionErrorf(path, off, "WAL record of %d bytes is shorter than a batch header", len(rec))
+	}
+	if uint64(r.count) > uint64(len(rec)-batchHeaderLen)/minBatchEntryLen {
+		return r, base.CorruptionErrorf(path, off, "WAL batch at seqnum %d claims %d entries in %d bytes", r.seq, r.count, len(rec))
+	}
+	return r, nil
+}
+
 // next returns the next entry; ok is false at the end, and err reports a
 // malformed encoding (a count that does not match, a truncated entry).
 func (r *batchReader) next() (kind base.Kind, key, value []byte, ok bool, malformed bool) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
-	"github.com/shaledb/shale/internal/record"
+	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
 )
@@ -324,18 +324,17 @@ func (c *checker) checkCurrentAndManifest(hasCurrent bool, manifests []base.File
 		cur.Err = fmt.Errorf("%w (%w)", base.CorruptionErrorf(c.path(curName), 0, "CURRENT cannot be read"), err)
 	default:
 		cur.Size = size
-		s, nl := strings.CutSuffix(string(data), "\n")
-		t, num, ok := base.ParseFilename(s)
+		num, err := manifest.ParseCurrent(data, c.path(curName))
+		name := base.MakeFilename(base.FileTypeManifest, num)
 		switch {
-		case !nl || !ok || t != base.FileTypeManifest || base.MakeFilename(t, num) != s:
-			cur.Status = CheckDamaged
-			cur.Err = base.CorruptionErrorf(c.path(curName), 0, "CURRENT holds %q, not a MANIFEST name and a newline", data)
+		case err != nil:
+			cur.Status, cur.Err = CheckDamaged, err
 		case !slices.Contains(manifests, num):
 			cur.Status = CheckDamaged
-			cur.Err = base.CorruptionErrorf(c.path(curName), 0, "CURRENT names %s, which does not exist", s)
+			cur.Err = base.CorruptionErrorf(c.path(curName), 0, "CURRENT names %s, which does not exist", name)
 		default:
 			live, liveOK = num, true
-			cur.Detail = "names " + s
+			cur.Detail = "names " + name
 		}
 	}
 	if !liveOK && len(manifests) > 0 {
@@ -365,98 +364,38 @@ func (c *checker) size(name string) int64 {
 	return 0
 }
 
-// replayManifest reads every record of a MANIFEST, decodes it and applies
-// the edits as Open would.
+// replayManifest replays a MANIFEST as Open does (manifest.Replay).
 func (c *checker) replayManifest(name string) (CheckedFile, *manifest.Version, base.FileNum) {
 	path := c.path(name)
-	cf := CheckedFile{Name: name, Kind: "MANIFEST", Size: c.size(name)}
-	damaged := func(err error) (CheckedFile, *manifest.Version, base.FileNum) {
-		cf.Status, cf.Err = CheckDamaged, err
-		return cf, nil, 0
-	}
+	cf := CheckedFile{Name: name, Kind: "MANIFEST", Size: c.size(name), Status: CheckDamaged}
 	f, err := c.fs.Open(path)
 	if err != nil {
-		return damaged(fmt.Errorf("shale: opening %s: %w", path, err))
+		cf.Err = fmt.Errorf("shale: opening %s: %w", path, err)
+		return cf, nil, 0
 	}
 	defer f.Close()
-	rr := record.NewReader(io.NewSectionReader(f, 0, math.MaxInt64), path)
-	var edits []*manifest.VersionEdit
-	var offsets []int64
-	var logNum base.FileNum
-	haveNext := false
-	for i := 0; ; i++ {
-		rec, err := rr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return damaged(err)
-		}
-		off := rr.Offset()
-		e := &manifest.VersionEdit{}
-		if err := e.Decode(rec, path, off); err != nil {
-			return damaged(err)
-		}
-		if i == 0 {
-			if e.ComparerName == "" {
-				return damaged(base.CorruptionErrorf(path, off, "first record names no comparer; not a shale MANIFEST"))
-			}
-			if e.ManifestFormat > manifest.ManifestFormatV1 {
-				return damaged(base.CorruptionErrorf(path, off, "MANIFEST format %d is newer than this shale supports (%d)", e.ManifestFormat, manifest.ManifestFormatV1))
-			}
-		}
-		if e.ComparerName != "" && e.ComparerName != c.opts.Comparer.Name {
-			return damaged(base.InvalidArgumentf("shale: %s was written with comparer %q, but the check uses %q (set Options.Comparer)",
-				path, e.ComparerName, c.opts.Comparer.Name))
-		}
-		haveNext = haveNext || e.HasNextFileNumber
-		if e.HasLogNumber {
-			logNum = e.LogNumber
-		}
-		edits = append(edits, e)
-		offsets = append(offsets, off)
-	}
-	if len(edits) == 0 {
-		return damaged(base.CorruptionErrorf(path, 0, "MANIFEST holds no records"))
-	}
-	if !haveNext {
-		return damaged(base.CorruptionErrorf(path, 0, "MANIFEST records no next file number"))
-	}
-	v, err := manifest.Apply(c.opts.Comparer, manifest.NumLevelsMax, nil, edits...)
-	if err != nil {
-		// Find the record that does not apply, one at a time.
-		var pv *manifest.Version
-		for i, e := range edits {
-			if pv, err = manifest.Apply(c.opts.Comparer, manifest.NumLevelsMax, pv, e); err != nil {
-				return damaged(fmt.Errorf("%w: %w", base.CorruptionErrorf(path, offsets[i], "manifest record %d does not apply", i), err))
-			}
-		}
-		return damaged(fmt.Errorf("%w: %w", base.CorruptionErrorf(path, 0, "replayed version is invalid"), err))
-	}
-	for level, files := range v.Levels {
-		if len(files) > 0 && level >= c.opts.NumLevels {
-			return damaged(base.InvalidArgumentf("shale: %s has tables in L%d but Options.NumLevels is %d", path, level, c.opts.NumLevels))
-		}
+	res, err := manifest.Replay(io.NewSectionReader(f, 0, math.MaxInt64), path, c.opts.Comparer, c.opts.NumLevels)
+	if res.Version == nil {
+		cf.Err = err
+		return cf, nil, 0
 	}
 	nTables := 0
-	for _, files := range v.Levels {
+	for _, files := range res.Version.Levels {
 		nTables += len(files)
 	}
-	cf.Status = CheckOK
-	cf.Detail = fmt.Sprintf("live; %d records, %d live tables, log number %s", len(edits), nTables, logNum)
-	if off, dropped := rr.TornTail(); dropped > 0 {
+	cf.Detail = fmt.Sprintf("live; %d records, %d live tables, log number %s", res.Records, nTables, res.LogNum)
+	switch {
+	case err != nil:
+		// A damaged last record: the records before it still say which
+		// files are live.
+		cf.Err = err
+	case res.TornBytes > 0:
 		cf.Status = CheckRecoverable
-		cf.Err = base.CorruptionErrorf(path, off, "torn tail of %d bytes, as a crash in the middle of an append leaves it (Open drops it)", dropped)
-		if err := rr.TailDamage(); err != nil {
-			// Every MANIFEST record is synced before its edit takes
-			// effect, so a damaged last record is an acknowledged edit;
-			// Open refuses the MANIFEST rather than lose it (and the data
-			// of a flush whose WAL is gone).
-			cf.Status = CheckDamaged
-			cf.Err = fmt.Errorf("%w (Open fails on it)", err)
-		}
+		cf.Err = base.CorruptionErrorf(path, res.TornOffset, "torn tail of %d bytes, as a crash in the middle of an append leaves it (Open drops it)", res.TornBytes)
+	default:
+		cf.Status = CheckOK
 	}
-	return cf, v, logNum
+	return cf, res.Version, res.LogNum
 }
 
 // checkTables verifies every live table of v, and every table when v is
@@ -545,10 +484,6 @@ func (c *checker) checkWALs(logs []base.FileNum, logNum base.FileNum, haveManife
 			w.cf.Status = CheckRecoverable
 			w.cf.Err = base.CorruptionErrorf(c.path(w.cf.Name), w.tornAt,
 				"torn tail of %d bytes, as a crash in the middle of an append leaves it, never synced (Open drops it)", w.torn)
-			if c.opts.WALRecoveryMode == AbsoluteConsistency {
-				w.cf.Status = CheckDamaged
-				w.cf.Err = base.CorruptionErrorf(c.path(w.cf.Name), w.tornAt, "torn tail of %d bytes (WALRecoveryMode AbsoluteConsistency accepts none)", w.torn)
-			}
 			for _, later := range checks[i+1:] {
 				if later.writes {
 					w.cf.Status = CheckDamaged
@@ -562,56 +497,48 @@ func (c *checker) checkWALs(logs []base.FileNum, logNum base.FileNum, haveManife
 	}
 }
 
+// readWAL replays a WAL as Open does (wal.Replay, walBatch) under the
+// default WALRecoveryMode, or AbsoluteConsistency when the options ask for
+// it: damage is DAMAGED whatever the mode, since the writes it held are
+// lost even where a mode opens without them.
 func (c *checker) readWAL(name string) *walCheck {
 	path := c.path(name)
 	w := &walCheck{cf: CheckedFile{Name: name, Kind: "WAL", Size: c.size(name)}}
-	f, err := c.fs.Open(path)
-	if err != nil {
-		w.cf.Status, w.cf.Err = CheckDamaged, fmt.Errorf("shale: opening %s: %w", path, err)
-		return w
+	mode := TolerateCorruptedTailRecords
+	if c.opts.WALRecoveryMode == AbsoluteConsistency {
+		mode = AbsoluteConsistency
 	}
-	defer f.Close()
-	rr := record.NewReader(io.NewSectionReader(f, 0, math.MaxInt64), path)
-	records, entries := 0, 0
-	for {
-		rec, err := rr.Next()
-		if err == io.EOF {
-			w.tornAt, w.torn = rr.TornTail()
-			if err := rr.TailDamage(); err != nil {
-				// Whole records are what commits wrote: this one was most
-				// likely acknowledged, and dropping it loses its writes.
-				w.cf.Status = CheckDamaged
-				w.cf.Err = fmt.Errorf("%w (Open fails on it under WALRecoveryMode %s; %s and %s open without it, losing its writes)",
-					err, TolerateCorruptedTailRecords, PointInTimeRecovery, SkipAnyCorruptedRecords)
-				w.cf.Detail = fmt.Sprintf("%d records, %d entries before the damage", records, entries)
-				return w
-			}
-			break
-		}
-		if err != nil {
-			w.cf.Status, w.cf.Err = CheckDamaged, err
-			return w
-		}
-		r, ok := newBatchReader(rec)
-		if !ok {
-			w.cf.Status, w.cf.Err = CheckDamaged, base.CorruptionErrorf(path, rr.Offset(), "WAL record of %d bytes is shorter than a batch header", len(rec))
-			return w
+	entries := 0
+	res, err := wal.Replay(c.fs, path, mode, func(rec []byte, off int64) error {
+		r, err := walBatch(path, off, rec)
+		if err != nil || r.count == 0 {
+			return err // Open skips an empty batch unread
 		}
 		for {
 			_, _, _, ok, malformed := r.next()
 			if malformed {
-				w.cf.Status, w.cf.Err = CheckDamaged, base.CorruptionErrorf(path, rr.Offset(), "malformed batch at seqnum %d", r.seq)
-				return w
+				return base.CorruptionErrorf(path, off, "malformed batch at seqnum %d", r.seq)
 			}
 			if !ok {
 				break
 			}
 		}
-		records++
 		entries += int(r.count)
-		w.writes = w.writes || r.count > 0
+		w.writes = true
+		return nil
+	})
+	read := fmt.Sprintf("%d records, %d entries", res.Records, entries)
+	switch {
+	case err == nil:
+		w.cf.Detail = read
+		w.torn, w.tornAt = res.TornTailBytes, res.DroppedOffset
+	case res.TailCorrupt: // the last record is damaged
+		w.cf.Status, w.cf.Err, w.cf.Detail = CheckDamaged, err, read+" before the damage"
+	case res.Damaged: // a torn tail, which AbsoluteConsistency refuses
+		w.cf.Status, w.cf.Err, w.cf.Detail = CheckDamaged, err, read
+	default: // damage followed by intact records, a bad batch, an unreadable file
+		w.cf.Status, w.cf.Err = CheckDamaged, err
 	}
-	w.cf.Detail = fmt.Sprintf("%d records, %d entries", records, entries)
 	return w
 }
 

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -439,5 +443,174 @@ func TestParanoidChecksAfterFlushAndCompaction(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(db.Put([]byte("a"), nil, nil)), "compaction") {
 		t.Fatal("the background error does not say the compaction failed")
+	}
+}
+
+// TestCheckAgreesWithOpen damages copies of closed databases the ways the
+// corruption matrix and the WAL damage tests do — a flipped bit, a cut and
+// 512 zeroed bytes at many offsets of CURRENT, the MANIFEST and the WAL of
+// the matrix database; a flip at each offset the WAL damage tests try and
+// cuts inside the last record of WALs with one, many and block-spanning
+// records; the tears a power loss leaves of an unsynced append; a torn WAL
+// followed by a newer one with writes; a MANIFEST cut inside its last
+// record; CURRENT naming a missing MANIFEST; and, undamaged, the database as
+// it is and with zeros after its WAL — and checks that Check and Open, under
+// the default WALRecoveryMode, judge the files Open reads alike (see
+// checkAgreesWithOpen). Tables are left out: Open reads none of their
+// blocks, Check reads all of them. Under -short every fifth copy of each
+// kind is tried.
+func TestCheckAgreesWithOpen(t *testing.T) {
+	var n agreementCount
+	seed := modelSeed(t)
+	t.Logf("seed %d (rerun with SHALE_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0xc0ffee))
+	// every is the stride through each list of damaged copies: all of them
+	// without -short.
+	every := 1
+	if testing.Short() {
+		every = 5
+	}
+
+	m := buildMatrixDB(t)
+	for _, name := range listNames(t, m.fs, "/db") {
+		ft, _, ok := base.ParseFilename(name)
+		if !ok || (ft != base.FileTypeCurrent && ft != base.FileTypeManifest && ft != base.FileTypeLog) {
+			continue
+		}
+		orig := readFile(t, m.fs, "/db/"+name)
+		for _, dm := range matrixDamages(rng, orig) {
+			for i, off := range dm.offs {
+				if i%every != 0 {
+					continue
+				}
+				fs := m.fs.CrashClone()
+				writeFile(t, fs, "/db/"+name, dm.fn(slices.Clone(orig), off))
+				checkAgreesWithOpen(t, fs, fmt.Sprintf("%s of %s (%d bytes) at offset %d (seed %d)", dm.what, name, len(orig), off, seed), &n)
+			}
+		}
+	}
+	checkAgreesWithOpen(t, m.fs.CrashClone(), "intact", &n)
+	fs := m.fs.CrashClone()
+	wal := findFile(t, fs, "/db", base.FileTypeLog)
+	data := readFile(t, fs, "/db/"+wal)
+	writeFile(t, fs, "/db/"+wal, append(slices.Clone(data), make([]byte, 4<<10)...))
+	checkAgreesWithOpen(t, fs, "WAL followed by preallocated zeros", &n)
+	fs = m.fs.CrashClone()
+	manifestName := findFile(t, fs, "/db", base.FileTypeManifest)
+	b := readFile(t, fs, "/db/"+manifestName)
+	writeFile(t, fs, "/db/"+manifestName, b[:len(b)-3])
+	checkAgreesWithOpen(t, fs, "MANIFEST cut inside its last record", &n)
+	fs = m.fs.CrashClone()
+	writeFile(t, fs, "/db/CURRENT", []byte("MANIFEST-999999\n"))
+	checkAgreesWithOpen(t, fs, "CURRENT names a missing MANIFEST", &n)
+	fs = m.fs.CrashClone()
+	_, num, _ := base.ParseFilename(wal)
+	writeFile(t, fs, "/db/"+base.MakeFilename(base.FileTypeLog, num+100), data)
+	writeFile(t, fs, "/db/"+wal, data[:len(data)-20])
+	checkAgreesWithOpen(t, fs, "torn WAL followed by a newer WAL with writes", &n)
+
+	for name, d := range walDamageDBs(t) {
+		for i, off := range d.offsets() {
+			if i%every != 0 {
+				continue
+			}
+			data := bytes.Clone(d.data)
+			data[off] ^= 1 << (off % 8)
+			checkAgreesWithOpen(t, d.withWAL(t, data), fmt.Sprintf("%s: flip at %d of %d", name, off, len(data)), &n)
+		}
+		last := d.n - 1
+		step := max(1, (d.ends[last]-d.starts[last])/10)
+		for cut := d.starts[last] + 1; cut < d.ends[last]; cut += step {
+			checkAgreesWithOpen(t, d.withWAL(t, d.data[:cut]), fmt.Sprintf("%s: cut at %d", name, cut), &n)
+		}
+	}
+	d, _, tears := crashTornWALs(t)
+	for _, tear := range tears {
+		checkAgreesWithOpen(t, d.withWAL(t, tear.data), tear.what, &n)
+	}
+	t.Logf("%d copies: %d failed Open and Check called damaged; %d opened with a loss Check called recoverable (%d of them a torn MANIFEST); %d opened cleanly and Check found no damage",
+		n.damaged+n.recoverable+n.clean, n.damaged, n.recoverable, n.manifestTorn, n.clean)
+	if n.damaged == 0 || n.recoverable == 0 || n.manifestTorn == 0 || n.clean == 0 {
+		t.Fatal("the corpus lacks damaged, recoverable (a WAL and the MANIFEST) or clean copies")
+	}
+}
+
+// agreementCount counts the outcomes of checkAgreesWithOpen.
+type agreementCount struct{ damaged, recoverable, manifestTorn, clean int }
+
+// checkAgreesWithOpen runs Check on the database in fs, then Open (default
+// WALRecoveryMode), which may change fs, and fails unless they agree about
+// CURRENT, the MANIFEST and the WALs: Check calls one of them DAMAGED
+// exactly when Open fails, and Open's error names a file Check calls
+// DAMAGED; Check calls a WAL recoverable exactly when Open succeeds and
+// reports a loss of that WAL in Metrics().Recovery; and it calls the
+// MANIFEST recoverable exactly when Open succeeds and logs that it dropped
+// the MANIFEST's torn tail.
+func checkAgreesWithOpen(t *testing.T, fs *vfs.MemFS, what string, n *agreementCount) {
+	t.Helper()
+	log := &recordingHandler{level: slog.LevelWarn}
+	o := matrixOptions(fs)
+	o.CreateIfMissing = false
+	o.Logger = slog.New(log)
+	rep, err := Check("/db", o)
+	if err != nil {
+		t.Fatalf("%s: Check: %v", what, err)
+	}
+	damaged := map[string]bool{}
+	recoverable := map[string]bool{}
+	for _, f := range rep.Files {
+		if f.Kind != "CURRENT" && f.Kind != "MANIFEST" && f.Kind != "WAL" {
+			continue
+		}
+		switch f.Status {
+		case CheckDamaged:
+			damaged[f.Name] = true
+		case CheckRecoverable:
+			recoverable[f.Name] = true
+		}
+	}
+	db, err := Open("/db", o)
+	if err != nil {
+		named := false
+		for name := range damaged {
+			named = named || strings.Contains(err.Error(), name)
+		}
+		if !named {
+			t.Fatalf("%s: Open fails, but Check calls no file its error names DAMAGED: %v\n%s", what, err, rep)
+		}
+		n.damaged++
+		return
+	}
+	losses := db.Metrics().Recovery.Losses
+	if err := db.Close(); err != nil {
+		t.Fatalf("%s: Close: %v", what, err)
+	}
+	if len(damaged) > 0 {
+		t.Fatalf("%s: Open succeeds, but Check calls %v DAMAGED\n%s", what, slices.Sorted(maps.Keys(damaged)), rep)
+	}
+	lost := map[string]bool{}
+	for _, l := range losses {
+		lost[fs.PathBase(l.File)] = true
+	}
+	manifestTorn := log.saw("torn tail of MANIFEST")
+	for name := range recoverable {
+		if ft, _, _ := base.ParseFilename(name); ft == base.FileTypeManifest {
+			if !manifestTorn {
+				t.Fatalf("%s: Check calls %s recoverable, but Open did not drop a torn tail of it\n%s", what, name, rep)
+			}
+			manifestTorn = false
+			n.manifestTorn++
+		} else if !lost[name] {
+			t.Fatalf("%s: Check calls %s recoverable, but Open reports no loss of it (%+v)\n%s", what, name, losses, rep)
+		}
+		delete(lost, name)
+	}
+	if len(lost) > 0 || manifestTorn {
+		t.Fatalf("%s: Open reports losses %+v (MANIFEST tail dropped: %v) that Check does not call recoverable\n%s", what, losses, manifestTorn, rep)
+	}
+	if len(recoverable) > 0 {
+		n.recoverable++
+	} else {
+		n.clean++
 	}
 }

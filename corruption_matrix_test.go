@@ -303,34 +303,7 @@ func TestCorruptionMatrix(t *testing.T) {
 		if len(orig) == 0 {
 			continue // an empty WAL has nothing to damage
 		}
-		// Every offset of a small file is flipped; truncation and zeroing,
-		// whose outcome changes less from one offset to the next, try every
-		// fourth (every one under SHALE_STRESS).
-		offsets := func(n int) []int {
-			if len(orig) <= matrixSmallFile {
-				step := 1
-				if n < matrixSamples() && !stress() {
-					step = 4
-				}
-				return rangeInts(len(orig), step)
-			}
-			out := make([]int, n)
-			for i := range out {
-				out[i] = rng.IntN(len(orig))
-			}
-			return out
-		}
-		type damage struct {
-			what string
-			fn   func(b []byte, off int) []byte
-			offs []int
-		}
-		damages := []damage{
-			{"flip", func(b []byte, off int) []byte { b[off] ^= 1 << rng.IntN(8); return b }, offsets(matrixSamples())},
-			{"truncate", func(b []byte, off int) []byte { return b[:off] }, offsets(matrixSamples() / 4)},
-			{"zero512", func(b []byte, off int) []byte { clear(b[off:min(off+512, len(b))]); return b }, offsets(matrixSamples() / 4)},
-		}
-		for _, dm := range damages {
+		for _, dm := range matrixDamages(rng, orig) {
 			c := counts[kind+" "+dm.what]
 			if c == nil {
 				c = &matrixCount{}
@@ -391,6 +364,41 @@ func TestCorruptionMatrix(t *testing.T) {
 		if c := counts["OPTIONS "+what]; c.checkOnly != c.tried {
 			t.Errorf("OPTIONS %s: Check found %d of %d damaged files", what, c.checkOnly, c.tried)
 		}
+	}
+}
+
+// matrixDamage is one way the corruption matrix damages a file: fn returns
+// the damaged copy of b at each offset of offs.
+type matrixDamage struct {
+	what string
+	fn   func(b []byte, off int) []byte
+	offs []int
+}
+
+// matrixDamages returns the damages the matrix tries on a file holding
+// orig: a flipped bit, a cut and 512 zeroed bytes. Every offset of a small
+// file is flipped; truncation and zeroing, whose outcome changes less from
+// one offset to the next, try every fourth (every one under SHALE_STRESS).
+// A larger file gets offsets drawn from rng.
+func matrixDamages(rng *rand.Rand, orig []byte) []matrixDamage {
+	offsets := func(n int) []int {
+		if len(orig) <= matrixSmallFile {
+			step := 1
+			if n < matrixSamples() && !stress() {
+				step = 4
+			}
+			return rangeInts(len(orig), step)
+		}
+		out := make([]int, n)
+		for i := range out {
+			out[i] = rng.IntN(len(orig))
+		}
+		return out
+	}
+	return []matrixDamage{
+		{"flip", func(b []byte, off int) []byte { b[off] ^= 1 << rng.IntN(8); return b }, offsets(matrixSamples())},
+		{"truncate", func(b []byte, off int) []byte { return b[:off] }, offsets(matrixSamples() / 4)},
+		{"zero512", func(b []byte, off int) []byte { clear(b[off:min(off+512, len(b))]); return b }, offsets(matrixSamples() / 4)},
 	}
 }
 

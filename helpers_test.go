@@ -1,10 +1,14 @@
 package shale
 
 import (
+	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -83,4 +87,32 @@ func countFiles(t *testing.T, fs vfs.FS, typ base.FileType) int {
 		}
 	}
 	return n
+}
+
+// recordingHandler keeps the messages logged at level or above.
+type recordingHandler struct {
+	level slog.Level
+	mu    sync.Mutex
+	msgs  []string
+}
+
+func (h *recordingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.msgs = append(h.msgs, r.Message)
+	return nil
+}
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+func (h *recordingHandler) saw(s string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.msgs {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }

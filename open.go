@@ -328,18 +328,10 @@ func (d *DB) recover() error {
 			}
 		}
 		flushedThisLog = false
-		res, err := wal.Replay(d.fs, name, mode, func(rec []byte) error {
-			r, ok := newBatchReader(rec)
-			if !ok {
-				return base.CorruptionErrorf(name, 0, "WAL record of %d bytes is shorter than a batch header", len(rec))
-			}
-			if r.count == 0 {
-				return nil
-			}
-			if uint64(r.count) > uint64(len(rec)-batchHeaderLen)/minBatchEntryLen {
-				// Checked before the count sizes a memtable: a record that
-				// claims 2^32 entries would otherwise reserve 4 GiB.
-				return base.CorruptionErrorf(name, 0, "WAL batch at seqnum %d claims %d entries in %d bytes", r.seq, r.count, len(rec))
+		res, err := wal.Replay(d.fs, name, mode, func(rec []byte, off int64) error {
+			r, err := walBatch(name, off, rec)
+			if err != nil || r.count == 0 {
+				return err
 			}
 			if torn != "" && mode == TolerateCorruptedTailRecords {
 				return base.CorruptionErrorf(torn, tornAt, "WAL ends early but the newer WAL %s holds writes: data between them is lost", name)
@@ -358,7 +350,7 @@ func (d *DB) recover() error {
 			}
 			if err := applyBatch(mem.Memtable, rec); err != nil {
 				if errors.Is(err, ErrCorruption) {
-					return base.CorruptionErrorf(name, 0, "malformed batch at seqnum %d", r.seq)
+					return base.CorruptionErrorf(name, off, "malformed batch at seqnum %d", r.seq)
 				}
 				return err
 			}
@@ -450,7 +442,7 @@ func (d *DB) recordSkippedWAL(name string) {
 	if fi, err := d.fs.Stat(name); err == nil {
 		size = fi.Size()
 	}
-	res, _ := wal.Replay(d.fs, name, SkipAnyCorruptedRecords, func([]byte) error { return nil })
+	res, _ := wal.Replay(d.fs, name, SkipAnyCorruptedRecords, func([]byte, int64) error { return nil })
 	if size == 0 && res.Records == 0 {
 		return
 	}

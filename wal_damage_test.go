@@ -343,6 +343,42 @@ func checkTornWAL(t *testing.T, d *walDamageDB, what string, data []byte, kept [
 // to a boundary with zeros after them — is a torn tail: Open keeps every
 // synced put, Check finds no damage.
 func TestCrashTornWALTailIsRecoverable(t *testing.T) {
+	d, synced, tears := crashTornWALs(t)
+	// keptOf returns the puts a WAL holding data keeps: the synced ones and
+	// the unsynced ones whose records are intact in it.
+	keptOf := func(data []byte) []int {
+		rr := record.NewReader(bytes.NewReader(data), d.wal)
+		n := 0
+		for {
+			if _, err := rr.Next(); err != nil {
+				break
+			}
+			n++
+		}
+		if n < synced {
+			t.Fatalf("a torn tail of %d bytes lost synced puts: %d records intact", len(data), n)
+		}
+		return seq(0, n)
+	}
+	for _, tear := range tears {
+		checkTornWAL(t, d, tear.what, tear.data, keptOf(tear.data))
+	}
+}
+
+// walCopy is a WAL's content after some damage or tear.
+type walCopy struct {
+	what string
+	data []byte
+}
+
+// crashTornWALs makes a database whose last puts (after synced of them)
+// were made without Sync, and returns its crash clone (the WAL as synced)
+// with the WALs a power loss can leave instead: every prefix of the unsynced
+// append (every 7th byte, 61st under -short, every one under
+// SHALE_STRESS=1), and the whole append with its sectors from a boundary
+// on never written.
+func crashTornWALs(t *testing.T) (*walDamageDB, int, []walCopy) {
+	t.Helper()
 	fs := vfs.NewMem()
 	o := testOptions(fs)
 	o.Logger = discardLogger()
@@ -371,39 +407,21 @@ func TestCrashTornWALTailIsRecoverable(t *testing.T) {
 		t.Fatalf("WAL %s: %d bytes synced of %d written", wal, len(durable), len(live))
 	}
 	d := &walDamageDB{fs: crash, wal: wal, n: synced + unsynced, val: val}
-	// keptOf returns the puts a WAL holding data keeps: the synced ones and
-	// the unsynced ones whose records are intact in it.
-	keptOf := func(data []byte) []int {
-		rr := record.NewReader(bytes.NewReader(data), wal)
-		n := 0
-		for {
-			if _, err := rr.Next(); err != nil {
-				break
-			}
-			n++
-		}
-		if n < synced {
-			t.Fatalf("a torn tail of %d bytes lost synced puts: %d records intact", len(data), n)
-		}
-		return seq(0, n)
-	}
-	step := 7 // every byte under SHALE_STRESS=1
+	var tears []walCopy
+	step := 7
 	switch {
 	case stress():
 		step = 1
 	case testing.Short():
 		step = 61
 	}
-	check := func(what string, data []byte) {
-		t.Helper()
-		checkTornWAL(t, d, what, data, keptOf(data))
-	}
 	for cut := len(durable) + 1; cut < len(live); cut += step {
-		check(fmt.Sprintf("power loss keeping %d of %d WAL bytes", cut, len(live)), live[:cut])
+		tears = append(tears, walCopy{fmt.Sprintf("power loss keeping %d of %d WAL bytes", cut, len(live)), live[:cut]})
 	}
 	for s := (len(durable) + 511) &^ 511; s < len(live); s += 512 {
 		data := bytes.Clone(live)
 		clear(data[s:])
-		check(fmt.Sprintf("power loss with the WAL's sectors from %d not written", s), data)
+		tears = append(tears, walCopy{fmt.Sprintf("power loss with the WAL's sectors from %d not written", s), data})
 	}
+	return d, synced, tears
 }

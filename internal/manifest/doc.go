@@ -18,8 +18,10 @@
 // fragment), one encoded VersionEdit per record. The first record of every
 // MANIFEST is a snapshot: format version, comparer name, log number, next
 // file number, last seqnum and every file of the version; later records are
-// deltas. Replay applies them in order. A torn tail (a crash mid-append) is
-// dropped; damage followed by intact records is corruption. After Load, and
+// deltas. Replay applies them in order; it is the one reader of a MANIFEST,
+// used by Load and by the root package's Check. A torn tail (a crash
+// mid-append) is dropped; damage followed by intact records, and a damaged
+// last record (internal/record's rule), are corruption. After Load, and
 // when a MANIFEST grows past Options.MaxManifestFileSize, and after a failed
 // write or sync, the next state goes to a new MANIFEST starting with a
 // snapshot, so a possibly partial record is never appended to.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -176,19 +175,11 @@ func readCurrent(o Options) (base.FileNum, error) {
 	if err != nil && err != io.EOF {
 		return 0, fmt.Errorf("shale: reading %s in %s: %w", name, o.Dir, err)
 	}
-	s := string(buf[:n])
-	if !strings.HasSuffix(s, "\n") {
-		return 0, base.CorruptionErrorf(name, 0, "manifest: CURRENT is not a MANIFEST name and a newline")
-	}
-	t, num, ok := base.ParseFilename(s[:len(s)-1])
-	if !ok || t != base.FileTypeManifest || base.MakeFilename(t, num) != s[:len(s)-1] {
-		return 0, base.CorruptionErrorf(name, 0, "manifest: CURRENT names %q, not a MANIFEST", s[:len(s)-1])
-	}
-	return num, nil
+	return ParseCurrent(buf[:n], name)
 }
 
-// replay reads MANIFEST manifestNum and builds its final version, setting the
-// counters from it.
+// replay reads MANIFEST manifestNum (see Replay) and builds its final
+// version, setting the counters from it.
 func (vs *VersionSet) replay(manifestNum base.FileNum) (*Version, error) {
 	o := &vs.opts
 	name := base.MakeFilename(base.FileTypeManifest, manifestNum)
@@ -201,86 +192,18 @@ func (vs *VersionSet) replay(manifestNum base.FileNum) (*Version, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shale: reading %s: %w", name, err)
 	}
-	rr := record.NewReader(io.NewSectionReader(f, 0, size), name)
-	b, err := newVersionBuilder(o.Comparer, o.NumLevels, nil)
+	res, err := Replay(io.NewSectionReader(f, 0, size), name, o.Comparer, o.NumLevels)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		e            VersionEdit
-		haveNext     bool
-		next, logNum base.FileNum
-		lastSeq      base.SeqNum
-		maxFileNum   base.FileNum
-	)
-	for i := 0; ; i++ {
-		rec, err := rr.Next()
-		if err == io.EOF {
-			off, dropped := rr.TornTail()
-			if err := rr.TailDamage(); err != nil {
-				// Every edit is synced before it takes effect, so the last
-				// record may describe files already relied on (a flush whose
-				// WAL is gone): dropping it would lose data silently.
-				return nil, fmt.Errorf("%w (the MANIFEST's last edit is not dropped: it may describe files already relied on)", err)
-			}
-			if dropped > 0 {
-				o.Logger.Warn("shale: ignoring torn tail of MANIFEST", "file", name, "offset", off, "bytes", dropped)
-			}
-			if i == 0 {
-				return nil, base.CorruptionErrorf(name, 0, "manifest: MANIFEST holds no records")
-			}
-			break
-		}
-		if err != nil {
-			if errors.Is(err, base.ErrCorruption) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("shale: reading %s: %w", name, err)
-		}
-		off := rr.Offset()
-		if err := e.Decode(rec, name, off); err != nil {
-			return nil, err
-		}
-		if i == 0 {
-			if e.ComparerName == "" {
-				return nil, base.CorruptionErrorf(name, off, "manifest: first record names no comparer; not a shale MANIFEST")
-			}
-			if e.ManifestFormat > ManifestFormatV1 {
-				return nil, base.CorruptionErrorf(name, off, "manifest: format %d is newer than this shale supports (%d)", e.ManifestFormat, ManifestFormatV1)
-			}
-		}
-		if e.ComparerName != "" && e.ComparerName != o.Comparer.Name {
-			return nil, base.InvalidArgumentf("shale: %s was written with comparer %q, but Options.Comparer is %q",
-				name, e.ComparerName, o.Comparer.Name)
-		}
-		if err := b.apply(&e); err != nil {
-			return nil, fmt.Errorf("%w: %w", base.CorruptionErrorf(name, off, "manifest record %d does not apply", i), err)
-		}
-		if e.HasNextFileNumber {
-			haveNext, next = true, e.NextFileNumber
-		}
-		if e.HasLogNumber {
-			logNum = e.LogNumber
-		}
-		if e.HasLastSeq {
-			lastSeq = e.LastSeq
-		}
-		for _, nf := range e.NewFiles {
-			maxFileNum = max(maxFileNum, nf.Meta.FileNum)
-		}
+	if res.TornBytes > 0 {
+		o.Logger.Warn("shale: ignoring torn tail of MANIFEST", "file", name, "offset", res.TornOffset, "bytes", res.TornBytes)
 	}
-	if !haveNext {
-		return nil, base.CorruptionErrorf(name, 0, "manifest: no next file number recorded")
-	}
-	v, err := b.finish()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", base.CorruptionErrorf(name, 0, "manifest: replayed version is invalid"), err)
-	}
-	vs.nextFileNum.Store(uint64(max(next, manifestNum+1, maxFileNum+1, logNum+1)))
-	vs.logNum.Store(uint64(logNum))
-	vs.lastSeq.Store(uint64(lastSeq))
+	vs.nextFileNum.Store(uint64(max(res.NextFileNum, manifestNum+1, res.MaxFileNum+1, res.LogNum+1)))
+	vs.logNum.Store(uint64(res.LogNum))
+	vs.lastSeq.Store(uint64(res.LastSeq))
 	vs.manifestNum.Store(uint64(manifestNum))
-	return v, nil
+	return res.Version, nil
 }
 
 // snapshotEdit returns an edit that recreates v and the counters from

@@ -124,7 +124,7 @@ func replayBytes(t *testing.T, data []byte, mode RecoveryMode, want [][]byte) ([
 	}
 	f.Close()
 	var got []int
-	res, err := Replay(fs, damageLog, mode, func(rec []byte) error {
+	res, err := Replay(fs, damageLog, mode, func(rec []byte, _ int64) error {
 		j := 0
 		if len(got) > 0 {
 			j = got[len(got)-1] + 1

@@ -91,19 +91,21 @@ type ReplayResult struct {
 	TailCorrupt bool
 }
 
-// Replay reads the WAL at path and calls fn with each intact record in order;
-// rec is only valid during the call. Damage is handled as mode says; what it
-// does not accept is returned as an error matching base.ErrCorruption that
-// names the file and offset. An error from fn stops the replay and is
-// returned as is.
-func Replay(fs vfs.FS, path string, mode RecoveryMode, fn func(rec []byte) error) (ReplayResult, error) {
+// Replay reads the WAL at path and calls fn with each intact record in order
+// and the file offset at which it starts; rec is only valid during the call.
+// Damage is handled as mode says; what it does not accept is returned as an
+// error matching base.ErrCorruption that names the file and offset. An error
+// from fn stops the replay and is returned as is. Open's recovery and the
+// root package's Check both read WALs through Replay, so they tell torn
+// tails from damage alike.
+func Replay(fs vfs.FS, path string, mode RecoveryMode, fn func(rec []byte, off int64) error) (ReplayResult, error) {
 	var res ReplayResult
 	if mode < TolerateCorruptedTailRecords || mode > SkipAnyCorruptedRecords {
 		return res, base.InvalidArgumentf("shale: unknown WAL recovery mode %d", int(mode))
 	}
 	f, err := fs.Open(path)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("shale: opening WAL %s: %w", path, err)
 	}
 	defer f.Close()
 	rr := record.NewReader(io.NewSectionReader(f, 0, math.MaxInt64), path)
@@ -123,7 +125,7 @@ func Replay(fs vfs.FS, path string, mode RecoveryMode, fn func(rec []byte) error
 				res.DroppedRecords++
 				continue
 			}
-			if err := fn(rec); err != nil {
+			if err := fn(rec, rr.Offset()); err != nil {
 				return res, err
 			}
 			res.Records++

@@ -26,7 +26,12 @@ func replayAll(t *testing.T, data []byte, mode RecoveryMode) ([]string, ReplayRe
 	}
 	f.Close()
 	var recs []string
-	res, err := Replay(fs, "000007.log", mode, func(rec []byte) error {
+	next := int64(0) // no record starts before the end of the one before
+	res, err := Replay(fs, "000007.log", mode, func(rec []byte, off int64) error {
+		if off < next || off+record.HeaderSize+int64(len(rec)) > int64(len(data)) {
+			t.Fatalf("%s: a %d-byte record at offset %d, after one ending at %d, in a %d-byte file", mode, len(rec), off, next, len(data))
+		}
+		next = off + record.HeaderSize + int64(len(rec))
 		recs = append(recs, string(rec))
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"slices"
 	"testing"
 	"time"
 
@@ -132,7 +133,7 @@ func writeLog(t *testing.T, fs *memFS, n int) (*memFile, []int64) {
 
 func replay(fs vfs.FS, mode RecoveryMode) ([][]byte, ReplayResult, error) {
 	var got [][]byte
-	res, err := Replay(fs, logName, mode, func(r []byte) error {
+	res, err := Replay(fs, logName, mode, func(r []byte, _ int64) error {
 		got = append(got, bytes.Clone(r))
 		return nil
 	})
@@ -378,12 +379,46 @@ func TestReplayRandomCut(t *testing.T) {
 	}
 }
 
+// TestReplayPassesRecordOffsets: fn gets the offset at which each record
+// starts, where the one before it ends or, when fewer bytes than a header
+// are left in that block, at the next block; after a damaged record skipped
+// under SkipAnyCorruptedRecords too.
+func TestReplayPassesRecordOffsets(t *testing.T) {
+	fs := newMemFS()
+	f, ends := writeLog(t, fs, 12)
+	starts := make([]int64, len(ends))
+	for i := 1; i < len(ends); i++ {
+		starts[i] = ends[i-1]
+		if rem := record.BlockSize - ends[i-1]%record.BlockSize; rem < record.HeaderSize {
+			starts[i] += rem
+		}
+	}
+	const damaged = 2
+	for _, mode := range []RecoveryMode{TolerateCorruptedTailRecords, SkipAnyCorruptedRecords} {
+		want := starts
+		if mode == SkipAnyCorruptedRecords {
+			f.data[starts[damaged]+record.HeaderSize] ^= 0x01
+			want = append(slices.Clone(starts[:damaged]), starts[damaged+1:]...)
+		}
+		var got []int64
+		if _, err := Replay(fs, logName, mode, func(_ []byte, off int64) error {
+			got = append(got, off)
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: offsets %v, want %v", mode, got, want)
+		}
+	}
+}
+
 func TestReplayErrors(t *testing.T) {
 	fs := newMemFS()
 	writeLog(t, fs, 5)
 	stop := errors.New("stop here")
 	calls := 0
-	res, err := Replay(fs, logName, TolerateCorruptedTailRecords, func([]byte) error {
+	res, err := Replay(fs, logName, TolerateCorruptedTailRecords, func([]byte, int64) error {
 		calls++
 		if calls == 3 {
 			return stop

@@ -95,7 +95,7 @@ func TestWriterPreallocatesAndSyncsData(t *testing.T) {
 		t.Fatalf("truncations %v; want one, to the %d bytes written", f.truncates, f.written)
 	}
 	var got [][]byte
-	if _, err := Replay(fs, "/000001.log", TolerateCorruptedTailRecords, func(r []byte) error {
+	if _, err := Replay(fs, "/000001.log", TolerateCorruptedTailRecords, func(r []byte, _ int64) error {
 		got = append(got, bytes.Clone(r))
 		return nil
 	}); err != nil {
