@@ -190,7 +190,7 @@ func (r *CheckReport) String() string {
 	counts := map[CheckStatus]int{}
 	for _, f := range r.Files {
 		counts[f.Status]++
-		fmt.Fprintf(&b, "  %-11s %-20s %10d  %s", f.Status, f.Name, f.Size, f.Kind)
+		fmt.Fprintf(&b, "  %-11s %-24s %10d  %s", f.Status, f.Name, f.Size, f.Kind)
 		if f.Detail != "" {
 			fmt.Fprintf(&b, ": %s", f.Detail)
 		}
