@@ -358,6 +358,9 @@ func (d *DB) recover() error {
 			return nil
 		})
 		if err != nil {
+			if strings.Contains(err.Error(), name) {
+				return err // names the WAL already (damage, a failed open)
+			}
 			return fmt.Errorf("shale: replaying WAL %s: %w", name, err)
 		}
 		d.recordReplayLoss(name, res)
