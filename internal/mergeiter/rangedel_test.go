@@ -231,3 +231,62 @@ func TestMergeRangeDelsSkipError(t *testing.T) {
 		t.Fatal("Next after a failed First must return false")
 	}
 }
+
+// rangeDelsBenchIter returns a merge of 4 children over 100,000 keys, each
+// child with 100 tombstones of 10 keys newer than every entry, so that
+// about 1% of the entries are deleted and every other one is checked.
+func rangeDelsBenchIter() *Iter {
+	rng := rand.New(rand.NewPCG(1, 1))
+	const n = 100000
+	es := make([]itertest.Entry, n)
+	for i := range es {
+		es[i] = itertest.Entry{Key: base.MakeInternalKey([]byte(fmt.Sprintf("key%08d", i)), base.SeqNum(i+1), base.KindSet), Value: []byte("value")}
+	}
+	parts, _ := splitRandom(rng, es, 4, false)
+	iters := make([]base.InternalIterator, 4)
+	dels := make([]*rangedel.List, 4)
+	for i := range parts {
+		iters[i] = &itertest.SliceIter{Entries: parts[i], Alias: true}
+		var ts []rangedel.Tombstone
+		for j := 0; j < 100; j++ {
+			k := rng.IntN(n - 10)
+			ts = append(ts, rangedel.Tombstone{
+				Start: fmt.Appendf(nil, "key%08d", k), End: fmt.Appendf(nil, "key%08d", k+10), Seq: n + 1 + base.SeqNum(rng.IntN(n)),
+			})
+		}
+		dels[i] = rangedel.NewList(bytes.Compare, rangedel.Fragment(bytes.Compare, ts))
+	}
+	m := New(bytes.Compare, iters...)
+	m.SetRangeDels(base.SeqNumMax, dels)
+	return m
+}
+
+// TestMergeRangeDelsNoAlloc checks that applying range tombstones costs no
+// allocation per step.
+func TestMergeRangeDelsNoAlloc(t *testing.T) {
+	m := rangeDelsBenchIter()
+	m.First()
+	allocs := testing.AllocsPerRun(1000, func() {
+		if !m.Next() {
+			m.First()
+		}
+		m.Prev()
+		m.Next()
+	})
+	if allocs != 0 {
+		t.Fatalf("Next/Prev with range tombstones allocate: %v per run", allocs)
+	}
+}
+
+// BenchmarkMergeNext4RangeDels is BenchmarkMergeNext4 with range tombstones
+// in every child.
+func BenchmarkMergeNext4RangeDels(b *testing.B) {
+	m := rangeDelsBenchIter()
+	m.First()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !m.Next() {
+			m.First()
+		}
+	}
+}
