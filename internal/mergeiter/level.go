@@ -26,9 +26,9 @@ type Level struct {
 
 // NewLevel returns the view of a level whose files have the bounds files
 // (sorted, not overlapping; the level keeps the slice) and the range
-// tombstones rangeDels, one list per file in file order, nil entries for
-// files without any. Since each file's tombstones lie within its bounds,
-// their lists are joined without re-fragmenting (rangedel.Concat).
+// tombstones rangeDels: the lists of the files that have any, in file order
+// (nil entries are skipped). Since each file's tombstones lie within its
+// bounds, the lists are joined without re-fragmenting (rangedel.Concat).
 func NewLevel(cmp base.Compare, files []FileBounds, rangeDels []*rangedel.List) *Level {
 	return &Level{files: files, rangeDels: rangedel.Concat(cmp, rangeDels...)}
 }
