@@ -332,6 +332,17 @@ func TestCachedIndexReopen(t *testing.T) {
 		if m := c.Metrics(); m.PinnedSize != 0 {
 			t.Fatalf("pin %v: PinnedSize %d after Close", pin, m.PinnedSize)
 		}
+		// An open that fails after taking the cached blocks (here: another
+		// comparer) gives its pins back.
+		other := &base.Comparer{Name: "test.other", Compare: bytes.Compare,
+			Separator: base.DefaultComparer.Separator, Successor: base.DefaultComparer.Successor}
+		if _, err := NewReader(&bytesFile{raw}, ReaderOptions{Cache: c, CacheID: id, Comparer: other, FileName: "t.sst",
+			CacheIndexAndFilterBlocks: true, PinIndexAndFilterBlocks: pin}); !errors.Is(err, base.ErrInvalidArgument) {
+			t.Fatalf("pin %v: open with another comparer: %v", pin, err)
+		}
+		if m := c.Metrics(); m.PinnedSize != 0 {
+			t.Fatalf("pin %v: PinnedSize %d after a failed open", pin, m.PinnedSize)
+		}
 	}
 }
 
@@ -381,4 +392,25 @@ func TestCachedIndexDamagedAfterEviction(t *testing.T) {
 		t.Fatal("a MultiGet lookup in a table whose index cannot be read is pending")
 	}
 	isCorrupt("MultiGet", err)
+}
+
+// TestCachedIndexGetDoesNotAllocate: a Get whose index, filter and data
+// block are all in the cache allocates nothing, as with a held index.
+func TestCachedIndexGetDoesNotAllocate(t *testing.T) {
+	rng, _ := newRand(t)
+	raw, entries, ref := cachedIndexTable(t, rng, 300)
+	r, err := NewReader(&bytesFile{raw}, ReaderOptions{Cache: cache.New(indexCacheRoom(ref) + 8<<20), FileName: "t.sst", CacheIndexAndFilterBlocks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	key := entries[len(entries)/2].key.UserKey
+	for range 3 { // cache the block and build its search structure
+		if _, _, _, found, err := r.Get(key, base.SeqNumMax, true); err != nil || !found {
+			t.Fatalf("Get(%q) = %v, %v", key, found, err)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { r.Get(key, base.SeqNumMax, true) }); n != 0 {
+		t.Fatalf("Get through the cached index allocates %.1f times", n)
+	}
 }

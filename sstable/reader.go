@@ -79,7 +79,7 @@ func NewReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	return r, nil
 }
 
-func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
+func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 	if o.Comparer == nil {
 		o.Comparer = base.DefaultComparer
 	}
@@ -156,6 +156,11 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	r.indexH, r.filterH = ft.index, fh
 	cacheIF := o.CacheIndexAndFilterBlocks && o.Cache != nil
 	pin := cacheIF && o.PinIndexAndFilterBlocks
+	defer func() {
+		if err != nil {
+			r.unpin() // the pins cachedIndexAtOpen and cachedFilterAtOpen took
+		}
+	}()
 	// The properties, index, filter and range-del blocks, read together;
 	// an index or filter the cache still holds from an earlier Reader of
 	// the file (same CacheID) is taken from there.
@@ -181,30 +186,24 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	}
 	got := make([][]byte, len(want))
 	if err := r.bf.ReadBlocks(mt, want, r.footOff, got); err != nil {
-		r.unpin()
 		return nil, err
 	}
 	props, msg := decodeProperties(got[0])
 	if msg != "" {
-		r.unpin()
 		return nil, r.corruptf(ph, "%s", msg)
 	}
 	r.props = props
 	if props.ComparerName != o.Comparer.Name {
-		r.unpin()
 		return nil, fmt.Errorf("shale: table %s was written with comparer %q, not %q: %w",
 			r.bf.Name(), props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
 	}
 	if hasRangeDels {
 		if err := r.decodeRangeDels(rh, got[len(got)-1]); err != nil {
-			r.unpin()
 			return nil, err
 		}
 	}
 	if ix == nil {
-		var err error
 		if ix, err = r.decodeIndex(ft.index, got[1]); err != nil {
-			r.unpin()
 			return nil, err
 		}
 	}
