@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/invariants"
@@ -60,6 +61,9 @@ type fileCache struct {
 	// open until their last user releases them; close closes them too.
 	lingering map[*cachedFile]struct{}
 	closed    bool
+	// opens counts the files opened, evictions those evicted to keep the
+	// bound (Metrics().FileCache); both change only on a miss.
+	opens, evictions atomic.Uint64
 	// stats counts the file reads of every reader (Metrics().IO). With
 	// Options.Statistics set, the Statistics reads it while the DB is open
 	// and keeps its counts at close (attach/detach): readers count once, and
@@ -217,6 +221,7 @@ func (c *fileCache) insert(kind fileKind, num base.FileNum) (*cachedFile, error)
 			c.lingering[v] = struct{}{}
 		}
 		evicted = append(evicted, v)
+		c.evictions.Add(1)
 	}
 	c.mu.Unlock()
 	for _, v := range evicted {
@@ -322,6 +327,7 @@ func (c *fileCache) open(t *cachedFile) error {
 	if d.opts.UseDirectReads {
 		flags = []vfs.OpenOption{vfs.RandomAccess, vfs.DirectIO}
 	}
+	c.opens.Add(1)
 	f, err := d.fs.Open(name, flags...)
 	if err != nil {
 		return err
@@ -402,6 +408,33 @@ func (c *fileCache) evictObsolete(kind fileKind, num base.FileNum) {
 	}
 }
 
+// checkReleased panics, in invariants builds, when a reference to one of
+// files (the first cached of them still with the cache's own) is held at
+// Close with no iterator open: a reader did not release what it acquired. A
+// Get or MultiGet racing with Close may hold one for a moment, so it waits
+// up to two seconds for them to be given back.
+func (c *fileCache) checkReleased(files []*cachedFile, cached int) {
+	var held []string
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+		held = held[:0]
+		for i, f := range files {
+			users := f.refs.Load()
+			if i < cached {
+				users--
+			}
+			if users > 0 {
+				held = append(held, fmt.Sprintf("%s %s (%d users)", f.kind, f.num, users))
+			}
+		}
+		if len(held) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(held) > 0 {
+		panic(fmt.Sprintf("shale: file cache: closed with files still referenced and no iterator open (a reference was not released): %v", held))
+	}
+}
+
 // numOpen returns how many files the cache holds and how many evicted ones
 // stay open for their users.
 func (c *fileCache) numOpen() (cached, lingering int) {
@@ -415,8 +448,6 @@ func (c *fileCache) numOpen() (cached, lingering int) {
 // detaches the read counts from Options.Statistics.
 func (c *fileCache) close() error {
 	c.mu.Lock()
-	// cached are the entries holding the cache's reference: their users
-	// are refs-1; a lingering entry's users are refs.
 	var files []*cachedFile
 	for k := range c.m {
 		for _, f := range c.m[k] {
@@ -424,6 +455,7 @@ func (c *fileCache) close() error {
 		}
 		clear(c.m[k])
 	}
+	// The first cached entries still hold the cache's reference.
 	cached := len(files)
 	for f := range c.lingering {
 		files = append(files, f)
@@ -431,20 +463,12 @@ func (c *fileCache) close() error {
 	clear(c.lingering)
 	c.n, c.hand, c.closed = 0, nil, true
 	c.mu.Unlock()
-	var err error
-	var held []string
-	for i, f := range files {
-		users := f.refs.Load()
-		if i < cached {
-			users--
-		}
-		if invariants.Enabled && users > 0 && c.d.openIters.Load() == 0 {
-			held = append(held, fmt.Sprintf("%s %s (%d users)", f.kind, f.num, users))
-		}
-		err = errors.Join(err, f.closeReader())
+	if invariants.Enabled && c.d.openIters.Load() == 0 {
+		c.checkReleased(files, cached)
 	}
-	if len(held) > 0 {
-		panic(fmt.Sprintf("shale: file cache: closed with files still referenced and no iterator open (a reference was not released): %v", held))
+	var err error
+	for _, f := range files {
+		err = errors.Join(err, f.closeReader())
 	}
 	if st := c.d.opts.Statistics; st != nil {
 		st.detach(c.stats)

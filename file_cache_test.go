@@ -287,6 +287,7 @@ func TestMaxOpenFilesBoundsOpenTables(t *testing.T) {
 	opts.MaxOpenFiles = bound
 	opts.BlockCacheSize = -1 // every block from its file
 	opts.DisableAutoCompactions = true
+	_, _, opensBefore := fs.counts()
 	db, err := Open("/db", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -321,9 +322,18 @@ func TestMaxOpenFilesBoundsOpenTables(t *testing.T) {
 		}
 	}
 	check("Gets", bound)
-	_, _, opens := fs.counts()
+	open, _, opens := fs.counts()
+	opens -= opensBefore
 	if opens < 2*tables {
 		t.Fatalf("%d table opens for 3000 Gets over %d tables through %d files: tables were not evicted and reopened", opens, tables, bound)
+	}
+	// Every file opened is open still or was evicted.
+	m := db.Metrics().FileCache
+	if m.Open != open || m.Capacity != bound || m.Opens != uint64(opens) || m.Evictions != uint64(opens-open) {
+		t.Fatalf("Metrics().FileCache %+v; the file system saw %d opens, %d open now (bound %d)", m, opens, open, bound)
+	}
+	if s := db.Metrics().String(); !strings.Contains(s, fmt.Sprintf("open tables: %d (bound %d), %d opens, %d evictions", open, bound, opens, opens-open)) {
+		t.Fatalf("Metrics().String() lacks the open tables:\n%s", s)
 	}
 
 	keys := make([][]byte, 200)
@@ -363,8 +373,8 @@ func TestMaxOpenFilesBoundsOpenTables(t *testing.T) {
 	if err := db.CompactRange(bulkKey(0, n), bulkKey(n/4, n)); err != nil {
 		t.Fatal(err)
 	}
-	open, _, _ := fs.counts()
-	t.Logf("%d tables, %d table opens so far, %d open after a compaction", tables, opens, open)
+	open, _, _ = fs.counts()
+	t.Logf("%d tables, %d table opens after the Gets, %d open after a compaction", tables, opens, open)
 	check("a compaction", 1<<30) // a compaction holds all its inputs
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -33,8 +33,10 @@ type Iterator struct {
 	group *sstable.ReadGroup
 	// tables holds a file cache reference to each table the iterator
 	// reads: one per L0 table, then one slot per level for the file its
-	// level iterator has open (nil when none). Released at Close.
-	tables []*cachedFile
+	// level iterator has open (nil when none). Released at Close. It
+	// starts in tablesBuf, so that a usual shape allocates nothing more.
+	tables    []*cachedFile
+	tablesBuf [12]*cachedFile
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -72,6 +74,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		group = sstable.NewReadGroup(d.ioReader)
 	}
 	i := &Iterator{db: d, rs: rs, perf: ro.perfContext(), statistics: d.opts.Statistics, group: group}
+	i.tables = i.tablesBuf[:0]
 	d.openIters.Add(1)
 	fill := ro.fillCache()
 	// Not modified after this: the level iterators' open closures capture

@@ -78,6 +78,16 @@ type Metrics struct {
 	// in the cache, properties, range tombstones and the readers
 	// themselves.
 	TableReadersMem uint64
+	// FileCache describes the open table files (Options.MaxOpenFiles):
+	// Open counts those open now (those the cache holds, and those it
+	// evicted while a reader still reads them), Capacity is the bound (0
+	// for none), Opens counts the files opened since Open and Evictions
+	// those closed to keep the bound. Opens well above the number of
+	// tables says the bound is too small for the working set.
+	FileCache struct {
+		Open, Capacity   int
+		Opens, Evictions uint64
+	}
 
 	NumSnapshots int
 	// NumIterators counts iterators not yet closed.
@@ -200,6 +210,9 @@ func (d *DB) Metrics() *Metrics {
 	m.IO.DirectReads, m.IO.BlockReads = ts.DirectReads.Load(), ts.BlockReads.Load()
 	m.IO.TableReads, m.IO.TableBytesRead = ts.FileReads.Load(), ts.BytesRead.Load()
 	m.TableReadersMem = uint64(max(ts.ReadersMem.Load(), 0))
+	cached, lingering := d.fileCache.numOpen()
+	m.FileCache.Open, m.FileCache.Capacity = cached+lingering, d.fileCache.capacity
+	m.FileCache.Opens, m.FileCache.Evictions = d.fileCache.opens.Load(), d.fileCache.evictions.Load()
 	return m
 }
 
@@ -229,6 +242,11 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "block cache: %s of %s (%s pinned), hit rate %.1f%% (%d hits, %d misses); table readers: %s\n",
 		humanBytes(uint64(m.BlockCache.Size)), humanBytes(uint64(m.BlockCache.Capacity)), humanBytes(uint64(m.BlockCache.PinnedSize)),
 		hitRate, m.BlockCache.Hits, m.BlockCache.Misses, humanBytes(m.TableReadersMem))
+	capacity := "no bound"
+	if m.FileCache.Capacity > 0 {
+		capacity = fmt.Sprintf("bound %d", m.FileCache.Capacity)
+	}
+	fmt.Fprintf(&b, "open tables: %d (%s), %d opens, %d evictions\n", m.FileCache.Open, capacity, m.FileCache.Opens, m.FileCache.Evictions)
 	fmt.Fprintf(&b, "snapshots: %d, open iterators: %d, tombstones in tables: %d\n", m.NumSnapshots, m.NumIterators, m.Tombstones)
 	fmt.Fprintf(&b, "table reads: %d (%s, %d direct), blocks read: %d, readahead: %s issued, %s used\n",
 		m.IO.TableReads, humanBytes(m.IO.TableBytesRead), m.IO.DirectReads, m.IO.BlockReads,

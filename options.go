@@ -82,9 +82,10 @@ type Options struct {
 	BlockCacheSize int64
 	// MaxOpenFiles bounds the table files (and, once they exist, blob
 	// files) kept open (max_open_files). Default 1000; -1 keeps every
-	// file open once read. Past the bound the least recently used are
-	// closed, and opened again when read; a file an iterator, Get,
-	// MultiGet or compaction is reading stays open until it is done. The
+	// file open once read. Past the bound, files not read lately are
+	// closed (CLOCK, an approximation of least recently used) and opened
+	// again when read; a file an iterator, Get, MultiGet or compaction is
+	// reading stays open until it is done, past the bound if need be. The
 	// bound counts only these files: RocksDB subtracts 10 for the DB's
 	// other files and raises values below 20 to 20, shale takes any value
 	// from 1. A DB opened with OpenForReadOnly keeps every table open
