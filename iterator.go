@@ -83,25 +83,12 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		Async: async, Group: group, Stats: &i.stats}
 
 	// children are the sources newest first (memtables, L0 tables, then one
-	// LevelIter per level); rangeDels[j] holds the range tombstones of
-	// children[j], which the merge applies to that child's entries and to
-	// those of every older one (mergeiter.Iter.SetRangeDels).
-	n := 1 + len(rs.imms) + len(rs.version.Levels[0]) + len(rs.version.Levels)
-	children := make([]base.InternalIterator, 0, n)
-	rangeDels := make([]*rangedel.List, 0, n)
-	anyRangeDels := false
-	addChild := func(c base.InternalIterator, rd *rangedel.List) {
-		children = append(children, c)
-		if rd.Empty() {
-			rd = nil
-		}
-		rangeDels = append(rangeDels, rd)
-		anyRangeDels = anyRangeDels || rd != nil
-	}
-	addChild(rs.mem.NewIter(), rs.mem.RangeTombstones())
-	for j := len(rs.imms) - 1; j >= 0; j-- {
-		addChild(rs.imms[j].NewIter(), rs.imms[j].RangeTombstones())
-	}
+	// LevelIter per level). rangeDels, once one of them has range
+	// tombstones, holds children[j]'s at j; the merge applies them to that
+	// child's entries and to those of every older one
+	// (mergeiter.Iter.SetRangeDels).
+	var children []base.InternalIterator
+	var rangeDels []*rangedel.List
 	fail := func(err error) *Iterator {
 		for _, c := range children {
 			c.Close()
@@ -112,17 +99,6 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		return &Iterator{err: err}
 	}
 	v := rs.version
-	for _, f := range v.Levels[0] {
-		if !overlapsBounds(d.cmp.Compare, f.Smallest.UserKey, f.Largest.UserKey, lower, upper) {
-			continue
-		}
-		t, err := d.fileCache.findTable(f.FileNum)
-		if err != nil {
-			return fail(err)
-		}
-		i.tables = append(i.tables, t)
-		addChild(t.reader.NewIter(tableIterOpts), t.rangeDels)
-	}
 	// The levels below L0 come from the version's view, built once per
 	// version: a LevelIter costs two binary searches, whatever the number
 	// of files.
@@ -138,6 +114,41 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	})
 	if err != nil {
 		return fail(err)
+	}
+	n := 1 + len(rs.imms) + len(v.Levels[0])
+	for _, lv := range levels {
+		if lv != nil {
+			n++
+		}
+	}
+	children = make([]base.InternalIterator, 0, n)
+	addChild := func(c base.InternalIterator, rd *rangedel.List) {
+		if rd.Empty() {
+			if rangeDels != nil {
+				rangeDels = append(rangeDels, nil)
+			}
+		} else {
+			if rangeDels == nil {
+				rangeDels = make([]*rangedel.List, len(children), cap(children))
+			}
+			rangeDels = append(rangeDels, rd)
+		}
+		children = append(children, c)
+	}
+	addChild(rs.mem.NewIter(), rs.mem.RangeTombstones())
+	for j := len(rs.imms) - 1; j >= 0; j-- {
+		addChild(rs.imms[j].NewIter(), rs.imms[j].RangeTombstones())
+	}
+	for _, f := range v.Levels[0] {
+		if !overlapsBounds(d.cmp.Compare, f.Smallest.UserKey, f.Largest.UserKey, lower, upper) {
+			continue
+		}
+		t, err := d.fileCache.findTable(f.FileNum)
+		if err != nil {
+			return fail(err)
+		}
+		i.tables = append(i.tables, t)
+		addChild(t.reader.NewIter(tableIterOpts), t.rangeDels)
 	}
 	for level := 1; level < len(v.Levels); level++ {
 		lv := levels[level]
@@ -166,7 +177,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	// needs no checker.
 	opts := dbiter.Options{Cmp: d.cmp, Snapshot: seq, Lower: lower, Upper: upper}
 	merged := mergeiter.New(d.cmp.Compare, children...)
-	if anyRangeDels {
+	if rangeDels != nil {
 		merged.SetRangeDels(seq, rangeDels)
 	}
 	// With AsyncIO a Seek first lets every L0 table and level queue the

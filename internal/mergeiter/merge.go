@@ -19,13 +19,19 @@ type child struct {
 	// iterator's current entry; in reverse mode the mirror image holds. This
 	// is what lets a direction switch move each child by a single step.
 	valid bool
-	// dels are the range tombstones that apply to this child's entries
-	// (SetRangeDels): its own and those of every child before it. An entry
-	// with a seqnum at or above delSeq, the lower of the snapshot and their
-	// highest seqnum, is deleted by none of them.
-	dels   []*rangedel.List
-	delSeq base.SeqNum
-	// ext, once extValid, is the last key range looked up in dels: the
+}
+
+// childDels is what applying range tombstones (SetRangeDels) keeps per
+// child; it is kept apart from child, so that a merge without tombstones
+// (compaction, and most reads) does not carry it.
+type childDels struct {
+	// lists are the range tombstones that apply to the child's entries:
+	// its own and those of every child before it. An entry with a seqnum
+	// at or above minSeq, the lower of the snapshot and their highest
+	// seqnum, is deleted by none of them.
+	lists  []*rangedel.List
+	minSeq base.SeqNum
+	// ext, once extValid, is the last key range looked up in lists: the
 	// highest seqnum of a visible tombstone covering its keys is ext.Seq
 	// for all of them. A child's keys move in small steps, so most of its
 	// entries cost two comparisons instead of a search of every list.
@@ -48,10 +54,10 @@ type Iter struct {
 	// positioning any, then call submit if set (SetTwoPhase).
 	twoPhase bool
 	submit   func()
-	// snapshot is the reader's seqnum when range tombstones are applied
-	// (applyDels, SetRangeDels).
-	snapshot  base.SeqNum
-	applyDels bool
+	// dels, when range tombstones are applied (SetRangeDels), holds them
+	// for each child, by child index; snapshot is the reader's seqnum.
+	dels     []childDels
+	snapshot base.SeqNum
 }
 
 var _ base.InternalIterator = (*Iter)(nil)
@@ -101,34 +107,37 @@ func (m *Iter) SetRangeDels(snapshot base.SeqNum, dels []*rangedel.List) {
 	}
 	var all []*rangedel.List
 	var maxSeq base.SeqNum
-	for i := range m.children {
+	cd := make([]childDels, len(m.children))
+	for i := range cd {
 		if l := dels[i]; !l.Empty() {
 			all = append(all, l)
 			maxSeq = max(maxSeq, l.MaxSeq())
 		}
-		c := &m.children[i]
-		c.dels, c.delSeq = all[:len(all):len(all)], min(maxSeq, snapshot)
-		c.extValid = false
+		cd[i] = childDels{lists: all[:len(all):len(all)], minSeq: min(maxSeq, snapshot)}
 	}
-	m.snapshot, m.applyDels = snapshot, len(all) > 0
+	m.dels, m.snapshot = nil, snapshot
+	if len(all) > 0 {
+		m.dels = cd
+	}
 }
 
 // deleted reports whether a range tombstone that applies to c deletes its
 // current entry.
 func (m *Iter) deleted(c *child) bool {
+	d := &m.dels[c.index]
 	seq := c.key.SeqNum()
-	if seq >= c.delSeq {
+	if seq >= d.minSeq {
 		return false
 	}
-	if key := c.key.UserKey; !c.extValid || !c.ext.Contains(m.cmp, key) {
-		c.ext = rangedel.Extent{NoStart: true, NoEnd: true}
-		for _, l := range c.dels {
+	if key := c.key.UserKey; !d.extValid || !d.ext.Contains(m.cmp, key) {
+		d.ext = rangedel.Extent{NoStart: true, NoEnd: true}
+		for _, l := range d.lists {
 			e := l.ExtentAt(key, m.snapshot)
-			c.ext.Intersect(m.cmp, &e)
+			d.ext.Intersect(m.cmp, &e)
 		}
-		c.extValid = true
+		d.extValid = true
 	}
-	return seq < c.ext.Seq
+	return seq < d.ext.Seq
 }
 
 // skipDeleted moves on from the entries that range tombstones delete
@@ -136,7 +145,7 @@ func (m *Iter) deleted(c *child) bool {
 // returned ok; it reports whether the iterator is at an entry. Skipping an
 // entry is stepping past it, so the children invariant holds throughout.
 func (m *Iter) skipDeleted(ok bool) bool {
-	if !m.applyDels {
+	if m.dels == nil {
 		return ok
 	}
 	for ok && m.deleted(m.heap[0]) {
