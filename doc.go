@@ -5,7 +5,8 @@
 // atomic Batch, read with Get, MultiGet or an Iterator, at the latest state or
 // at a Snapshot. Writes go to a write-ahead log and a memtable; full memtables
 // are flushed to sorted tables (SSTs) in level 0, and background compactions
-// merge tables down the levels. See DESIGN.md for the architecture.
+// merge tables down the levels. docs/architecture.md maps the packages,
+// the read, write and compaction paths and the files of a database.
 //
 // Durability: a write with WriteOptions.Sync is on disk when Write returns. A
 // write without Sync has been written to the WAL file (handed to the OS) when
