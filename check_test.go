@@ -614,3 +614,25 @@ func checkAgreesWithOpen(t *testing.T, fs *vfs.MemFS, what string, n *agreementC
 		n.clean++
 	}
 }
+
+// TestCheckMissingCurrent: Check of a database that lost CURRENT (the
+// case Open now refuses) reports CURRENT as damaged and still checks the
+// newest MANIFEST and the tables.
+func TestCheckMissingCurrent(t *testing.T) {
+	fs := vfs.NewMem()
+	fillDB(t, fs, 300, true)
+	tables := liveTables(t, fs)
+	if err := fs.Remove("/db/CURRENT"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check("/db", &Options{FS: fs})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if rep.OK() {
+		t.Fatalf("Check of a database without CURRENT says OK:\n%s", rep)
+	}
+	if f := fileOf(t, rep, tables[0]); f.Status != CheckOK {
+		t.Fatalf("table %s not checked: %+v\n%s", tables[0], f, rep)
+	}
+}

@@ -3,6 +3,7 @@ package shale
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -115,4 +117,52 @@ func (h *recordingHandler) saw(s string) bool {
 		}
 	}
 	return false
+}
+
+// openFaultDB opens /db on a FaultFS over mem (seed 1) with test options, no
+// logging, and set applied to them (set may be nil).
+func openFaultDB(t *testing.T, mem *vfs.MemFS, set func(*Options)) (*vfs.FaultFS, *Options, *DB) {
+	t.Helper()
+	ffs := vfs.NewFaultFS(mem, 1)
+	opts := testOptions(ffs)
+	opts.Logger = discardLogger()
+	if set != nil {
+		set(opts)
+	}
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ffs, opts, db
+}
+
+// dumpKey lists every stored version of key, by source (for debugging tests).
+func (d *DB) dumpKey(key string) string {
+	var b strings.Builder
+	rs := d.loadReadState()
+	defer rs.unref()
+	mems := append([]*memTable{rs.mem}, rs.imms...)
+	for i, m := range mems {
+		it := m.NewIter()
+		for ok := it.SeekGE([]byte(key)); ok && string(it.Key().UserKey) == key; ok = it.Next() {
+			fmt.Fprintf(&b, " mem%d:%s", i, it.Key())
+		}
+		it.Close()
+	}
+	for level, files := range rs.version.Levels {
+		for _, f := range files {
+			t, err := d.fileCache.findTable(f.FileNum)
+			if err != nil {
+				fmt.Fprintf(&b, " L%d/%s: %v", level, f.FileNum, err)
+				continue
+			}
+			it := t.reader.NewIter(sstable.IterOptions{})
+			for ok := it.SeekGE([]byte(key)); ok && string(it.Key().UserKey) == key; ok = it.Next() {
+				fmt.Fprintf(&b, " L%d/%s:%s", level, f.FileNum, it.Key())
+			}
+			it.Close()
+			t.release()
+		}
+	}
+	return b.String()
 }
