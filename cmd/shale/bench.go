@@ -85,6 +85,8 @@ type benchConfig struct {
 	maxWriteBufferNumber           int
 	disableWAL                     bool          // WriteOptions.DisableWAL
 	openFiles                      int           // max_open_files: -1 keeps every table open
+	cacheIndexAndFilterBlocks      bool          // Options.CacheIndexAndFilterBlocks
+	pinL0FilterAndIndexBlocks      bool          // Options.PinL0FilterAndIndexBlocksInCache
 	compressionRatio               float64       // values compress to about this fraction
 	statsInterval                  time.Duration // --stats_interval_seconds; 0 = none
 	useExistingKeys                bool          // key number k is the k-th key of the database
@@ -413,6 +415,9 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		MaxBackgroundJobs:              r.cfg.maxBackgroundJobs,
 		MaxWriteBufferNumber:           r.cfg.maxWriteBufferNumber,
 		MaxOpenFiles:                   r.cfg.openFiles,
+
+		CacheIndexAndFilterBlocks:        r.cfg.cacheIndexAndFilterBlocks,
+		PinL0FilterAndIndexBlocksInCache: r.cfg.pinL0FilterAndIndexBlocks,
 	}
 	if o.MaxAutoReadaheadSize == 0 {
 		o.MaxAutoReadaheadSize = -1

@@ -175,6 +175,8 @@ everything in the block cache.`,
 	f.IntVar(&cfg.maxWriteBufferNumber, "max_write_buffer_number", cfg.maxWriteBufferNumber, "most memtables, the one being written included; writes wait while all are full")
 	f.BoolVar(&cfg.disableWAL, "disable_wal", false, "write without the WAL (WriteOptions.DisableWAL): a crash loses the writes not yet flushed")
 	f.IntVar(&cfg.openFiles, "open_files", cfg.openFiles, "max_open_files: the most table files kept open; -1 keeps every table open, 0 is shale's default (1000)")
+	f.BoolVar(&cfg.cacheIndexAndFilterBlocks, "cache_index_and_filter_blocks", false, "keep the index and filter blocks of tables in the block cache, charged to --cache_size and evictable (false: held by each open table)")
+	f.BoolVar(&cfg.pinL0FilterAndIndexBlocks, "pin_l0_filter_and_index_blocks_in_cache", false, "with --cache_index_and_filter_blocks, keep the index and filter blocks of L0 tables pinned in the cache while the table is open")
 	f.Float64Var(&cfg.compressionRatio, "compression_ratio", cfg.compressionRatio, "values compress to about this fraction of their size (1 or more: incompressible)")
 	f.Int64Var(&statsSecs, "stats_interval_seconds", 0, "print, every this many seconds, the ops and ops/sec of the running benchmark's last interval and of all of it on stderr (0 = never)")
 	f.BoolVar(&cfg.useExistingKeys, "use_existing_keys", false, "with --use_existing_db: read the database's keys first and use them instead of generated keys (their count becomes --num)")

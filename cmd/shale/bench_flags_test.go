@@ -189,3 +189,33 @@ func optionsFileValue(t *testing.T, db, key string) string {
 	t.Fatalf("%s has no %s", newest, key)
 	return ""
 }
+
+// TestBenchIndexAndFilterCacheFlags: --cache_index_and_filter_blocks and
+// --pin_l0_filter_and_index_blocks_in_cache reach Options (and the run's
+// OPTIONS file); both are off unless given.
+func TestBenchIndexAndFilterCacheFlags(t *testing.T) {
+	for _, args := range [][]string{nil, {"--cache_index_and_filter_blocks"},
+		{"--cache_index_and_filter_blocks", "--pin_l0_filter_and_index_blocks_in_cache"}} {
+		cfg := parseBench(t, args...)
+		r := &benchRunner{cfg: cfg}
+		o, err := r.options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%v %v", len(args) >= 1, len(args) == 2)
+		if got := fmt.Sprintf("%v %v", o.CacheIndexAndFilterBlocks, o.PinL0FilterAndIndexBlocksInCache); got != want {
+			t.Errorf("%v: Options got %s, want %s", args, got, want)
+		}
+	}
+	cfg := tinyConfig(t, "fillseq,readrandom")
+	cfg.cacheIndexAndFilterBlocks, cfg.pinL0FilterAndIndexBlocks = true, true
+	var out, progress bytes.Buffer
+	if _, err := runBenchmarks(&out, &progress, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"cache_index_and_filter_blocks", "pin_l0_filter_and_index_blocks_in_cache"} {
+		if got := optionsFileValue(t, cfg.db, key); got != "true" {
+			t.Errorf("the database's OPTIONS say %s=%s, want true", key, got)
+		}
+	}
+}
