@@ -25,28 +25,6 @@ func tomb(start, end string, seq base.SeqNum) Tombstone {
 	return Tombstone{Start: []byte(start), End: []byte(end), Seq: seq}
 }
 
-func TestFragmentExample(t *testing.T) {
-	cases := []struct {
-		in   []Tombstone
-		want string
-	}{
-		{nil, ""},
-		{[]Tombstone{tomb("c", "a", 3), tomb("b", "b", 4)}, ""},
-		{[]Tombstone{tomb("a", "e", 7), tomb("c", "g", 9), tomb("e", "g", 4)},
-			"[a,c)[7] [c,e)[9 7] [e,g)[9 4]"},
-		{[]Tombstone{tomb("a", "b", 1), tomb("c", "d", 2)}, "[a,b)[1] [c,d)[2]"},
-		{[]Tombstone{tomb("a", "d", 5), tomb("a", "d", 5), tomb("b", "c", 6)},
-			"[a,b)[5] [b,c)[6 5] [c,d)[5]"},
-		{[]Tombstone{tomb("a", "b", 1), tomb("b", "c", 2)}, "[a,b)[1] [b,c)[2]"},
-	}
-	for i, c := range cases {
-		got := formatSpans(Fragment(bytes.Compare, c.in))
-		if got != c.want {
-			t.Errorf("case %d: got %q, want %q", i, got, c.want)
-		}
-	}
-}
-
 // keySpace returns every key of one or two letters over "abcdef": single
 // letters are tombstone boundaries, two-letter keys fall between them.
 func keySpace() [][]byte {
@@ -264,30 +242,6 @@ func TestFragmentRandom(t *testing.T) {
 	}
 }
 
-func TestCoalesce(t *testing.T) {
-	s := Span{Start: []byte("a"), End: []byte("b"), Seqs: []base.SeqNum{20, 15, 10, 5, 3}}
-	cases := []struct {
-		snaps []base.SeqNum
-		want  []base.SeqNum
-	}{
-		{nil, []base.SeqNum{20}},
-		{[]base.SeqNum{10}, []base.SeqNum{20, 10}},
-		{[]base.SeqNum{9}, []base.SeqNum{20, 5}},
-		{[]base.SeqNum{3, 4, 15, 100}, []base.SeqNum{20, 15, 3}},
-		{[]base.SeqNum{5, 12}, []base.SeqNum{20, 10, 5}},
-		{[]base.SeqNum{1, 2}, []base.SeqNum{20}},
-	}
-	for _, c := range cases {
-		got := Coalesce(s, c.snaps)
-		if !slices.Equal(got.Seqs, c.want) {
-			t.Errorf("Coalesce(%v, %v) = %v, want %v", s.Seqs, c.snaps, got.Seqs, c.want)
-		}
-	}
-	if !slices.Equal(s.Seqs, []base.SeqNum{20, 15, 10, 5, 3}) {
-		t.Errorf("Coalesce modified its input: %v", s.Seqs)
-	}
-}
-
 // k2Within reports whether k2 lies in the extent of every part at k.
 func k2Within(parts []*List, k, k2 []byte, snap base.SeqNum) bool {
 	for _, p := range parts {
@@ -308,26 +262,6 @@ func TestNilList(t *testing.T) {
 	}
 	if got := Merge(bytes.Compare); !got.Empty() {
 		t.Fatalf("Merge of nothing = %s", formatSpans(got.Spans()))
-	}
-}
-
-func TestCheckFragmented(t *testing.T) {
-	seqs := []base.SeqNum{3}
-	bad := map[string][]Span{
-		"empty":    {{Start: []byte("b"), End: []byte("b"), Seqs: seqs}},
-		"overlap":  {{Start: []byte("a"), End: []byte("c"), Seqs: seqs}, {Start: []byte("b"), End: []byte("d"), Seqs: seqs}},
-		"disorder": {{Start: []byte("c"), End: []byte("d"), Seqs: seqs}, {Start: []byte("a"), End: []byte("b"), Seqs: seqs}},
-		"noseqs":   {{Start: []byte("a"), End: []byte("b")}},
-		"seqorder": {{Start: []byte("a"), End: []byte("b"), Seqs: []base.SeqNum{3, 3}}},
-	}
-	for name, spans := range bad {
-		if err := CheckFragmented(bytes.Compare, spans); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
-	good := []Span{{Start: []byte("a"), End: []byte("b"), Seqs: []base.SeqNum{5, 2}}, {Start: []byte("b"), End: []byte("c"), Seqs: seqs}}
-	if err := CheckFragmented(bytes.Compare, good); err != nil {
-		t.Errorf("good spans: %v", err)
 	}
 }
 
