@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/itertest"
 	"github.com/shaledb/shale/internal/mergeiter"
@@ -323,33 +324,6 @@ func TestIterChildError(t *testing.T) {
 	}
 }
 
-func TestIterCorruptKind(t *testing.T) {
-	es := []itertest.Entry{
-		{Key: base.MakeInternalKey([]byte("a"), 3, base.KindSet), Value: []byte("1")},
-		{Key: base.MakeInternalKey([]byte("b"), 2, base.Kind(0x05)), Value: []byte("2")},
-		{Key: base.MakeInternalKey([]byte("c"), 1, base.KindSet), Value: []byte("3")},
-	}
-	it := New(&itertest.SliceIter{Entries: es}, Options{Snapshot: base.SeqNumMax})
-	if !it.First() || string(it.Key()) != "a" {
-		t.Fatalf("First: %q", it.Key())
-	}
-	if it.Next() || !errors.Is(it.Error(), base.ErrCorruption) {
-		t.Fatalf("Next over a bad kind: Error %v", it.Error())
-	}
-	if !it.Last() || string(it.Key()) != "c" {
-		t.Fatalf("Last: %q, %v", it.Key(), it.Error())
-	}
-	if it.Prev() || !errors.Is(it.Error(), base.ErrCorruption) {
-		t.Fatalf("Prev over a bad kind: Error %v", it.Error())
-	}
-	if it.SeekGE([]byte("c")) != true || string(it.Value()) != "3" || it.Error() != nil {
-		t.Fatalf("SeekGE past the bad entry: %q, %v", it.Value(), it.Error())
-	}
-	if err := it.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestIterResolverError(t *testing.T) {
 	es := []itertest.Entry{
 		{Key: base.MakeInternalKey([]byte("a"), 3, base.KindSet), Value: []byte("1")},
@@ -368,26 +342,6 @@ func TestIterResolverError(t *testing.T) {
 	}
 	if err := it.Close(); !errors.Is(err, errBlob) {
 		t.Fatalf("Close = %v", err)
-	}
-}
-
-// TestIterKeyStable checks that Key and Value survive the child moving on,
-// which the test child makes visible by scribbling over its buffers.
-func TestIterKeyStable(t *testing.T) {
-	es := []itertest.Entry{
-		{Key: base.MakeInternalKey([]byte("a"), 5, base.KindSet), Value: []byte("a5")},
-		{Key: base.MakeInternalKey([]byte("a"), 1, base.KindSet), Value: []byte("a1")},
-		{Key: base.MakeInternalKey([]byte("b"), 4, base.KindSet), Value: []byte("b4")},
-		{Key: base.MakeInternalKey([]byte("b"), 3, base.KindDelete)},
-		{Key: base.MakeInternalKey([]byte("c"), 2, base.KindSet), Value: []byte("c2")},
-	}
-	it := New(&itertest.SliceIter{Entries: es}, Options{Snapshot: 4})
-	var got []string
-	for ok := it.Last(); ok; ok = it.Prev() {
-		got = append(got, string(it.Key())+"="+string(it.Value()))
-	}
-	if want := "c=c2 b=b4 a=a1"; strings.Join(got, " ") != want {
-		t.Fatalf("got %v, want %s", got, want)
 	}
 }
 
@@ -443,3 +397,140 @@ func BenchmarkIterNext4(b *testing.B) {
 }
 
 func (t tombstone) String() string { return fmt.Sprintf("[%s,%s)#%d", t.start, t.end, t.seq) }
+
+// TestIter runs testdata/iter, in the scripts' notation (see itertest).
+// "define" sets the internal entries (sorted here, fed through one
+// SliceIter) and the range tombstones (applied through the naive checker;
+// none means no checker). "iter [snapshot=N] [lower=k] [upper=k]
+// [resolve]" opens an Iter and runs one operation a line: first, last,
+// next, prev, seek-ge k, seek-lt k, seek-for-prev k, close. Each prints
+// key:value, "." when not valid, or the error.
+func TestIter(t *testing.T) {
+	var entries []itertest.Entry
+	var tombs tombstones
+	datadriven.RunTest(t, "testdata/iter", func(t *testing.T, td *datadriven.TestData) string {
+		switch td.Cmd {
+		case "define":
+			entries, tombs = nil, nil
+			for _, f := range strings.Fields(td.Input) {
+				if strings.HasPrefix(f, "[") {
+					tb, err := itertest.ParseTombstone(f)
+					if err != nil {
+						td.Fatalf(t, "%v", err)
+					}
+					tombs = append(tombs, tombstone{tb.Start, tb.End, tb.Seq})
+					continue
+				}
+				e, err := itertest.ParseEntry(f)
+				if err != nil {
+					td.Fatalf(t, "%v", err)
+				}
+				entries = append(entries, e)
+			}
+			itertest.SortEntries(entries)
+			return ""
+		case "iter":
+			o := Options{Snapshot: base.SeqNumMax}
+			if td.HasArg("snapshot") {
+				var s uint64
+				td.ScanArgs(t, "snapshot", &s)
+				o.Snapshot = base.SeqNum(s)
+			}
+			if td.HasArg("lower") {
+				var s string
+				td.ScanArgs(t, "lower", &s)
+				o.Lower = []byte(s)
+			}
+			if td.HasArg("upper") {
+				var s string
+				td.ScanArgs(t, "upper", &s)
+				o.Upper = []byte(s)
+			}
+			if td.HasArg("resolve") {
+				o.ValueResolver = testResolver
+			}
+			if len(tombs) > 0 {
+				o.RangeDels = tombs
+			}
+			it := New(&itertest.SliceIter{Entries: entries}, o)
+			closed := false
+			var b strings.Builder
+			for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+				f := strings.Fields(line)
+				if len(f) == 0 {
+					continue
+				}
+				arg := func() []byte {
+					if len(f) != 2 {
+						td.Fatalf(t, "%s takes a key", f[0])
+					}
+					return []byte(f[1])
+				}
+				var ok bool
+				switch f[0] {
+				case "first":
+					ok = it.First()
+				case "last":
+					ok = it.Last()
+				case "next":
+					ok = it.Next()
+				case "prev":
+					ok = it.Prev()
+				case "seek-ge":
+					ok = it.SeekGE(arg())
+				case "seek-lt":
+					ok = it.SeekLT(arg())
+				case "seek-for-prev":
+					ok = it.SeekForPrev(arg())
+				case "close":
+					closed = true
+					fmt.Fprintf(&b, "%s: %s\n", line, describeErr(it.Close()))
+					continue
+				default:
+					td.Fatalf(t, "unknown operation %q", line)
+				}
+				fmt.Fprintf(&b, "%s: %s\n", line, describeIter(t, it, ok))
+			}
+			if !closed {
+				if err := it.Close(); err != nil && it.Error() == nil {
+					td.Fatalf(t, "Close: %v", err)
+				}
+			}
+			return b.String()
+		}
+		td.Fatalf(t, "unknown command %q", td.Cmd)
+		return ""
+	})
+}
+
+// describeIter prints the iterator after a positioning call that returned
+// ok, checking that Valid, Key and Error agree with it.
+func describeIter(t *testing.T, it *Iter, ok bool) string {
+	t.Helper()
+	if ok != it.Valid() {
+		t.Fatalf("positioning returned %v, Valid %v", ok, it.Valid())
+	}
+	if !ok {
+		if it.Key() != nil || it.Value() != nil {
+			t.Fatalf("Key %q, Value %q when not valid", it.Key(), it.Value())
+		}
+		if err := it.Error(); err != nil {
+			return describeErr(err)
+		}
+		return "."
+	}
+	if err := it.Error(); err != nil {
+		t.Fatalf("valid at %q with error %v", it.Key(), err)
+	}
+	return fmt.Sprintf("%s:%s", it.Key(), it.Value())
+}
+
+func describeErr(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, base.ErrCorruption):
+		return fmt.Sprintf("error (ErrCorruption): %v", err)
+	}
+	return fmt.Sprintf("error: %v", err)
+}
