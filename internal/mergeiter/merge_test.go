@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/itertest"
+	"github.com/shaledb/shale/internal/rangedel"
 )
 
 // refEntry is an entry of the reference list with the child it came from.
@@ -229,20 +232,6 @@ func TestMergeFullScans(t *testing.T) {
 	}
 }
 
-func TestMergeEmpty(t *testing.T) {
-	m := New(bytes.Compare)
-	if m.First() || m.Last() || m.SeekGE([]byte("a")) || m.SeekLT([]byte("a")) || m.Next() || m.Prev() {
-		t.Fatal("empty merge positioned")
-	}
-	m = New(bytes.Compare, &itertest.SliceIter{}, &itertest.SliceIter{})
-	if m.First() || m.Last() || m.Next() || m.Prev() || m.Error() != nil {
-		t.Fatal("merge of empty children positioned or failed")
-	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestMergeErrors(t *testing.T) {
 	seed := itertest.Seed(0)
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -331,4 +320,171 @@ func BenchmarkMergeNext4(b *testing.B) {
 			m.First()
 		}
 	}
+}
+
+// scriptChild is one child of a merge script: its entries and, when the
+// script gave a "|", its range tombstones (an empty list for none after it).
+type scriptChild struct {
+	entries []itertest.Entry
+	dels    *rangedel.List
+	hasDels bool
+}
+
+// TestMerge runs testdata/merge, in the scripts' notation (see itertest).
+// "define" gives one child a line, newest first: entries, then optionally
+// "|" and the child's range tombstones; "(empty)" is a child with no
+// entries. "iter [snapshot=N]" merges them (applying the tombstones with
+// SetRangeDels when some child has a "|") and runs one operation a line:
+// first, last, next, prev, seek-ge k, seek-lt k, close, and scan and
+// scan-reverse (First then Next, or Last then Prev, to the end, on one
+// line). Each prints the entry, "." when not positioned, or the error.
+func TestMerge(t *testing.T) {
+	var children []scriptChild
+	datadriven.RunTest(t, "testdata/merge", func(t *testing.T, td *datadriven.TestData) string {
+		switch td.Cmd {
+		case "define":
+			children = nil
+			for _, line := range strings.Split(td.Input, "\n") {
+				line = strings.TrimSpace(line)
+				if line == "" {
+					continue
+				}
+				points, tombs, hasDels := strings.Cut(line, "|")
+				var c scriptChild
+				if p := strings.TrimSpace(points); p != "(empty)" {
+					es, err := itertest.ParseEntries(p)
+					if err != nil {
+						td.Fatalf(t, "%v", err)
+					}
+					itertest.SortEntries(es)
+					c.entries = es
+				}
+				if hasDels {
+					ts, err := itertest.ParseTombstones(tombs)
+					if err != nil {
+						td.Fatalf(t, "%v", err)
+					}
+					c.dels = rangedel.NewList(bytes.Compare, rangedel.Fragment(bytes.Compare, ts))
+					c.hasDels = true
+				}
+				children = append(children, c)
+			}
+			return ""
+		case "iter":
+			iters := make([]base.InternalIterator, len(children))
+			kids := make([]*itertest.SliceIter, len(children))
+			dels := make([]*rangedel.List, len(children))
+			anyDels := false
+			for i, c := range children {
+				kids[i] = &itertest.SliceIter{Entries: c.entries}
+				iters[i] = kids[i]
+				dels[i] = c.dels
+				anyDels = anyDels || c.hasDels
+			}
+			m := New(bytes.Compare, iters...)
+			if anyDels {
+				snap := base.SeqNumMax
+				if td.HasArg("snapshot") {
+					var s uint64
+					td.ScanArgs(t, "snapshot", &s)
+					snap = base.SeqNum(s)
+				}
+				m.SetRangeDels(snap, dels)
+			} else if td.HasArg("snapshot") {
+				td.Fatalf(t, "snapshot= without range tombstones")
+			}
+			closed := false
+			var b strings.Builder
+			for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+				f := strings.Fields(line)
+				if len(f) == 0 {
+					continue
+				}
+				arg := func() []byte {
+					if len(f) != 2 {
+						td.Fatalf(t, "%s takes a key", f[0])
+					}
+					return []byte(f[1])
+				}
+				var ok bool
+				switch f[0] {
+				case "first":
+					ok = m.First()
+				case "last":
+					ok = m.Last()
+				case "next":
+					ok = m.Next()
+				case "prev":
+					ok = m.Prev()
+				case "seek-ge":
+					ok = m.SeekGE(arg())
+				case "seek-lt":
+					ok = m.SeekLT(arg())
+				case "scan", "scan-reverse":
+					start, step := m.First, m.Next
+					if f[0] == "scan-reverse" {
+						start, step = m.Last, m.Prev
+					}
+					var seen []string
+					for ok = start(); ok; ok = step() {
+						seen = append(seen, describeMerge(t, m, ok))
+					}
+					if last := describeMerge(t, m, ok); last != "." || len(seen) == 0 {
+						seen = append(seen, last)
+					}
+					fmt.Fprintf(&b, "%s: %s\n", line, strings.Join(seen, " "))
+					continue
+				case "close":
+					closed = true
+					fmt.Fprintf(&b, "%s: %s\n", line, describeMergeErr(m.Close()))
+					for i, s := range kids {
+						if !s.Closed() {
+							td.Fatalf(t, "child %d not closed", i)
+						}
+					}
+					continue
+				default:
+					td.Fatalf(t, "unknown operation %q", line)
+				}
+				fmt.Fprintf(&b, "%s: %s\n", line, describeMerge(t, m, ok))
+			}
+			if !closed {
+				if err := m.Close(); err != nil {
+					td.Fatalf(t, "Close: %v", err)
+				}
+			}
+			return b.String()
+		}
+		td.Fatalf(t, "unknown command %q", td.Cmd)
+		return ""
+	})
+}
+
+// describeMerge prints the merged iterator after a positioning call that
+// returned ok, checking that Key and Value agree with it.
+func describeMerge(t *testing.T, m *Iter, ok bool) string {
+	t.Helper()
+	if !ok {
+		if k := m.Key(); k.UserKey != nil || k.Trailer != 0 || m.Value() != nil {
+			t.Fatalf("not positioned, but Key %s, Value %q", k, m.Value())
+		}
+		if err := m.Error(); err != nil {
+			return describeMergeErr(err)
+		}
+		return "."
+	}
+	if err := m.Error(); err != nil {
+		t.Fatalf("positioned at %s with error %v", m.Key(), err)
+	}
+	return itertest.FormatEntry(m.Key(), m.Value())
+}
+
+func describeMergeErr(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, base.ErrCorruption):
+		return fmt.Sprintf("error (ErrCorruption): %v", err)
+	}
+	return fmt.Sprintf("error: %v", err)
 }

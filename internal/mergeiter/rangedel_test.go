@@ -155,60 +155,6 @@ func TestMergeRangeDelsRandom(t *testing.T) {
 	}
 }
 
-// TestMergeRangeDelsPerLevel shows which tombstones apply to an entry: those
-// of its own child (when newer than the entry and visible) and of the
-// children before it, never those of the children after it.
-func TestMergeRangeDelsPerLevel(t *testing.T) {
-	set := func(key string, seq base.SeqNum) itertest.Entry {
-		return itertest.Entry{Key: base.MakeInternalKey([]byte(key), seq, base.KindSet), Value: []byte(key)}
-	}
-	list := func(start, end string, seq base.SeqNum) *rangedel.List {
-		return rangedel.NewList(bytes.Compare, rangedel.Fragment(bytes.Compare,
-			[]rangedel.Tombstone{{Start: []byte(start), End: []byte(end), Seq: seq}}))
-	}
-	scan := func(snap base.SeqNum, dels []*rangedel.List, children ...[]itertest.Entry) string {
-		iters := make([]base.InternalIterator, len(children))
-		for i, es := range children {
-			iters[i] = &itertest.SliceIter{Entries: es}
-		}
-		m := New(bytes.Compare, iters...)
-		m.SetRangeDels(snap, dels)
-		defer m.Close()
-		var fwd, rev []string
-		for ok := m.First(); ok; ok = m.Next() {
-			fwd = append(fwd, fmt.Sprintf("%s#%d", m.Key().UserKey, m.Key().SeqNum()))
-		}
-		for ok := m.Last(); ok; ok = m.Prev() {
-			rev = append([]string{fmt.Sprintf("%s#%d", m.Key().UserKey, m.Key().SeqNum())}, rev...)
-		}
-		if fmt.Sprint(fwd) != fmt.Sprint(rev) {
-			t.Fatalf("forward %v, backward %v", fwd, rev)
-		}
-		return fmt.Sprint(fwd)
-	}
-	cases := []struct {
-		name string
-		got  string
-		want string
-	}{
-		{"own tombstone, newer", scan(base.SeqNumMax, []*rangedel.List{list("a", "c", 9)},
-			[]itertest.Entry{set("a", 10), set("b", 5), set("c", 5)}), "[a#10 c#5]"},
-		{"own tombstone, not visible", scan(8, []*rangedel.List{list("a", "c", 9)},
-			[]itertest.Entry{set("b", 5)}), "[b#5]"},
-		{"tombstone of a newer child", scan(base.SeqNumMax, []*rangedel.List{list("a", "c", 9), nil},
-			[]itertest.Entry{}, []itertest.Entry{set("b", 5), set("d", 4)}), "[d#4]"},
-		{"tombstone of an older child", scan(base.SeqNumMax, []*rangedel.List{nil, list("a", "c", 9)},
-			[]itertest.Entry{set("b", 5)}, []itertest.Entry{set("b", 3)}), "[b#5]"},
-		{"no tombstones", scan(base.SeqNumMax, []*rangedel.List{nil, rangedel.NewList(bytes.Compare, nil)},
-			[]itertest.Entry{set("b", 5)}, []itertest.Entry{set("b", 3)}), "[b#5 b#3]"},
-	}
-	for _, c := range cases {
-		if c.got != c.want {
-			t.Errorf("%s: got %s, want %s", c.name, c.got, c.want)
-		}
-	}
-}
-
 // TestMergeRangeDelsSkipError checks that an error of a child while
 // deleted entries are skipped stops the positioning call with that error.
 func TestMergeRangeDelsSkipError(t *testing.T) {
