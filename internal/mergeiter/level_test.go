@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/itertest"
 )
@@ -276,4 +278,92 @@ func TestLevelIterInMerge(t *testing.T) {
 			t.Fatalf("seed %d: close: %v", seed, err)
 		}
 	}
+}
+
+// TestLevelIter runs testdata/level. "define" gives one file of a level a
+// line, in key order: "lo-hi: entries", lo and hi being the user keys of the
+// file's bounds (hi followed by ")" for a range-delete sentinel, which
+// excludes it) and the entries in the scripts' notation (see itertest).
+// "iter [lower=k] [upper=k]" runs the operations of runScriptOps on a
+// LevelIter, noting after each one the files it opened.
+func TestLevelIter(t *testing.T) {
+	var files [][]itertest.Entry
+	var bounds []FileBounds
+	datadriven.RunTest(t, "testdata/level", func(t *testing.T, td *datadriven.TestData) string {
+		switch td.Cmd {
+		case "define":
+			files, bounds = nil, nil
+			for _, line := range strings.Split(td.Input, "\n") {
+				line = strings.TrimSpace(line)
+				if line == "" {
+					continue
+				}
+				rng, points, ok := strings.Cut(line, ":")
+				lo, hi, ok2 := strings.Cut(rng, "-")
+				if !ok || !ok2 {
+					td.Fatalf(t, "bad file %q: want lo-hi: entries", line)
+				}
+				fb := FileBounds{Smallest: base.MakeSearchKey([]byte(lo))}
+				if h, excl := strings.CutSuffix(hi, ")"); excl {
+					fb.Largest = base.MakeRangeDeleteSentinel([]byte(h))
+				} else {
+					fb.Largest = base.MakeInternalKey([]byte(hi), 0, base.KindDelete)
+				}
+				es := parseScriptEntries(t, td, points)
+				for _, e := range es {
+					if uk := e.Key.UserKey; bytes.Compare(uk, []byte(lo)) < 0 || !reachesKey(fb, uk) {
+						td.Fatalf(t, "entry %s outside the file's bounds %q", e.Key, rng)
+					}
+				}
+				if n := len(bounds); n > 0 && reachesKey(bounds[n-1], []byte(lo)) {
+					td.Fatalf(t, "file %q overlaps the one before", line)
+				}
+				files = append(files, es)
+				bounds = append(bounds, fb)
+			}
+			return ""
+		case "iter":
+			var lower, upper []byte
+			if td.HasArg("lower") {
+				var s string
+				td.ScanArgs(t, "lower", &s)
+				lower = []byte(s)
+			}
+			if td.HasArg("upper") {
+				var s string
+				td.ScanArgs(t, "upper", &s)
+				upper = []byte(s)
+			}
+			var opened []string
+			var last *itertest.SliceIter
+			li := NewLevelIter(bytes.Compare, NewLevel(bytes.Compare, bounds, nil), func(i int) (base.InternalIterator, error) {
+				if last != nil && !last.Closed() {
+					td.Fatalf(t, "file %d opened while another is open", i)
+				}
+				opened = append(opened, fmt.Sprint(i))
+				last = &itertest.SliceIter{Entries: files[i]}
+				return last, nil
+			}, lower, upper)
+			note := func() string {
+				defer func() { opened = opened[:0] }()
+				if len(opened) == 0 {
+					return ""
+				}
+				return "(opened " + strings.Join(opened, " ") + ")"
+			}
+			return runScriptOps(t, td, li, note, func() {
+				if last != nil && !last.Closed() {
+					td.Fatalf(t, "Close left a file open")
+				}
+			})
+		}
+		td.Fatalf(t, "unknown command %q", td.Cmd)
+		return ""
+	})
+}
+
+// reachesKey reports whether the bounds fb end at or after the user key k.
+func reachesKey(fb FileBounds, k []byte) bool {
+	c := bytes.Compare(fb.Largest.UserKey, k)
+	return c > 0 || (c == 0 && !fb.Largest.IsExclusiveSentinel())
 }

@@ -334,10 +334,8 @@ type scriptChild struct {
 // "define" gives one child a line, newest first: entries, then optionally
 // "|" and the child's range tombstones; "(empty)" is a child with no
 // entries. "iter [snapshot=N]" merges them (applying the tombstones with
-// SetRangeDels when some child has a "|") and runs one operation a line:
-// first, last, next, prev, seek-ge k, seek-lt k, close, and scan and
-// scan-reverse (First then Next, or Last then Prev, to the end, on one
-// line). Each prints the entry, "." when not positioned, or the error.
+// SetRangeDels when some child has a "|") and runs the operations of
+// runScriptOps.
 func TestMerge(t *testing.T) {
 	var children []scriptChild
 	datadriven.RunTest(t, "testdata/merge", func(t *testing.T, td *datadriven.TestData) string {
@@ -352,12 +350,7 @@ func TestMerge(t *testing.T) {
 				points, tombs, hasDels := strings.Cut(line, "|")
 				var c scriptChild
 				if p := strings.TrimSpace(points); p != "(empty)" {
-					es, err := itertest.ParseEntries(p)
-					if err != nil {
-						td.Fatalf(t, "%v", err)
-					}
-					itertest.SortEntries(es)
-					c.entries = es
+					c.entries = parseScriptEntries(t, td, p)
 				}
 				if hasDels {
 					ts, err := itertest.ParseTombstones(tombs)
@@ -393,93 +386,129 @@ func TestMerge(t *testing.T) {
 			} else if td.HasArg("snapshot") {
 				td.Fatalf(t, "snapshot= without range tombstones")
 			}
-			closed := false
-			var b strings.Builder
-			for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
-				f := strings.Fields(line)
-				if len(f) == 0 {
-					continue
+			return runScriptOps(t, td, m, nil, func() {
+				for i, s := range kids {
+					if !s.Closed() {
+						td.Fatalf(t, "child %d not closed", i)
+					}
 				}
-				arg := func() []byte {
-					if len(f) != 2 {
-						td.Fatalf(t, "%s takes a key", f[0])
-					}
-					return []byte(f[1])
-				}
-				var ok bool
-				switch f[0] {
-				case "first":
-					ok = m.First()
-				case "last":
-					ok = m.Last()
-				case "next":
-					ok = m.Next()
-				case "prev":
-					ok = m.Prev()
-				case "seek-ge":
-					ok = m.SeekGE(arg())
-				case "seek-lt":
-					ok = m.SeekLT(arg())
-				case "scan", "scan-reverse":
-					start, step := m.First, m.Next
-					if f[0] == "scan-reverse" {
-						start, step = m.Last, m.Prev
-					}
-					var seen []string
-					for ok = start(); ok; ok = step() {
-						seen = append(seen, describeMerge(t, m, ok))
-					}
-					if last := describeMerge(t, m, ok); last != "." || len(seen) == 0 {
-						seen = append(seen, last)
-					}
-					fmt.Fprintf(&b, "%s: %s\n", line, strings.Join(seen, " "))
-					continue
-				case "close":
-					closed = true
-					fmt.Fprintf(&b, "%s: %s\n", line, describeMergeErr(m.Close()))
-					for i, s := range kids {
-						if !s.Closed() {
-							td.Fatalf(t, "child %d not closed", i)
-						}
-					}
-					continue
-				default:
-					td.Fatalf(t, "unknown operation %q", line)
-				}
-				fmt.Fprintf(&b, "%s: %s\n", line, describeMerge(t, m, ok))
-			}
-			if !closed {
-				if err := m.Close(); err != nil {
-					td.Fatalf(t, "Close: %v", err)
-				}
-			}
-			return b.String()
+			})
 		}
 		td.Fatalf(t, "unknown command %q", td.Cmd)
 		return ""
 	})
 }
 
-// describeMerge prints the merged iterator after a positioning call that
-// returned ok, checking that Key and Value agree with it.
-func describeMerge(t *testing.T, m *Iter, ok bool) string {
+func parseScriptEntries(t *testing.T, td *datadriven.TestData, s string) []itertest.Entry {
+	es, err := itertest.ParseEntries(s)
+	if err != nil {
+		td.Fatalf(t, "%v", err)
+	}
+	itertest.SortEntries(es)
+	return es
+}
+
+// runScriptOps runs the operations of td's input on it, one a line: first,
+// last, next, prev, seek-ge k, seek-lt k, close, and scan and scan-reverse
+// (First then Next, or Last then Prev, to the end, on one line). Each
+// prints the entry, "." when not positioned, or the error, followed by what
+// note returns (when not nil). It fails when Key or Value disagree with
+// the returned bool. It closes it at the end if the script did not, and
+// calls closed after Close.
+func runScriptOps(t *testing.T, td *datadriven.TestData, it base.InternalIterator, note func() string, closed func()) string {
+	t.Helper()
+	var b strings.Builder
+	emit := func(line, result string) {
+		if note != nil {
+			if n := note(); n != "" {
+				result += " " + n
+			}
+		}
+		fmt.Fprintf(&b, "%s: %s\n", line, result)
+	}
+	isClosed := false
+	for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		arg := func() []byte {
+			if len(f) != 2 {
+				td.Fatalf(t, "%s takes a key", f[0])
+			}
+			return []byte(f[1])
+		}
+		var ok bool
+		switch f[0] {
+		case "first":
+			ok = it.First()
+		case "last":
+			ok = it.Last()
+		case "next":
+			ok = it.Next()
+		case "prev":
+			ok = it.Prev()
+		case "seek-ge":
+			ok = it.SeekGE(arg())
+		case "seek-lt":
+			ok = it.SeekLT(arg())
+		case "scan", "scan-reverse":
+			start, step := it.First, it.Next
+			if f[0] == "scan-reverse" {
+				start, step = it.Last, it.Prev
+			}
+			var seen []string
+			for ok = start(); ok; ok = step() {
+				seen = append(seen, describeScriptIter(t, it, ok))
+			}
+			if last := describeScriptIter(t, it, ok); last != "." || len(seen) == 0 {
+				seen = append(seen, last)
+			}
+			emit(line, strings.Join(seen, " "))
+			continue
+		case "close":
+			isClosed = true
+			emit(line, describeScriptErr(it.Close()))
+			if closed != nil {
+				closed()
+			}
+			continue
+		default:
+			td.Fatalf(t, "unknown operation %q", line)
+		}
+		emit(line, describeScriptIter(t, it, ok))
+	}
+	if !isClosed {
+		if err := it.Close(); err != nil {
+			td.Fatalf(t, "Close: %v", err)
+		}
+		if closed != nil {
+			closed()
+		}
+	}
+	return b.String()
+}
+
+// describeScriptIter prints it after a positioning call that returned ok,
+// checking that Key and Value agree with it.
+func describeScriptIter(t *testing.T, it base.InternalIterator, ok bool) string {
 	t.Helper()
 	if !ok {
-		if k := m.Key(); k.UserKey != nil || k.Trailer != 0 || m.Value() != nil {
-			t.Fatalf("not positioned, but Key %s, Value %q", k, m.Value())
+		if k := it.Key(); k.UserKey != nil || k.Trailer != 0 || it.Value() != nil {
+			t.Fatalf("not positioned, but Key %s, Value %q", k, it.Value())
 		}
-		if err := m.Error(); err != nil {
-			return describeMergeErr(err)
+		if err := it.Error(); err != nil {
+			return describeScriptErr(err)
 		}
 		return "."
 	}
-	if err := m.Error(); err != nil {
-		t.Fatalf("positioned at %s with error %v", m.Key(), err)
+	if err := it.Error(); err != nil {
+		t.Fatalf("positioned at %s with error %v", it.Key(), err)
 	}
-	return itertest.FormatEntry(m.Key(), m.Value())
+	return itertest.FormatEntry(it.Key(), it.Value())
 }
 
-func describeMergeErr(err error) string {
+func describeScriptErr(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
