@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // TestAsyncIteratorFaultsAllOps injects read errors into the tables of a
@@ -22,7 +23,7 @@ func TestAsyncIteratorFaultsAllOps(t *testing.T) {
 	seed := modelSeed(t)
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
-	ffs := vfs.NewFaultFS(vfs.NewMem(), seed)
+	ffs := errorfs.New(vfs.NewMem(), seed)
 	o := readaheadOptions(ffs)
 	o.TargetFileSizeBase = 64 << 10
 	o.BlockCacheSize = []int64{-1, 16 << 10}[rng.IntN(2)]
@@ -53,7 +54,7 @@ func TestAsyncIteratorFaultsAllOps(t *testing.T) {
 			}
 		}
 	}
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: ".sst", Probability: 0.01})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: ".sst", Probability: 0.01})
 	randKey := func() string { return fmt.Sprintf("key%07d", rng.IntN(9500)) }
 	failed, valid := 0, 0
 	for trial := 0; trial < 60; trial++ {
@@ -69,7 +70,7 @@ func TestAsyncIteratorFaultsAllOps(t *testing.T) {
 			ReadaheadSize: []int64{0, 16 << 10}[rng.IntN(2)]})
 		if err := it.Err(); err != nil {
 			// A table open failed: the iterator only reports that.
-			if !errors.Is(err, vfs.ErrInjected) || it.Seek(nil) || !errors.Is(it.Err(), vfs.ErrInjected) {
+			if !errors.Is(err, errorfs.ErrInjected) || it.Seek(nil) || !errors.Is(it.Err(), errorfs.ErrInjected) {
 				t.Fatalf("trial %d: NewIterator: %v", trial, err)
 			}
 			it.Close()
@@ -119,7 +120,7 @@ func TestAsyncIteratorFaultsAllOps(t *testing.T) {
 				want = -1
 			}
 			if err := it.Err(); err != nil {
-				if !errors.Is(err, vfs.ErrInjected) {
+				if !errors.Is(err, errorfs.ErrInjected) {
 					t.Fatalf("trial %d, %v: unexpected error %v", trial, trace, err)
 				}
 				if ok {
@@ -147,7 +148,7 @@ func TestAsyncIteratorFaultsAllOps(t *testing.T) {
 				pos = -1
 			}
 		}
-		if err := it.Close(); err != nil && !errors.Is(err, vfs.ErrInjected) {
+		if err := it.Close(); err != nil && !errors.Is(err, errorfs.ErrInjected) {
 			t.Fatalf("trial %d: Close: %v", trial, err)
 		}
 	}

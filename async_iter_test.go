@@ -9,6 +9,8 @@ import (
 
 	"github.com/shaledb/shale/internal/readahead"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
+	"github.com/shaledb/shale/vfs/latencyfs"
 )
 
 // asyncDBTarget is a dbTarget whose iterators use ReadOptions.AsyncIO; it
@@ -32,7 +34,7 @@ func (d asyncDBTarget) newIter(snap int, lower, upper []byte) kvIterator {
 // write buffers and a small block cache, and runs every generated iterator
 // (random bounds, snapshot, seeks and steps in both directions) three ways:
 // on the DB without AsyncIO, on the DB with it, and on the model. All
-// three must show the same entries. On a LatencyFS the async reads really
+// three must show the same entries. On a latencyfs.FS the async reads really
 // are in flight while the iterator goes on.
 func TestAsyncIteratorModel(t *testing.T) {
 	for _, c := range []struct {
@@ -56,7 +58,7 @@ func runAsyncModel(t *testing.T, seed uint64, ops int, latency time.Duration) {
 	rng := rand.New(rand.NewPCG(seed, 5))
 	var fs vfs.FS = vfs.NewMem()
 	if latency > 0 {
-		fs = vfs.NewLatencyFS(fs, vfs.LatencyOptions{ReadLatency: latency, Seed: seed})
+		fs = latencyfs.New(fs, latencyfs.Options{ReadLatency: latency, Seed: seed})
 	}
 	opts := testOptions(fs)
 	opts.BlockCacheSize = int64(rng.IntN(3)) * 16 << 10 // 0 (default), 16 or 32 KiB
@@ -122,7 +124,7 @@ func TestAsyncIteratorReadErrors(t *testing.T) {
 	seed := modelSeed(t)
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 9))
-	ffs := vfs.NewFaultFS(vfs.NewMem(), seed)
+	ffs := errorfs.New(vfs.NewMem(), seed)
 	o := readaheadOptions(ffs)
 	o.BlockCacheSize = -1
 	db, err := Open("/db", o)
@@ -132,7 +134,7 @@ func TestAsyncIteratorReadErrors(t *testing.T) {
 	defer db.Close()
 	m := fillReadaheadDB(t, db, rng, 12000)
 	keys := m.sortedKeys(nil, nil)
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: ".sst", Probability: 0.02})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: ".sst", Probability: 0.02})
 	failed, clean := 0, 0
 	for trial := 0; trial < 200; trial++ {
 		start := rng.IntN(len(keys))
@@ -146,7 +148,7 @@ func TestAsyncIteratorReadErrors(t *testing.T) {
 		}
 		err := it.Close()
 		switch {
-		case err != nil && !errors.Is(err, vfs.ErrInjected):
+		case err != nil && !errors.Is(err, errorfs.ErrInjected):
 			t.Fatalf("trial %d: unexpected error %v", trial, err)
 		case err != nil:
 			failed++
@@ -207,7 +209,7 @@ func TestIteratorStatsAndPerfContext(t *testing.T) {
 
 // BenchmarkScanAsync measures long scans (a Seek to a random key, then
 // Nexts over about 1 MiB) of a multi-table DB (several L0 tables and three
-// levels) on a LatencyFS of 500µs per read, standing in for remote flash,
+// levels) on a latencyfs.FS of 500µs per read, standing in for remote flash,
 // with AsyncIO off and on; on with each buffer reading a full window
 // (default) and with the window split between the two buffers (RocksDB's
 // layout, readahead.SplitWindow). Run briefly:
@@ -254,7 +256,7 @@ func BenchmarkScanAsync(b *testing.B) {
 	if err := db.Close(); err != nil {
 		b.Fatal(err)
 	}
-	lfs := vfs.NewLatencyFS(mem, vfs.LatencyOptions{ReadLatency: 500 * time.Microsecond})
+	lfs := latencyfs.New(mem, latencyfs.Options{ReadLatency: 500 * time.Microsecond})
 	for _, c := range []struct {
 		name  string
 		async bool

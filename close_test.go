@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // TestCloseAfterBackgroundErrorKeepsNoWALWrites: writes made with
@@ -20,7 +21,7 @@ func TestCloseAfterBackgroundErrorKeepsNoWALWrites(t *testing.T) {
 	ffs, opts, db := openFaultDB(t, mem, nil)
 	var err error
 	putRange(t, db, 0, 50, &WriteOptions{DisableWAL: true})
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpCreate, PathPattern: "*.sst", NoSpace: true})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpCreate, PathPattern: "*.sst", NoSpace: true})
 	if err := db.Flush(); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Flush with a full disk: %v", err)
 	}
@@ -53,7 +54,7 @@ func TestCloseAfterWALFailureReportsLoss(t *testing.T) {
 			})
 			var err error
 			putRange(t, db, 0, 20, &WriteOptions{Sync: true})
-			ffs.AddRule(vfs.FaultRule{Op: vfs.OpWrite, PathPattern: "*.log", NoSpace: true})
+			ffs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, PathPattern: "*.log", NoSpace: true})
 			acked := 20
 			for i := 20; i < 2000; i++ {
 				k := fmt.Sprintf("key%05d", i)
@@ -100,7 +101,7 @@ func TestCloseAfterFlushedNoWALWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	putRange(t, db, 50, 100, &WriteOptions{Sync: true})
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpCreate, PathPattern: "*.sst", NoSpace: true})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpCreate, PathPattern: "*.sst", NoSpace: true})
 	if err := db.Flush(); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Flush with a full disk: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // faultWant is what a fault case must lead to.
@@ -39,7 +40,7 @@ const (
 // faultCase is one cell of the fault matrix: an operation on one kind of
 // file, met by one job.
 type faultCase struct {
-	op      vfs.Op
+	op      errorfs.Op
 	kind    string // WAL, SST, MANIFEST, CURRENT, OPTIONS, LOCK, dir
 	pattern string // base-name glob of the files the rule matches
 	// job is the work that meets the fault: "commit" (synced writes),
@@ -78,72 +79,72 @@ func (c faultCase) name() string {
 	return fmt.Sprintf("%s/%s/%s-%s", c.op, c.kind, c.job, where)
 }
 
-// faultMatrix lists the cases: every operation a FaultFS can fail, on each
+// faultMatrix lists the cases: every operation an errorfs.FS can fail, on each
 // kind of file where shale does it, in foreground and background work.
 var faultMatrix = []faultCase{
 	// WAL: commits, rotation, recovery.
-	{op: vfs.OpWrite, kind: "WAL", pattern: "*.log", job: "commit", want: wantReadOnly},
-	{op: vfs.OpSync, kind: "WAL", pattern: "*.log", job: "commit", want: wantReadOnly},
-	{op: vfs.OpPreallocate, kind: "WAL", pattern: "*.log", job: "commit", want: wantTolerated},
-	{op: vfs.OpWrite, kind: "WAL", pattern: "*.log", job: "commit-nosync", want: wantReadOnly},
-	{op: vfs.OpCreate, kind: "WAL", pattern: "*.log", job: "flush", want: wantReadOnly},
-	{op: vfs.OpTruncate, kind: "WAL", pattern: "*.log", job: "flush", want: wantReadOnly},
-	{op: vfs.OpSync, kind: "dir", pattern: "db", job: "flush", want: wantReadOnly},
-	{op: vfs.OpRead, kind: "WAL", pattern: "*.log", job: "open", want: wantOpenError},
-	{op: vfs.OpOpen, kind: "WAL", pattern: "*.log", job: "open", want: wantOpenError},
+	{op: errorfs.OpWrite, kind: "WAL", pattern: "*.log", job: "commit", want: wantReadOnly},
+	{op: errorfs.OpSync, kind: "WAL", pattern: "*.log", job: "commit", want: wantReadOnly},
+	{op: errorfs.OpPreallocate, kind: "WAL", pattern: "*.log", job: "commit", want: wantTolerated},
+	{op: errorfs.OpWrite, kind: "WAL", pattern: "*.log", job: "commit-nosync", want: wantReadOnly},
+	{op: errorfs.OpCreate, kind: "WAL", pattern: "*.log", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpTruncate, kind: "WAL", pattern: "*.log", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpSync, kind: "dir", pattern: "db", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpRead, kind: "WAL", pattern: "*.log", job: "open", want: wantOpenError},
+	{op: errorfs.OpOpen, kind: "WAL", pattern: "*.log", job: "open", want: wantOpenError},
 	// Open keeps appending to a last WAL that replayed cleanly: its second
 	// open of the WAL (for appending) failing makes it flush the replayed
 	// memtable and start a new WAL instead.
-	{op: vfs.OpOpen, kind: "WAL", pattern: "*.log", job: "open", want: wantTolerated, nth: 2},
-	{op: vfs.OpRemove, kind: "WAL", pattern: "*.log", job: "cleanup", want: wantTolerated},
+	{op: errorfs.OpOpen, kind: "WAL", pattern: "*.log", job: "open", want: wantTolerated, nth: 2},
+	{op: errorfs.OpRemove, kind: "WAL", pattern: "*.log", job: "cleanup", want: wantTolerated},
 	// SST: flush and compaction outputs, reads.
-	{op: vfs.OpCreate, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
-	{op: vfs.OpWrite, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly, nth: 2},
-	{op: vfs.OpSync, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
-	{op: vfs.OpPreallocate, kind: "SST", pattern: "*.sst", job: "flush", want: wantTolerated},
-	{op: vfs.OpStartWriteback, kind: "SST", pattern: "*.sst", job: "flush", want: wantTolerated},
-	{op: vfs.OpTruncate, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
-	{op: vfs.OpCreate, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly},
-	{op: vfs.OpWrite, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly, nth: 3},
-	{op: vfs.OpSync, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly},
-	{op: vfs.OpRead, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly, nth: 2},
-	{op: vfs.OpOpen, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly},
-	{op: vfs.OpCreate, kind: "SST", pattern: "*.sst", job: "manual compaction", want: wantReadOnly},
-	{op: vfs.OpRead, kind: "SST", pattern: "*.sst", job: "manual compaction", want: wantReadOnly},
-	{op: vfs.OpRead, kind: "SST", pattern: "*.sst", job: "get", want: wantReadError, nth: 2},
-	{op: vfs.OpOpen, kind: "SST", pattern: "*.sst", job: "get", want: wantReadError},
-	{op: vfs.OpRead, kind: "SST", pattern: "*.sst", job: "iterator", want: wantReadError, nth: 2},
-	{op: vfs.OpOpen, kind: "SST", pattern: "*.sst", job: "iterator", want: wantReadError},
-	{op: vfs.OpRemove, kind: "SST", pattern: "*.sst", job: "cleanup", want: wantTolerated},
+	{op: errorfs.OpCreate, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpWrite, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly, nth: 2},
+	{op: errorfs.OpSync, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpPreallocate, kind: "SST", pattern: "*.sst", job: "flush", want: wantTolerated},
+	{op: errorfs.OpStartWriteback, kind: "SST", pattern: "*.sst", job: "flush", want: wantTolerated},
+	{op: errorfs.OpTruncate, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpCreate, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly},
+	{op: errorfs.OpWrite, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly, nth: 3},
+	{op: errorfs.OpSync, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly},
+	{op: errorfs.OpRead, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly, nth: 2},
+	{op: errorfs.OpOpen, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly},
+	{op: errorfs.OpCreate, kind: "SST", pattern: "*.sst", job: "manual compaction", want: wantReadOnly},
+	{op: errorfs.OpRead, kind: "SST", pattern: "*.sst", job: "manual compaction", want: wantReadOnly},
+	{op: errorfs.OpRead, kind: "SST", pattern: "*.sst", job: "get", want: wantReadError, nth: 2},
+	{op: errorfs.OpOpen, kind: "SST", pattern: "*.sst", job: "get", want: wantReadError},
+	{op: errorfs.OpRead, kind: "SST", pattern: "*.sst", job: "iterator", want: wantReadError, nth: 2},
+	{op: errorfs.OpOpen, kind: "SST", pattern: "*.sst", job: "iterator", want: wantReadError},
+	{op: errorfs.OpRemove, kind: "SST", pattern: "*.sst", job: "cleanup", want: wantTolerated},
 	// MANIFEST: edits, rotation, recovery.
-	{op: vfs.OpWrite, kind: "MANIFEST", pattern: "MANIFEST-*", job: "flush", want: wantReadOnly},
-	{op: vfs.OpSync, kind: "MANIFEST", pattern: "MANIFEST-*", job: "flush", want: wantReadOnly},
-	{op: vfs.OpCreate, kind: "MANIFEST", pattern: "MANIFEST-*", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpWrite, kind: "MANIFEST", pattern: "MANIFEST-*", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpSync, kind: "MANIFEST", pattern: "MANIFEST-*", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpCreate, kind: "MANIFEST", pattern: "MANIFEST-*", job: "flush", want: wantReadOnly},
 	// Open syncs two MANIFEST records (the snapshot and its recovery
 	// edit); the third is the compaction's.
-	{op: vfs.OpSync, kind: "MANIFEST", pattern: "MANIFEST-*", job: "compaction", want: wantReadOnly, nth: 3},
-	{op: vfs.OpRead, kind: "MANIFEST", pattern: "MANIFEST-*", job: "open", want: wantOpenError},
-	{op: vfs.OpOpen, kind: "MANIFEST", pattern: "MANIFEST-*", job: "open", want: wantOpenError},
-	{op: vfs.OpCreate, kind: "MANIFEST", pattern: "MANIFEST-*", job: "open", want: wantOpenError},
-	{op: vfs.OpRemove, kind: "MANIFEST", pattern: "MANIFEST-*", job: "cleanup", want: wantTolerated},
+	{op: errorfs.OpSync, kind: "MANIFEST", pattern: "MANIFEST-*", job: "compaction", want: wantReadOnly, nth: 3},
+	{op: errorfs.OpRead, kind: "MANIFEST", pattern: "MANIFEST-*", job: "open", want: wantOpenError},
+	{op: errorfs.OpOpen, kind: "MANIFEST", pattern: "MANIFEST-*", job: "open", want: wantOpenError},
+	{op: errorfs.OpCreate, kind: "MANIFEST", pattern: "MANIFEST-*", job: "open", want: wantOpenError},
+	{op: errorfs.OpRemove, kind: "MANIFEST", pattern: "MANIFEST-*", job: "cleanup", want: wantTolerated},
 	// CURRENT: replaced (temp file, sync, rename) at MANIFEST rotation.
-	{op: vfs.OpCreate, kind: "CURRENT", pattern: "*.dbtmp", job: "flush", want: wantReadOnly},
-	{op: vfs.OpWrite, kind: "CURRENT", pattern: "*.dbtmp", job: "flush", want: wantReadOnly},
-	{op: vfs.OpSync, kind: "CURRENT", pattern: "*.dbtmp", job: "flush", want: wantReadOnly},
-	{op: vfs.OpRename, kind: "CURRENT", pattern: "CURRENT", job: "flush", want: wantReadOnly},
-	{op: vfs.OpRead, kind: "CURRENT", pattern: "CURRENT", job: "open", want: wantOpenError},
-	{op: vfs.OpOpen, kind: "CURRENT", pattern: "CURRENT", job: "open", want: wantOpenError},
-	{op: vfs.OpRename, kind: "CURRENT", pattern: "CURRENT", job: "open", want: wantOpenError},
+	{op: errorfs.OpCreate, kind: "CURRENT", pattern: "*.dbtmp", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpWrite, kind: "CURRENT", pattern: "*.dbtmp", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpSync, kind: "CURRENT", pattern: "*.dbtmp", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpRename, kind: "CURRENT", pattern: "CURRENT", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpRead, kind: "CURRENT", pattern: "CURRENT", job: "open", want: wantOpenError},
+	{op: errorfs.OpOpen, kind: "CURRENT", pattern: "CURRENT", job: "open", want: wantOpenError},
+	{op: errorfs.OpRename, kind: "CURRENT", pattern: "CURRENT", job: "open", want: wantOpenError},
 	// OPTIONS: written at Open, after CURRENT (so its temp file is the
 	// second one Open writes).
-	{op: vfs.OpCreate, kind: "OPTIONS", pattern: "*.dbtmp", job: "open", want: wantOpenError, nth: 2},
-	{op: vfs.OpWrite, kind: "OPTIONS", pattern: "*.dbtmp", job: "open", want: wantOpenError, nth: 2},
-	{op: vfs.OpSync, kind: "OPTIONS", pattern: "*.dbtmp", job: "open", want: wantOpenError, nth: 2},
-	{op: vfs.OpRename, kind: "OPTIONS", pattern: "OPTIONS-*", job: "open", want: wantOpenError},
+	{op: errorfs.OpCreate, kind: "OPTIONS", pattern: "*.dbtmp", job: "open", want: wantOpenError, nth: 2},
+	{op: errorfs.OpWrite, kind: "OPTIONS", pattern: "*.dbtmp", job: "open", want: wantOpenError, nth: 2},
+	{op: errorfs.OpSync, kind: "OPTIONS", pattern: "*.dbtmp", job: "open", want: wantOpenError, nth: 2},
+	{op: errorfs.OpRename, kind: "OPTIONS", pattern: "OPTIONS-*", job: "open", want: wantOpenError},
 	// The directory and its lock.
-	{op: vfs.OpLock, kind: "LOCK", pattern: "LOCK", job: "open", want: wantOpenError},
-	{op: vfs.OpList, kind: "dir", pattern: "db", job: "open", want: wantOpenError},
-	{op: vfs.OpSync, kind: "dir", pattern: "db", job: "open", want: wantOpenError},
+	{op: errorfs.OpLock, kind: "LOCK", pattern: "LOCK", job: "open", want: wantOpenError},
+	{op: errorfs.OpList, kind: "dir", pattern: "db", job: "open", want: wantOpenError},
+	{op: errorfs.OpSync, kind: "dir", pattern: "db", job: "open", want: wantOpenError},
 }
 
 // faultVariant is how an injected failure looks.
@@ -153,13 +154,13 @@ type faultVariant struct {
 	shortWrite bool
 }
 
-func faultVariants(op vfs.Op) []faultVariant {
+func faultVariants(op errorfs.Op) []faultVariant {
 	vs := []faultVariant{{name: "EIO"}}
 	switch op {
-	case vfs.OpWrite:
+	case errorfs.OpWrite:
 		vs = append(vs, faultVariant{name: "ENOSPC", noSpace: true}, faultVariant{name: "torn", shortWrite: true},
 			faultVariant{name: "torn-ENOSPC", noSpace: true, shortWrite: true})
-	case vfs.OpSync, vfs.OpCreate, vfs.OpPreallocate, vfs.OpRename, vfs.OpTruncate:
+	case errorfs.OpSync, errorfs.OpCreate, errorfs.OpPreallocate, errorfs.OpRename, errorfs.OpTruncate:
 		vs = append(vs, faultVariant{name: "ENOSPC", noSpace: true})
 	}
 	return vs
@@ -179,7 +180,7 @@ func TestFaultMatrix(t *testing.T) {
 	seed := modelSeed(t)
 	t.Logf("seed %d (rerun with SHALE_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0xfa17))
-	injected := map[vfs.Op]int{}
+	injected := map[errorfs.Op]int{}
 	cases := 0
 	for _, c := range faultMatrix {
 		variants := faultVariants(c.op)
@@ -211,12 +212,12 @@ func TestFaultMatrix(t *testing.T) {
 	t.Logf("%d cases; faults injected per operation: %s", cases, strings.Join(ops, " "))
 }
 
-// faultHarness holds a DB on a FaultFS over a MemFS and the model of what
+// faultHarness holds a DB on an errorfs.FS over a MemFS and the model of what
 // was written to it.
 type faultHarness struct {
 	t    *testing.T
 	mem  *vfs.MemFS
-	ffs  *vfs.FaultFS
+	ffs  *errorfs.FS
 	opts *Options
 	db   *DB
 	// acked holds acknowledged writes; synced the keys of those that were
@@ -229,7 +230,7 @@ type faultHarness struct {
 
 func newFaultHarness(t *testing.T) *faultHarness {
 	mem := vfs.NewMem()
-	ffs := vfs.NewFaultFS(mem, 1)
+	ffs := errorfs.New(mem, 1)
 	opts := testOptions(ffs)
 	opts.Logger = slog.New(slog.DiscardHandler)
 	opts.BytesPerSync = 2 << 10 // exercise StartWriteback
@@ -395,7 +396,7 @@ func waitFor(cond func() bool) bool {
 	return cond()
 }
 
-func runFaultCase(t *testing.T, c faultCase, v faultVariant) (vfs.Op, int) {
+func runFaultCase(t *testing.T, c faultCase, v faultVariant) (errorfs.Op, int) {
 	h := newFaultHarness(t)
 	defer func() {
 		if h.db != nil {
@@ -414,11 +415,11 @@ func runFaultCase(t *testing.T, c faultCase, v faultVariant) (vfs.Op, int) {
 	if err := h.putN(40); err != nil {
 		t.Fatal(err)
 	}
-	cause := vfs.ErrInjected
+	cause := errorfs.ErrInjected
 	if v.noSpace {
 		cause = syscall.ENOSPC
 	}
-	rule := vfs.FaultRule{Op: c.op, PathPattern: c.pattern, Nth: c.nth, NoSpace: v.noSpace, ShortWrite: v.shortWrite}
+	rule := errorfs.Rule{Op: c.op, PathPattern: c.pattern, Nth: c.nth, NoSpace: v.noSpace, ShortWrite: v.shortWrite}
 	arm := func() { h.ffs.AddRule(rule) }
 
 	var err error // the error the foreground call (or the next write) returned

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
-func faultDB(t *testing.T) (*DB, *vfs.FaultFS, *vfs.MemFS) {
+func faultDB(t *testing.T) (*DB, *errorfs.FS, *vfs.MemFS) {
 	t.Helper()
 	mem := vfs.NewMem()
-	ffs := vfs.NewFaultFS(mem, 1)
+	ffs := errorfs.New(mem, 1)
 	db, err := Open("/db", testOptions(ffs))
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func TestFlushFailureAndResume(t *testing.T) {
 	db, ffs, mem := faultDB(t)
 	defer db.Close()
 	putRange(t, db, 0, 100, nil)
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpCreate, PathContains: ".sst", NoSpace: true})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpCreate, PathContains: ".sst", NoSpace: true})
 	err := db.Flush()
 	if !errors.Is(err, ErrReadOnly) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Flush with a full disk: %v", err)
@@ -87,7 +88,7 @@ func TestWALFailureAndResume(t *testing.T) {
 	db, ffs, mem := faultDB(t)
 	defer db.Close()
 	putRange(t, db, 0, 50, &WriteOptions{Sync: true})
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpSync, PathContains: ".log"})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpSync, PathContains: ".log"})
 	if err := db.Put([]byte("key00050"), []byte("key00050"), &WriteOptions{Sync: true}); err == nil {
 		t.Fatal("a synced write whose sync failed must report it")
 	}
@@ -114,7 +115,7 @@ func TestManifestFailure(t *testing.T) {
 	db, ffs, mem := faultDB(t)
 	defer db.Close()
 	putRange(t, db, 0, 100, nil)
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpSync, PathContains: "MANIFEST"})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpSync, PathContains: "MANIFEST"})
 	if err := db.Flush(); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Flush with a failing MANIFEST: %v", err)
 	}
@@ -139,15 +140,15 @@ func TestRandomFaultsThenCrash(t *testing.T) {
 	forEachSeed(t, bySize(8, 3, 80), func(t *testing.T, seed uint64) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		mem := vfs.NewMem()
-		ffs := vfs.NewFaultFS(mem, seed)
+		ffs := errorfs.New(mem, seed)
 		opts := testOptions(ffs)
 		db, err := Open("/db", opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpCreate, vfs.OpRename} {
-			ffs.AddRule(vfs.FaultRule{Op: op, Probability: 0.0005 + rng.Float64()*0.003, ShortWrite: rng.IntN(2) == 0})
+		for _, op := range []errorfs.Op{errorfs.OpWrite, errorfs.OpSync, errorfs.OpCreate, errorfs.OpRename} {
+			ffs.AddRule(errorfs.Rule{Op: op, Probability: 0.0005 + rng.Float64()*0.003, ShortWrite: rng.IntN(2) == 0})
 		}
 		var writes []crashWrite
 		var failed *crashWrite // a write that returned an error may or may not persist
@@ -194,7 +195,7 @@ func TestRandomFaultsThenCrash(t *testing.T) {
 func TestManifestSyncFailureKeepsOutputs(t *testing.T) {
 	db, ffs, mem := faultDB(t)
 	putRange(t, db, 0, 100, &WriteOptions{Sync: true})
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpSync, PathContains: "MANIFEST", Nth: 1})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpSync, PathContains: "MANIFEST", Nth: 1})
 	if err := db.Flush(); err == nil {
 		t.Fatal("Flush with a failing MANIFEST sync must fail")
 	}
@@ -215,7 +216,7 @@ func TestResumeWithConcurrentWriters(t *testing.T) {
 	db, ffs, _ := faultDB(t)
 	defer db.Close()
 	putRange(t, db, 0, 50, nil)
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpCreate, PathContains: ".sst", Nth: 1})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpCreate, PathContains: ".sst", Nth: 1})
 	if err := db.Flush(); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Flush: %v", err)
 	}
@@ -272,15 +273,15 @@ func TestResumeWithConcurrentWriters(t *testing.T) {
 // without losing an acknowledged write; for a WAL write fault, a flush
 // fault, and a MANIFEST fault.
 func TestResumeWhileFaultPersists(t *testing.T) {
-	for _, rule := range []vfs.FaultRule{
-		{Op: vfs.OpWrite, PathPattern: "*.log", NoSpace: true},
-		{Op: vfs.OpSync, PathPattern: "*.log"},
-		{Op: vfs.OpCreate, PathPattern: "*.sst", NoSpace: true},
-		{Op: vfs.OpWrite, PathPattern: "MANIFEST-*", NoSpace: true},
-		{Op: vfs.OpSync, PathPattern: "MANIFEST-*"},
+	for _, rule := range []errorfs.Rule{
+		{Op: errorfs.OpWrite, PathPattern: "*.log", NoSpace: true},
+		{Op: errorfs.OpSync, PathPattern: "*.log"},
+		{Op: errorfs.OpCreate, PathPattern: "*.sst", NoSpace: true},
+		{Op: errorfs.OpWrite, PathPattern: "MANIFEST-*", NoSpace: true},
+		{Op: errorfs.OpSync, PathPattern: "MANIFEST-*"},
 		// Resume's own steps: the fresh WAL and the directory sync after it.
-		{Op: vfs.OpCreate, PathPattern: "*.log", NoSpace: true},
-		{Op: vfs.OpSync, PathPattern: "db"},
+		{Op: errorfs.OpCreate, PathPattern: "*.log", NoSpace: true},
+		{Op: errorfs.OpSync, PathPattern: "db"},
 	} {
 		t.Run(fmt.Sprintf("%s-%s", rule.Op, rule.PathPattern), func(t *testing.T) {
 			mem := vfs.NewMem()
@@ -289,7 +290,7 @@ func TestResumeWhileFaultPersists(t *testing.T) {
 			defer func() { db.Close() }()
 			putRange(t, db, 0, 100, &WriteOptions{Sync: true})
 			ffs.AddRule(rule)
-			cause := error(vfs.ErrInjected)
+			cause := error(errorfs.ErrInjected)
 			if rule.NoSpace {
 				cause = syscall.ENOSPC
 			}
@@ -355,7 +356,7 @@ func TestResumeWhileFaultPersists(t *testing.T) {
 // resumeWithin calls db.Resume and fails the test if it does not return
 // within a generous bound (a Resume that retries for as long as the fault
 // lasts never returns); then the fault is cleared, so the DB can close.
-func resumeWithin(t *testing.T, db *DB, ffs *vfs.FaultFS) error {
+func resumeWithin(t *testing.T, db *DB, ffs *errorfs.FS) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- db.Resume() }()
@@ -389,10 +390,10 @@ func TestReadErrorIsNotCorruption(t *testing.T) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	rule := vfs.FaultRule{Op: vfs.OpRead, PathPattern: "*.sst"}
+	rule := errorfs.Rule{Op: errorfs.OpRead, PathPattern: "*.sst"}
 	expect := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, vfs.ErrInjected) || errors.Is(err, ErrCorruption) {
+		if !errors.Is(err, errorfs.ErrInjected) || errors.Is(err, ErrCorruption) {
 			t.Fatalf("%s with a read error: %v (want the cause, not ErrCorruption)", what, err)
 		}
 	}
@@ -444,7 +445,7 @@ func TestIteratorAfterTransientReadError(t *testing.T) {
 	for _, reverse := range []bool{false, true} {
 		for _, nth := range []int{2, 3, 4} {
 			it := db.NewIterator(nil)
-			ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathPattern: "*.sst", Nth: nth})
+			ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathPattern: "*.sst", Nth: nth})
 			n := 0
 			var ok bool
 			if reverse {
@@ -466,7 +467,7 @@ func TestIteratorAfterTransientReadError(t *testing.T) {
 					ok = it.Next()
 				}
 			}
-			if !errors.Is(it.Err(), vfs.ErrInjected) {
+			if !errors.Is(it.Err(), errorfs.ErrInjected) {
 				t.Fatalf("reverse %v nth %d: scan ended after %d keys with %v", reverse, nth, n, it.Err())
 			}
 			if it.Next() || it.Prev() {
@@ -515,7 +516,7 @@ func TestTornManifestWriteThenResume(t *testing.T) {
 		opts.MaxManifestFileSize = 1 << 30 // no rotation: edits follow the torn one
 	})
 	putRange(t, db, 0, 100, &WriteOptions{Sync: true})
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpWrite, PathPattern: "MANIFEST-*", ShortWrite: true, NoSpace: true})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, PathPattern: "MANIFEST-*", ShortWrite: true, NoSpace: true})
 	if err := db.Flush(); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Flush with a torn MANIFEST write: %v", err)
 	}
@@ -553,7 +554,7 @@ func TestTornManifestWriteThenResume(t *testing.T) {
 // from all tables: the failure must not stick to the read state until a
 // write replaces it.
 func TestTransientTableOpenErrorIsNotSticky(t *testing.T) {
-	for _, op := range []vfs.Op{vfs.OpOpen, vfs.OpRead} {
+	for _, op := range []errorfs.Op{errorfs.OpOpen, errorfs.OpRead} {
 		t.Run(op.String(), func(t *testing.T) {
 			mem := vfs.NewMem()
 			o := testOptions(mem)
@@ -582,7 +583,7 @@ func TestTransientTableOpenErrorIsNotSticky(t *testing.T) {
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
-			ffs := vfs.NewFaultFS(mem, 1)
+			ffs := errorfs.New(mem, 1)
 			o = testOptions(ffs)
 			o.Logger = discardLogger()
 			o.DisableAutoCompactions = true
@@ -592,11 +593,11 @@ func TestTransientTableOpenErrorIsNotSticky(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			ffs.AddRule(vfs.FaultRule{Op: op, PathPattern: "*.sst", Nth: 1})
+			ffs.AddRule(errorfs.Rule{Op: op, PathPattern: "*.sst", Nth: 1})
 			it := db.NewIterator(nil)
 			for ok := it.First(); ok; ok = it.Next() {
 			}
-			if err := it.Close(); !errors.Is(err, vfs.ErrInjected) {
+			if err := it.Close(); !errors.Is(err, errorfs.ErrInjected) {
 				t.Fatalf("scan with a failing table: %v", err)
 			}
 			ffs.ClearRules()
@@ -620,14 +621,14 @@ func TestTransientTableOpenErrorIsNotSticky(t *testing.T) {
 // full disk or failing writes there must not fail or stop the DB.
 func TestInfoLogFaultsAreHarmless(t *testing.T) {
 	mem := vfs.NewMem()
-	ffs := vfs.NewFaultFS(mem, 1)
+	ffs := errorfs.New(mem, 1)
 	o := testOptions(ffs) // Logger nil: the DB writes its LOG file
 	db, err := Open("/db", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpSync} {
-		ffs.AddRule(vfs.FaultRule{Op: op, PathPattern: "LOG*", NoSpace: true})
+	for _, op := range []errorfs.Op{errorfs.OpWrite, errorfs.OpSync} {
+		ffs.AddRule(errorfs.Rule{Op: op, PathPattern: "LOG*", NoSpace: true})
 	}
 	putRange(t, db, 0, 500, &WriteOptions{Sync: true})
 	if err := db.Flush(); err != nil {
@@ -664,7 +665,7 @@ func TestLaterFaults(t *testing.T) {
 		t.Skip("many fault cases")
 	}
 	for _, c := range faultMatrix {
-		if !c.repeats() || c.want == wantTolerated || c.op == vfs.OpOpen {
+		if !c.repeats() || c.want == wantTolerated || c.op == errorfs.OpOpen {
 			continue // the harness's reads open only four tables
 		}
 		for nth := max(c.nth, 1); nth < max(c.nth, 1)+8; nth++ {
@@ -699,7 +700,7 @@ func TestBackgroundWALFailureThenResume(t *testing.T) {
 			var err error
 			defer func() { db.Close() }()
 			putRange(t, db, 0, 20, &WriteOptions{Sync: true})
-			ffs.AddRule(vfs.FaultRule{Op: vfs.OpWrite, PathPattern: "*.log", NoSpace: true, ShortWrite: torn, Nth: 2})
+			ffs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, PathPattern: "*.log", NoSpace: true, ShortWrite: torn, Nth: 2})
 			acked := 20
 			for i := 20; i < 5000; i++ {
 				k := fmt.Sprintf("key%05d", i)

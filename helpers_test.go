@@ -15,6 +15,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 func readFile(t *testing.T, fs vfs.FS, name string) []byte {
@@ -119,11 +120,11 @@ func (h *recordingHandler) saw(s string) bool {
 	return false
 }
 
-// openFaultDB opens /db on a FaultFS over mem (seed 1) with test options, no
+// openFaultDB opens /db on an errorfs.FS over mem (seed 1) with test options, no
 // logging, and set applied to them (set may be nil).
-func openFaultDB(t *testing.T, mem *vfs.MemFS, set func(*Options)) (*vfs.FaultFS, *Options, *DB) {
+func openFaultDB(t *testing.T, mem *vfs.MemFS, set func(*Options)) (*errorfs.FS, *Options, *DB) {
 	t.Helper()
-	ffs := vfs.NewFaultFS(mem, 1)
+	ffs := errorfs.New(mem, 1)
 	opts := testOptions(ffs)
 	opts.Logger = discardLogger()
 	if set != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/latencyfs"
 )
 
 // metaOptionSet is one configuration the metamorphic test runs its
@@ -104,7 +104,7 @@ var metamorphicSets = []metaOptionSet{
 	{name: "async-io-latency-nocache", set: func(o *Options) {
 		// Reads that take time, so async reads really are in flight while
 		// the read path goes on.
-		o.FS = vfs.NewLatencyFS(o.FS, vfs.LatencyOptions{ReadLatency: 20 * time.Microsecond, ReadJitter: 20 * time.Microsecond, Seed: 1})
+		o.FS = latencyfs.New(o.FS, latencyfs.Options{ReadLatency: 20 * time.Microsecond, ReadJitter: 20 * time.Microsecond, Seed: 1})
 		o.BlockCacheSize = -1
 	}, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
 	{name: "async-io-direct-readahead-32k", set: func(o *Options) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // TestMultiGetConcurrentWrites runs MultiGets at snapshots while another
@@ -213,7 +214,7 @@ func TestMultiGetModelNoBloom(t *testing.T) {
 func TestMultiGetCountsMatchStatistics(t *testing.T) {
 	for _, cacheSize := range []int64{-1, 16 << 10} {
 		st := NewStatistics()
-		ffs := vfs.NewFaultFS(vfs.NewMem(), 9)
+		ffs := errorfs.New(vfs.NewMem(), 9)
 		m := buildLayeredDB(t, ffs, func(o *Options) { o.BlockCacheSize = cacheSize; o.Statistics = st })
 		d := m.d
 		rng := rand.New(rand.NewPCG(modelSeed(t), 7))
@@ -225,7 +226,7 @@ func TestMultiGetCountsMatchStatistics(t *testing.T) {
 		tickers := []Ticker{TickerBlockReads, TickerBytesRead, TickerBlockCacheHits, TickerAsyncReads, TickerReadsCoalesced, TickerBloomChecks, TickerBloomUseful, TickerMultiGetKeysFound}
 		for round := 0; round < 20; round++ {
 			if round == 10 {
-				ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: ".sst", Probability: 0.3})
+				ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: ".sst", Probability: 0.3})
 			}
 			keys := m.randomKeys(rng)
 			for _, mode := range multiGetModes {

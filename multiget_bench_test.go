@@ -10,6 +10,7 @@ import (
 
 	"github.com/shaledb/shale/internal/benchdata"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/latencyfs"
 )
 
 const (
@@ -115,12 +116,12 @@ func mgBenchDB(b *testing.B) *vfs.MemFS {
 }
 
 // BenchmarkMultiGetModes runs MultiGets of 8 random keys, from 4
-// goroutines, on a DB whose reads take 500µs (vfs.NewLatencyFS standing in
+// goroutines, on a DB whose reads take 500µs (latencyfs.New standing in
 // for remote flash), in the three modes; it reports MultiGet calls per
 // second and the P99 latency.
 func BenchmarkMultiGetModes(b *testing.B) {
 	mem := mgBenchDB(b)
-	lfs := vfs.NewLatencyFS(mem, vfs.LatencyOptions{ReadLatency: 500 * time.Microsecond})
+	lfs := latencyfs.New(mem, latencyfs.Options{ReadLatency: 500 * time.Microsecond})
 	opts := mgBenchOptions(lfs)
 	opts.DisableAutoCompactions = true
 	d, err := Open("db", opts)

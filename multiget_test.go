@@ -14,6 +14,8 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
+	"github.com/shaledb/shale/vfs/latencyfs"
 )
 
 // multiGetModes are the three ways MultiGet batches its reads.
@@ -187,7 +189,7 @@ func TestMultiGetModel(t *testing.T) {
 	}{
 		{"mem", func() vfs.FS { return vfs.NewMem() }, nil},
 		{"latency", func() vfs.FS {
-			return vfs.NewLatencyFS(vfs.NewMem(), vfs.LatencyOptions{ReadLatency: 20 * time.Microsecond, ReadJitter: 10 * time.Microsecond})
+			return latencyfs.New(vfs.NewMem(), latencyfs.Options{ReadLatency: 20 * time.Microsecond, ReadJitter: 10 * time.Microsecond})
 		}, nil},
 		{"nocache", func() vfs.FS { return vfs.NewMem() }, func(o *Options) { o.BlockCacheSize = -1 }},
 		{"smallcache", func() vfs.FS { return vfs.NewMem() }, func(o *Options) { o.BlockCacheSize = 16 << 10 }},
@@ -408,7 +410,7 @@ func TestMultiGetCoalesce(t *testing.T) {
 // failing read get an error, every other key the right answer; never a wrong
 // value, never a hang.
 func TestMultiGetFaults(t *testing.T) {
-	ffs := vfs.NewFaultFS(vfs.NewMem(), 5)
+	ffs := errorfs.New(vfs.NewMem(), 5)
 	m := buildLayeredDB(t, ffs, func(o *Options) { o.BlockCacheSize = -1 })
 	d := m.d
 	defer func() { d.Close() }()
@@ -436,7 +438,7 @@ func TestMultiGetFaults(t *testing.T) {
 		// One table fails every read: MultiGet fails exactly the keys
 		// that Get fails.
 		bad := tables[rng.IntN(len(tables))]
-		ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: bad})
+		ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: bad})
 		getErr := make([]error, len(keys))
 		for i, k := range keys {
 			_, getErr[i] = d.Get(k, nil)
@@ -445,8 +447,8 @@ func TestMultiGetFaults(t *testing.T) {
 			ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
 			vals, errs := d.MultiGet(keys, ro)
 			for i := range keys {
-				injected := errors.Is(errs[i], vfs.ErrInjected)
-				if injected != errors.Is(getErr[i], vfs.ErrInjected) {
+				injected := errors.Is(errs[i], errorfs.ErrInjected)
+				if injected != errors.Is(getErr[i], errorfs.ErrInjected) {
 					t.Fatalf("%s: table %s failing: key %q: MultiGet error %v, Get error %v", mode.name, bad, keys[i], errs[i], getErr[i])
 				}
 				if !injected && (!bytes.Equal(vals[i], want[i]) || !errors.Is(errs[i], wantErr[i]) && errs[i] != wantErr[i]) {
@@ -457,13 +459,13 @@ func TestMultiGetFaults(t *testing.T) {
 		// Random reads of every table fail: any key may fail, none may be
 		// wrong.
 		ffs.ClearRules()
-		ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: ".sst", Probability: 0.2})
+		ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: ".sst", Probability: 0.2})
 		for _, mode := range multiGetModes {
 			ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
 			calls := 0
 			d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
 				calls++
-				if errors.Is(err, vfs.ErrInjected) {
+				if errors.Is(err, errorfs.ErrInjected) {
 					return
 				}
 				if !bytes.Equal(v, want[i]) || !errors.Is(err, wantErr[i]) && err != wantErr[i] {
@@ -496,17 +498,17 @@ func TestMultiGetFaults(t *testing.T) {
 		want := make([][]byte, len(keys))
 		wantErr := make([]error, len(keys))
 		bad := tables[rng.IntN(numL0)] // an L0 file: its range covers many keys
-		ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: bad})
+		ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: bad})
 		for _, mode := range multiGetModes {
 			ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
 			vals, errs := d.MultiGet(keys, ro)
 			for i, k := range keys {
-				if errors.Is(errs[i], vfs.ErrInjected) {
+				if errors.Is(errs[i], errorfs.ErrInjected) {
 					failed++
 				}
 				want[i], wantErr[i] = d.Get(k, nil)
-				if !bytes.Equal(vals[i], want[i]) || errors.Is(errs[i], vfs.ErrInjected) != errors.Is(wantErr[i], vfs.ErrInjected) ||
-					!errors.Is(errs[i], vfs.ErrInjected) && !errors.Is(errs[i], wantErr[i]) && errs[i] != wantErr[i] {
+				if !bytes.Equal(vals[i], want[i]) || errors.Is(errs[i], errorfs.ErrInjected) != errors.Is(wantErr[i], errorfs.ErrInjected) ||
+					!errors.Is(errs[i], errorfs.ErrInjected) && !errors.Is(errs[i], wantErr[i]) && errs[i] != wantErr[i] {
 					t.Fatalf("%s: table %s unreadable from open: key %q: MultiGet %.20q %v, Get %.20q %v", mode.name, bad, k, vals[i], errs[i], want[i], wantErr[i])
 				}
 			}

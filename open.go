@@ -94,6 +94,11 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 		SQPoll:         o.IOUringSQPoll,
 		Logf:           func(format string, args ...any) { d.logger.Warn(fmt.Sprintf(format, args...)) },
 	})
+	if w, ok := d.fs.(vfs.AsyncReaderWrapper); ok {
+		// A wrapping FS (a simulated slow device) reads its files through
+		// the reader natively and adds what its ReadAt would.
+		d.ioReader = w.WrapAsyncReader(d.ioReader)
+	}
 	d.fileCache = newFileCache(d)
 	d.picker = compact.NewPicker(d.compactOptions())
 

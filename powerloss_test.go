@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // TestPowerLoss crashes (drops every unsynced byte and directory change)
@@ -23,11 +24,11 @@ import (
 // and the DB holds exactly the state after some prefix of the writes that
 // includes every write acknowledged as durable before the crash (the
 // writes are sequential, so the prefix is exact). A few times the workload
-// fails a WAL sync or a flush (vfs.FaultFS above the crash points) and calls
+// fails a WAL sync or a flush (errorfs.FS above the crash points) and calls
 // Resume, so crashes during and after a Resume are covered too.
 //
 // Under MemFS's model only a sync changes what a crash leaves
-// (vfs.Mutation.Durable), so the test reopens one crash clone per sync and
+// (errorfs.Mutation.Durable), so the test reopens one crash clone per sync and
 // checks every crash point after that sync against it. The default run
 // reopens a seeded sample of them; SHALE_STRESS=1 reopens all.
 func TestPowerLoss(t *testing.T) {
@@ -49,7 +50,7 @@ type plStep struct {
 // plPoint is a crash point: what the crash follows and what was
 // acknowledged by then.
 type plPoint struct {
-	m     vfs.Mutation
+	m     errorfs.Mutation
 	phase string
 	// lastSynced writes were acknowledged as durable before the crash.
 	lastSynced int
@@ -119,7 +120,7 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 		verified = make(chan *plImage, 2)
 	)
 	sampleRng := rand.New(rand.NewPCG(seed, 0x5a3))
-	hook := func(m vfs.Mutation) {
+	hook := func(m errorfs.Mutation) {
 		// Read what was acknowledged before taking the image: an ack
 		// follows its sync, which is this mutation or an earlier one.
 		ls := int(lastSynced.Load())
@@ -139,10 +140,10 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 		total++
 		cur.points = append(cur.points, plPoint{m: m, phase: phase, lastSynced: ls})
 	}
-	cfs := vfs.NewCrashPointFS(mem, hook)
+	cfs := errorfs.NewCrashPointFS(mem, hook)
 	// Faults are injected above the crash points: a failed operation never
 	// reaches the file system.
-	ffs := vfs.NewFaultFS(cfs, seed)
+	ffs := errorfs.New(cfs, seed)
 
 	var wg sync.WaitGroup
 	var checked, reopened atomic.Int64
@@ -198,9 +199,9 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 				lastSynced.Store(n)
 			}
 		case "wal-fault", "flush-fault":
-			rule := vfs.FaultRule{Op: vfs.OpSync, PathPattern: "*.log", Nth: 1}
+			rule := errorfs.Rule{Op: errorfs.OpSync, PathPattern: "*.log", Nth: 1}
 			if s.action == "flush-fault" {
-				rule = vfs.FaultRule{Op: vfs.OpCreate, PathPattern: "*.sst", Nth: 1}
+				rule = errorfs.Rule{Op: errorfs.OpCreate, PathPattern: "*.sst", Nth: 1}
 			}
 			ffs.AddRule(rule)
 			if s.action == "wal-fault" {
@@ -210,7 +211,7 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 				err = db.Flush()
 			}
 			ffs.ClearRules()
-			if !errors.Is(err, vfs.ErrInjected) {
+			if !errors.Is(err, errorfs.ErrInjected) {
 				t.Fatalf("%s: the failed call returned %v", s.action, err)
 			}
 			faults++
@@ -237,7 +238,7 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 	lastSynced.Store(issued.Load())
 	// A crash after the final Close: everything is there.
 	final := &plImage{fs: mem.CrashClone(), issued: int(issued.Load()),
-		points: []plPoint{{m: vfs.Mutation{Index: cfs.Mutations() + 1, Op: vfs.OpSync, Path: "(after Close)"}, phase: "close", lastSynced: len(writes)}}}
+		points: []plPoint{{m: errorfs.Mutation{Index: cfs.Mutations() + 1, Op: errorfs.OpSync, Path: "(after Close)"}, phase: "close", lastSynced: len(writes)}}}
 	verified <- cur
 	verified <- final
 	close(verified)

@@ -13,6 +13,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/mergeiter"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 func portableReader(t testing.TB) vfs.AsyncReader {
@@ -278,7 +279,7 @@ func TestTwoPhaseSeekOverlapsTables(t *testing.T) {
 	}
 }
 
-// TestAsyncIterReadErrors injects read errors into a table on a FaultFS
+// TestAsyncIterReadErrors injects read errors into a table on an errorfs.FS
 // and checks that async iterators (two-phase seeks and double-buffered
 // readahead) report them as errors and never show a wrong entry: every
 // entry shown is the one a sync iterator over a healthy reader shows.
@@ -292,7 +293,7 @@ func TestAsyncIterReadErrors(t *testing.T) {
 	}
 	w.Write(data)
 	w.Close()
-	ffs := vfs.NewFaultFS(mem, seed)
+	ffs := errorfs.New(mem, seed)
 	async := portableReader(t)
 	open := func(fs vfs.FS) *Reader {
 		f, err := fs.Open("t.sst")
@@ -308,7 +309,7 @@ func TestAsyncIterReadErrors(t *testing.T) {
 	healthy, faulty := open(mem), open(ffs)
 	defer healthy.Close()
 	defer faulty.Close()
-	ffs.AddRule(vfs.FaultRule{Op: vfs.OpRead, PathContains: "t.sst", Probability: 0.2})
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: "t.sst", Probability: 0.2})
 	errs := 0
 	for trial := 0; trial < 200; trial++ {
 		o := IterOptions{Async: true, ReadaheadSize: []int64{0, 8 << 10, -1}[rng.IntN(3)]}
@@ -322,7 +323,7 @@ func TestAsyncIterReadErrors(t *testing.T) {
 					t.Fatalf("trial %d step %d: async iterator stopped without an error at %s", trial, step, iterState(ref, a))
 				}
 				if it.Error() != nil {
-					if !errors.Is(it.Error(), vfs.ErrInjected) {
+					if !errors.Is(it.Error(), errorfs.ErrInjected) {
 						t.Fatalf("trial %d: unexpected error %v", trial, it.Error())
 					}
 					errs++

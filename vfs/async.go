@@ -3,7 +3,6 @@ package vfs
 import (
 	"errors"
 	"sync/atomic"
-	"time"
 )
 
 // ReadRequest is one read of a batch: up to len(Buf) bytes of File at Off.
@@ -31,8 +30,7 @@ type AsyncReader interface {
 	// them; reads beyond QueueDepth start as earlier ones finish. (Only
 	// the io_uring reader, when QueueDepth of its ring reads are in
 	// flight, waits in Submit for a ring slot, as it must for a device's
-	// queue; reads of a latency FS file hold their slot until their
-	// simulated completion.) The reads complete in any order.
+	// queue.) The reads complete in any order.
 	Submit(reqs []ReadRequest) *ReadBatch
 	// MultiRead submits reqs and waits for all of them; it returns the first
 	// error by request index (io.EOF included), or nil.
@@ -41,6 +39,9 @@ type AsyncReader interface {
 	Stats() AsyncStats
 	// Kind names the mechanism in use: "io_uring" or "portable".
 	Kind() string
+	// QueueDepth returns the number of reads the reader keeps in flight at
+	// once (AsyncOptions.QueueDepth, as the reader applied it).
+	QueueDepth() int
 	// Close releases the reader's resources (the ring). Batches still in
 	// flight complete first; Submit after Close reads synchronously.
 	Close() error
@@ -144,6 +145,19 @@ func (b *ReadBatch) Wait() error {
 // Len returns the number of requests in the batch.
 func (b *ReadBatch) Len() int { return len(b.reqs) }
 
+// NewReadBatch returns a batch of reqs for an AsyncReader implemented
+// outside this package, such as the one an AsyncReaderWrapper returns: its
+// Submit returns the batch and calls Complete once for each request. The
+// batch may be one that Release recycled.
+func NewReadBatch(reqs []ReadRequest) *ReadBatch { return acquireReadBatch(reqs) }
+
+// Complete records that request i has finished; the AsyncReader that made
+// the batch calls it once per request, after setting the request's N and
+// Err, and touches neither the request nor the batch afterwards (the batch
+// may be released as soon as its last request completes). Callers of
+// Submit never call it.
+func (b *ReadBatch) Complete(i int) { b.complete(i) }
+
 // NewAsyncReader returns the best AsyncReader this platform offers: io_uring
 // on Linux when the kernel allows it (and o.DisableIOUring is false), else
 // concurrent positional reads on a bounded number of goroutines.
@@ -169,16 +183,22 @@ var platformAsyncReader = newPlatformAsyncReader
 // worth a LOG line.
 var errNoPlatformAsync = errors.New("shale: no native asynchronous reads on this platform")
 
-// delayedFile is implemented by the files of the latency-injecting FS. An
-// AsyncReader that reads a file natively (io_uring) reads delayedInner()
-// instead and completes the request no earlier than the time readDeadline
-// returned at submission; ReadAt of a delayedFile sleeps by itself, so the
-// portable reader needs nothing special.
-type delayedFile interface {
-	File
-	// delayedInner is the wrapped file the data comes from.
-	delayedInner() File
-	// readDeadline reserves the simulated device for a read of n bytes
-	// submitted now and returns when that read completes.
-	readDeadline(n int) time.Time
+// AsyncReaderWrapper is implemented by a file system that wraps another
+// and has something of its own to do around each read of its files (a
+// simulated delay, say), when an AsyncReader should still read those files
+// natively. An AsyncReader reads natively only this package's OS files; a
+// wrapping FS's files it reads through their own ReadAt, on its goroutines,
+// which is correct but not native. WrapAsyncReader returns an AsyncReader
+// over r that unwraps them: it hands r the files they wrap and does around
+// each request what the file's ReadAt does around a read. Requests for
+// other files go to r as they are. The returned reader owns r: its Close
+// closes r.
+//
+// Whoever makes the AsyncReader for a file system wraps it once, right
+// after NewAsyncReader, when the file system implements this interface (the
+// DB does, for Options.FS). A wrapper whose own inner FS implements it
+// wraps r with that first, so a chain of such file systems unwraps level by
+// level.
+type AsyncReaderWrapper interface {
+	WrapAsyncReader(r AsyncReader) AsyncReader
 }

@@ -110,8 +110,7 @@ type uringSlot struct {
 	off       int64  // the file offset of buf
 	asked     uint32 // length of the SQE in flight
 	n         int    // bytes read so far
-	deadline  time.Time
-	next      int32 // link in the free, chunk and resubmit lists
+	next      int32  // link in the free, chunk and resubmit lists
 }
 
 func newURingReader(o AsyncOptions) (*uringReader, error) {
@@ -147,6 +146,8 @@ func newURingReader(o AsyncOptions) (*uringReader, error) {
 
 func (r *uringReader) Kind() string { return "io_uring" }
 
+func (r *uringReader) QueueDepth() int { return len(r.slots) }
+
 func (r *uringReader) Stats() AsyncStats { return r.counters.stats() }
 
 func (r *uringReader) MultiRead(reqs []ReadRequest) error {
@@ -166,42 +167,32 @@ const (
 )
 
 // classify picks the route of req. For the ring it returns the *osFile to
-// read and its alignment, and the delayedFile the request reads through,
-// if any (Submit asks it for the deadline once the read has a ring slot).
-func (r *uringReader) classify(req *ReadRequest) (rt route, f *osFile, fd int32, align int, dl delayedFile) {
-	file := req.File
-	d, delayed := file.(delayedFile)
-	if delayed {
-		file = d.delayedInner()
-	}
-	f, ok := file.(*osFile)
+// read and its alignment. Only the OS files of this package go to the ring:
+// the file of a wrapping FS (fault injection, latency) is read through its
+// own ReadAt, which is what gives the wrapper its say over the read.
+func (r *uringReader) classify(req *ReadRequest) (rt route, f *osFile, fd int32, align int) {
+	f, ok := req.File.(*osFile)
 	if !ok {
-		return routePortable, nil, 0, 0, nil
+		return routePortable, nil, 0, 0
 	}
 	raw := f.fd()
 	if len(req.Buf) == 0 || req.Off < 0 || raw == ^uintptr(0) {
 		// Nothing to read, a negative offset or a closed file: ReadAt
 		// answers without a system call, with the error it would give.
-		if delayed {
-			return routePortable, nil, 0, 0, nil
-		}
-		return routeInline, nil, 0, 0, nil
+		return routeInline, nil, 0, 0
 	}
 	if f.dio != nil {
 		if _, writing := f.dio.size(); writing {
 			// A DirectIO file being written holds its newest bytes in its
 			// write buffer, which only its ReadAt sees.
-			return routePortable, nil, 0, 0, nil
+			return routePortable, nil, 0, 0
 		}
 	}
 	align = Alignment(f)
 	if align > 1 && !IsAligned(req.Buf, req.Off, align) {
-		return routePortable, nil, 0, 0, nil // the file's ReadAt bounces
+		return routePortable, nil, 0, 0 // the file's ReadAt bounces
 	}
-	if delayed {
-		dl = d
-	}
-	return routeRing, f, int32(raw), align, dl
+	return routeRing, f, int32(raw), align
 }
 
 // Submit sends every request that qualifies through the ring and the others
@@ -225,7 +216,7 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 	)
 	for i := range reqs {
 		req := &reqs[i]
-		rt, f, fd, align, dl := r.classify(req)
+		rt, f, fd, align := r.classify(req)
 		switch rt {
 		case routeInline:
 			r.readNow(b, i)
@@ -248,15 +239,8 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 		id := free
 		s := &r.slots[id]
 		free, nfree = s.next, nfree-1
-		var deadline time.Time
-		if dl != nil {
-			// Reserved now that the read has its slot, which it keeps
-			// until this deadline: a read waiting for a slot waits in
-			// the simulated device's queue too.
-			deadline = dl.readDeadline(len(req.Buf))
-		}
 		s.batch, s.idx, s.file, s.fd, s.align = b, i, f, fd, align
-		s.buf, s.off, s.n, s.deadline, s.next = req.Buf, req.Off, 0, deadline, -1
+		s.buf, s.off, s.n, s.next = req.Buf, req.Off, 0, -1
 		if head < 0 {
 			head = id
 		} else {
@@ -319,14 +303,6 @@ func (r *uringReader) releaseList(head int32, n int) {
 	r.slotMu.Unlock()
 }
 
-// releaseID returns one slot to the free stack.
-func (r *uringReader) releaseID(id int32) {
-	r.slotMu.Lock()
-	r.free = append(r.free, id)
-	r.slotFreed.Broadcast()
-	r.slotMu.Unlock()
-}
-
 // releaseIDs returns slots to the free stack.
 func (r *uringReader) releaseIDs(ids []int32) {
 	r.slotMu.Lock()
@@ -368,13 +344,10 @@ func (r *uringReader) submitChunk(head int32, n int, fresh bool) {
 	if len(failed) > 0 {
 		// The kernel refused the ring itself (not a read): fail the
 		// requests it did not take.
-		free := failed[:0]
 		for _, id := range failed {
-			if !r.finish(id, err) {
-				free = append(free, id)
-			}
+			r.finish(id, err)
 		}
-		r.releaseIDs(free)
+		r.releaseIDs(failed)
 	}
 }
 
@@ -440,9 +413,8 @@ func (r *uringReader) handleCQE(userData uint64, res int32) {
 		case s.align > 1 && !IsAligned(s.buf, s.off, s.align):
 			// A short direct-IO read left an unaligned rest (typically at
 			// the end of the file): the file's own ReadAt handles it.
-			if !r.finishPortable(id) {
-				r.reapFreed = append(r.reapFreed, id)
-			}
+			r.finishPortable(id)
+			r.reapFreed = append(r.reapFreed, id)
 		default:
 			r.resubmit(id) // a short read, or a request longer than one SQE
 		}
@@ -461,82 +433,49 @@ func (r *uringReader) resubmit(id int32) {
 	r.resubmitN++
 }
 
-// end finishes slot id with err on the reaper and frees the slot, unless
-// the read keeps it until its simulated deadline.
+// end finishes slot id with err on the reaper and frees the slot.
 func (r *uringReader) end(id int32, err error) {
-	if !r.finish(id, err) {
-		r.reapFreed = append(r.reapFreed, id)
-	}
+	r.finish(id, err)
+	r.reapFreed = append(r.reapFreed, id)
 }
 
 // finish records the result of slot id in its request, clears the slot and
-// completes the request (at its deadline, for a delayedFile). It returns
-// whether it keeps the slot: a delayedFile's read is in flight until its
-// deadline, and holds its slot until then, so that QueueDepth bounds the
-// reads of the simulated device as it bounds a real one's. Otherwise the
-// caller frees the slot.
-func (r *uringReader) finish(id int32, err error) (kept bool) {
+// completes the request. The caller frees the slot.
+func (r *uringReader) finish(id int32, err error) {
 	s := &r.slots[id]
-	b, i, n, deadline := s.batch, s.idx, s.n, s.deadline
+	b, i, n := s.batch, s.idx, s.n
 	r.clearSlot(s)
 	req := &b.reqs[i]
 	req.N, req.Err = n, err
 	r.counters.bytesRead.Add(uint64(n))
-	return r.deliver(b, i, deadline, id)
+	r.deliver(b, i)
 }
 
 // finishPortable hands the rest of slot id to the file's ReadAt on a
-// goroutine. Like finish, it returns whether it keeps the slot (until the
-// deadline of a delayedFile's read); otherwise the caller frees it.
-func (r *uringReader) finishPortable(id int32) (kept bool) {
+// goroutine. The caller frees the slot.
+func (r *uringReader) finishPortable(id int32) {
 	s := &r.slots[id]
-	b, i, n, deadline, f, rest, off := s.batch, s.idx, s.n, s.deadline, s.file, s.buf, s.off
+	b, i, n, f, rest, off := s.batch, s.idx, s.n, s.file, s.buf, s.off
 	r.clearSlot(s)
-	kept = !deadline.IsZero()
 	go func() {
 		m, err := f.ReadAt(rest, off)
 		req := &b.reqs[i]
 		req.N, req.Err = n+m, err
 		r.counters.bytesRead.Add(uint64(n + m))
-		if kept {
-			waitUntil(deadline)
-			r.releaseID(id)
-		}
-		r.deliver(b, i, time.Time{}, -1)
+		r.deliver(b, i)
 	}()
-	return kept
 }
 
 // clearSlot drops the slot's references so that a free slot pins nothing.
 func (r *uringReader) clearSlot(s *uringSlot) {
 	s.published.Store(0)
-	s.batch, s.file, s.buf, s.deadline = nil, nil, nil, time.Time{}
+	s.batch, s.file, s.buf = nil, nil, nil
 }
 
-// deliver completes request i of b, no earlier than deadline when it is set.
-// id, when not -1, is the request's ring slot: if deliver has to wait, it
-// frees the slot after the wait and returns true; otherwise the caller
-// frees it.
-func (r *uringReader) deliver(b *ReadBatch, i int, deadline time.Time, id int32) (kept bool) {
-	if !deadline.IsZero() {
-		if d := time.Until(deadline); d > 0 {
-			// Not on the reaper, which must keep reaping; and through the
-			// latency FS's precise waker, since Go timers wake up to a
-			// millisecond late, more than the latencies simulated.
-			go func() {
-				waitUntil(deadline)
-				if id >= 0 {
-					r.releaseID(id)
-				}
-				b.complete(i)
-				r.ringWork.Done()
-			}()
-			return id >= 0
-		}
-	}
+// deliver completes request i of b, a request sent to the ring.
+func (r *uringReader) deliver(b *ReadBatch, i int) {
 	b.complete(i)
 	r.ringWork.Done()
-	return false
 }
 
 // Close waits for the reads in the ring, stops the reaper and releases the

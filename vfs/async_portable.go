@@ -47,7 +47,7 @@ func (g *goReads) start(b *ReadBatch, i int) {
 
 // portableReader is the AsyncReader of every platform without io_uring: each
 // request is a positional ReadAt on its own goroutine, at most QueueDepth at
-// once, so reads of one batch overlap in the device (and in a latency FS).
+// once, so reads of one batch overlap in the device.
 type portableReader struct {
 	reads     goReads
 	counters  asyncCounters
@@ -61,6 +61,8 @@ func newPortableReader(o AsyncOptions) *portableReader {
 }
 
 func (r *portableReader) Kind() string { return "portable" }
+
+func (r *portableReader) QueueDepth() int { return cap(r.reads.sem) }
 
 // Submit starts the reads of reqs, at most QueueDepth of this reader's
 // reads in flight; when the queue is full it hands the rest to one

@@ -9,28 +9,28 @@ import (
 )
 
 // TestAsyncReaderPerRequestErrors submits one batch, larger than the queue
-// depth, over a fault-injecting FS on the OS file system: requests of the
-// failing file fail with the injected error, the others (including short
-// reads at the end of the file) complete as ReadAt would, each on its own,
-// and MultiRead reports the first error by index.
+// depth, of reads of an OS file and of a file whose reads fail (as a
+// fault-injecting FS's do; errorfs tests that FS itself): requests of the
+// failing file fail with its error, the others (including short reads at
+// the end of the file) complete as ReadAt would, each on its own, and
+// MultiRead reports the first error by index.
 func TestAsyncReaderPerRequestErrors(t *testing.T) {
 	dir := testDir(t)
 	data := bytes.Repeat([]byte("0123456789abcdef"), 1000) // 16000 bytes
 	for _, n := range []string{"good.sst", "bad.sst"} {
 		writeFile(t, Default, Default.PathJoin(dir, n), string(data))
 	}
-	ffs := NewFaultFS(Default, 1)
-	good, err := ffs.Open(Default.PathJoin(dir, "good.sst"))
+	good, err := Default.Open(Default.PathJoin(dir, "good.sst"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer good.Close()
-	bad, err := ffs.Open(Default.PathJoin(dir, "bad.sst"))
+	badInner, err := Default.Open(Default.PathJoin(dir, "bad.sst"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bad.Close()
-	ffs.AddRule(FaultRule{Op: OpRead, PathPattern: "bad.*"})
+	defer badInner.Close()
+	bad := failingFile{badInner}
 	for _, tr := range asyncTestReaders() {
 		t.Run(tr.name, func(t *testing.T) {
 			r := tr.make(t, AsyncOptions{QueueDepth: 4})
@@ -48,13 +48,13 @@ func TestAsyncReaderPerRequestErrors(t *testing.T) {
 				reqs[i] = ReadRequest{File: f, Off: off, Buf: make([]byte, 1000)}
 			}
 			err := r.MultiRead(reqs)
-			if !errors.Is(err, ErrInjected) {
+			if !errors.Is(err, errReadFailed) {
 				t.Fatalf("MultiRead: %v, want the injected error of request 1", err)
 			}
 			for i, req := range reqs {
 				switch {
 				case req.File == bad:
-					if !errors.Is(req.Err, ErrInjected) || req.N != 0 {
+					if !errors.Is(req.Err, errReadFailed) || req.N != 0 {
 						t.Fatalf("request %d (bad file): %d, %v", i, req.N, req.Err)
 					}
 				case req.Off == int64(len(data)-100):
@@ -118,8 +118,8 @@ func TestAsyncReaderDeepBatchOverlaps(t *testing.T) {
 // ReadAt here blocks until the test opens its gate, so a Submit that waits
 // for a read never returns (no timing is involved). The io_uring reader's
 // ring reads are the exception: Submit waits for a ring slot, as it would
-// for a real device's (TestAsyncLatencyFSQueueDepth); a gateFile is not a
-// delayedFile, so that reader reads it on goroutines.
+// for a real device's; a gateFile is not an OS file, so that reader reads
+// it on goroutines.
 func TestAsyncSubmitReturnsAtOnce(t *testing.T) {
 	f := mustTempFile(t, bytes.Repeat([]byte("y"), 1<<16))
 	for _, tr := range asyncTestReaders() {
@@ -153,6 +153,14 @@ func TestAsyncSubmitReturnsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// errReadFailed is the error of a failingFile's reads.
+var errReadFailed = errors.New("shale: test: read failed")
+
+// failingFile fails every ReadAt with errReadFailed.
+type failingFile struct{ File }
+
+func (failingFile) ReadAt([]byte, int64) (int, error) { return 0, errReadFailed }
 
 // gateFile blocks every ReadAt until open is closed.
 type gateFile struct {

@@ -11,19 +11,15 @@
 //   - MemFS (NewMem), an in-memory file system that keeps synced and unsynced
 //     state apart, so a test can take a CrashClone and reopen from what a
 //     power loss would have left.
-//   - FaultFS (NewFaultFS), a wrapper that fails chosen operations (by kind,
-//     path substring or base-name glob, count or seeded probability), with
-//     ENOSPC and torn writes.
-//   - LatencyFS (NewLatencyFS), a wrapper that delays reads as a remote
-//     device would: each read waits ReadLatency ± ReadJitter (seeded) after
-//     its transfer, transfers share ReadBandwidth through one "busy until"
-//     clock, and latencies of concurrent reads overlap. Writes and metadata
-//     pass through (unless WriteLatency is set). Its files tell an io_uring
-//     reader their inner file and each read's deadline (delayedFile), so
-//     native batches honour the delay too. On Linux its sleeps go through
-//     one waker thread sleeping in ppoll, since Go's timers round sub-
-//     millisecond sleeps up to about a millisecond; reads return about
-//     50-100µs after their deadline there.
+//
+// The file systems that wrap another to change what it does live in their
+// own packages: vfs/errorfs (failing chosen operations, and numbering the
+// mutations a test can crash after) and vfs/latencyfs (a simulated slow
+// device). vfs knows nothing of them. Two small interfaces let such a
+// wrapper keep what its files pass on: a wrapping file forwards Alignment
+// (Aligner), and a wrapping FS that has something to do around each read
+// of its files may give the owner of an AsyncReader one that reads the
+// wrapped files natively (AsyncReaderWrapper).
 //
 // Lock takes an exclusive, non-blocking lock: flock(LOCK_EX|LOCK_NB) on POSIX,
 // LockFileEx on Windows, and in addition a process-wide registry of locked
@@ -82,15 +78,6 @@
 //   - directories made by MkdirAll are durable at once (a simplification:
 //     crash tests are about the files of a database, not its directory).
 //
-// CrashPointFS (NewCrashPointFS) numbers every mutation (create, write,
-// sync, directory sync, rename, remove, truncate, lock, mkdir) and calls a
-// hook after each one, with mutations serialized, so a test can take a
-// CrashClone after exactly mutation N and name it in a failure ("op 1234:
-// rename /db/000012.dbtmp -> /db/CURRENT"). Under the model above only a
-// sync (or MkdirAll) changes what a crash leaves (Mutation.Durable), so a
-// test needs to reopen one clone per durable mutation to cover a crash
-// after every mutation.
-//
 // vfs never interprets file contents, and no other shale package touches the
 // os package's files; that is what makes crash simulation and fault injection
 // possible.
@@ -104,13 +91,17 @@
 // polling thread, unless AsyncOptions.SQPoll), at most QueueDepth reads are
 // in flight so the completion ring never overflows, and short reads continue
 // until ReadAt's result is reached: every request ends with the N and error
-// File.ReadAt would return. Requests the ring cannot serve (files not backed
-// by the OS, closed files, direct-IO reads that are not aligned) are read
-// with ReadAt on goroutines within the same batch, so callers never branch.
-// Where io_uring is missing or refused (old kernel, seccomp,
+// File.ReadAt would return. Requests the ring cannot serve (files that are
+// not this package's OS files, such as MemFS files and those of wrapping
+// file systems, closed files, direct-IO reads that are not aligned) are
+// read with ReadAt on goroutines within the same batch, so callers never
+// branch. Where io_uring is missing or refused (old kernel, seccomp,
 // kernel.io_uring_disabled) or AsyncOptions.DisableIOUring is set, and on
 // other platforms, the portable reader issues concurrent ReadAts on at most
 // QueueDepth goroutines. Reads beyond QueueDepth wait on one goroutine of
 // the batch, not in Submit. ReadBatch.Release optionally recycles a finished
 // batch, which makes a Submit/Wait/Release cycle on io_uring allocation-free.
+// An AsyncReader made outside this package (the one an AsyncReaderWrapper
+// returns) makes its batches with NewReadBatch and completes their requests
+// with ReadBatch.Complete.
 package vfs

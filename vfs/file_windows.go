@@ -331,8 +331,9 @@ func isUnsupported(err error) bool {
 		errors.Is(err, windows.ERROR_INVALID_FUNCTION)
 }
 
-// alignment is the sector size direct IO needs, or 1 for a buffered file.
-func (f *osFile) alignment() int {
+// Alignment implements Aligner: the sector size direct IO needs, or 1 for
+// a buffered file.
+func (f *osFile) Alignment() int {
 	if f.direct == nil {
 		return 1
 	}

@@ -487,7 +487,8 @@ var _ File = (*memFile)(nil)
 // the smallest logical block size of real devices.
 const memDirectAlign = 512
 
-func (f *memFile) alignment() int {
+// Alignment implements Aligner: memDirectAlign with DirectIO, else 1.
+func (f *memFile) Alignment() int {
 	if f.direct {
 		return memDirectAlign
 	}

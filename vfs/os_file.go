@@ -123,8 +123,8 @@ func (f *osFile) Truncate(size int64) error {
 	return f.file.Truncate(size)
 }
 
-// alignment is what Alignment reports: the direct-IO block size, or 1.
-func (f *osFile) alignment() int {
+// Alignment implements Aligner: the direct-IO block size, or 1.
+func (f *osFile) Alignment() int {
 	if f.dio != nil {
 		return f.dio.alignment()
 	}

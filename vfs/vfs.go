@@ -108,8 +108,16 @@ var ErrDirectIOUnsupported = errors.New("shale: direct IO is not supported by th
 // buffer addresses of f's reads need to avoid a bounce buffer: the logical
 // block size of a file opened with DirectIO, and 1 for every other file.
 func Alignment(f File) int {
-	if a, ok := f.(interface{ alignment() int }); ok {
-		return a.alignment()
+	if a, ok := f.(Aligner); ok {
+		return a.Alignment()
 	}
 	return 1
+}
+
+// Aligner is implemented by the files whose reads Alignment reports on: the
+// OS and MemFS files, and the files of a wrapping FS, which return
+// Alignment of the file they wrap. A File without it has an alignment of 1.
+type Aligner interface {
+	// Alignment is what Alignment(f) returns for the file.
+	Alignment() int
 }

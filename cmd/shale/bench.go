@@ -16,6 +16,7 @@ import (
 	"github.com/shaledb/shale/internal/benchdata"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/latencyfs"
 )
 
 // benchConfig holds the bench flags; names and meanings follow db_bench.
@@ -44,7 +45,7 @@ type benchConfig struct {
 
 	// File-layer flags (issue 3); see bench_io.go for the benchmarks that
 	// exercise them.
-	envReadLatency     time.Duration // --env_read_latency_us: wrap the FS in a vfs.LatencyFS
+	envReadLatency     time.Duration // --env_read_latency_us: wrap the FS in a latencyfs.FS
 	envReadJitter      time.Duration // --env_read_jitter_us
 	envReadBandwidthMB int64         // --env_read_bandwidth_mb, MiB/s; 0 = unlimited
 	useDirectReads     bool
@@ -247,7 +248,7 @@ type benchRunner struct {
 	// have been named (reportKept).
 	keptReported bool
 	db           *shale.DB
-	fs           vfs.FS // vfs.Default, or a LatencyFS over it (--env_read_*)
+	fs           vfs.FS // vfs.Default, or a latencyfs.FS over it (--env_read_*)
 	wo           *shale.WriteOptions
 	ro           *shale.ReadOptions // --readahead_size, --async_io, --optimize_multiget_for_io
 	stats        *shale.Statistics  // --statistics; kept across fresh DBs, reset before each benchmark
@@ -373,7 +374,7 @@ func benchFS(c *benchConfig) vfs.FS {
 	if c.envReadLatency <= 0 && c.envReadBandwidthMB <= 0 {
 		return vfs.Default
 	}
-	return vfs.NewLatencyFS(vfs.Default, vfs.LatencyOptions{
+	return latencyfs.New(vfs.Default, latencyfs.Options{
 		ReadLatency:   c.envReadLatency,
 		ReadJitter:    c.envReadJitter,
 		ReadBandwidth: c.envReadBandwidthMB << 20,
@@ -444,7 +445,7 @@ func (r *benchRunner) printHeader() {
 	fmt.Fprintf(r.out, "Compression: %s\n", c.compression)
 	fmt.Fprintf(r.out, "Seed:        %d\n", c.seed)
 	fmt.Fprintf(r.out, "DB:          %s\n", r.dir)
-	if l, ok := r.fs.(*vfs.LatencyFS); ok {
+	if l, ok := r.fs.(*latencyfs.FS); ok {
 		o := l.Options()
 		bw := "unlimited"
 		if o.ReadBandwidth > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/shaledb/shale"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/latencyfs"
 )
 
 // The benchmarks of the async read path (issue 5): multireadrandom,
@@ -317,7 +318,7 @@ func benchAsyncIO(r *benchRunner, _ *benchThread) error {
 	}
 	modes := c.asyncioModes()
 	env := "local file system"
-	if l, ok := r.fs.(*vfs.LatencyFS); ok {
+	if l, ok := r.fs.(*latencyfs.FS); ok {
 		env = fmt.Sprintf("latency FS %dus", l.Options().ReadLatency.Microseconds())
 	}
 	m := r.db.Metrics()

@@ -67,7 +67,7 @@ and scan_direct (full scans of a --scan_db_size database with direct reads
 and readahead off, with a 32-block readahead, and buffered from a cold page
 cache). Their fixtures stay in --db/` + benchIODir + ` and are reused.
 --env_read_latency_us, --env_read_jitter_us and --env_read_bandwidth_mb run
-everything over a simulated slow device (vfs.LatencyFS). See
+everything over a simulated slow device (package vfs/latencyfs). See
 docs/io-benchmarks.md.
 
 The async read path (docs/async-io.md): multireadrandom reads --reads keys

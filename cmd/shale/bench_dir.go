@@ -103,7 +103,7 @@ func (r *benchRunner) validateOptions() error {
 // lockOn makes r.lock the lock of r.dir, taken on fs the first time; the
 // lock is the directory's, so later opens on another file system over the
 // same directory (asyncio's cached phase opens on vfs.Default where a run
-// with --env_read_* uses a LatencyFS over it) keep using it.
+// with --env_read_* uses a latencyfs.FS over it) keep using it.
 func (r *benchRunner) lockOn(fs vfs.FS) error {
 	if r.lock != nil {
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shaledb/shale"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/latencyfs"
 )
 
 // parseBench parses bench flags without running anything.
@@ -75,9 +76,9 @@ func TestBenchIOFlagsToOptions(t *testing.T) {
 			t.Errorf("Options.%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	l, ok := o.FS.(*vfs.LatencyFS)
+	l, ok := o.FS.(*latencyfs.FS)
 	if !ok {
-		t.Fatalf("Options.FS is %T, want a *vfs.LatencyFS", o.FS)
+		t.Fatalf("Options.FS is %T, want a *latencyfs.FS", o.FS)
 	}
 	if lo := l.Options(); lo.ReadLatency != 500*time.Microsecond || lo.ReadJitter != 50*time.Microsecond ||
 		lo.ReadBandwidth != 100<<20 || lo.WriteLatency != 0 || lo.Seed != 9 {
@@ -103,7 +104,7 @@ func TestBenchIOFlagsToOptions(t *testing.T) {
 	if o.MaxAutoReadaheadSize != -1 || !cfg.useDirectReadsSet || cfg.useDirectReads {
 		t.Errorf("--max_auto_readahead_size 0: %d; use_direct_reads set %v value %v", o.MaxAutoReadaheadSize, cfg.useDirectReadsSet, cfg.useDirectReads)
 	}
-	if _, ok := o.FS.(*vfs.LatencyFS); !ok {
+	if _, ok := o.FS.(*latencyfs.FS); !ok {
 		t.Errorf("a bandwidth cap alone should wrap the FS, got %T", o.FS)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/shaledb/shale"
 	"github.com/shaledb/shale/internal/testdir"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // readVerbDB builds a database with a table, a WAL holding the last writes
@@ -133,10 +134,10 @@ func TestReadVerbsChangeNothing(t *testing.T) {
 	})
 	t.Run("refusing-fs", func(t *testing.T) {
 		dir, k, v := readVerbDB(t)
-		ffs := vfs.NewFaultFS(vfs.Default, 1)
-		for _, op := range []vfs.Op{vfs.OpCreate, vfs.OpWrite, vfs.OpSync, vfs.OpRename, vfs.OpRemove,
-			vfs.OpLock, vfs.OpTruncate, vfs.OpPreallocate, vfs.OpStartWriteback} {
-			ffs.AddRule(vfs.FaultRule{Op: op})
+		ffs := errorfs.New(vfs.Default, 1)
+		for _, op := range []errorfs.Op{errorfs.OpCreate, errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename, errorfs.OpRemove,
+			errorfs.OpLock, errorfs.OpTruncate, errorfs.OpPreallocate, errorfs.OpStartWriteback} {
+			ffs.AddRule(errorfs.Rule{Op: op})
 		}
 		adminFS = ffs
 		defer func() { adminFS = nil }()

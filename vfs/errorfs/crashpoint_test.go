@@ -1,4 +1,4 @@
-package vfs
+package errorfs
 
 import (
 	"errors"
@@ -7,10 +7,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/shaledb/shale/vfs"
 )
 
 // dumpMem lists every file under dir of fs with its full contents.
-func dumpMem(t *testing.T, fs *MemFS, dir string) string {
+func dumpMem(t *testing.T, fs *vfs.MemFS, dir string) string {
 	t.Helper()
 	var b strings.Builder
 	names, err := fs.List(dir)
@@ -50,7 +52,7 @@ func TestCrashPointFSCountsAndDurable(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	mem := NewMem()
+	mem := vfs.NewMem()
 	var got []Mutation
 	lastDurable := ""
 	var cfs *CrashPointFS
@@ -69,7 +71,7 @@ func TestCrashPointFSCountsAndDurable(t *testing.T) {
 	if err := cfs.MkdirAll("/d", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]File{}
+	files := map[string]vfs.File{}
 	for i := 0; i < 300; i++ {
 		name := fmt.Sprintf("/d/f%d", rng.IntN(5))
 		switch rng.IntN(7) {
@@ -128,7 +130,7 @@ func TestCrashPointFSCountsAndDurable(t *testing.T) {
 // mutation, failed ones included, and that reads are not counted.
 func TestCrashPointFSDescribes(t *testing.T) {
 	var got []string
-	cfs := NewCrashPointFS(NewMem(), func(m Mutation) { got = append(got, m.String()) })
+	cfs := NewCrashPointFS(vfs.NewMem(), func(m Mutation) { got = append(got, m.String()) })
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -1,4 +1,4 @@
-package vfs
+package errorfs
 
 import (
 	"errors"
@@ -10,13 +10,15 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/shaledb/shale/vfs"
 )
 
-// ErrInjected is the error a FaultFS returns for an injected failure (wrapped
+// ErrInjected is the error an FS returns for an injected failure (wrapped
 // with the operation and path; a rule may ask for ENOSPC instead).
 var ErrInjected = errors.New("shale: injected fault")
 
-// Op names an operation a FaultFS can fail.
+// Op names an operation an FS can fail (and a CrashPointFS reports).
 type Op int
 
 // The operations a fault rule can match.
@@ -50,7 +52,7 @@ func (o Op) String() string {
 	return fmt.Sprintf("op(%d)", int(o))
 }
 
-// FaultRule fails the operations it matches. A rule matches an operation of
+// Rule fails the operations it matches. A rule matches an operation of
 // kind Op on a path containing PathContains (empty: every path) whose base
 // name matches the glob PathPattern (path.Match syntax, e.g. "*.sst" or
 // "MANIFEST-*"; empty: every name; a malformed pattern matches nothing); it
@@ -58,7 +60,7 @@ func (o Op) String() string {
 // when Probability > 0, each match with that probability. A rule counts
 // every operation it matches, also those another rule fails; each
 // probabilistic rule draws from its own generator, seeded from the
-// FaultFS's seed and the rule's place in the order of AddRule calls, so
+// FS's seed and the rule's place in the order of AddRule calls, so
 // whether its k-th match fails does not depend on other operations.
 //
 // Which operations count as which Op: Read is File.ReadAt; Write is
@@ -67,7 +69,7 @@ func (o Op) String() string {
 // OpenDir; Rename is FS.Rename, matched on the new name; Remove is FS.Remove
 // and RemoveAll; Lock is FS.Lock; List is FS.List; Truncate, Preallocate and
 // StartWriteback are the File methods of those names.
-type FaultRule struct {
+type Rule struct {
 	Op           Op
 	PathContains string
 	PathPattern  string
@@ -83,26 +85,26 @@ type FaultRule struct {
 	rng     *rand.Rand // for Probability; set by AddRule
 }
 
-// FaultFS wraps an FS and fails chosen operations, for tests of how shale
+// FS wraps a vfs.FS and fails chosen operations, for tests of how shale
 // handles IO errors. It is safe for concurrent use; rules can be changed
 // while files are open.
-type FaultFS struct {
-	FS
+type FS struct {
+	vfs.FS
 	mu       sync.Mutex
-	rules    []*FaultRule
+	rules    []*Rule
 	seed     uint64
 	added    uint64 // AddRule calls so far: the next rule's stream
 	injected int
 }
 
-// NewFaultFS returns a FaultFS over fs, with no rules; seed drives the
-// probabilistic rules.
-func NewFaultFS(fs FS, seed uint64) *FaultFS {
-	return &FaultFS{FS: fs, seed: seed}
+// New returns an FS over fs, with no rules; seed drives the probabilistic
+// rules.
+func New(fs vfs.FS, seed uint64) *FS {
+	return &FS{FS: fs, seed: seed}
 }
 
 // AddRule adds a rule; it applies to operations from now on.
-func (f *FaultFS) AddRule(r FaultRule) {
+func (f *FS) AddRule(r Rule) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r.matches = 0
@@ -113,14 +115,14 @@ func (f *FaultFS) AddRule(r FaultRule) {
 
 // ClearRules removes every rule: later operations succeed (unless the
 // underlying FS fails).
-func (f *FaultFS) ClearRules() {
+func (f *FS) ClearRules() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rules = nil
 }
 
 // Injected returns how many failures were injected so far.
-func (f *FaultFS) Injected() int {
+func (f *FS) Injected() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.injected
@@ -129,10 +131,10 @@ func (f *FaultFS) Injected() int {
 // check returns the first rule that fails (op, path), or nil. Every
 // matching rule counts the operation (and draws its random number), even
 // after an earlier rule has failed it, so each rule's count is its own.
-func (f *FaultFS) check(op Op, path string) *FaultRule {
+func (f *FS) check(op Op, path string) *Rule {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var failed *FaultRule
+	var failed *Rule
 	for _, r := range f.rules {
 		if r.Op != op || !r.matchesPath(f.FS, path) {
 			continue
@@ -158,7 +160,7 @@ func (f *FaultFS) check(op Op, path string) *FaultRule {
 }
 
 // matchesPath reports whether name passes the rule's path filters.
-func (r *FaultRule) matchesPath(fs FS, name string) bool {
+func (r *Rule) matchesPath(fs vfs.FS, name string) bool {
 	if !strings.Contains(name, r.PathContains) {
 		return false
 	}
@@ -169,7 +171,7 @@ func (r *FaultRule) matchesPath(fs FS, name string) bool {
 	return ok && err == nil
 }
 
-func faultError(r *FaultRule, op Op, path string) error {
+func faultError(r *Rule, op Op, path string) error {
 	err := ErrInjected
 	if r.NoSpace {
 		err = syscall.ENOSPC
@@ -177,22 +179,22 @@ func faultError(r *FaultRule, op Op, path string) error {
 	return &os.PathError{Op: op.String(), Path: path, Err: err}
 }
 
-func (f *FaultFS) fail(op Op, path string) error {
+func (f *FS) fail(op Op, path string) error {
 	if r := f.check(op, path); r != nil {
 		return faultError(r, op, path)
 	}
 	return nil
 }
 
-func (f *FaultFS) wrap(file File, path string, err error) (File, error) {
+func (f *FS) wrap(file vfs.File, path string, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
 	return &faultFile{File: file, fs: f, path: path}, nil
 }
 
-// Create implements FS.
-func (f *FaultFS) Create(name string, opts ...OpenOption) (File, error) {
+// Create implements vfs.FS.
+func (f *FS) Create(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	if err := f.fail(OpCreate, name); err != nil {
 		return nil, err
 	}
@@ -200,8 +202,8 @@ func (f *FaultFS) Create(name string, opts ...OpenOption) (File, error) {
 	return f.wrap(file, name, err)
 }
 
-// Open implements FS.
-func (f *FaultFS) Open(name string, opts ...OpenOption) (File, error) {
+// Open implements vfs.FS.
+func (f *FS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	if err := f.fail(OpOpen, name); err != nil {
 		return nil, err
 	}
@@ -209,8 +211,8 @@ func (f *FaultFS) Open(name string, opts ...OpenOption) (File, error) {
 	return f.wrap(file, name, err)
 }
 
-// OpenReadWrite implements FS.
-func (f *FaultFS) OpenReadWrite(name string) (File, error) {
+// OpenReadWrite implements vfs.FS.
+func (f *FS) OpenReadWrite(name string) (vfs.File, error) {
 	if err := f.fail(OpOpen, name); err != nil {
 		return nil, err
 	}
@@ -218,8 +220,8 @@ func (f *FaultFS) OpenReadWrite(name string) (File, error) {
 	return f.wrap(file, name, err)
 }
 
-// OpenDir implements FS; the directory's Sync can be failed with OpSync.
-func (f *FaultFS) OpenDir(name string) (File, error) {
+// OpenDir implements vfs.FS; the directory's Sync can be failed with OpSync.
+func (f *FS) OpenDir(name string) (vfs.File, error) {
 	if err := f.fail(OpOpen, name); err != nil {
 		return nil, err
 	}
@@ -227,40 +229,40 @@ func (f *FaultFS) OpenDir(name string) (File, error) {
 	return f.wrap(file, name, err)
 }
 
-// Remove implements FS.
-func (f *FaultFS) Remove(name string) error {
+// Remove implements vfs.FS.
+func (f *FS) Remove(name string) error {
 	if err := f.fail(OpRemove, name); err != nil {
 		return err
 	}
 	return f.FS.Remove(name)
 }
 
-// RemoveAll implements FS; it fails by the OpRemove rules.
-func (f *FaultFS) RemoveAll(name string) error {
+// RemoveAll implements vfs.FS; it fails by the OpRemove rules.
+func (f *FS) RemoveAll(name string) error {
 	if err := f.fail(OpRemove, name); err != nil {
 		return err
 	}
 	return f.FS.RemoveAll(name)
 }
 
-// Rename implements FS.
-func (f *FaultFS) Rename(oldname, newname string) error {
+// Rename implements vfs.FS.
+func (f *FS) Rename(oldname, newname string) error {
 	if err := f.fail(OpRename, newname); err != nil {
 		return err
 	}
 	return f.FS.Rename(oldname, newname)
 }
 
-// List implements FS.
-func (f *FaultFS) List(dir string) ([]string, error) {
+// List implements vfs.FS.
+func (f *FS) List(dir string) ([]string, error) {
 	if err := f.fail(OpList, dir); err != nil {
 		return nil, err
 	}
 	return f.FS.List(dir)
 }
 
-// Lock implements FS.
-func (f *FaultFS) Lock(name string) (io.Closer, error) {
+// Lock implements vfs.FS.
+func (f *FS) Lock(name string) (io.Closer, error) {
 	if err := f.fail(OpLock, name); err != nil {
 		return nil, err
 	}
@@ -268,12 +270,12 @@ func (f *FaultFS) Lock(name string) (io.Closer, error) {
 }
 
 // faultFile fails reads, writes, syncs, truncations, preallocations and
-// writeback requests by its FaultFS's rules. It deliberately does not pass
-// on a latency file's delayedFile methods: an io_uring reader would then
-// read the inner file and bypass the injected read faults.
+// writeback requests by its FS's rules. It deliberately offers no way to
+// reach the file it wraps: an AsyncReader reads it through ReadAt, so async
+// reads see the injected read faults too.
 type faultFile struct {
-	File
-	fs   *FaultFS
+	vfs.File
+	fs   *FS
 	path string
 }
 
@@ -310,8 +312,8 @@ func (f *faultFile) SyncData() error {
 	return f.File.SyncData()
 }
 
-// alignment forwards the wrapped file's direct-IO alignment.
-func (f *faultFile) alignment() int { return Alignment(f.File) }
+// Alignment implements vfs.Aligner: the wrapped file's direct-IO alignment.
+func (f *faultFile) Alignment() int { return vfs.Alignment(f.File) }
 
 // Truncate fails by the OpTruncate rules.
 func (f *faultFile) Truncate(size int64) error {

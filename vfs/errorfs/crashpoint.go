@@ -1,10 +1,12 @@
-package vfs
+package errorfs
 
 import (
 	"fmt"
 	"io"
 	"os"
 	"sync"
+
+	"github.com/shaledb/shale/vfs"
 )
 
 // Mutation is one operation that changed a file system, as a CrashPointFS
@@ -52,7 +54,7 @@ func (m Mutation) String() string {
 }
 
 // Durable reports whether the mutation can change what survives a power loss
-// on MemFS: a file or directory Sync, or MkdirAll (whose directories MemFS
+// on vfs.MemFS: a file or directory Sync, or MkdirAll (whose directories MemFS
 // makes durable at once). Every other mutation changes only the current,
 // volatile state, so a crash right after it leaves what a crash right after
 // the previous durable mutation leaves.
@@ -60,14 +62,14 @@ func (m Mutation) Durable() bool {
 	return m.Err == nil && (m.Op == OpSync || (m.Op == OpCreate && m.Dir))
 }
 
-// CrashPointFS wraps an FS, numbers every operation that changes it and
-// calls a hook after each one, so that a test can crash (MemFS.CrashClone)
+// CrashPointFS wraps a vfs.FS, numbers every operation that changes it and
+// calls a hook after each one, so that a test can crash (vfs.MemFS.CrashClone)
 // after any chosen operation. Mutations are serialized: the hook runs before
 // any other mutation starts, so the state it sees is exactly the state after
 // mutation Index. Reads, Open, List, Stat, Preallocate, StartWriteback and
 // Close pass through uncounted. The hook must not use the CrashPointFS.
 type CrashPointFS struct {
-	FS
+	vfs.FS
 	mu   sync.Mutex
 	n    int
 	hook func(Mutation)
@@ -75,7 +77,7 @@ type CrashPointFS struct {
 
 // NewCrashPointFS returns a CrashPointFS over fs calling hook (which may be
 // nil) after each mutation.
-func NewCrashPointFS(fs FS, hook func(Mutation)) *CrashPointFS {
+func NewCrashPointFS(fs vfs.FS, hook func(Mutation)) *CrashPointFS {
 	return &CrashPointFS{FS: fs, hook: hook}
 }
 
@@ -100,16 +102,16 @@ func (c *CrashPointFS) mutate(m Mutation, op func() error) error {
 	return m.Err
 }
 
-func (c *CrashPointFS) wrap(f File, name string, err error) (File, error) {
+func (c *CrashPointFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
 	return &crashPointFile{File: f, fs: c, path: name}, nil
 }
 
-// Create implements FS; it is a mutation.
-func (c *CrashPointFS) Create(name string, opts ...OpenOption) (File, error) {
-	var f File
+// Create implements vfs.FS; it is a mutation.
+func (c *CrashPointFS) Create(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	var f vfs.File
 	err := c.mutate(Mutation{Op: OpCreate, Path: name}, func() (err error) {
 		f, err = c.FS.Create(name, opts...)
 		return err
@@ -117,20 +119,20 @@ func (c *CrashPointFS) Create(name string, opts ...OpenOption) (File, error) {
 	return c.wrap(f, name, err)
 }
 
-// Open implements FS; files it opens are wrapped so their mutations count.
-func (c *CrashPointFS) Open(name string, opts ...OpenOption) (File, error) {
+// Open implements vfs.FS; files it opens are wrapped so their mutations count.
+func (c *CrashPointFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := c.FS.Open(name, opts...)
 	return c.wrap(f, name, err)
 }
 
-// OpenReadWrite implements FS.
-func (c *CrashPointFS) OpenReadWrite(name string) (File, error) {
+// OpenReadWrite implements vfs.FS.
+func (c *CrashPointFS) OpenReadWrite(name string) (vfs.File, error) {
 	f, err := c.FS.OpenReadWrite(name)
 	return c.wrap(f, name, err)
 }
 
-// OpenDir implements FS; the directory's Sync is a mutation.
-func (c *CrashPointFS) OpenDir(name string) (File, error) {
+// OpenDir implements vfs.FS; the directory's Sync is a mutation.
+func (c *CrashPointFS) OpenDir(name string) (vfs.File, error) {
 	f, err := c.FS.OpenDir(name)
 	if err != nil {
 		return nil, err
@@ -138,28 +140,28 @@ func (c *CrashPointFS) OpenDir(name string) (File, error) {
 	return &crashPointFile{File: f, fs: c, path: name, dir: true}, nil
 }
 
-// Remove implements FS; it is a mutation.
+// Remove implements vfs.FS; it is a mutation.
 func (c *CrashPointFS) Remove(name string) error {
 	return c.mutate(Mutation{Op: OpRemove, Path: name}, func() error { return c.FS.Remove(name) })
 }
 
-// RemoveAll implements FS; it is a mutation (OpRemove).
+// RemoveAll implements vfs.FS; it is a mutation (OpRemove).
 func (c *CrashPointFS) RemoveAll(name string) error {
 	return c.mutate(Mutation{Op: OpRemove, Path: name}, func() error { return c.FS.RemoveAll(name) })
 }
 
-// Rename implements FS; it is a mutation.
+// Rename implements vfs.FS; it is a mutation.
 func (c *CrashPointFS) Rename(oldname, newname string) error {
 	return c.mutate(Mutation{Op: OpRename, Path: oldname, NewPath: newname},
 		func() error { return c.FS.Rename(oldname, newname) })
 }
 
-// MkdirAll implements FS; it is a mutation (OpCreate with Dir set).
+// MkdirAll implements vfs.FS; it is a mutation (OpCreate with Dir set).
 func (c *CrashPointFS) MkdirAll(dir string, perm os.FileMode) error {
 	return c.mutate(Mutation{Op: OpCreate, Path: dir, Dir: true}, func() error { return c.FS.MkdirAll(dir, perm) })
 }
 
-// Lock implements FS; it is a mutation, since it may create the file.
+// Lock implements vfs.FS; it is a mutation, since it may create the file.
 func (c *CrashPointFS) Lock(name string) (io.Closer, error) {
 	var l io.Closer
 	err := c.mutate(Mutation{Op: OpLock, Path: name}, func() (err error) {
@@ -171,7 +173,7 @@ func (c *CrashPointFS) Lock(name string) (io.Closer, error) {
 
 // crashPointFile counts its writes, syncs and truncations as mutations.
 type crashPointFile struct {
-	File
+	vfs.File
 	fs   *CrashPointFS
 	path string
 	dir  bool
@@ -199,5 +201,5 @@ func (f *crashPointFile) Truncate(size int64) error {
 	return f.fs.mutate(Mutation{Op: OpTruncate, Path: f.path}, func() error { return f.File.Truncate(size) })
 }
 
-// alignment forwards the wrapped file's direct-IO alignment.
-func (f *crashPointFile) alignment() int { return Alignment(f.File) }
+// Alignment implements vfs.Aligner: the wrapped file's direct-IO alignment.
+func (f *crashPointFile) Alignment() int { return vfs.Alignment(f.File) }

@@ -1,4 +1,4 @@
-package vfs
+package errorfs
 
 import (
 	"errors"
@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/shaledb/shale/internal/testdir"
+	"github.com/shaledb/shale/vfs"
 )
 
 // TestFaultFSNthCountsEveryMatch: "the Nth sync" is the Nth sync the rule's
@@ -14,13 +17,13 @@ import (
 // a rule stopped counting the operations an earlier rule failed, so a sync
 // failed by one rule shifted another rule's count by one.
 func TestFaultFSNthCountsEveryMatch(t *testing.T) {
-	ffs := NewFaultFS(NewMem(), 1)
+	ffs := New(vfs.NewMem(), 1)
 	f, err := ffs.Create("/000001.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs.AddRule(FaultRule{Op: OpSync, PathPattern: "*.log", Nth: 2})
-	ffs.AddRule(FaultRule{Op: OpSync, Nth: 4})
+	ffs.AddRule(Rule{Op: OpSync, PathPattern: "*.log", Nth: 2})
+	ffs.AddRule(Rule{Op: OpSync, Nth: 4})
 	for i := 1; i <= 6; i++ {
 		err := f.Sync()
 		if want := i == 2 || i == 4; (err != nil) != want {
@@ -38,11 +41,11 @@ func TestFaultFSNthCountsEveryMatch(t *testing.T) {
 // adding reads between syncs changed which syncs failed.
 func TestFaultFSProbabilityPerRule(t *testing.T) {
 	run := func(readsBetween int) []bool {
-		mem := NewMem()
+		mem := vfs.NewMem()
 		mustCreate(t, mem, "/db/MANIFEST-000001")
-		ffs := NewFaultFS(mem, 99)
-		ffs.AddRule(FaultRule{Op: OpRead, Probability: 0.5})
-		ffs.AddRule(FaultRule{Op: OpSync, Probability: 0.5})
+		ffs := New(mem, 99)
+		ffs.AddRule(Rule{Op: OpRead, Probability: 0.5})
+		ffs.AddRule(Rule{Op: OpSync, Probability: 0.5})
 		f, err := ffs.OpenReadWrite("/db/MANIFEST-000001")
 		if err != nil {
 			t.Fatal(err)
@@ -72,12 +75,12 @@ func TestFaultFSProbabilityPerRule(t *testing.T) {
 // TestFaultFSNthConcurrent: with 8 goroutines syncing at once, a rule for
 // the 17th sync fails exactly one of 200 syncs.
 func TestFaultFSNthConcurrent(t *testing.T) {
-	ffs := NewFaultFS(NewMem(), 1)
+	ffs := New(vfs.NewMem(), 1)
 	f, err := ffs.Create("/x.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs.AddRule(FaultRule{Op: OpSync, Nth: 17})
+	ffs.AddRule(Rule{Op: OpSync, Nth: 17})
 	var failed atomic.Int32
 	var wg sync.WaitGroup
 	for range 8 {
@@ -99,10 +102,10 @@ func TestFaultFSNthConcurrent(t *testing.T) {
 // DirectIO, leaves exactly the first half of the write after the bytes
 // before it, and nothing else.
 func TestFaultFSTornWriteOS(t *testing.T) {
-	dir := testDir(t)
-	for _, opts := range [][]OpenOption{nil, {DirectIO}} {
-		name := Default.PathJoin(dir, "000003.log")
-		ffs := NewFaultFS(Default, 1)
+	dir := testdir.New(t)
+	for _, opts := range [][]vfs.OpenOption{nil, {vfs.DirectIO}} {
+		name := vfs.Default.PathJoin(dir, "000003.log")
+		ffs := New(vfs.Default, 1)
 		f, err := ffs.Create(name, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -110,7 +113,7 @@ func TestFaultFSTornWriteOS(t *testing.T) {
 		if _, err := f.Write([]byte("head:")); err != nil {
 			t.Fatal(err)
 		}
-		ffs.AddRule(FaultRule{Op: OpWrite, PathPattern: "*.log", Nth: 1, ShortWrite: true, NoSpace: true})
+		ffs.AddRule(Rule{Op: OpWrite, PathPattern: "*.log", Nth: 1, ShortWrite: true, NoSpace: true})
 		n, err := f.Write([]byte("0123456789abc"))
 		if n != 6 || !errors.Is(err, syscall.ENOSPC) {
 			t.Fatalf("%v: torn write = %d, %v; want 6, ENOSPC", opts, n, err)

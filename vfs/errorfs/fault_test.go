@@ -1,4 +1,4 @@
-package vfs
+package errorfs
 
 import (
 	"errors"
@@ -7,11 +7,13 @@ import (
 	"path"
 	"syscall"
 	"testing"
+
+	"github.com/shaledb/shale/vfs"
 )
 
 func TestFaultFSRules(t *testing.T) {
-	ffs := NewFaultFS(NewMem(), 1)
-	ffs.AddRule(FaultRule{Op: OpSync, PathContains: ".log", Nth: 3})
+	ffs := New(vfs.NewMem(), 1)
+	ffs.AddRule(Rule{Op: OpSync, PathContains: ".log", Nth: 3})
 	f, err := ffs.Create("/a.log")
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +31,7 @@ func TestFaultFSRules(t *testing.T) {
 	if err := g.Sync(); err != nil {
 		t.Fatalf("rule must match the path: %v", err)
 	}
-	ffs.AddRule(FaultRule{Op: OpWrite, PathContains: "b.sst", NoSpace: true, ShortWrite: true})
+	ffs.AddRule(Rule{Op: OpWrite, PathContains: "b.sst", NoSpace: true, ShortWrite: true})
 	n, err := g.Write([]byte("0123456789"))
 	if !errors.Is(err, syscall.ENOSPC) || n != 5 {
 		t.Fatalf("short ENOSPC write: n=%d err=%v", n, err)
@@ -44,15 +46,15 @@ func TestFaultFSRules(t *testing.T) {
 	if ffs.Injected() != 2 {
 		t.Fatalf("Injected = %d, want 2", ffs.Injected())
 	}
-	ffs.AddRule(FaultRule{Op: OpRename})
+	ffs.AddRule(Rule{Op: OpRename})
 	if err := ffs.Rename("/a.log", "/c.log"); !errors.Is(err, ErrInjected) {
 		t.Fatalf("rename: %v", err)
 	}
 }
 
 func TestFaultFSProbability(t *testing.T) {
-	ffs := NewFaultFS(NewMem(), 42)
-	ffs.AddRule(FaultRule{Op: OpRead, Probability: 0.25})
+	ffs := New(vfs.NewMem(), 42)
+	ffs.AddRule(Rule{Op: OpRead, Probability: 0.25})
 	f, _ := ffs.Create("/x")
 	f.Write(make([]byte, 100))
 	fails := 0
@@ -67,15 +69,15 @@ func TestFaultFSProbability(t *testing.T) {
 	}
 }
 
-// faultOpCase performs one operation of kind op on name through a FaultFS;
+// faultOpCase performs one operation of kind op on name through an FS;
 // setup prepares the inner FS so the operation can succeed again and again.
 type faultOpCase struct {
 	op    Op
-	setup func(t *testing.T, inner FS, name string)
-	do    func(ffs *FaultFS, files map[string]File, name string) error
+	setup func(t *testing.T, inner vfs.FS, name string)
+	do    func(ffs *FS, files map[string]vfs.File, name string) error
 }
 
-func mustCreate(t *testing.T, fs FS, name string) {
+func mustCreate(t *testing.T, fs vfs.FS, name string) {
 	t.Helper()
 	if err := fs.MkdirAll(fs.PathDir(name), 0o755); err != nil {
 		t.Fatal(err)
@@ -89,64 +91,64 @@ func mustCreate(t *testing.T, fs FS, name string) {
 }
 
 var faultOpCases = []faultOpCase{
-	{op: OpRead, do: func(_ *FaultFS, fs map[string]File, n string) error {
+	{op: OpRead, do: func(_ *FS, fs map[string]vfs.File, n string) error {
 		_, err := fs[n].ReadAt(make([]byte, 4), 0)
 		return err
 	}},
-	{op: OpWrite, do: func(_ *FaultFS, fs map[string]File, n string) error { _, err := fs[n].Write([]byte("ab")); return err }},
-	{op: OpSync, do: func(_ *FaultFS, fs map[string]File, n string) error { return fs[n].Sync() }},
-	{op: OpSync, do: func(_ *FaultFS, fs map[string]File, n string) error { return fs[n].SyncData() }},
-	{op: OpCreate, do: func(ffs *FaultFS, _ map[string]File, n string) error {
+	{op: OpWrite, do: func(_ *FS, fs map[string]vfs.File, n string) error { _, err := fs[n].Write([]byte("ab")); return err }},
+	{op: OpSync, do: func(_ *FS, fs map[string]vfs.File, n string) error { return fs[n].Sync() }},
+	{op: OpSync, do: func(_ *FS, fs map[string]vfs.File, n string) error { return fs[n].SyncData() }},
+	{op: OpCreate, do: func(ffs *FS, _ map[string]vfs.File, n string) error {
 		f, err := ffs.Create(n)
 		if err == nil {
 			f.Close()
 		}
 		return err
 	}},
-	{op: OpOpen, do: func(ffs *FaultFS, _ map[string]File, n string) error {
+	{op: OpOpen, do: func(ffs *FS, _ map[string]vfs.File, n string) error {
 		f, err := ffs.Open(n)
 		if err == nil {
 			f.Close()
 		}
 		return err
 	}},
-	{op: OpOpen, do: func(ffs *FaultFS, _ map[string]File, n string) error {
+	{op: OpOpen, do: func(ffs *FS, _ map[string]vfs.File, n string) error {
 		f, err := ffs.OpenReadWrite(n)
 		if err == nil {
 			f.Close()
 		}
 		return err
 	}},
-	{op: OpRename, do: func(ffs *FaultFS, _ map[string]File, n string) error {
+	{op: OpRename, do: func(ffs *FS, _ map[string]vfs.File, n string) error {
 		mustCreateNoT(ffs.FS, n+".tmp")
 		return ffs.Rename(n+".tmp", n)
 	}},
-	{op: OpRemove, do: func(ffs *FaultFS, _ map[string]File, n string) error {
+	{op: OpRemove, do: func(ffs *FS, _ map[string]vfs.File, n string) error {
 		mustCreateNoT(ffs.FS, n)
 		return ffs.Remove(n)
 	}},
-	{op: OpRemove, do: func(ffs *FaultFS, _ map[string]File, n string) error {
+	{op: OpRemove, do: func(ffs *FS, _ map[string]vfs.File, n string) error {
 		mustCreateNoT(ffs.FS, n)
 		return ffs.RemoveAll(n)
 	}},
-	{op: OpLock, do: func(ffs *FaultFS, _ map[string]File, n string) error {
+	{op: OpLock, do: func(ffs *FS, _ map[string]vfs.File, n string) error {
 		c, err := ffs.Lock(n)
 		if err == nil {
 			c.Close()
 		}
 		return err
 	}},
-	{op: OpList, setup: func(t *testing.T, inner FS, n string) {
+	{op: OpList, setup: func(t *testing.T, inner vfs.FS, n string) {
 		if err := inner.MkdirAll(listDir(n), 0o755); err != nil {
 			t.Fatal(err)
 		}
-	}, do: func(ffs *FaultFS, _ map[string]File, n string) error {
+	}, do: func(ffs *FS, _ map[string]vfs.File, n string) error {
 		_, err := ffs.List(listDir(n))
 		return err
 	}},
-	{op: OpTruncate, do: func(_ *FaultFS, fs map[string]File, n string) error { return fs[n].Truncate(3) }},
-	{op: OpPreallocate, do: func(_ *FaultFS, fs map[string]File, n string) error { return fs[n].Preallocate(0, 4096) }},
-	{op: OpStartWriteback, do: func(_ *FaultFS, fs map[string]File, n string) error { return fs[n].StartWriteback(0, 10) }},
+	{op: OpTruncate, do: func(_ *FS, fs map[string]vfs.File, n string) error { return fs[n].Truncate(3) }},
+	{op: OpPreallocate, do: func(_ *FS, fs map[string]vfs.File, n string) error { return fs[n].Preallocate(0, 4096) }},
+	{op: OpStartWriteback, do: func(_ *FS, fs map[string]vfs.File, n string) error { return fs[n].StartWriteback(0, 10) }},
 }
 
 // listDir names a directory whose base name has the same extension as n.
@@ -155,19 +157,19 @@ func listDir(n string) string {
 	return n[:len(n)-len(ext)] + "-dir" + ext
 }
 
-func mustCreateNoT(fs FS, name string) {
+func mustCreateNoT(fs vfs.FS, name string) {
 	if f, err := fs.Create(name); err == nil {
 		f.Close()
 	}
 }
 
-// newFaultOpFS returns a FaultFS over a MemFS holding the files (opened for
-// reading and writing through the FaultFS) that the case needs.
-func newFaultOpFS(t *testing.T, c faultOpCase, seed uint64, names ...string) (*FaultFS, map[string]File) {
+// newFaultOpFS returns an FS over a MemFS holding the files (opened for
+// reading and writing through the FS) that the case needs.
+func newFaultOpFS(t *testing.T, c faultOpCase, seed uint64, names ...string) (*FS, map[string]vfs.File) {
 	t.Helper()
-	mem := NewMem()
-	ffs := NewFaultFS(mem, seed)
-	files := map[string]File{}
+	mem := vfs.NewMem()
+	ffs := New(mem, seed)
+	files := map[string]vfs.File{}
 	for _, n := range names {
 		mustCreate(t, mem, n)
 		if c.setup != nil {
@@ -190,9 +192,9 @@ func TestFaultFSEveryOpByPatternAndCount(t *testing.T) {
 	for i, c := range faultOpCases {
 		t.Run(fmt.Sprintf("%d-%v", i, c.op), func(t *testing.T) {
 			ffs, files := newFaultOpFS(t, c, 1, hit, miss, elsewhere)
-			ffs.AddRule(FaultRule{Op: c.op, PathPattern: "*.sst", Nth: 2})
+			ffs.AddRule(Rule{Op: c.op, PathPattern: "*.sst", Nth: 2})
 			// A rule for another operation on the same files must not fire.
-			ffs.AddRule(FaultRule{Op: (c.op + 1) % numOps, PathPattern: "*.sst"})
+			ffs.AddRule(Rule{Op: (c.op + 1) % numOps, PathPattern: "*.sst"})
 			for j := 1; j <= 3; j++ {
 				if err := c.do(ffs, files, miss); err != nil {
 					t.Fatalf("%s on %s (no match), call %d: %v", c.op, miss, j, err)
@@ -227,7 +229,7 @@ func TestFaultFSEveryOpProbability(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-%v", i, c.op), func(t *testing.T) {
 			pattern := func(seed uint64) []bool {
 				ffs, files := newFaultOpFS(t, c, seed, name)
-				ffs.AddRule(FaultRule{Op: c.op, PathPattern: "MANIFEST-*", Probability: 0.5})
+				ffs.AddRule(Rule{Op: c.op, PathPattern: "MANIFEST-*", Probability: 0.5})
 				out := make([]bool, 200)
 				for j := range out {
 					out[j] = c.do(ffs, files, name) != nil
@@ -258,15 +260,15 @@ func TestFaultFSEveryOpProbability(t *testing.T) {
 }
 
 func TestFaultFSPathFilters(t *testing.T) {
-	mem := NewMem()
-	ffs := NewFaultFS(mem, 1)
+	mem := vfs.NewMem()
+	ffs := New(mem, 1)
 	for _, n := range []string{"/db/000007.sst", "/other/000007.sst", "/db/x.sst", "/db/[.sst"} {
 		mustCreate(t, mem, n)
 	}
 	// Both filters must hold.
-	ffs.AddRule(FaultRule{Op: OpOpen, PathContains: "/db/", PathPattern: "0*.sst"})
+	ffs.AddRule(Rule{Op: OpOpen, PathContains: "/db/", PathPattern: "0*.sst"})
 	// A malformed pattern matches nothing, not even a name equal to it.
-	ffs.AddRule(FaultRule{Op: OpOpen, PathPattern: "["})
+	ffs.AddRule(Rule{Op: OpOpen, PathPattern: "["})
 	for n, wantFail := range map[string]bool{"/db/000007.sst": true, "/other/000007.sst": false, "/db/x.sst": false, "/db/[.sst": false} {
 		_, err := ffs.Open(n)
 		if (err != nil) != wantFail {
@@ -275,7 +277,7 @@ func TestFaultFSPathFilters(t *testing.T) {
 	}
 	// Preallocation can report a full disk.
 	f, _ := ffs.Create("/db/000009.sst")
-	ffs.AddRule(FaultRule{Op: OpPreallocate, PathPattern: "*.sst", NoSpace: true})
+	ffs.AddRule(Rule{Op: OpPreallocate, PathPattern: "*.sst", NoSpace: true})
 	if err := f.Preallocate(0, 1<<20); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("preallocate: %v, want ENOSPC", err)
 	}
@@ -284,7 +286,7 @@ func TestFaultFSPathFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs.AddRule(FaultRule{Op: OpSync, PathPattern: "db"})
+	ffs.AddRule(Rule{Op: OpSync, PathPattern: "db"})
 	if err := d.Sync(); !errors.Is(err, ErrInjected) {
 		t.Fatalf("dir sync: %v", err)
 	}

@@ -1,14 +1,16 @@
-package vfs
+package latencyfs
 
 import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shaledb/shale/vfs"
 )
 
-// LatencyOptions configure NewLatencyFS. The zero value adds no delay.
-type LatencyOptions struct {
+// Options configure New. The zero value adds no delay.
+type Options struct {
 	// ReadLatency is the fixed part of every read's delay: the access time
 	// of the simulated device (e.g. 500µs for remote flash).
 	ReadLatency time.Duration
@@ -25,8 +27,8 @@ type LatencyOptions struct {
 	Seed uint64
 }
 
-// LatencyStats counts the delays a LatencyFS applied.
-type LatencyStats struct {
+// Stats counts the delays an FS applied.
+type Stats struct {
 	// ReadsDelayed is the number of reads given a nonzero delay.
 	ReadsDelayed uint64
 	// TotalDelay is the sum of those reads' simulated delays (from
@@ -34,14 +36,14 @@ type LatencyStats struct {
 	TotalDelay time.Duration
 }
 
-// LatencyFS wraps an FS and delays the reads of its files as a slow or
-// remote device would: each read costs a latency, which concurrent reads
-// pay in parallel, plus its transfer time at ReadBandwidth, which
-// concurrent reads share. It stands in for remote flash in benchmarks of
-// the async read path. Safe for concurrent use.
-type LatencyFS struct {
-	FS
-	o LatencyOptions
+// FS wraps a vfs.FS and delays the reads of its files as a slow or remote
+// device would: each read costs a latency, which concurrent reads pay in
+// parallel, plus its transfer time at ReadBandwidth, which concurrent reads
+// share. It stands in for remote flash in benchmarks of the async read
+// path. Safe for concurrent use.
+type FS struct {
+	vfs.FS
+	o Options
 
 	// now and sleep are the clock; tests replace them to compute deadlines
 	// without waiting.
@@ -65,19 +67,19 @@ type LatencyFS struct {
 	delayNanos   atomic.Int64
 }
 
-// NewLatencyFS returns a LatencyFS over fs that delays reads as o says.
-func NewLatencyFS(fs FS, o LatencyOptions) *LatencyFS {
-	l := &LatencyFS{FS: fs, o: o, now: time.Now, sleep: defaultSleep}
+// New returns an FS over fs that delays reads as o says.
+func New(fs vfs.FS, o Options) *FS {
+	l := &FS{FS: fs, o: o, now: time.Now, sleep: defaultSleep}
 	l.mu.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x1a7e9c1))
 	return l
 }
 
 // Options returns the options the FS was made with.
-func (l *LatencyFS) Options() LatencyOptions { return l.o }
+func (l *FS) Options() Options { return l.o }
 
 // Stats returns the delays applied so far.
-func (l *LatencyFS) Stats() LatencyStats {
-	return LatencyStats{
+func (l *FS) Stats() Stats {
+	return Stats{
 		ReadsDelayed: l.readsDelayed.Load(),
 		TotalDelay:   time.Duration(l.delayNanos.Load()),
 	}
@@ -88,7 +90,7 @@ func (l *LatencyFS) Stats() LatencyStats {
 // the transfers already reserved (the "busy until" clock advances by
 // n/ReadBandwidth), and its latency runs in parallel with every other
 // read's, after its transfer.
-func (l *LatencyFS) readDeadline(n int) time.Time {
+func (l *FS) readDeadline(n int) time.Time {
 	now := l.now()
 	if l.o.ReadLatency <= 0 && l.o.ReadJitter <= 0 && l.o.ReadBandwidth <= 0 {
 		return now
@@ -122,43 +124,41 @@ func (l *LatencyFS) readDeadline(n int) time.Time {
 }
 
 // sleepUntil waits until t on the FS's clock.
-func (l *LatencyFS) sleepUntil(t time.Time) {
+func (l *FS) sleepUntil(t time.Time) {
 	if d := t.Sub(l.now()); d > 0 {
 		l.sleep(d)
 	}
 }
 
-func (l *LatencyFS) wrap(f File, err error) (File, error) {
+func (l *FS) wrap(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
 	return &latencyFile{File: f, fs: l}, nil
 }
 
-// Create implements FS; the file's reads are delayed.
-func (l *LatencyFS) Create(name string, opts ...OpenOption) (File, error) {
+// Create implements vfs.FS; the file's reads are delayed.
+func (l *FS) Create(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	return l.wrap(l.FS.Create(name, opts...))
 }
 
-// Open implements FS; the file's reads are delayed.
-func (l *LatencyFS) Open(name string, opts ...OpenOption) (File, error) {
+// Open implements vfs.FS; the file's reads are delayed.
+func (l *FS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	return l.wrap(l.FS.Open(name, opts...))
 }
 
-// OpenReadWrite implements FS; the file's reads are delayed.
-func (l *LatencyFS) OpenReadWrite(name string) (File, error) {
+// OpenReadWrite implements vfs.FS; the file's reads are delayed.
+func (l *FS) OpenReadWrite(name string) (vfs.File, error) {
 	return l.wrap(l.FS.OpenReadWrite(name))
 }
 
 // latencyFile delays its reads (and, with WriteLatency, its writes) by its
-// LatencyFS's model. It implements delayedFile so that an io_uring reader
-// can read the wrapped file natively and still honour the delay.
+// FS's model. The AsyncReader that WrapAsyncReader returns reads the
+// wrapped file natively and applies the same delay itself.
 type latencyFile struct {
-	File
-	fs *LatencyFS
+	vfs.File
+	fs *FS
 }
-
-var _ delayedFile = (*latencyFile)(nil)
 
 // ReadAt reads from the wrapped file, then sleeps until the read's
 // simulated completion.
@@ -177,13 +177,5 @@ func (f *latencyFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
-func (f *latencyFile) delayedInner() File           { return f.File }
-func (f *latencyFile) readDeadline(n int) time.Time { return f.fs.readDeadline(n) }
-
-// alignment forwards the wrapped file's direct-IO alignment.
-func (f *latencyFile) alignment() int { return Alignment(f.File) }
-
-// waitUntil blocks until t with the precision of the latency FS's own
-// sleeps; an async reader that completes a delayedFile's read natively uses
-// it to hold the completion until readDeadline's time.
-func waitUntil(t time.Time) { defaultSleep(time.Until(t)) }
+// Alignment implements vfs.Aligner: the wrapped file's direct-IO alignment.
+func (f *latencyFile) Alignment() int { return vfs.Alignment(f.File) }

@@ -1,4 +1,4 @@
-package vfs
+package latencyfs
 
 import (
 	"runtime"
@@ -41,7 +41,7 @@ var preciseWaker struct {
 
 func preciseNow() int64 { return int64(time.Since(preciseWaker.start)) }
 
-// defaultSleep is the sleep a LatencyFS uses unless a test replaces it.
+// defaultSleep is the sleep an FS uses unless a test replaces it.
 func defaultSleep(d time.Duration) { preciseSleep(d) }
 
 // preciseSleep blocks the calling goroutine for d, through the waker.

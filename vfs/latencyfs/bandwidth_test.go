@@ -1,4 +1,4 @@
-package vfs
+package latencyfs
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shaledb/shale/internal/testdir"
+	"github.com/shaledb/shale/vfs"
 )
 
 // TestLatencyFSBandwidthNeverFaster: N reads of S bytes issued at once at
@@ -23,7 +26,7 @@ func TestLatencyFSBandwidthNeverFaster(t *testing.T) {
 		{8191, 1e9 + 7},  // just under 1 byte/ns
 		{65536, 7 << 20}, // 8928571.43ns
 	} {
-		lfs, clock := newFakeLatencyFS(NewMem(), LatencyOptions{ReadBandwidth: c.bw})
+		lfs, clock := newFakeLatencyFS(vfs.NewMem(), Options{ReadBandwidth: c.bw})
 		t0 := clock.now()
 		const reads = 1000
 		var last time.Time
@@ -46,9 +49,9 @@ func TestLatencyFSBandwidthNeverFaster(t *testing.T) {
 // TestLatencyFSBandwidthRealTime times concurrent reads through the real
 // clock: 64 reads of 16 KiB at 64 MiB/s take at least 15.6ms.
 func TestLatencyFSBandwidthRealTime(t *testing.T) {
-	mem := NewMem()
-	writeLatencyFixture(t, mem, "/f", make([]byte, 1<<20))
-	lfs := NewLatencyFS(mem, LatencyOptions{ReadLatency: 100 * time.Microsecond, ReadBandwidth: 64 << 20})
+	mem := vfs.NewMem()
+	writeFixture(t, mem, "/f", make([]byte, 1<<20))
+	lfs := New(mem, Options{ReadLatency: 100 * time.Microsecond, ReadBandwidth: 64 << 20})
 	f, err := lfs.Open("/f")
 	if err != nil {
 		t.Fatal(err)
@@ -80,16 +83,16 @@ func TestLatencyFSCloseWhileDelayed(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i * 31)
 	}
-	dir := testDir(t)
+	dir := testdir.New(t)
 	for _, c := range []struct {
 		name string
-		fs   FS
+		fs   vfs.FS
 		path string
-	}{{"mem", NewMem(), "/f"}, {"os", Default, Default.PathJoin(dir, "f")}} {
+	}{{"mem", vfs.NewMem(), "/f"}, {"os", vfs.Default, vfs.Default.PathJoin(dir, "f")}} {
 		t.Run(c.name, func(t *testing.T) {
-			writeLatencyFixture(t, c.fs, c.path, data)
+			writeFixture(t, c.fs, c.path, data)
 			const lat = 200 * time.Millisecond // long, so a loaded machine cannot make Close look slow
-			lfs := NewLatencyFS(c.fs, LatencyOptions{ReadLatency: lat})
+			lfs := New(c.fs, Options{ReadLatency: lat})
 			f, err := lfs.Open(c.path)
 			if err != nil {
 				t.Fatal(err)

@@ -1,38 +1,44 @@
-package vfs
+package latencyfs
 
 import (
 	"bytes"
 	"testing"
 	"time"
+
+	"github.com/shaledb/shale/internal/testdir"
+	"github.com/shaledb/shale/vfs"
 )
 
 // TestAsyncLatencyFSQueueDepth: through the latency FS, a read is in flight
 // until its simulated completion, so a reader with queue depth 4 takes four
 // rounds of latency for 16 reads, as it would on a device with that
-// latency; both readers alike. Before, the io_uring reader freed a ring slot
-// when the inner file's read completed, before the simulated deadline, so it
-// had every read of the batch in flight at once (one round) while the
-// portable reader took four: benchmarks over the latency FS gave io_uring
-// unbounded parallelism.
+// latency: over both inner readers alike, and whether the reader is wrapped
+// (WrapAsyncReader holds a simulated queue slot until each deadline) or not
+// (the reader's goroutines hold their slots while the file's ReadAt
+// sleeps). Before, the io_uring reader freed a ring slot when the inner
+// file's read completed, before the simulated deadline, so it had every
+// read of the batch in flight at once (one round) while the portable reader
+// took four: benchmarks over the latency FS gave io_uring unbounded
+// parallelism.
 func TestAsyncLatencyFSQueueDepth(t *testing.T) {
-	dir := testDir(t)
-	name := Default.PathJoin(dir, "f")
+	dir := testdir.New(t)
+	name := vfs.Default.PathJoin(dir, "f")
 	data := bytes.Repeat([]byte("0123456789abcdef"), 1024)
-	writeFile(t, Default, name, string(data))
+	writeFixture(t, vfs.Default, name, data)
 	const lat = 20 * time.Millisecond
-	lfs := NewLatencyFS(Default, LatencyOptions{ReadLatency: lat})
+	lfs := New(vfs.Default, Options{ReadLatency: lat})
 	f, err := lfs.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, tr := range asyncTestReaders() {
+	for _, tr := range testReaders(lfs) {
 		t.Run(tr.name, func(t *testing.T) {
-			r := tr.make(t, AsyncOptions{QueueDepth: 4})
+			r := tr.make(t, vfs.AsyncOptions{QueueDepth: 4})
 			defer r.Close()
-			reqs := make([]ReadRequest, 16)
+			reqs := make([]vfs.ReadRequest, 16)
 			for i := range reqs {
-				reqs[i] = ReadRequest{File: f, Off: int64(i) * 1000, Buf: make([]byte, 1000)}
+				reqs[i] = vfs.ReadRequest{File: f, Off: int64(i) * 1000, Buf: make([]byte, 1000)}
 			}
 			start := time.Now()
 			if err := r.MultiRead(reqs); err != nil {

@@ -1,4 +1,4 @@
-package vfs
+package latencyfs
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shaledb/shale/vfs"
 )
 
 // fakeClock is a clock that moves only when slept on, so deadlines and
@@ -40,14 +42,14 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newFakeLatencyFS(fs FS, o LatencyOptions) (*LatencyFS, *fakeClock) {
-	l := NewLatencyFS(fs, o)
+func newFakeLatencyFS(fs vfs.FS, o Options) (*FS, *fakeClock) {
+	l := New(fs, o)
 	c := &fakeClock{t: time.Unix(1000, 0)}
 	l.now, l.sleep = c.now, c.sleep
 	return l, c
 }
 
-func writeLatencyFixture(t *testing.T, fs FS, name string, data []byte) {
+func writeFixture(t *testing.T, fs vfs.FS, name string, data []byte) {
 	t.Helper()
 	f, err := fs.Create(name)
 	if err != nil {
@@ -67,13 +69,13 @@ func TestLatencyFSDataIdentical(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	mem := NewMem()
+	mem := vfs.NewMem()
 	data := make([]byte, 100_000)
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	writeLatencyFixture(t, mem, "/f", data)
-	lfs, clock := newFakeLatencyFS(mem, LatencyOptions{ReadLatency: 300 * time.Microsecond, ReadJitter: 100 * time.Microsecond, Seed: seed})
+	writeFixture(t, mem, "/f", data)
+	lfs, clock := newFakeLatencyFS(mem, Options{ReadLatency: 300 * time.Microsecond, ReadJitter: 100 * time.Microsecond, Seed: seed})
 	lf, err := lfs.Open("/f")
 	if err != nil {
 		t.Fatal(err)
@@ -102,25 +104,13 @@ func TestLatencyFSDataIdentical(t *testing.T) {
 	if s := lfs.Stats(); s.ReadsDelayed != 500 || s.TotalDelay != total {
 		t.Fatalf("stats %+v, want 500 reads and %v", s, total)
 	}
-	// The file offered to io_uring is the inner one, with the same bytes.
-	df, ok := lf.(delayedFile)
-	if !ok {
-		t.Fatal("latency file does not implement delayedFile")
-	}
-	buf := make([]byte, 64)
-	if n, err := df.delayedInner().ReadAt(buf, 10); n != 64 || err != nil || !bytes.Equal(buf, data[10:74]) {
-		t.Fatalf("delayedInner read: %d %v", n, err)
-	}
-	if clock.sleeps != 500 {
-		t.Fatal("reading delayedInner must not sleep")
-	}
 }
 
 // TestLatencyFSDeadlines checks the device model: transfers queue behind one
 // another at the bandwidth, latencies overlap.
 func TestLatencyFSDeadlines(t *testing.T) {
 	const lat = 500 * time.Microsecond
-	lfs, clock := newFakeLatencyFS(NewMem(), LatencyOptions{ReadLatency: lat, ReadBandwidth: 1_000_000}) // 1 byte/µs
+	lfs, clock := newFakeLatencyFS(vfs.NewMem(), Options{ReadLatency: lat, ReadBandwidth: 1_000_000}) // 1 byte/µs
 	t0 := clock.now()
 	// Four reads of 1000 bytes issued at once: each transfer takes 1ms, so
 	// they finish transferring at 1, 2, 3, 4 ms and complete 500µs later.
@@ -144,7 +134,7 @@ func TestLatencyFSDeadlines(t *testing.T) {
 	}
 
 	// Without a bandwidth cap, concurrent reads each pay one latency.
-	lfs, clock = newFakeLatencyFS(NewMem(), LatencyOptions{ReadLatency: lat})
+	lfs, clock = newFakeLatencyFS(vfs.NewMem(), Options{ReadLatency: lat})
 	t0 = clock.now()
 	for i := 0; i < 64; i++ {
 		if got := lfs.readDeadline(4096).Sub(t0); got != lat {
@@ -156,7 +146,7 @@ func TestLatencyFSDeadlines(t *testing.T) {
 	}
 
 	// The zero options delay nothing.
-	lfs, clock = newFakeLatencyFS(NewMem(), LatencyOptions{})
+	lfs, clock = newFakeLatencyFS(vfs.NewMem(), Options{})
 	if got := lfs.readDeadline(1 << 20); !got.Equal(clock.now()) {
 		t.Fatalf("zero options: deadline %v after now", got.Sub(clock.now()))
 	}
@@ -165,41 +155,51 @@ func TestLatencyFSDeadlines(t *testing.T) {
 	}
 }
 
-// TestLatencyFSConcurrentReads runs concurrent ReadAts under a bandwidth
-// cap on the fake clock: whatever the interleaving, the deadlines handed out
-// are the distinct multiples of the transfer time, plus the latency.
+// TestLatencyFSConcurrentReads runs concurrent reads under a bandwidth cap
+// on the fake clock: whatever the interleaving, the deadlines handed out
+// are the distinct multiples of the transfer time, plus the latency. The
+// reads are the file's ReadAts on the portable reader's goroutines, or
+// those of WrapAsyncReader's reader, which reserves the deadlines itself.
 func TestLatencyFSConcurrentReads(t *testing.T) {
 	const lat = 100 * time.Microsecond
-	mem := NewMem()
-	writeLatencyFixture(t, mem, "/f", make([]byte, 1<<16))
-	lfs := NewLatencyFS(mem, LatencyOptions{ReadLatency: lat, ReadBandwidth: 1_000_000_000}) // 1 byte/ns
-	t0 := time.Unix(5000, 0)
-	lfs.now = func() time.Time { return t0 } // time stands still
-	var mu sync.Mutex
-	seen := map[time.Duration]bool{}
-	lfs.sleep = func(d time.Duration) {
-		mu.Lock()
-		seen[d] = true
-		mu.Unlock()
-	}
-	f, err := lfs.Open("/f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newPortableReader(AsyncOptions{QueueDepth: 16})
-	reqs := make([]ReadRequest, 32)
-	for i := range reqs {
-		reqs[i] = ReadRequest{File: f, Off: int64(i) * 1024, Buf: make([]byte, 1024)}
-	}
-	if err := r.MultiRead(reqs); err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) != 32 {
-		t.Fatalf("%d distinct delays for 32 reads", len(seen))
-	}
-	for i := 1; i <= 32; i++ {
-		if d := time.Duration(i)*1024 + lat; !seen[d] {
-			t.Fatalf("no read completed at +%v", d)
+	mem := vfs.NewMem()
+	writeFixture(t, mem, "/f", make([]byte, 1<<16))
+	for _, wrapped := range []bool{false, true} {
+		lfs := New(mem, Options{ReadLatency: lat, ReadBandwidth: 1_000_000_000}) // 1 byte/ns
+		t0 := time.Unix(5000, 0)
+		lfs.now = func() time.Time { return t0 } // time stands still
+		var mu sync.Mutex
+		seen := map[time.Duration]bool{}
+		lfs.sleep = func(d time.Duration) {
+			mu.Lock()
+			seen[d] = true
+			mu.Unlock()
+		}
+		f, err := lfs.Open("/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true, QueueDepth: 16})
+		if wrapped {
+			r = lfs.WrapAsyncReader(r)
+		}
+		reqs := make([]vfs.ReadRequest, 32)
+		for i := range reqs {
+			reqs[i] = vfs.ReadRequest{File: f, Off: int64(i) * 1024, Buf: make([]byte, 1024)}
+		}
+		if err := r.MultiRead(reqs); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 32 {
+			t.Fatalf("wrapped %v: %d distinct delays for 32 reads", wrapped, len(seen))
+		}
+		for i := 1; i <= 32; i++ {
+			if d := time.Duration(i)*1024 + lat; !seen[d] {
+				t.Fatalf("wrapped %v: no read completed at +%v", wrapped, d)
+			}
 		}
 	}
 }
@@ -207,9 +207,9 @@ func TestLatencyFSConcurrentReads(t *testing.T) {
 // TestLatencyFSJitterSeeded checks the jitter is reproducible from the seed,
 // spread over its whole range, and different for another seed.
 func TestLatencyFSJitterSeeded(t *testing.T) {
-	o := LatencyOptions{ReadLatency: time.Millisecond, ReadJitter: 200 * time.Microsecond, Seed: 99}
-	delays := func(o LatencyOptions) []time.Duration {
-		lfs, clock := newFakeLatencyFS(NewMem(), o)
+	o := Options{ReadLatency: time.Millisecond, ReadJitter: 200 * time.Microsecond, Seed: 99}
+	delays := func(o Options) []time.Duration {
+		lfs, clock := newFakeLatencyFS(vfs.NewMem(), o)
 		out := make([]time.Duration, 2000)
 		for i := range out {
 			out[i] = lfs.readDeadline(4096).Sub(clock.now())
@@ -243,7 +243,7 @@ func TestLatencyFSJitterSeeded(t *testing.T) {
 		t.Fatalf("mean delay %v, want about 1ms", mean)
 	}
 	// Jitter larger than the latency never makes a negative delay.
-	lfs, clock := newFakeLatencyFS(NewMem(), LatencyOptions{ReadLatency: 10 * time.Microsecond, ReadJitter: time.Millisecond, Seed: 3})
+	lfs, clock := newFakeLatencyFS(vfs.NewMem(), Options{ReadLatency: 10 * time.Microsecond, ReadJitter: time.Millisecond, Seed: 3})
 	for i := 0; i < 1000; i++ {
 		if d := lfs.readDeadline(1).Sub(clock.now()); d < 0 {
 			t.Fatalf("negative delay %v", d)
@@ -254,8 +254,8 @@ func TestLatencyFSJitterSeeded(t *testing.T) {
 // TestLatencyFSWritesPassThrough checks writes, syncs and metadata are not
 // delayed unless WriteLatency asks, and that Create'd files delay reads.
 func TestLatencyFSWritesPassThrough(t *testing.T) {
-	mem := NewMem()
-	lfs, clock := newFakeLatencyFS(mem, LatencyOptions{ReadLatency: time.Millisecond})
+	mem := vfs.NewMem()
+	lfs, clock := newFakeLatencyFS(mem, Options{ReadLatency: time.Millisecond})
 	f, err := lfs.Create("/w")
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +286,7 @@ func TestLatencyFSWritesPassThrough(t *testing.T) {
 	if _, err := f.ReadAt(buf, 100); err != io.EOF {
 		t.Fatalf("read past end: %v", err)
 	}
-	lfs, clock = newFakeLatencyFS(mem, LatencyOptions{WriteLatency: 250 * time.Microsecond})
+	lfs, clock = newFakeLatencyFS(mem, Options{WriteLatency: 250 * time.Microsecond})
 	g, err := lfs.OpenReadWrite("/v")
 	if err != nil {
 		t.Fatal(err)
@@ -300,16 +300,16 @@ func TestLatencyFSWritesPassThrough(t *testing.T) {
 	if sz, _ := g.Size(); sz != 6 {
 		t.Fatalf("size %d after append, want 6", sz)
 	}
-	if Alignment(g) != 1 {
-		t.Fatalf("alignment of a MemFS file through the latency FS: %d", Alignment(g))
+	if vfs.Alignment(g) != 1 {
+		t.Fatalf("alignment of a MemFS file through the latency FS: %d", vfs.Alignment(g))
 	}
 }
 
 // TestLatencyFSReadAllocs checks the wrapper adds no allocation per read.
 func TestLatencyFSReadAllocs(t *testing.T) {
-	mem := NewMem()
-	writeLatencyFixture(t, mem, "/f", make([]byte, 8192))
-	lfs, _ := newFakeLatencyFS(mem, LatencyOptions{ReadLatency: time.Microsecond, ReadJitter: time.Microsecond / 2, ReadBandwidth: 1 << 30})
+	mem := vfs.NewMem()
+	writeFixture(t, mem, "/f", make([]byte, 8192))
+	lfs, _ := newFakeLatencyFS(mem, Options{ReadLatency: time.Microsecond, ReadJitter: time.Microsecond / 2, ReadBandwidth: 1 << 30})
 	lf, _ := lfs.Open("/f")
 	inner, _ := mem.Open("/f")
 	buf := make([]byte, 4096)
@@ -324,13 +324,13 @@ func TestLatencyFSReadAllocs(t *testing.T) {
 // simulated latency: overshoot-µs is the mean time past the deadline at
 // which ReadAt returns, for one reader and for 64 concurrent readers.
 func BenchmarkLatencyFSSleep(b *testing.B) {
-	mem := NewMem()
+	mem := vfs.NewMem()
 	f, _ := mem.Create("/f")
 	f.Write(make([]byte, 4096))
 	for _, conc := range []int{1, 64} {
 		for _, lat := range []time.Duration{50 * time.Microsecond, 100 * time.Microsecond, 500 * time.Microsecond, 2 * time.Millisecond} {
 			b.Run(fmt.Sprintf("readers=%d/latency=%v", conc, lat), func(b *testing.B) {
-				lfs := NewLatencyFS(mem, LatencyOptions{ReadLatency: lat})
+				lfs := New(mem, Options{ReadLatency: lat})
 				lf, _ := lfs.Open("/f")
 				var mu sync.Mutex
 				var over time.Duration
