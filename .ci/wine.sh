@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# wine.sh runs shale's Windows binaries under Wine: the vfs tests, then every
+# wine.sh runs shale's Windows binaries under Wine: the vfs tests (with
+# vfs/errorfs and vfs/latencyfs), then every
 # package's tests with -short, built with GOOS=windows.
 #
 # On a fresh Debian/Ubuntu machine (as root, or with sudo) it installs wine64
@@ -104,7 +105,7 @@ run_tests() {
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 timeout "$timeout_s" go test -exec "$WINE" -count=1 "$@"
 }
 start=$(date +%s)
-run_tests ./vfs/
+run_tests ./vfs/...
 # Every package's tests (the long ones are skipped under -short): the model,
 # crash, fault, corruption, metamorphic and concurrency tests of the root
 # package run on the Windows file layer too.
