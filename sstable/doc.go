@@ -65,6 +65,11 @@
 //	                  equal ends, seqs descending)
 //	properties block: key = property name, value = uvarint for numbers,
 //	                  raw bytes for strings and user properties
+//	                  (RocksDB's names where RocksDB has the property;
+//	                  "shale.num.tombstone-dense-blocks" counts the data
+//	                  blocks dense in point tombstones, see
+//	                  WriterOptions.NumDeletionsThreshold; a table
+//	                  without it predates it and reads 0)
 //	metaindex block:  "fullfilter.shale.bloom", "rocksdb.properties",
 //	                  "rocksdb.range_del" -> block handle
 //

@@ -73,6 +73,17 @@ type WriterOptions struct {
 	// file (File.StartWriteback) every this many bytes, so that the final
 	// sync has little left to do. Default 0 (or negative): never.
 	BytesPerSync int64
+	// NumDeletionsThreshold and DeletionSizeRatioThreshold decide which
+	// data blocks count as tombstone-dense (Properties.
+	// NumTombstoneDenseBlocks): a block is dense when it holds at least
+	// NumDeletionsThreshold point tombstones (Delete and SingleDelete), or
+	// when the bytes its point tombstones take in it (prefix-compressed key
+	// and value) make up at least DeletionSizeRatioThreshold of its
+	// uncompressed size. Pebble's options
+	// of the same names and defaults: 100 and 0.5. A negative value turns
+	// that test off.
+	NumDeletionsThreshold      int
+	DeletionSizeRatioThreshold float64
 }
 
 func (o *WriterOptions) ensureDefaults() {
@@ -94,7 +105,20 @@ func (o *WriterOptions) ensureDefaults() {
 	if o.Checksum == ChecksumDefault {
 		o.Checksum = ChecksumCRC32C
 	}
+	if o.NumDeletionsThreshold == 0 {
+		o.NumDeletionsThreshold = DefaultNumDeletionsThreshold
+	}
+	if o.DeletionSizeRatioThreshold == 0 {
+		o.DeletionSizeRatioThreshold = DefaultDeletionSizeRatioThreshold
+	}
 }
+
+// The defaults of WriterOptions.NumDeletionsThreshold and
+// DeletionSizeRatioThreshold.
+const (
+	DefaultNumDeletionsThreshold      = 100
+	DefaultDeletionSizeRatioThreshold = 0.5
+)
 
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {

@@ -20,6 +20,10 @@ type Properties struct {
 	RawKeySize, RawValueSize uint64
 	// NumDataBlocks counts the data blocks.
 	NumDataBlocks uint64
+	// NumTombstoneDenseBlocks counts the data blocks that are dense in
+	// point tombstones (see WriterOptions.NumDeletionsThreshold); tables
+	// written before it was recorded read 0.
+	NumTombstoneDenseBlocks uint64
 	// DataSize, IndexSize and FilterSize are the on-disk sizes of the data
 	// blocks, the index block and the filter block, trailers included.
 	DataSize, IndexSize, FilterSize uint64
@@ -43,6 +47,7 @@ const (
 	propRawKeySize        = "rocksdb.raw.key.size"
 	propRawValueSize      = "rocksdb.raw.value.size"
 	propNumDataBlocks     = "rocksdb.num.data.blocks"
+	propNumDenseBlocks    = "shale.num.tombstone-dense-blocks"
 	propDataSize          = "rocksdb.data.size"
 	propIndexSize         = "rocksdb.index.size"
 	propFilterSize        = "rocksdb.filter.size"
@@ -62,6 +67,7 @@ func (p *Properties) uintProps() map[string]*uint64 {
 		propRawKeySize:        &p.RawKeySize,
 		propRawValueSize:      &p.RawValueSize,
 		propNumDataBlocks:     &p.NumDataBlocks,
+		propNumDenseBlocks:    &p.NumTombstoneDenseBlocks,
 		propDataSize:          &p.DataSize,
 		propIndexSize:         &p.IndexSize,
 		propFilterSize:        &p.FilterSize,
@@ -75,7 +81,7 @@ func (p *Properties) uintProps() map[string]*uint64 {
 // strings as raw bytes. Built-in names win over user properties that reuse
 // them.
 func (p *Properties) encode(restartInterval int) []byte {
-	vals := make(map[string][]byte, len(p.User)+14)
+	vals := make(map[string][]byte, len(p.User)+15)
 	for k, v := range p.User {
 		vals[k] = []byte(v)
 	}

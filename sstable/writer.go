@@ -109,6 +109,11 @@ type Writer struct {
 	props     Properties
 	firstKey  []byte
 	seqInited bool
+
+	// blockDels and blockDelBytes count the point tombstones of the data
+	// block being built and the bytes they take in it, to tell whether the block
+	// is tombstone-dense when it is flushed.
+	blockDels, blockDelBytes int
 }
 
 // NewWriter returns a Writer that writes a table to f, which it owns from
@@ -175,11 +180,15 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		w.firstKey = append([]byte(nil), w.lastKey...)
 		w.hasPoint = true
 	}
+	before := len(w.data.buf)
 	w.data.add(w.lastKey, value)
 	w.noteSeq(key.SeqNum())
 	w.props.NumEntries++
 	if kind.IsTombstone() {
 		w.props.NumDeletions++
+		w.blockDels++
+		// The bytes the entry takes in the block, after prefix compression.
+		w.blockDelBytes += len(w.data.buf) - before
 	}
 	w.props.RawKeySize += uint64(len(w.lastKey))
 	w.props.RawValueSize += uint64(len(value))
@@ -219,12 +228,28 @@ func (w *Writer) flushData() {
 	if w.data.entries == 0 {
 		return
 	}
+	if w.blockDels > 0 {
+		if w.tombstoneDense(w.data.estimatedSize()) {
+			w.props.NumTombstoneDenseBlocks++
+		}
+		w.blockDels, w.blockDelBytes = 0, 0
+	}
 	h := w.writeBlock(w.data.finish(), true)
 	w.data.reset()
 	w.props.NumDataBlocks++
 	w.props.DataSize += h.Length + block.TrailerLen
 	w.pendingH = h
 	w.pending = true
+}
+
+// tombstoneDense reports whether the data block being flushed, of size
+// uncompressed bytes, is dense in point tombstones.
+func (w *Writer) tombstoneDense(size int) bool {
+	if n := w.o.NumDeletionsThreshold; n >= 0 && w.blockDels >= n {
+		return true
+	}
+	r := w.o.DeletionSizeRatioThreshold
+	return r >= 0 && size > 0 && float64(w.blockDelBytes) >= r*float64(size)
 }
 
 // writeBlock writes a block and its trailer, compressing it if asked.
