@@ -56,12 +56,23 @@
 //	4      num range deletions     uvarint
 //	5      oldest tombstone time   uvarint (unix seconds)
 //	6      marked for compaction   one byte, 0 or 1
+//	71     raw key size            uvarint (table property)
+//	72     raw value size          uvarint (table property)
+//	73     num data blocks         uvarint (table property)
+//	74     num tombstone-dense     uvarint (table property,
+//	       data blocks             see sstable.WriterOptions)
+//	75     range deletions bytes   uvarint: bytes of older files the
+//	       estimate                range tombstones delete, estimated
+//	                               when the file was written
 //	t|64   unknown, ignored        any
 //
 // Absent custom fields read as zero, and zero ones are not written. An
 // unknown top-level tag without the 1<<13 bit, or an unknown custom tag
 // without the 1<<6 bit, is corruption: it carries meaning this reader would
-// lose.
+// lose. Fields 71 to 75 only guide compaction picking, so they carry the
+// 1<<6 bit (71 = 64|7 …): a MANIFEST that holds them opens with a reader
+// that predates them, which is why adding them left the format version at
+// 1; a MANIFEST that predates them reads them as zero.
 //
 // # References
 //

@@ -36,6 +36,16 @@ const (
 	// customSafeToIgnore marks a custom field that a reader which does not
 	// know it may skip; an unknown field without it is corruption.
 	customSafeToIgnore = 1 << 6
+
+	// Fields that only guide compaction picking: a reader that does not
+	// know them loses nothing it needs to read the database, so they carry
+	// customSafeToIgnore and MANIFESTs holding them still open with older
+	// readers.
+	customRawKeySize                  = customSafeToIgnore | 7
+	customRawValueSize                = customSafeToIgnore | 8
+	customNumDataBlocks               = customSafeToIgnore | 9
+	customNumTombstoneDenseBlocks     = customSafeToIgnore | 10
+	customRangeDeletionsBytesEstimate = customSafeToIgnore | 11
 )
 
 // ManifestFormatV1 is the MANIFEST format version this package writes and
@@ -91,6 +101,11 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		if m.MarkedForCompaction {
 			dst = append(dst, customMarkedForCompaction, 1, 1)
 		}
+		dst = appendCustomUvarint(dst, customRawKeySize, m.RawKeySize)
+		dst = appendCustomUvarint(dst, customRawValueSize, m.RawValueSize)
+		dst = appendCustomUvarint(dst, customNumDataBlocks, m.NumDataBlocks)
+		dst = appendCustomUvarint(dst, customNumTombstoneDenseBlocks, m.NumTombstoneDenseBlocks)
+		dst = appendCustomUvarint(dst, customRangeDeletionsBytesEstimate, m.RangeDeletionsBytesEstimate)
 		dst = binary.AppendUvarint(dst, customTerminate)
 	}
 	return dst
@@ -333,6 +348,16 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 			dst = &m.NumRangeDeletions
 		case customOldestTombstoneTime:
 			dst = &m.OldestTombstoneTime
+		case customRawKeySize:
+			dst = &m.RawKeySize
+		case customRawValueSize:
+			dst = &m.RawValueSize
+		case customNumDataBlocks:
+			dst = &m.NumDataBlocks
+		case customNumTombstoneDenseBlocks:
+			dst = &m.NumTombstoneDenseBlocks
+		case customRangeDeletionsBytesEstimate:
+			dst = &m.RangeDeletionsBytesEstimate
 		case customMarkedForCompaction:
 			if len(field) != 1 || field[0] > 1 {
 				return NewFileEntry{}, d.errorf("file %s: bad marked-for-compaction field", m.FileNum)

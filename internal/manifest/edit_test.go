@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -83,6 +84,11 @@ func randEdit(rng *rand.Rand) *VersionEdit {
 			OldestTombstoneTime: randUint(rng),
 			MarkedForCompaction: rng.IntN(2) == 0,
 		}
+		if rng.IntN(2) == 0 {
+			m.RawKeySize, m.RawValueSize = randUint(rng), randUint(rng)
+			m.NumDataBlocks, m.NumTombstoneDenseBlocks = randUint(rng), randUint(rng)
+			m.RangeDeletionsBytesEstimate = randUint(rng)
+		}
 		e.NewFiles = append(e.NewFiles, NewFileEntry{Level: rng.IntN(NumLevelsMax), Meta: m})
 	}
 	return e
@@ -119,7 +125,10 @@ func metaEqual(a, b *FileMetadata) bool {
 		a.NumEntries == b.NumEntries && a.NumDeletions == b.NumDeletions &&
 		a.NumRangeDeletions == b.NumRangeDeletions &&
 		a.OldestTombstoneTime == b.OldestTombstoneTime &&
-		a.MarkedForCompaction == b.MarkedForCompaction
+		a.MarkedForCompaction == b.MarkedForCompaction &&
+		a.RawKeySize == b.RawKeySize && a.RawValueSize == b.RawValueSize &&
+		a.NumDataBlocks == b.NumDataBlocks && a.NumTombstoneDenseBlocks == b.NumTombstoneDenseBlocks &&
+		a.RangeDeletionsBytesEstimate == b.RangeDeletionsBytesEstimate
 }
 
 func TestEditRoundTripRandom(t *testing.T) {
@@ -203,7 +212,7 @@ func TestEditDecodeExamples(t *testing.T) {
 		b = append(b, custom...)
 		return append(b, customTerminate)
 	}
-	if err := d.Decode(newFile(customSafeToIgnore|9, 2, 0xaa, 0xbb, customNumEntries, 1, 7), "M", 0); err != nil {
+	if err := d.Decode(newFile(customSafeToIgnore|50, 2, 0xaa, 0xbb, customNumEntries, 1, 7), "M", 0); err != nil {
 		t.Fatalf("ignorable custom field: %v", err)
 	}
 	if d.NewFiles[0].Meta.NumEntries != 7 || d.NewFiles[0].Meta.FileNum != 5 || d.NewFiles[0].Level != 1 {
@@ -281,4 +290,66 @@ func FuzzEditDecode(f *testing.F) {
 			t.Fatalf("re-encode: %v", err)
 		}
 	})
+}
+
+// TestEditDecodeBeforeCompactionStats decodes a new-file record as shale
+// wrote it before the raw sizes, block counts and range-deletion estimate
+// were recorded (bytes taken from that version's encoder): it opens, the
+// new fields read as zero, and re-encoding gives the same bytes.
+func TestEditDecodeBeforeCompactionStats(t *testing.T) {
+	const old = "1401011a6c6576656c64622e4279746577697365436f6d70617261746f720209030c04ac0267060b802009610105000000000000097a000700000000000005c80102010a030103040101050580e2cfaa0606010101"
+	enc, err := hex.DecodeString(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d VersionEdit
+	if err := d.Decode(enc, "MANIFEST-000001", 0); err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if len(d.NewFiles) != 1 {
+		t.Fatalf("decoded %d new files", len(d.NewFiles))
+	}
+	m := d.NewFiles[0].Meta
+	if m.FileNum != 11 || m.NumEntries != 10 || m.NumDeletions != 3 || !m.MarkedForCompaction || d.NewFiles[0].Level != 6 {
+		t.Fatalf("decoded %+v", m)
+	}
+	if m.RawKeySize != 0 || m.RawValueSize != 0 || m.NumDataBlocks != 0 || m.NumTombstoneDenseBlocks != 0 || m.RangeDeletionsBytesEstimate != 0 {
+		t.Fatalf("fields the old encoder did not write read as non-zero: %+v", m)
+	}
+	if got := hex.EncodeToString(d.Encode(nil)); got != old {
+		t.Fatalf("re-encoded as %s", got)
+	}
+}
+
+// TestEditCompactionStatsIgnorable checks that the fields added for
+// compaction picking carry the safe-to-ignore bit (so a reader that
+// predates them skips them), and that a record holding them still decodes
+// when they are skipped the way such a reader skips them.
+func TestEditCompactionStatsIgnorable(t *testing.T) {
+	for _, tag := range []int{customRawKeySize, customRawValueSize, customNumDataBlocks,
+		customNumTombstoneDenseBlocks, customRangeDeletionsBytesEstimate} {
+		if tag&customSafeToIgnore == 0 {
+			t.Errorf("custom field %d lacks the safe-to-ignore bit: older readers would refuse the MANIFEST", tag)
+		}
+	}
+	e := &VersionEdit{NewFiles: []NewFileEntry{{Level: 3, Meta: &FileMetadata{
+		FileNum: 4, Size: 100,
+		Smallest: base.MakeInternalKey([]byte("a"), 1, base.KindSet), Largest: base.MakeInternalKey([]byte("b"), 2, base.KindSet),
+		SmallestSeq: 1, LargestSeq: 2, NumEntries: 2,
+		RawKeySize: 18, RawValueSize: 1000, NumDataBlocks: 3, NumTombstoneDenseBlocks: 1, RangeDeletionsBytesEstimate: 7,
+	}}}}
+	enc := e.Encode(nil)
+	// Strip the new fields as an old reader's default branch would skip
+	// them: what remains is the record without them.
+	m := e.NewFiles[0].Meta
+	without := &FileMetadata{FileNum: m.FileNum, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest,
+		SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq, NumEntries: m.NumEntries}
+	plain := (&VersionEdit{NewFiles: []NewFileEntry{{Level: 3, Meta: without}}}).Encode(nil)
+	if len(enc) <= len(plain) || string(enc[:len(plain)-1]) != string(plain[:len(plain)-1]) {
+		t.Fatalf("the new fields are not appended after the old ones:\n% x\n% x", enc, plain)
+	}
+	var d VersionEdit
+	if err := d.Decode(enc, "M", 0); err != nil || !editsEqual(e, &d) {
+		t.Fatalf("round trip: %v", err)
+	}
 }

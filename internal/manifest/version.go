@@ -25,8 +25,22 @@ type FileMetadata struct {
 	// tombstone of the file was written, 0 when it has none; delete-aware
 	// compaction uses it.
 	OldestTombstoneTime uint64
-	// MarkedForCompaction is set by a table property collector.
+	// MarkedForCompaction is set when a table property collector asked
+	// for the file to be compacted (its NeedCompact); the picker compacts
+	// such files first.
 	MarkedForCompaction bool
+	// RawKeySize and RawValueSize are the table's properties of the same
+	// names (uncompressed bytes of the encoded internal keys and of the
+	// values); compaction picking estimates from them what a tombstone
+	// deletes.
+	RawKeySize, RawValueSize uint64
+	// NumDataBlocks and NumTombstoneDenseBlocks are the table's counts of
+	// data blocks and of those dense in point tombstones
+	// (sstable.Properties), behind the tombstone-density compactions.
+	NumDataBlocks, NumTombstoneDenseBlocks uint64
+	// RangeDeletionsBytesEstimate estimates the bytes of older files that
+	// the file's range tombstones delete, as seen when it was written.
+	RangeDeletionsBytesEstimate uint64
 
 	// runtime
 
