@@ -30,7 +30,7 @@ func (d *DB) maybeScheduleLocked() {
 	}
 	for d.mu.compact.running < d.maxCompactions {
 		v := d.versions.Current()
-		c := d.picker.PickAuto(v)
+		c := d.picker.PickAuto(v, d.pickEnvLocked())
 		if c == nil {
 			v.Unref()
 			return
@@ -38,6 +38,18 @@ func (d *DB) maybeScheduleLocked() {
 		d.startCompactionLocked(c)
 		go d.backgroundCompaction(c, v)
 	}
+}
+
+// pickEnvLocked is what the picker needs to know of the DB's state: the
+// oldest live snapshot. d.mu is held.
+func (d *DB) pickEnvLocked() compact.PickEnv {
+	var env compact.PickEnv
+	for _, s := range d.mu.snapshots.list {
+		if !env.HasSnapshots || s.seq < env.EarliestSnapshot {
+			env.HasSnapshots, env.EarliestSnapshot = true, s.seq
+		}
+	}
+	return env
 }
 
 func (d *DB) startCompactionLocked(c *compact.Compaction) {

@@ -315,9 +315,9 @@ func (h *faultHarness) compactionsIdle() bool {
 	}
 	v := d.versions.Current()
 	defer v.Unref()
-	// PickAuto only reads the version; with nothing running, a pick means
-	// work maybeScheduleLocked has yet to start.
-	return d.picker.PickAuto(v) == nil
+	// With nothing running, a compaction to pick means work
+	// maybeScheduleLocked has yet to start.
+	return !d.picker.NeedsCompaction(v, d.pickEnvLocked())
 }
 
 // check compares db with the model: every key in must (with its acked

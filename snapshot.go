@@ -35,6 +35,11 @@ func (s *Snapshot) Release() {
 	s.released = true
 	if i := slices.Index(d.mu.snapshots.list, s); i >= 0 {
 		d.mu.snapshots.list = slices.Delete(d.mu.snapshots.list, i, i+1)
+		if i == 0 && !d.readOnly {
+			// The oldest snapshot went: tombstones it kept in the last
+			// level may now be droppable (compact.PickEnv).
+			d.maybeScheduleLocked()
+		}
 	}
 }
 

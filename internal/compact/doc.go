@@ -1,6 +1,7 @@
 // Package compact owns compaction: choosing what to compact (leveled
-// picking with RocksDB's dynamic level sizes, level scores, files marked for
-// compaction, manual ranges) and running the compaction iterator that turns
+// picking with RocksDB's dynamic level sizes, level scores compensated for
+// tombstones, files marked for compaction, tombstone-dense files, last-level
+// rewrites that drop tombstones, manual ranges) and running the compaction iterator that turns
 // merged input entries into output files (snapshot-aware dropping of
 // shadowed versions, range-tombstone application, tombstone elision, and
 // cutting outputs at target sizes and grandparent boundaries). Flushes use the
@@ -27,8 +28,24 @@
 //     RocksDB does; an L0->base compaction takes the transitive closure of
 //     overlapping L0 files, so no L0 file it leaves behind overlaps it, and
 //     only one L0 compaction runs at a time.
-//   - A compaction picked because a file is marked for compaction (Reason
-//     "marked") is never a trivial move: the point is to rewrite the file.
+//   - A compaction picked for tombstones (Reason "marked",
+//     "tombstone-density" or "elision-only") is never a trivial move: the
+//     point is to rewrite the file, and its tombstones are dropped where
+//     nothing older lies below.
+//   - Compactions for tombstones are not left for when nothing else is
+//     pending, as RocksDB and Pebble leave them: they go first while their
+//     file's level scores below 1, and alternate with compactions by score
+//     otherwise (PickAuto). An L0 compaction at the slowdown trigger still
+//     goes first.
+//   - A tombstone is charged one deleted entry of the version's average key
+//     and value size (the averages over every file that recorded its raw
+//     sizes, at the version's compression ratio). Pebble charges the same
+//     per tombstone, and RocksDB averages over the version too, but charges
+//     only the deletions in excess of a file's other entries.
+//   - A last-level file is rewritten in place for its tombstones only when
+//     every one of them is older than the oldest snapshot, so the rewrite
+//     drops them all and its output is no candidate again; RocksDB never
+//     picks a marked file of the last level.
 //   - A range tombstone's oldest-stripe seqnum is elided whenever
 //     ElideRangeTombstone allows it, even if newer stripes of the same
 //     fragment survive: the points it covers in this compaction are dropped

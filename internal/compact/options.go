@@ -34,9 +34,32 @@ type Options struct {
 	// base level (target_file_size_multiplier; default 1).
 	TargetFileSizeMultiplier int
 	// MaxCompactionBytes bounds input expansion (max_compaction_bytes;
-	// default 25*TargetFileSizeBase).
+	// default 25*TargetFileSizeBase), and the inputs of a compaction picked
+	// for tombstones (see PickAuto).
 	MaxCompactionBytes uint64
+	// L0SlowdownWritesTrigger is the number of L0 files at which the DB
+	// slows writes (level0_slowdown_writes_trigger). With that many, an L0
+	// compaction goes before any compaction picked for tombstones. Default
+	// 0: never.
+	L0SlowdownWritesTrigger int
+	// TombstoneDenseCompactionThreshold is the share of a file's data
+	// blocks that must be tombstone-dense (manifest.FileMetadata.
+	// NumTombstoneDenseBlocks over NumDataBlocks) for the file to be
+	// compacted for its tombstones (Pebble's option of the same name;
+	// default 0.10; negative: never).
+	TombstoneDenseCompactionThreshold float64
+	// DisableDeleteAware turns off what the picker does about tombstones
+	// on its own: tombstone-density compactions, elision-only rewrites of
+	// last-level files holding droppable tombstones, and the compensation
+	// of file sizes for tombstones in level scores. Files marked for
+	// compaction by a property collector are still picked first. Default
+	// false.
+	DisableDeleteAware bool
 }
+
+// DefaultTombstoneDenseCompactionThreshold is the default of
+// Options.TombstoneDenseCompactionThreshold.
+const DefaultTombstoneDenseCompactionThreshold = 0.10
 
 // EnsureDefaults fills zero fields with their defaults and clamps NumLevels.
 func (o *Options) EnsureDefaults() {
@@ -64,6 +87,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.MaxCompactionBytes == 0 {
 		o.MaxCompactionBytes = mulSat(o.TargetFileSizeBase, 25)
+	}
+	if o.TombstoneDenseCompactionThreshold == 0 {
+		o.TombstoneDenseCompactionThreshold = DefaultTombstoneDenseCompactionThreshold
 	}
 }
 

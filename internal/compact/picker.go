@@ -2,6 +2,7 @@ package compact
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/shaledb/shale/internal/base"
@@ -16,7 +17,19 @@ const (
 	ReasonSize   = "size"   // level size over its target
 	ReasonMarked = "marked" // a file marked for compaction by a property collector
 	ReasonManual = "manual" // PickManual
+	// ReasonTombstoneDensity: a file whose data blocks are dense in
+	// tombstones (Options.TombstoneDenseCompactionThreshold).
+	ReasonTombstoneDensity = "tombstone-density"
+	// ReasonElisionOnly: a last-level file rewritten in place to drop the
+	// tombstones it holds and what they delete.
+	ReasonElisionOnly = "elision-only"
 )
+
+// forDeletes reports whether reason is one of the reasons a compaction is
+// picked for the tombstones of a file.
+func forDeletes(reason string) bool {
+	return reason == ReasonMarked || reason == ReasonTombstoneDensity || reason == ReasonElisionOnly
+}
 
 // Compaction is one picked compaction: input files from Level and OutputLevel,
 // written into OutputLevel. The caller sets Compacting on every input.
@@ -45,7 +58,7 @@ func (c *Compaction) IsTrivialMove() bool {
 	// L0 inputs are the closure of overlapping L0 files (see pickL0), so a
 	// single L0 input has no other L0 file overlapping it.
 	if c.Level == c.OutputLevel || len(c.Inputs[0]) != 1 || len(c.Inputs[1]) != 0 ||
-		c.Reason == ReasonMarked {
+		forDeletes(c.Reason) {
 		return false
 	}
 	limit := mulSat(c.MaxOutputFileSize, 10)
@@ -256,22 +269,26 @@ func targetSizes(v *manifest.Version, o *Options) (int, []uint64) {
 // Scores returns the compaction score of every level: L0's is the larger of
 // (files not being compacted)/L0CompactionTrigger and their bytes over
 // MaxBytesForLevelBase; Ln's is its bytes not being compacted over its
-// target. The last level is never a size-compaction source and scores 0.
+// target. The bytes are compensated for tombstones (each file counts its
+// size plus what its tombstones are estimated to delete) unless
+// DisableDeleteAware is set; level targets use the real sizes. The last
+// level is never a size-compaction source and scores 0.
 func Scores(v *manifest.Version, o *Options) []float64 {
-	opts := *o
-	opts.EnsureDefaults()
-	_, targets := targetSizes(v, &opts)
-	return scores(v, &opts, targets)
+	p := NewPicker(*o)
+	_, targets := targetSizes(v, &p.opts)
+	a := averagesOf(v)
+	return p.scores(v, targets, &a)
 }
 
-func scores(v *manifest.Version, o *Options, targets []uint64) []float64 {
+func (p *Picker) scores(v *manifest.Version, targets []uint64, a *entryAverages) []float64 {
+	o := &p.opts
 	s := make([]float64, o.NumLevels)
 	for l := 0; l < o.NumLevels-1; l++ {
 		var size uint64
 		var count int
 		for _, f := range levelFiles(v, l) {
 			if !f.Compacting {
-				size += f.Size
+				size += p.compensatedSize(f, a)
 				count++
 			}
 		}
@@ -293,6 +310,9 @@ type Picker struct {
 	opts Options
 	// cursor[l] is the largest user key of the last inputs picked from l.
 	cursor [][]byte
+	// lastForDeletes is set when the last pick was for tombstones, so that
+	// the next pick, when both kinds wait, is by score (see PickAuto).
+	lastForDeletes bool
 }
 
 // NewPicker returns a Picker for o (zero fields take their defaults).
@@ -302,17 +322,77 @@ func NewPicker(o Options) *Picker {
 }
 
 // PickAuto picks with a fresh Picker: see (*Picker).PickAuto.
-func PickAuto(v *manifest.Version, o *Options) *Compaction {
-	return NewPicker(*o).PickAuto(v)
+func PickAuto(v *manifest.Version, o *Options, env PickEnv) *Compaction {
+	return NewPicker(*o).PickAuto(v, env)
 }
 
-// PickAuto returns the compaction of the highest-scoring level with score
-// >= 1 whose inputs are not already being compacted, or else one for a file
-// marked for compaction, or nil when there is nothing to do.
-func (p *Picker) PickAuto(v *manifest.Version) *Compaction {
+// PickAuto returns the next automatic compaction, or nil when there is
+// nothing to do. Two kinds of compaction compete:
+//
+//   - by score: the highest-scoring level with score >= 1 whose inputs are
+//     not already being compacted;
+//   - for tombstones (pickForDeletes): a file marked for compaction by a
+//     property collector, a tombstone-dense file, or a last-level file whose
+//     tombstones can all be dropped.
+//
+// A compaction for tombstones goes first when the level of its file scores
+// below 1: that level needs no size compaction, so nothing else would
+// rewrite the file soon. When its level scores 1 or more, the two kinds
+// alternate, so that neither starves the other. An L0 compaction by score
+// always goes first once L0 holds L0SlowdownWritesTrigger files: delete
+// work never makes writes wait. (RocksDB and Pebble pick files for
+// tombstones only when no level needs a compaction by score.)
+func (p *Picker) PickAuto(v *manifest.Version, env PickEnv) *Compaction {
 	o := &p.opts
 	baseLevel, targets := targetSizes(v, o)
-	sc := scores(v, o, targets)
+	a := averagesOf(v)
+	sc := p.scores(v, targets, &a)
+	bySize := p.pickByScore(v, baseLevel, sc)
+	forDel := p.pickForDeletes(v, env, baseLevel)
+	if forDel != nil {
+		forDel.Score = sc[forDel.Level]
+	}
+	var c *Compaction
+	switch {
+	case forDel == nil:
+		c = bySize
+	case bySize == nil:
+		c = forDel
+	case bySize.Level == 0 && o.L0SlowdownWritesTrigger > 0 && len(levelFiles(v, 0)) >= o.L0SlowdownWritesTrigger:
+		c = bySize
+	case forDel.Score < 1:
+		c = forDel
+	case p.lastForDeletes:
+		c = bySize
+	default:
+		c = forDel
+	}
+	if c == nil {
+		return nil
+	}
+	p.lastForDeletes = c == forDel
+	if c == bySize && c.Level > 0 {
+		p.cursor[c.Level] = append(p.cursor[c.Level][:0], c.inputs0Largest(o.Comparer.Compare)...)
+	}
+	return c
+}
+
+// NeedsCompaction reports whether PickAuto would pick a compaction, without
+// changing the Picker's state (RocksDB's NeedsCompaction).
+func (p *Picker) NeedsCompaction(v *manifest.Version, env PickEnv) bool {
+	saved := Picker{opts: p.opts, lastForDeletes: p.lastForDeletes, cursor: make([][]byte, len(p.cursor))}
+	for i, c := range p.cursor {
+		saved.cursor[i] = slices.Clone(c)
+	}
+	c := p.PickAuto(v, env)
+	*p = saved
+	return c != nil
+}
+
+// pickByScore returns the compaction of the highest-scoring level with
+// score >= 1 whose inputs are not already being compacted, or nil.
+func (p *Picker) pickByScore(v *manifest.Version, baseLevel int, sc []float64) *Compaction {
+	o := &p.opts
 	order := make([]int, 0, o.NumLevels)
 	for l := 0; l < o.NumLevels-1; l++ {
 		if sc[l] >= 1 {
@@ -325,25 +405,7 @@ func (p *Picker) PickAuto(v *manifest.Version) *Compaction {
 		if l == 0 {
 			c = p.pickL0(v, baseLevel, nil, ReasonL0)
 		} else {
-			c = p.pickLevel(v, l, baseLevel, ReasonSize, false)
-		}
-		if c != nil {
-			c.Score = sc[l]
-			return c
-		}
-	}
-	// No level needs compaction by size: rewrite marked files.
-	for l := 0; l < o.NumLevels; l++ {
-		var c *Compaction
-		if l == 0 {
-			for _, f := range levelFiles(v, 0) {
-				if f.MarkedForCompaction && !f.Compacting {
-					c = p.pickL0(v, baseLevel, f, ReasonMarked)
-					break
-				}
-			}
-		} else {
-			c = p.pickLevel(v, l, baseLevel, ReasonMarked, true)
+			c = p.pickLevel(v, l, baseLevel)
 		}
 		if c != nil {
 			c.Score = sc[l]
@@ -369,9 +431,9 @@ func (p *Picker) pickL0(v *manifest.Version, baseLevel int, seed *manifest.FileM
 
 // pickLevel picks one file of level (starting after the level's cursor,
 // wrapping around) whose compaction does not conflict with running ones, and
-// compacts it into the next level (into itself at the last level). With
-// markedOnly only files marked for compaction are candidates.
-func (p *Picker) pickLevel(v *manifest.Version, level, baseLevel int, reason string, markedOnly bool) *Compaction {
+// compacts it into the next level. PickAuto moves the cursor when it takes
+// the compaction.
+func (p *Picker) pickLevel(v *manifest.Version, level, baseLevel int) *Compaction {
 	files := levelFiles(v, level)
 	if len(files) == 0 || level < baseLevel {
 		return nil
@@ -386,13 +448,10 @@ func (p *Picker) pickLevel(v *manifest.Version, level, baseLevel int, reason str
 	out := min(level+1, p.opts.NumLevels-1)
 	for k := range files {
 		f := files[(start+k)%len(files)]
-		if f.Compacting || (markedOnly && !f.MarkedForCompaction) {
+		if f.Compacting {
 			continue
 		}
-		if c := p.setup(v, level, out, baseLevel, []*manifest.FileMetadata{f}, reason); c != nil {
-			if !markedOnly {
-				p.cursor[level] = append(p.cursor[level][:0], c.inputs0Largest(cmp)...)
-			}
+		if c := p.setup(v, level, out, baseLevel, []*manifest.FileMetadata{f}, ReasonSize); c != nil {
 			return c
 		}
 	}

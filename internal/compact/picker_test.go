@@ -13,8 +13,12 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 )
 
-// parseFile parses "num:smallest-largest size=N [compacting] [marked]"; a
-// largest ending in ")" is a range-delete sentinel (exclusive).
+// parseFile parses "num:smallest-largest size=N [compacting] [marked]
+// [seq=N] [entries=N] [dels=N] [rangedels=N] [raw=K/V] [blocks=N/D]
+// [rangedel-bytes=N]"; a largest ending in ")" is a range-delete sentinel
+// (exclusive). seq sets both seqnums (default: the file number); raw the
+// raw key and value sizes; blocks the data blocks and how many of them are
+// tombstone-dense.
 func parseFile(t testing.TB, line string) *manifest.FileMetadata {
 	fields := strings.Fields(line)
 	num, rng, ok := strings.Cut(fields[0], ":")
@@ -41,11 +45,36 @@ func parseFile(t testing.TB, line string) *manifest.FileMetadata {
 			f.Compacting = true
 		case fl == "marked":
 			f.MarkedForCompaction = true
+		case strings.HasPrefix(fl, "seq="):
+			n := parseUint(t, fl[4:])
+			f.SmallestSeq, f.LargestSeq = base.SeqNum(n), base.SeqNum(n)
+		case strings.HasPrefix(fl, "entries="):
+			f.NumEntries = parseUint(t, fl[8:])
+		case strings.HasPrefix(fl, "dels="):
+			f.NumDeletions = parseUint(t, fl[5:])
+		case strings.HasPrefix(fl, "rangedels="):
+			f.NumRangeDeletions = parseUint(t, fl[10:])
+		case strings.HasPrefix(fl, "raw="):
+			k, val, _ := strings.Cut(fl[4:], "/")
+			f.RawKeySize, f.RawValueSize = parseUint(t, k), parseUint(t, val)
+		case strings.HasPrefix(fl, "blocks="):
+			b, d, _ := strings.Cut(fl[7:], "/")
+			f.NumDataBlocks, f.NumTombstoneDenseBlocks = parseUint(t, b), parseUint(t, d)
+		case strings.HasPrefix(fl, "rangedel-bytes="):
+			f.RangeDeletionsBytesEstimate = parseUint(t, fl[15:])
 		default:
 			t.Fatalf("bad file attribute %q", fl)
 		}
 	}
 	return f
+}
+
+func parseUint(t testing.TB, s string) uint64 {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("bad number %q", s)
+	}
+	return n
 }
 
 func fileNums(files []*manifest.FileMetadata) string {
@@ -111,20 +140,58 @@ func scanOptions(t testing.TB, td *datadriven.TestData) Options {
 	td.MaybeScanArgs(t, "target-file", &o.TargetFileSizeBase)
 	td.MaybeScanArgs(t, "target-file-mult", &o.TargetFileSizeMultiplier)
 	td.MaybeScanArgs(t, "max-compaction", &o.MaxCompactionBytes)
+	td.MaybeScanArgs(t, "l0-slowdown", &o.L0SlowdownWritesTrigger)
+	td.MaybeScanArgs(t, "dense-threshold", &o.TombstoneDenseCompactionThreshold)
 	o.DynamicLevelBytes = td.HasArg("dynamic")
+	o.DisableDeleteAware = td.HasArg("no-delete-aware")
 	o.EnsureDefaults()
 	return o
 }
 
-// TestPicker runs testdata/picker: "define" draws a version (one "Ln" line
-// per level, then one file per line) and resets the Picker; "pick-auto"
-// picks with it ("apply" marks the inputs compacting, as the DB does);
-// "pick-manual level= [start=] [end=]"; "done" clears every Compacting flag.
+// scanEnv reads "snapshot=N" (the earliest live snapshot) of pick-auto.
+func scanEnv(t testing.TB, td *datadriven.TestData) PickEnv {
+	var env PickEnv
+	if td.HasArg("snapshot") {
+		var s uint64
+		td.ScanArgs(t, "snapshot", &s)
+		env.HasSnapshots, env.EarliestSnapshot = true, base.SeqNum(s)
+	}
+	return env
+}
+
+// describeCompensated lists each file's size and compensated size.
+func describeCompensated(v *manifest.Version, p *Picker) string {
+	var b strings.Builder
+	a := averagesOf(v)
+	fmt.Fprintf(&b, "averages: key=%.1f value=%.1f compression=%.2f\n", a.keySize, a.valueSize, a.compression)
+	for l, files := range v.Levels {
+		for _, f := range files {
+			fmt.Fprintf(&b, "L%d %d: size=%d compensated=%d\n", l, f.FileNum, f.Size, p.compensatedSize(f, &a))
+		}
+	}
+	return b.String()
+}
+
+// TestPicker runs the scripts of testdata/picker*: "define" draws a
+// version (one "Ln" line per level, then one file per line) and resets the
+// Picker; "pick-auto [snapshot=N]" picks with it ("apply" marks the inputs
+// compacting, as the DB does); "pick-manual level= [start=] [end=]";
+// "done" clears every Compacting flag, and "done-inputs" removes the last
+// picked compaction's inputs from the version (as if it had run and its
+// outputs had gone elsewhere); "compensated" prints every file's
+// compensated size.
 func TestPicker(t *testing.T) {
+	for _, path := range []string{"testdata/picker", "testdata/picker_deletes"} {
+		t.Run(path, func(t *testing.T) { runPickerScript(t, path) })
+	}
+}
+
+func runPickerScript(t *testing.T, path string) {
 	var v *manifest.Version
 	var o Options
 	var p *Picker
-	datadriven.RunTest(t, "testdata/picker", func(t *testing.T, td *datadriven.TestData) string {
+	var last *Compaction
+	datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 		switch td.Cmd {
 		case "define":
 			o = scanOptions(t, td)
@@ -147,7 +214,13 @@ func TestPicker(t *testing.T) {
 			}
 			return describeVersion(v, &o)
 		case "pick-auto":
-			c := p.PickAuto(v)
+			env := scanEnv(t, td)
+			needs := p.NeedsCompaction(v, env)
+			c := p.PickAuto(v, env)
+			if needs != (c != nil) {
+				t.Fatalf("NeedsCompaction = %v, but PickAuto picked %v", needs, c)
+			}
+			last = c
 			if c != nil && td.HasArg("apply") {
 				for _, in := range c.Inputs {
 					for _, f := range in {
@@ -181,6 +254,20 @@ func TestPicker(t *testing.T) {
 				}
 			}
 			return describeVersion(v, &o)
+		case "done-inputs":
+			if last == nil {
+				t.Fatal("done-inputs without a picked compaction")
+			}
+			for _, in := range last.Inputs {
+				for _, f := range in {
+					for l := range v.Levels {
+						v.Levels[l] = slices.DeleteFunc(v.Levels[l], func(g *manifest.FileMetadata) bool { return g == f })
+					}
+				}
+			}
+			return describeVersion(v, &o)
+		case "compensated":
+			return describeCompensated(v, p)
 		}
 		t.Fatalf("unknown command %q", td.Cmd)
 		return ""
@@ -272,7 +359,7 @@ func TestPickAutoRandomized(t *testing.T) {
 				}
 			}
 		}
-		c := PickAuto(v, &o)
+		c := PickAuto(v, &o, PickEnv{})
 		if c == nil {
 			continue
 		}
