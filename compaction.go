@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -90,10 +91,15 @@ func (d *DB) backgroundFlush() {
 		}
 		snaps := d.mu.snapshots.seqs()
 		lastSeq := d.mu.lastSeq
+		// Only this goroutine adds tables to L0, and compactions only move
+		// data already in some table of v: a key no table of v holds has
+		// no older version anywhere but in m.
+		v := d.versions.Current()
 		d.mu.Unlock()
 
 		start := time.Now()
-		metas, err := d.writeLevel0Tables(m, snaps)
+		metas, err := d.writeLevel0Tables(m, snaps, v)
+		v.Unref()
 		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog}
 		var bytes uint64
 		for _, meta := range metas {
@@ -144,31 +150,78 @@ func (d *DB) tablePath(num base.FileNum) string {
 	return d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeTable, num))
 }
 
-// writeLevel0Tables writes a memtable to L0 tables (one, normally).
-func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum) ([]*manifest.FileMetadata, error) {
+// writeLevel0Tables writes a memtable to L0 tables (one, normally). v,
+// when set, holds every table with data older than m (the current version
+// of a flush): tombstones of keys none of its tables holds are dropped,
+// since nothing older than them exists. Recovery passes nil, as the tables
+// it has just written from older WALs are in no version yet.
+func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, v *manifest.Version) ([]*manifest.FileMetadata, error) {
 	it := m.NewIter()
 	defer it.Close()
-	metas, _, err := d.runToTables(compact.RunOptions{
+	ro := compact.RunOptions{
 		Cmp:            d.cmp,
 		Input:          it,
 		RangeDels:      m.RangeTombstones().Spans(),
 		Snapshots:      snapshots,
 		TargetFileSize: math.MaxUint64,
-	}, uint64(time.Now().Unix()))
+	}
+	if v != nil {
+		older := newOlderKeys(d.cmp.Compare, v, 0)
+		ro.ElideTombstone = func(k []byte) bool { return !older.mayHold(k) }
+		ro.ElideRangeTombstone = func(s, e []byte) bool { return !older.mayOverlap(v, s, e) }
+	}
+	metas, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(time.Now().Unix()), older: v})
+	if err == nil {
+		d.recordDrops(stats, 0)
+	}
 	return metas, err
+}
+
+// tableJob describes the tables one flush or compaction writes.
+type tableJob struct {
+	// level is the level the tables go to; flush is set for a flush.
+	level int
+	flush bool
+	// tombstoneTime is the write time recorded for tables holding
+	// tombstones.
+	tombstoneTime uint64
+	// older, when set, holds the tables older than the outputs, against
+	// which their range tombstones' deleted bytes are estimated.
+	older *manifest.Version
 }
 
 // tableOutput adapts an sstable.Writer to compact.OutputWriter.
 type tableOutput struct {
-	fileNum base.FileNum
-	w       *sstable.Writer
-	meta    *sstable.WriterMetadata
-	closed  bool
+	fileNum    base.FileNum
+	w          *sstable.Writer
+	meta       *sstable.WriterMetadata
+	closed     bool
+	collectors []*collectorAdapter
+	// rangeDels are the [start, end) of the range tombstones written, kept
+	// when the job estimates what they delete.
+	rangeDels     [][2][]byte
+	keepRangeDels bool
 }
 
 func (o *tableOutput) Add(k base.InternalKey, v []byte) error { return o.w.Add(k, v) }
 func (o *tableOutput) AddRangeTombstone(start, end []byte, seq base.SeqNum) error {
+	if o.keepRangeDels {
+		if n := len(o.rangeDels); n == 0 || !bytes.Equal(o.rangeDels[n-1][0], start) {
+			o.rangeDels = append(o.rangeDels, [2][]byte{bytes.Clone(start), bytes.Clone(end)})
+		}
+	}
 	return o.w.AddRangeTombstone(start, end, seq)
+}
+
+// needCompact reports whether a collector asked for the table to be
+// compacted.
+func (o *tableOutput) needCompact() bool {
+	for _, c := range o.collectors {
+		if c.c.NeedCompact() {
+			return true
+		}
+	}
+	return false
 }
 func (o *tableOutput) EstimatedSize() uint64 { return o.w.EstimatedSize() }
 func (o *tableOutput) Close() error {
@@ -196,6 +249,9 @@ func (d *DB) writerOptions(targetSize int64) sstable.WriterOptions {
 		Comparer:             d.cmp,
 		TargetFileSize:       targetSize,
 		BytesPerSync:         d.opts.BytesPerSync,
+		// EnsureDefaults gave them values; negative ones turn tests off.
+		NumDeletionsThreshold:      d.opts.NumDeletionsThreshold,
+		DeletionSizeRatioThreshold: d.opts.DeletionSizeRatioThreshold,
 	}
 }
 
@@ -209,9 +265,8 @@ func (d *DB) outputTargetSize(target uint64) int64 {
 }
 
 // runToTables runs a flush or compaction into new tables and returns their
-// metadata; on error it removes every table it created. tombstoneTime is the
-// write time recorded for outputs holding tombstones.
-func (d *DB) runToTables(ro compact.RunOptions, tombstoneTime uint64) ([]*manifest.FileMetadata, compact.Stats, error) {
+// metadata; on error it removes every table it created.
+func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileMetadata, compact.Stats, error) {
 	var outs []*tableOutput
 	var createOpts []vfs.OpenOption
 	if d.opts.UseDirectIOForFlushAndCompaction {
@@ -225,7 +280,21 @@ func (d *DB) runToTables(ro compact.RunOptions, tombstoneTime uint64) ([]*manife
 		if err != nil {
 			return nil, err
 		}
-		o := &tableOutput{fileNum: num, w: sstable.NewWriter(f, name, wo)}
+		o := &tableOutput{fileNum: num, keepRangeDels: job.older != nil}
+		owo := wo
+		if fs := d.opts.TablePropertiesCollectorFactories; len(fs) > 0 {
+			ctx := TablePropertiesCollectorContext{Level: job.level, Flush: job.flush}
+			owo.Collectors = make([]sstable.PropertyCollector, 0, len(fs))
+			for _, fac := range fs {
+				a := &collectorAdapter{c: fac.CreateTablePropertiesCollector(ctx), logger: d.logger, file: name}
+				o.collectors = append(o.collectors, a)
+				owo.Collectors = append(owo.Collectors, a)
+			}
+		}
+		o.w = sstable.NewWriter(f, name, owo)
+		for _, a := range o.collectors {
+			a.w = o.w
+		}
 		outs = append(outs, o)
 		return o, nil
 	}
@@ -255,9 +324,18 @@ func (d *DB) runToTables(ro compact.RunOptions, tombstoneTime uint64) ([]*manife
 			NumEntries:        m.Props.NumEntries,
 			NumDeletions:      m.Props.NumDeletions,
 			NumRangeDeletions: m.Props.NumRangeDeletions,
+
+			MarkedForCompaction:     o.needCompact(),
+			RawKeySize:              m.Props.RawKeySize,
+			RawValueSize:            m.Props.RawValueSize,
+			NumDataBlocks:           m.Props.NumDataBlocks,
+			NumTombstoneDenseBlocks: m.Props.NumTombstoneDenseBlocks,
 		}
 		if fm.NumDeletions > 0 {
-			fm.OldestTombstoneTime = tombstoneTime
+			fm.OldestTombstoneTime = job.tombstoneTime
+		}
+		if len(o.rangeDels) > 0 {
+			fm.RangeDeletionsBytesEstimate = d.rangeDeletionsBytes(job.older, job.level, o.rangeDels)
 		}
 		metas = append(metas, fm)
 	}
@@ -367,30 +445,26 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	d.mu.Lock()
 	snaps := d.mu.snapshots.seqs()
 	d.mu.Unlock()
-	below := func(start, end []byte) bool {
-		for level := c.OutputLevel + 1; level < len(v.Levels); level++ {
-			if len(v.Overlaps(d.cmp.Compare, level, start, end)) > 0 {
-				return true
-			}
-		}
-		return false
-	}
+	// Only levels below the output can hold older versions of the inputs'
+	// keys: an L0 compaction takes every L0 file overlapping its inputs.
+	older := newOlderKeys(d.cmp.Compare, v, c.OutputLevel+1)
 	metas, stats, err := d.runToTables(compact.RunOptions{
 		Cmp:                 d.cmp,
 		Input:               merged,
 		RangeDels:           rangedel.Fragment(d.cmp.Compare, tombstones),
 		Snapshots:           snaps,
-		ElideTombstone:      func(k []byte) bool { return !below(k, k) },
-		ElideRangeTombstone: func(s, e []byte) bool { return !below(s, e) },
+		ElideTombstone:      func(k []byte) bool { return !older.mayHold(k) },
+		ElideRangeTombstone: func(s, e []byte) bool { return !older.mayOverlap(v, s, e) },
 		TargetFileSize:      c.MaxOutputFileSize,
 		Grandparents:        c.Grandparents,
-	}, oldestTombstone)
+	}, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v})
 	err = errors.Join(err, merged.Close())
 	releaseTables()
 	if err != nil {
 		d.removeOutputs(metas)
 		return err
 	}
+	d.recordDrops(stats, c.OutputLevel)
 	var outBytes uint64
 	for _, m := range metas {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
@@ -406,7 +480,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	d.logger.Info("compacted", "reason", c.Reason, "from", c.Level, "to", c.OutputLevel,
 		"inputs", len(inputs), "outputs", len(metas), "bytes_in", inputBytes, "bytes_out", outBytes,
 		"entries_in", stats.InputEntries, "entries_out", stats.OutputEntries,
-		"dropped_tombstones", stats.DroppedTombstones, "duration", time.Since(start))
+		"dropped_tombstones", stats.DroppedTombstones, "marked_outputs", countMarked(metas), "duration", time.Since(start))
 	return nil
 }
 

@@ -229,6 +229,11 @@ func (d *DB) compactOptions() compact.Options {
 		DynamicLevelBytes:          o.LevelCompactionDynamicLevelBytes,
 		TargetFileSizeBase:         uint64(o.TargetFileSizeBase),
 		TargetFileSizeMultiplier:   1,
+		L0SlowdownWritesTrigger:    o.Level0SlowdownWritesTrigger,
+		// EnsureDefaults gave it a value: 0 never reaches the picker, whose
+		// own default is the same.
+		TombstoneDenseCompactionThreshold: o.TombstoneDenseCompactionThreshold,
+		DisableDeleteAware:                o.DisableDeleteAwareCompaction,
 	}
 }
 
@@ -296,7 +301,7 @@ func (d *DB) recover() error {
 			mem = d.newMemTable(0, 0)
 			return nil
 		}
-		metas, err := d.writeLevel0Tables(mem, nil)
+		metas, err := d.writeLevel0Tables(mem, nil, nil)
 		if err != nil {
 			return err
 		}

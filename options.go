@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/checksum"
+	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
@@ -188,6 +190,64 @@ type Options struct {
 	// MaxLogFileSize starts a new LOG file once the current one reaches
 	// this many bytes (max_log_file_size). Default 0: only at Open.
 	MaxLogFileSize int64
+
+	// TablePropertiesCollectorFactories make the property collectors of
+	// every table a flush or compaction writes
+	// (table_properties_collector_factories): each factory makes one
+	// collector per table, which sees every entry and adds user properties
+	// to the table's properties block (GetPropertiesOfAllTables reads them
+	// back). A table whose collector answers NeedCompact is marked for
+	// compaction, which the MANIFEST records, and is compacted first (see
+	// DisableDeleteAwareCompaction for the order).
+	// NewCompactOnDeletionCollectorFactory makes RocksDB's
+	// CompactOnDeletionCollector. Default none. The OPTIONS file names them
+	// but cannot bring them back: ParseOptionsFile leaves this empty.
+	TablePropertiesCollectorFactories []TablePropertiesCollectorFactory
+
+	// Delete-aware compaction. Without any collector, shale compacts
+	// tables for their tombstones on its own (Pebble's tombstone-density
+	// compactions): a data block is tombstone-dense when it holds at least
+	// NumDeletionsThreshold point tombstones or when they take at least
+	// DeletionSizeRatioThreshold of its bytes, and a table whose share of
+	// dense blocks reaches TombstoneDenseCompactionThreshold is compacted
+	// into the next level, where its tombstones meet what they delete and
+	// go (already above the last level when nothing older lies below:
+	// Statistics counts them under TickerCompactionOptimizedDelDropObsolete).
+	// The counts are taken when a table is written. Such compactions, and
+	// those of tables marked by TablePropertiesCollectorFactories, run as
+	// soon as a background slot is free, before compactions by level score
+	// while their table's level scores below 1 and alternately with them
+	// otherwise; with Level0SlowdownWritesTrigger L0 files, L0 goes first.
+	// Besides, a last-level table whose tombstones are all older than the
+	// oldest snapshot is rewritten in place to drop them when they are more
+	// than a tenth of its entries (or its range tombstones delete a tenth of
+	// its size), and level scores count each table's size plus the bytes
+	// its tombstones are estimated to delete (RocksDB's
+	// compensated_file_size).
+
+	// TombstoneDenseCompactionThreshold is the share of a table's data
+	// blocks that must be tombstone-dense for the table to be compacted
+	// (Pebble's TombstoneDenseCompactionThreshold). Default 0.10; a
+	// negative value turns tombstone-density compactions off; at most 1.
+	TombstoneDenseCompactionThreshold float64
+	// NumDeletionsThreshold is the number of point tombstones (Delete,
+	// SingleDelete) that makes a data block tombstone-dense (Pebble's
+	// NumDeletionsThreshold). Default 100; a negative value turns this
+	// test off.
+	NumDeletionsThreshold int
+	// DeletionSizeRatioThreshold is the share of a data block's
+	// uncompressed bytes taken by point tombstones that makes it
+	// tombstone-dense (Pebble's DeletionSizeRatioThreshold). Default 0.5; a
+	// negative value turns this test off; at most 1.
+	DeletionSizeRatioThreshold float64
+	// DisableDeleteAwareCompaction turns off what shale does about
+	// tombstones on its own: no tombstone-density compactions, no in-place
+	// rewrites of last-level tables for their tombstones, and level scores
+	// by plain table sizes, as before delete-aware compaction existed.
+	// Tables marked by TablePropertiesCollectorFactories are still compacted
+	// first, and tombstones are still dropped wherever nothing older can lie
+	// below. Default false.
+	DisableDeleteAwareCompaction bool
 }
 
 const (
@@ -278,6 +338,15 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.KeepLogFileNum == 0 {
 		o.KeepLogFileNum = 1000
 	}
+	if o.TombstoneDenseCompactionThreshold == 0 {
+		o.TombstoneDenseCompactionThreshold = compact.DefaultTombstoneDenseCompactionThreshold
+	}
+	if o.NumDeletionsThreshold == 0 {
+		o.NumDeletionsThreshold = sstable.DefaultNumDeletionsThreshold
+	}
+	if o.DeletionSizeRatioThreshold == 0 {
+		o.DeletionSizeRatioThreshold = sstable.DefaultDeletionSizeRatioThreshold
+	}
 	return o
 }
 
@@ -333,6 +402,15 @@ func (o *Options) Validate() error {
 		return bad("Options.MaxLogFileSize must be >= 0, got %d", o.MaxLogFileSize)
 	case o.MaxAutoReadaheadSize > 64*mib:
 		return bad("Options.MaxAutoReadaheadSize must be at most 64 MiB, got %d", o.MaxAutoReadaheadSize)
+	case o.TombstoneDenseCompactionThreshold > 1 || math.IsNaN(o.TombstoneDenseCompactionThreshold):
+		return bad("Options.TombstoneDenseCompactionThreshold must be at most 1 (negative turns it off), got %g", o.TombstoneDenseCompactionThreshold)
+	case o.DeletionSizeRatioThreshold > 1 || math.IsNaN(o.DeletionSizeRatioThreshold):
+		return bad("Options.DeletionSizeRatioThreshold must be at most 1 (negative turns it off), got %g", o.DeletionSizeRatioThreshold)
+	}
+	for i, f := range o.TablePropertiesCollectorFactories {
+		if f == nil {
+			return bad("Options.TablePropertiesCollectorFactories[%d] is nil", i)
+		}
 	}
 	return nil
 }
@@ -372,7 +450,24 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"disable_io_uring", strconv.FormatBool(o.DisableIOUring)},
 		{"io_uring_sqpoll", strconv.FormatBool(o.IOUringSQPoll)},
 		{"wal_background_writes", strconv.FormatBool(o.WALBackgroundWrites)},
+		{"tombstone_dense_compaction_threshold", strconv.FormatFloat(o.TombstoneDenseCompactionThreshold, 'g', -1, 64)},
+		{"num_deletions_threshold", itoa(int64(o.NumDeletionsThreshold))},
+		{"deletion_size_ratio_threshold", strconv.FormatFloat(o.DeletionSizeRatioThreshold, 'g', -1, 64)},
+		{"disable_delete_aware_compaction", strconv.FormatBool(o.DisableDeleteAwareCompaction)},
+		{"table_properties_collectors", collectorNames(o.TablePropertiesCollectorFactories)},
 	}
+}
+
+// collectorNames lists the factories' names for the OPTIONS file, in
+// brackets and separated by "; " (empty brackets for none).
+func collectorNames(fs []TablePropertiesCollectorFactory) string {
+	names := make([]string, 0, len(fs))
+	for _, f := range fs {
+		if f != nil {
+			names = append(names, f.Name())
+		}
+	}
+	return "[" + strings.Join(names, "; ") + "]"
 }
 
 // encodeOptionsFile renders the OPTIONS file: an INI-like text RocksDB users
@@ -510,6 +605,16 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		atob(&o.WALBackgroundWrites)
 	case "paranoid_checks":
 		atob(&o.ParanoidChecks)
+	case "tombstone_dense_compaction_threshold":
+		o.TombstoneDenseCompactionThreshold, err = strconv.ParseFloat(v, 64)
+	case "num_deletions_threshold":
+		atoi(&o.NumDeletionsThreshold)
+	case "deletion_size_ratio_threshold":
+		o.DeletionSizeRatioThreshold, err = strconv.ParseFloat(v, 64)
+	case "disable_delete_aware_compaction":
+		atob(&o.DisableDeleteAwareCompaction)
+	case "table_properties_collectors":
+		// Names only: a factory is code the program supplies.
 	case "wal_recovery_mode":
 		var m int
 		atoi(&m)

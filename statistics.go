@@ -30,6 +30,24 @@ const (
 	TickerMultiGetKeysFound                 // MultiGet keys found
 	TickerMultiGetKeysRead                  // MultiGet keys asked for
 	TickerFileReads                         // read calls made to table files
+	// TickerCompactionKeyDropNewerEntry counts entries flushes and
+	// compactions dropped because a newer version of the key hid them
+	// from every snapshot (RocksDB's COMPACTION_KEY_DROP_NEWER_ENTRY).
+	TickerCompactionKeyDropNewerEntry
+	// TickerCompactionKeyDropObsolete counts tombstones (Delete and
+	// SingleDelete) flushes and compactions dropped because no older
+	// version of their key can exist below the output: those dropped at
+	// the last level plus TickerCompactionOptimizedDelDropObsolete
+	// (RocksDB's COMPACTION_KEY_DROP_OBSOLETE).
+	TickerCompactionKeyDropObsolete
+	// TickerCompactionKeyDropRangeDel counts entries dropped because a
+	// range tombstone deleted them (COMPACTION_KEY_DROP_RANGE_DEL).
+	TickerCompactionKeyDropRangeDel
+	// TickerCompactionOptimizedDelDropObsolete counts the tombstones of
+	// TickerCompactionKeyDropObsolete dropped early: by a flush or a
+	// compaction whose output is above the last level
+	// (COMPACTION_OPTIMIZED_DEL_DROP_OBSOLETE).
+	TickerCompactionOptimizedDelDropObsolete
 	numTickers
 )
 
@@ -47,6 +65,11 @@ var tickerNames = [numTickers]string{
 	TickerMultiGetKeysFound:   "shale.number.multiget.keys.found",
 	TickerMultiGetKeysRead:    "shale.number.multiget.keys.read",
 	TickerFileReads:           "shale.file.read.count",
+
+	TickerCompactionKeyDropNewerEntry:        "shale.compaction.key.drop.new",
+	TickerCompactionKeyDropObsolete:          "shale.compaction.key.drop.obsolete",
+	TickerCompactionKeyDropRangeDel:          "shale.compaction.key.drop.range_del",
+	TickerCompactionOptimizedDelDropObsolete: "shale.compaction.optimized.del.drop.obsolete",
 }
 
 // String returns the ticker's name, e.g. "shale.block.cache.hit".

@@ -158,11 +158,17 @@ func TestStatisticsTickers(t *testing.T) {
 	s.add(TickerMultiGetKeysFound, 10)
 	s.add(TickerMultiGetKeysRead, 11)
 	s.add(TickerMultiGetKeysRead, 1)
+	s.add(TickerCompactionKeyDropNewerEntry, 13)
+	s.add(TickerCompactionKeyDropObsolete, 14)
+	s.add(TickerCompactionKeyDropRangeDel, 15)
+	s.add(TickerCompactionOptimizedDelDropObsolete, 16)
 	want := map[Ticker]uint64{
 		TickerBlockReads: 1, TickerBytesRead: 2, TickerBlockCacheHits: 3, TickerAsyncReads: 4,
 		TickerReadsCoalesced: 5, TickerPrefetchHits: 6, TickerPrefetchWastedBytes: 70,
 		TickerBloomChecks: 8, TickerBloomUseful: 9, TickerMultiGetKeysFound: 10,
 		TickerMultiGetKeysRead: 12, TickerFileReads: 12,
+		TickerCompactionKeyDropNewerEntry: 13, TickerCompactionKeyDropObsolete: 14,
+		TickerCompactionKeyDropRangeDel: 15, TickerCompactionOptimizedDelDropObsolete: 16,
 	}
 	if len(want) != int(numTickers) {
 		t.Fatalf("test covers %d tickers of %d", len(want), numTickers)
