@@ -55,8 +55,8 @@ func entryTypeOf(k base.Kind) EntryType {
 
 // UserCollectedProperties are the properties collectors add to a table
 // (RocksDB's UserCollectedProperties): names and values, stored in the
-// table's properties block. Names starting with "rocksdb." or "shale." are
-// the engine's; a collector's property of such a name is not stored.
+// table's properties block. A property named like one of the table's
+// built-in properties (such as "rocksdb.num.entries") is not stored.
 type UserCollectedProperties map[string]string
 
 // TablePropertiesCollector gathers properties of one table while a flush
@@ -67,7 +67,7 @@ type TablePropertiesCollector interface {
 	// order: point entries by key (a key's versions newest first), then the
 	// range tombstones (type EntryRangeDeletion, the key is the start and
 	// the value the end). seq is the entry's sequence number, fileSize the
-	// table's size so far. key and value are valid only during the call.
+	// bytes of the table's finished blocks so far. key and value are valid only during the call.
 	// An error is logged and collection goes on; it never fails the write
 	// (as in RocksDB).
 	AddUserKey(key, value []byte, typ EntryType, seq uint64, fileSize uint64) error
@@ -120,7 +120,7 @@ func (a *collectorAdapter) Name() string { return a.c.Name() }
 func (a *collectorAdapter) Add(key base.InternalKey, value []byte) {
 	var size uint64
 	if a.w != nil {
-		size = a.w.EstimatedSize()
+		size = a.w.FileSize()
 	}
 	if err := a.c.AddUserKey(key.UserKey, value, entryTypeOf(key.Kind()), uint64(key.SeqNum()), size); err != nil && !a.addFailed {
 		a.addFailed = true

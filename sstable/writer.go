@@ -325,6 +325,11 @@ func (w *Writer) AddRangeTombstone(start, end []byte, seq base.SeqNum) error {
 	return nil
 }
 
+// FileSize returns the bytes of finished blocks written so far (RocksDB's
+// TableBuilder::FileSize): it never decreases, unlike EstimatedSize, which
+// counts the block being built uncompressed.
+func (w *Writer) FileSize() uint64 { return w.offset }
+
 // EstimatedSize returns the size the file would have if closed now, short
 // of the meta blocks.
 func (w *Writer) EstimatedSize() uint64 {

@@ -1,0 +1,351 @@
+package shale
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/internal/testdir"
+	"github.com/shaledb/shale/vfs"
+)
+
+// deleteScanResult is what one run of the seed scenario measured.
+type deleteScanResult struct {
+	// scan is the time to read the first 500 live keys from the start.
+	scan time.Duration
+	// tombstones counts the tombstones left in the tables whose key range
+	// meets the keys the scan passes over (those before the first live
+	// key, and the 500 it reads): the tombstones a scan may have to step
+	// over.
+	tombstones uint64
+	// blocks counts the data blocks the scan read or found in the cache.
+	blocks   uint64
+	writeAmp float64
+	metrics  string
+}
+
+func deleteScanKey(i int) []byte { return []byte(fmt.Sprintf("test_compaction_%09d", i)) }
+
+// runDeleteScan runs the seed's scenario at n keys: n keys with one prefix
+// written in increasing order with 500-byte values, the lowest 90% deleted,
+// and, once background compactions have settled, a scan from the start for
+// the first 500 live keys. Flushes after the writes and after the deletes
+// stand in for the memtables that fill at the seed's scale (10M keys) and
+// would not at this one; they change no option.
+func runDeleteScan(t *testing.T, dir string, opts *Options, n int) deleteScanResult {
+	t.Helper()
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(uint64(n), 3))
+	value := make([]byte, 500)
+	b := db.NewBatch()
+	for i := range n {
+		for j := range value {
+			value[j] = byte('a' + rng.IntN(26))
+		}
+		b.Put(deleteScanKey(i), value)
+		if i%1000 == 999 || i == n-1 {
+			if err := db.Write(b, nil); err != nil {
+				t.Fatal(err)
+			}
+			b.Reset()
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	deleted := n - n/10
+	for i := range deleted {
+		if err := db.Delete(deleteScanKey(i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.WaitForCompact(nil); err != nil {
+		t.Fatal(err)
+	}
+
+	var res deleteScanResult
+	start := time.Now()
+	it := db.NewIterator(nil)
+	got := 0
+	for ok := it.First(); ok && got < 500; ok = it.Next() {
+		if want := deleteScanKey(deleted + got); string(it.Key()) != string(want) {
+			t.Fatalf("live key %d is %q, want %q", got, it.Key(), want)
+		}
+		got++
+	}
+	res.scan = time.Since(start)
+	st := it.Stats()
+	res.blocks = st.BlockReads + st.BlockCacheHits
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got != 500 {
+		t.Fatalf("scan found %d live keys, want 500", got)
+	}
+	last := deleteScanKey(deleted + 499)
+	for _, f := range db.GetLiveFilesMetaData() {
+		if string(f.SmallestKey) <= string(last) {
+			res.tombstones += f.NumDeletions
+		}
+	}
+	m := db.Metrics()
+	res.writeAmp = m.WriteAmp
+	res.metrics = m.String()
+	return res
+}
+
+// TestDeleteScanSettlesWithDefaultOptions is the seed's scenario at 100,000
+// keys with nil Options: once background compactions settle, the first 500
+// live keys are read without stepping over the 90,000 tombstones, because
+// the table of tombstones is tombstone-dense and is compacted, with the
+// data it deletes, into the last level, where both go. With the built-in
+// policy off, the tombstones stay and the scan steps over all of them.
+// SHALE_DELETESCAN_KEYS=n runs it at n keys (the measurements are logged).
+func TestDeleteScanSettlesWithDefaultOptions(t *testing.T) {
+	n := 100_000
+	if testing.Short() {
+		n = 30_000
+	}
+	if s := os.Getenv("SHALE_DELETESCAN_KEYS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	on := runDeleteScan(t, testdir.New(t), nil, n)
+	t.Logf("default options: first 500 live keys in %v, %d tombstones in the tables the scan meets, %d blocks, write amp %.2f\n%s",
+		on.scan, on.tombstones, on.blocks, on.writeAmp, on.metrics)
+	off := runDeleteScan(t, testdir.New(t), &Options{CreateIfMissing: true, DisableDeleteAwareCompaction: true}, n)
+	t.Logf("DisableDeleteAwareCompaction: first 500 live keys in %v, %d tombstones in the tables the scan meets, %d blocks, write amp %.2f\n%s",
+		off.scan, off.tombstones, off.blocks, off.writeAmp, off.metrics)
+
+	deleted := uint64(n - n/10)
+	if on.tombstones > 100 {
+		t.Errorf("default options: %d tombstones left in the tables at the start of the key space, want (almost) none", on.tombstones)
+	}
+	if off.tombstones < deleted {
+		t.Errorf("policy off: %d tombstones left, want all %d (else this test measures nothing)", off.tombstones, deleted)
+	}
+	// Stepping over the tombstones reads their blocks: hundreds of them
+	// (about 150 tombstones a block), against the few blocks 500 values
+	// take (about 8 a block).
+	if on.blocks*5 > off.blocks {
+		t.Errorf("default options read %d blocks, policy off %d: want far fewer", on.blocks, off.blocks)
+	}
+}
+
+// TestTombstoneDropTickers checks where tombstones are dropped and how the
+// tickers count them: a flush drops the tombstone of a key no table holds
+// (early), a compaction above the last level drops those with nothing
+// below (early), and a compaction into the last level drops the rest.
+func TestTombstoneDropTickers(t *testing.T) {
+	stats := NewStatistics()
+	opts := testOptions(vfs.NewMem())
+	opts.Statistics = stats
+	opts.DisableAutoCompactions = true
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tombstones := func() (n uint64) {
+		for _, f := range db.GetLiveFilesMetaData() {
+			n += f.NumDeletions
+		}
+		return n
+	}
+	counts := func() string {
+		return fmt.Sprintf("obsolete=%d early=%d new=%d range_del=%d",
+			stats.TickerCount(TickerCompactionKeyDropObsolete), stats.TickerCount(TickerCompactionOptimizedDelDropObsolete),
+			stats.TickerCount(TickerCompactionKeyDropNewerEntry), stats.TickerCount(TickerCompactionKeyDropRangeDel))
+	}
+
+	// A put and its delete in one memtable, nothing on disk: the flush
+	// drops both (the put hidden by the delete, the delete as obsolete).
+	db.Put([]byte("a"), []byte("1"), nil)
+	db.Delete([]byte("a"), nil)
+	db.Put([]byte("b"), []byte("1"), nil)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counts(), "obsolete=1 early=1 new=1 range_del=0"; got != want {
+		t.Fatalf("after the first flush: %s, want %s", got, want)
+	}
+	if n := tombstones(); n != 0 {
+		t.Fatalf("%d tombstones in tables after the flush", n)
+	}
+	// A delete of a key a table holds stays through the flush.
+	db.Delete([]byte("b"), nil)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := tombstones(); n != 1 {
+		t.Fatalf("%d tombstones in tables, want the one deleting b", n)
+	}
+	// Into L1 of 5 levels, with nothing below: dropped early, with b.
+	if err := db.CompactRangeWithOptions(nil, nil, &CompactRangeOptions{ChangeLevel: true, TargetLevel: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counts(), "obsolete=2 early=2 new=2 range_del=0"; got != want {
+		t.Fatalf("after the compaction into L1: %s, want %s", got, want)
+	}
+	// c goes to L4, the last level; its delete, compacted to L2, stays
+	// (c's value lies below), then goes with c in the compaction into L4:
+	// dropped at the last level, not early.
+	db.Put([]byte("c"), []byte("1"), nil)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CompactRangeWithOptions(nil, nil, &CompactRangeOptions{ChangeLevel: true, TargetLevel: 4}); err != nil {
+		t.Fatal(err)
+	}
+	db.Delete([]byte("c"), nil)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CompactRangeWithOptions(nil, nil, &CompactRangeOptions{ChangeLevel: true, TargetLevel: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tombstones(); n != 1 {
+		t.Fatalf("%d tombstones in tables, want c's, kept above L4", n)
+	}
+	if err := db.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counts(), "obsolete=3 early=2 new=3 range_del=0"; got != want {
+		t.Fatalf("after the full compaction: %s, want %s", got, want)
+	}
+	if n := tombstones(); n != 0 {
+		t.Fatalf("%d tombstones left", n)
+	}
+	// A range tombstone over a key in a table: the key goes, counted.
+	db.Put([]byte("d"), []byte("1"), nil)
+	db.Put([]byte("e"), []byte("1"), nil)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.DeleteRange([]byte("d"), []byte("e"), nil)
+	if err := db.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := stats.TickerCount(TickerCompactionKeyDropRangeDel); got != 1 {
+		t.Fatalf("range_del = %d, want 1", got)
+	}
+}
+
+// TestLastLevelTombstonesGoWhenSnapshotReleased holds a snapshot while
+// keys of the last level are deleted and compacted into it, so the
+// tombstones stay; releasing the snapshot lets an elision-only compaction
+// rewrite the table without them (not with the built-in policy off).
+func TestLastLevelTombstonesGoWhenSnapshotReleased(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DisableDeleteAwareCompaction=%v", off), func(t *testing.T) {
+			opts := testOptions(vfs.NewMem())
+			opts.DisableDeleteAwareCompaction = off
+			db, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for i := range 100 {
+				db.Put([]byte(fmt.Sprintf("k%03d", i)), []byte("v"), nil)
+			}
+			if err := db.CompactRange(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			snap := db.NewSnapshot()
+			for i := range 50 {
+				db.Delete([]byte(fmt.Sprintf("k%03d", i)), nil)
+			}
+			if err := db.CompactRange(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.WaitForCompact(nil); err != nil {
+				t.Fatal(err)
+			}
+			tombstones := func() (n uint64) {
+				for _, f := range db.GetLiveFilesMetaData() {
+					if f.Level != opts.NumLevels-1 {
+						t.Fatalf("table in L%d", f.Level)
+					}
+					n += f.NumDeletions
+				}
+				return n
+			}
+			if n := tombstones(); n != 50 {
+				t.Fatalf("%d tombstones with the snapshot held, want 50", n)
+			}
+			snap.Release()
+			if err := db.WaitForCompact(nil); err != nil {
+				t.Fatal(err)
+			}
+			n := tombstones()
+			if !off && n != 0 {
+				t.Fatalf("%d tombstones left after the snapshot went", n)
+			}
+			if off && n != 50 {
+				t.Fatalf("%d tombstones with the policy off, want the 50 still there", n)
+			}
+		})
+	}
+}
+
+// TestWaitForCompact checks that WaitForCompact returns once background
+// work is done (flushing first when asked), at once when automatic
+// compactions are off, and ErrClosed on a closed DB.
+func TestWaitForCompact(t *testing.T) {
+	opts := testOptions(vfs.NewMem())
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		db.Put([]byte(fmt.Sprintf("k%05d", i)), bytes.Repeat([]byte("v"), 100), nil)
+	}
+	if err := db.WaitForCompact(&WaitForCompactOptions{Flush: true, Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	m := db.Metrics()
+	if m.MemtableSize > 1<<10 {
+		t.Fatalf("memtables hold %d bytes after a flushing wait", m.MemtableSize)
+	}
+	d := db
+	d.mu.Lock()
+	busy := d.mu.compact.running > 0 || d.mu.compact.flushing || len(d.mu.mem.queue) > 0
+	v := d.versions.Current()
+	needs := d.picker.NeedsCompaction(v, d.pickEnvLocked())
+	v.Unref()
+	d.mu.Unlock()
+	if busy || needs {
+		t.Fatalf("after WaitForCompact: busy %v, compaction needed %v\n%s", busy, needs, m)
+	}
+	db.Close()
+	if err := db.WaitForCompact(nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("WaitForCompact on a closed DB: %v", err)
+	}
+
+	opts.DisableAutoCompactions = true
+	db, err = Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 3000 {
+		db.Put([]byte(fmt.Sprintf("j%05d", i)), bytes.Repeat([]byte("v"), 100), nil)
+	}
+	if err := db.WaitForCompact(&WaitForCompactOptions{Flush: true}); err != nil {
+		t.Fatal(err)
+	}
+}
