@@ -27,7 +27,8 @@ func (e PickEnv) tombstonesDroppable(f *manifest.FileMetadata) bool {
 
 // entryAverages are the average sizes of an entry in the version, from the
 // files that recorded their raw key and value sizes (files written before
-// those were recorded are left out). They price what a tombstone deletes.
+// those were recorded are left out, unless no file recorded them). They
+// price what a tombstone deletes.
 type entryAverages struct {
 	// keySize and valueSize are uncompressed bytes per entry: keySize over
 	// all entries, valueSize over those that are not tombstones.
@@ -38,9 +39,16 @@ type entryAverages struct {
 
 func averagesOf(v *manifest.Version) entryAverages {
 	var rawKey, rawValue, entries, values, size uint64
+	// oldSize and oldValues total the files without raw sizes.
+	var oldSize, oldValues uint64
 	for _, files := range v.Levels {
 		for _, f := range files {
-			if f.RawKeySize == 0 || f.NumEntries == 0 {
+			if f.NumEntries == 0 {
+				continue
+			}
+			if f.RawKeySize == 0 {
+				oldSize += f.Size
+				oldValues += f.NumEntries - min(f.NumDeletions, f.NumEntries)
 				continue
 			}
 			rawKey += f.RawKeySize
@@ -52,6 +60,11 @@ func averagesOf(v *manifest.Version) entryAverages {
 	}
 	var a entryAverages
 	if entries == 0 {
+		// No file recorded its raw sizes (all were written before they
+		// were): price an entry at the file bytes per value entry.
+		if oldValues > 0 {
+			a.valueSize, a.compression = float64(oldSize)/float64(oldValues), 1
+		}
 		return a
 	}
 	a.keySize = float64(rawKey) / float64(entries)
