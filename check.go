@@ -96,25 +96,67 @@ func (d *DB) verifyNewTables(metas []*manifest.FileMetadata) error {
 		if err := d.checkTableSize(m); err != nil {
 			return err
 		}
-		if err := verifyTableFile(d.fs, d.tablePath(m.FileNum), d.cmp); err != nil {
+		if _, err := verifyTableFile(d.fs, d.tablePath(m.FileNum), d.cmp); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// verifyTableFile opens the table at name without a cache and verifies
-// every block.
-func verifyTableFile(fs vfs.FS, name string, cmp *base.Comparer) error {
+// verifyTableFile opens the table at name without a cache, verifies every
+// block and returns its properties.
+func verifyTableFile(fs vfs.FS, name string, cmp *base.Comparer) (*sstable.Properties, error) {
 	f, err := fs.Open(name, vfs.SequentialAccess)
 	if err != nil {
-		return fmt.Errorf("shale: opening %s: %w", name, err)
+		return nil, fmt.Errorf("shale: opening %s: %w", name, err)
 	}
 	r, err := sstable.NewReader(f, sstable.ReaderOptions{Comparer: cmp, FileName: name})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return errors.Join(r.VerifyChecksums(), r.Close())
+	props := r.Properties()
+	return props, errors.Join(r.VerifyChecksums(), r.Close())
+}
+
+// checkRecordedCounts compares what the MANIFEST records of a table with
+// the table's properties. Tables recorded before the raw sizes were (a
+// zero RawKeySize) are not compared: the MANIFEST holds only some counts
+// for them. It returns a description of the table for the report.
+func checkRecordedCounts(path string, m *manifest.FileMetadata, p *sstable.Properties) (string, error) {
+	if m.RawKeySize != 0 {
+		type pair struct {
+			name          string
+			recorded, got uint64
+		}
+		for _, c := range []pair{
+			{"entries", m.NumEntries, p.NumEntries},
+			{"deletions", m.NumDeletions, p.NumDeletions},
+			{"range deletions", m.NumRangeDeletions, p.NumRangeDeletions},
+			{"raw key bytes", m.RawKeySize, p.RawKeySize},
+			{"raw value bytes", m.RawValueSize, p.RawValueSize},
+			{"data blocks", m.NumDataBlocks, p.NumDataBlocks},
+			{"tombstone-dense data blocks", m.NumTombstoneDenseBlocks, p.NumTombstoneDenseBlocks},
+		} {
+			if c.recorded != c.got {
+				return "", base.CorruptionErrorf(path, 0, "the MANIFEST records %d %s, the table's properties %d", c.recorded, c.name, c.got)
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d entries", p.NumEntries)
+	if p.NumDeletions > 0 {
+		fmt.Fprintf(&b, ", %d tombstones", p.NumDeletions)
+	}
+	if p.NumTombstoneDenseBlocks > 0 {
+		fmt.Fprintf(&b, " (%d of %d data blocks tombstone-dense)", p.NumTombstoneDenseBlocks, p.NumDataBlocks)
+	}
+	if m.MarkedForCompaction {
+		b.WriteString(", marked for compaction")
+	}
+	if n := len(p.User); n > 0 {
+		fmt.Fprintf(&b, ", %d user properties", n)
+	}
+	return b.String(), nil
 }
 
 // CheckStatus is the verdict of Check on one file.
@@ -443,14 +485,18 @@ func (c *checker) checkTables(v *manifest.Version, present []base.FileNum) {
 			if isLive && uint64(fi.Size()) != lt.meta.Size {
 				cf.Status = CheckDamaged
 				cf.Err = base.CorruptionErrorf(path, fi.Size(), "table is %d bytes, the MANIFEST says %d", fi.Size(), lt.meta.Size)
-			} else if err := verifyTableFile(c.fs, path, c.opts.Comparer); err != nil {
+			} else if props, err := verifyTableFile(c.fs, path, c.opts.Comparer); err != nil {
 				cf.Status, cf.Err = CheckDamaged, err
+			} else if isLive {
+				if desc, err := checkRecordedCounts(path, lt.meta, props); err != nil {
+					cf.Status, cf.Err = CheckDamaged, err
+				} else {
+					cf.Detail = fmt.Sprintf("L%d, %s", lt.level, desc)
+				}
 			}
 		}
 		if cf.Status == CheckOK {
-			if isLive {
-				cf.Detail = fmt.Sprintf("L%d, %d entries", lt.level, lt.meta.NumEntries)
-			} else {
+			if !isLive {
 				cf.Detail = "blocks ok; liveness unknown (MANIFEST unusable)"
 			}
 		}
