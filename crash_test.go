@@ -21,10 +21,18 @@ type crashWrite struct {
 	key, value string // value "" = delete
 }
 
-func runCrash(t *testing.T, seed uint64) {
+func runCrash(t *testing.T, seed uint64) { runCrashWith(t, seed, nil, nil) }
+
+// runCrashWith is runCrash with variant applied to the options, and check,
+// when set, called on each crash clone before it is reopened to compare
+// its state with the writes.
+func runCrashWith(t *testing.T, seed uint64, variant func(*Options), check func(t *testing.T, ci int, fs *vfs.MemFS, opts *Options)) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	fs := vfs.NewMem()
 	opts := testOptions(fs)
+	if variant != nil {
+		variant(opts)
+	}
 	db, err := Open("/db", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +73,9 @@ func runCrash(t *testing.T, seed uint64) {
 	}
 	crashes = append(crashes, crashPoint{fs.CrashClone(), lastSynced, len(writes)})
 	for ci, c := range crashes {
+		if check != nil {
+			check(t, ci, c.fs, opts)
+		}
 		checkCrashState(t, ci, c.fs, opts, writes[:c.written], c.lastSynced)
 	}
 }

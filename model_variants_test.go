@@ -23,8 +23,8 @@ type metaOptionSet struct {
 // metamorphicSets are the option sets the metamorphic test compares: the
 // same operations must give the same answers whatever the memtable and block
 // sizes, compression, filters, cache (and whether index and filter blocks
-// live in it), level shape, job count, sync, WAL, direct IO, readahead or
-// async read engine.
+// live in it), level shape, job count, sync, WAL, direct IO, readahead,
+// async read engine or delete-aware compaction policy.
 var metamorphicSets = []metaOptionSet{
 	{name: "base", set: func(o *Options) {}},
 	{name: "tiny-memtable-nocompression", set: func(o *Options) {
@@ -110,6 +110,13 @@ var metamorphicSets = []metaOptionSet{
 	{name: "async-io-direct-readahead-32k", set: func(o *Options) {
 		o.UseDirectReads = true
 	}, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true, readaheadSize: 32 << 10}},
+	// Delete-aware compaction (deleteAwareVariants): a deletion
+	// collector, a collector marking every table, aggressive
+	// tombstone-density compactions, and the built-in policy off.
+	{name: "deletion-collector", set: deleteAwareVariants[0].set},
+	{name: "marks-every-table", set: deleteAwareVariants[1].set},
+	{name: "tombstone-dense-aggressive", set: deleteAwareVariants[2].set},
+	{name: "delete-aware-off", set: deleteAwareVariants[3].set},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {
 		o.DisableIOUring = true

@@ -91,7 +91,10 @@ func plWorkload(rng *rand.Rand, writes int) []plStep {
 	return steps
 }
 
-func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
+// runPowerLoss runs the workload of numWrites writes from seed with the
+// options of testOptions changed by variants, reopening a share sample of
+// the crash images.
+func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64, variants ...func(*Options)) {
 	rng := rand.New(rand.NewPCG(seed, 0x90e7))
 	steps := plWorkload(rng, numWrites)
 	var writes []crashWrite
@@ -168,6 +171,9 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64) {
 
 	opts := testOptions(ffs)
 	opts.Logger = slog.New(slog.DiscardHandler)
+	for _, v := range variants {
+		v(opts)
+	}
 	db, err := Open("/db", opts)
 	if err != nil {
 		t.Fatal(err)

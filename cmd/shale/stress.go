@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +41,17 @@ type stressConfig struct {
 	threads         int
 	killMin         time.Duration
 	killMax         time.Duration
+	// deletePolicy is how tables are compacted for their tombstones (see
+	// stressDeletePolicies).
+	deletePolicy string
 }
+
+// stressDeletePolicies are the values of --delete_policy: the built-in
+// tombstone-density policy, a deletion collector (RocksDB's
+// CompactOnDeletionCollector with a small window) on top of it, the
+// built-in policy off, or, with "mixed", each child one of the three in
+// turn, so that compactions for tombstones are in flight at the kills.
+var stressDeletePolicies = []string{"default", "collector", "off", "mixed"}
 
 func defaultStressConfig() stressConfig {
 	return stressConfig{
@@ -52,6 +63,7 @@ func defaultStressConfig() stressConfig {
 		threads:         4,
 		killMin:         20 * time.Millisecond,
 		killMax:         300 * time.Millisecond,
+		deletePolicy:    "mixed",
 	}
 }
 
@@ -62,8 +74,32 @@ func (c *stressConfig) logName(gen, thread int) string {
 }
 
 // dbOptions keeps buffers and files small, so that flushes and compactions
-// run all the time and are in progress at most kills.
-func (c *stressConfig) dbOptions() *shale.Options {
+// run all the time and are in progress at most kills. The parent opens with
+// the "default" delete policy when --delete_policy is mixed.
+func (c *stressConfig) dbOptions() *shale.Options { return c.dbOptionsOf(-1) }
+
+// dbOptionsOf is dbOptions for the child of generation gen (-1: the
+// parent), which picks its delete policy when --delete_policy is mixed.
+func (c *stressConfig) dbOptionsOf(gen int) *shale.Options {
+	o := c.baseOptions()
+	policy := c.deletePolicy
+	if policy == "mixed" {
+		policy = "default"
+		if gen >= 0 {
+			policy = stressDeletePolicies[gen%3]
+		}
+	}
+	switch policy {
+	case "collector":
+		o.TablePropertiesCollectorFactories = []shale.TablePropertiesCollectorFactory{
+			shale.NewCompactOnDeletionCollectorFactory(64, 16, 0.5)}
+	case "off":
+		o.DisableDeleteAwareCompaction = true
+	}
+	return o
+}
+
+func (c *stressConfig) baseOptions() *shale.Options {
 	return &shale.Options{
 		CreateIfMissing:                true,
 		WriteBufferSize:                c.writeBufferSize,
@@ -94,6 +130,8 @@ func (c *stressConfig) validate() error {
 		return errors.New("stress: give --kills or --duration (or both)")
 	case c.killMin < 0 || c.killMax < c.killMin:
 		return fmt.Errorf("stress: need 0 <= --kill_min (%v) <= --kill_max (%v)", c.killMin, c.killMax)
+	case !slices.Contains(stressDeletePolicies, c.deletePolicy):
+		return fmt.Errorf("stress: --delete_policy must be one of %s, got %q", strings.Join(stressDeletePolicies, ", "), c.deletePolicy)
 	}
 	return nil
 }
@@ -110,6 +148,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--value_size", strconv.Itoa(c.valueSize),
 		"--keys", strconv.Itoa(c.keys),
 		"--threads", strconv.Itoa(c.threads),
+		"--delete_policy", c.deletePolicy,
 	}
 }
 
@@ -163,6 +202,8 @@ func registerStressFlags(f interface {
 	f.IntVar(&cfg.valueSize, "value_size", cfg.valueSize, "mean value size in bytes (values are 0.5x to 1.5x)")
 	f.IntVar(&cfg.keys, "keys", cfg.keys, "size of the key space, split evenly among the writers")
 	f.IntVar(&cfg.threads, "threads", cfg.threads, "concurrent writer goroutines in the child")
+	f.StringVar(&cfg.deletePolicy, "delete_policy", cfg.deletePolicy,
+		"how tables are compacted for their tombstones: default (the built-in tombstone-density policy), collector (a deletion collector too), off (Options.DisableDeleteAwareCompaction), or mixed (each child one of the three in turn)")
 }
 
 func newStressChildCmd() *cobra.Command {
@@ -396,7 +437,7 @@ func genOps(rng *rand.Rand, lo, hi uint32, valueSize int, ops []stresslog.Op) []
 // "m FLUSHES COMPACTIONS MEMTABLES L0FILES" from the DB's metrics. It also
 // exits when stdin closes (the parent died), so that no orphan writes on.
 func runStressChild(cfg *stressConfig, gen int, stdin io.Reader, stdout io.Writer) error {
-	db, err := shale.Open(cfg.dbDir(), cfg.dbOptions())
+	db, err := shale.Open(cfg.dbDir(), cfg.dbOptionsOf(gen))
 	if err != nil {
 		return fmt.Errorf("stress child %d: opening %s: %w", gen, cfg.dbDir(), err)
 	}

@@ -55,6 +55,22 @@ func TestStressKills(t *testing.T) {
 	}
 }
 
+// TestStressKillsDeletePolicies runs the kill test under each delete
+// policy on its own (TestStressKills runs the default, mixed): tables
+// marked by a deletion collector, or compacted for their tombstone density,
+// when the child is killed.
+func TestStressKillsDeletePolicies(t *testing.T) {
+	kills := 3
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 30
+	}
+	for _, policy := range []string{"collector", "default", "off"} {
+		t.Run(policy, func(t *testing.T) {
+			runStressTest(t, kills, "--delete_policy", policy)
+		})
+	}
+}
+
 func runStressTest(t *testing.T, kills int, extra ...string) {
 	seed := uint64(time.Now().UnixNano())
 	dir := filepath.Join(testdir.New(t), "stress")
@@ -103,6 +119,7 @@ func TestStressRejectsBadFlags(t *testing.T) {
 		{[]string{"stress", "--db", testdir.New(t) + "/x", "--kills", "0"}, "give --kills or --duration"},
 		{[]string{"stress", "--db", testdir.New(t) + "/x", "--threads", "8", "--keys", "4"}, "--keys must be between"},
 		{[]string{"stress", "--db", testdir.New(t) + "/x", "--kill_min", "2s", "--kill_max", "1s"}, "--kill_max"},
+		{[]string{"stress", "--db", testdir.New(t) + "/x", "--kills", "1", "--delete_policy", "sometimes"}, "--delete_policy must be one of"},
 	} {
 		_, err := runCmd(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
