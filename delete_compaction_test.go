@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/testdir"
 	"github.com/shaledb/shale/vfs"
 )
@@ -478,4 +480,61 @@ func TestOpenDBWrittenBeforeCompactionStats(t *testing.T) {
 	defer db.Close()
 	checkContents(db, "reopened")
 
+}
+
+// TestDeleteAwareOptions checks the defaults, the validation (errors name
+// the field) and the OPTIONS file of the delete-aware options.
+func TestDeleteAwareOptions(t *testing.T) {
+	o := (&Options{}).EnsureDefaults()
+	if o.TombstoneDenseCompactionThreshold != 0.10 || o.NumDeletionsThreshold != 100 || o.DeletionSizeRatioThreshold != 0.5 || o.DisableDeleteAwareCompaction {
+		t.Fatalf("defaults: %g %d %g %v", o.TombstoneDenseCompactionThreshold, o.NumDeletionsThreshold, o.DeletionSizeRatioThreshold, o.DisableDeleteAwareCompaction)
+	}
+	for _, tc := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.TombstoneDenseCompactionThreshold = 1.5 }, "Options.TombstoneDenseCompactionThreshold"},
+		{func(o *Options) { o.DeletionSizeRatioThreshold = 2 }, "Options.DeletionSizeRatioThreshold"},
+		{func(o *Options) {
+			o.TablePropertiesCollectorFactories = []TablePropertiesCollectorFactory{markAllFactory{}, nil}
+		}, "Options.TablePropertiesCollectorFactories[1] is nil"},
+	} {
+		o := &Options{}
+		tc.set(o)
+		err := o.EnsureDefaults().Validate()
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate: %v, want an error naming %s", err, tc.want)
+		}
+	}
+	// Negative values turn the tests off and are valid.
+	off := &Options{TombstoneDenseCompactionThreshold: -1, NumDeletionsThreshold: -1, DeletionSizeRatioThreshold: -1}
+	if err := off.EnsureDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	opts.TombstoneDenseCompactionThreshold = 0.25
+	opts.NumDeletionsThreshold = 7
+	opts.DeletionSizeRatioThreshold = -1
+	opts.DisableDeleteAwareCompaction = true
+	opts.TablePropertiesCollectorFactories = []TablePropertiesCollectorFactory{NewCompactOnDeletionCollectorFactory(1000, 100, 0.5), markAllFactory{}}
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	data := readFile(t, fs, "/db/"+findFile(t, fs, "/db", base.FileTypeOptions))
+	if want := "table_properties_collectors=[CompactOnDeletionCollector (Sliding window size = 1000 Deletion trigger = 100 Deletion ratio = 0.5); test.marks-every-table]"; !strings.Contains(string(data), want) {
+		t.Fatalf("OPTIONS file lacks %q:\n%s", want, data)
+	}
+	p, err := ParseOptionsFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.TombstoneDenseCompactionThreshold != 0.25 || p.NumDeletionsThreshold != 7 || p.DeletionSizeRatioThreshold != -1 ||
+		!p.DisableDeleteAwareCompaction || len(p.TablePropertiesCollectorFactories) != 0 {
+		t.Fatalf("parsed back: %g %d %g %v %v", p.TombstoneDenseCompactionThreshold, p.NumDeletionsThreshold,
+			p.DeletionSizeRatioThreshold, p.DisableDeleteAwareCompaction, p.TablePropertiesCollectorFactories)
+	}
 }
