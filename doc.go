@@ -8,6 +8,13 @@
 // merge tables down the levels. docs/architecture.md maps the packages,
 // the read, write and compaction paths and the files of a database.
 //
+// Deletes write tombstones. Compaction pushes them down to meet what they
+// delete without being asked: tables dense in tombstones, and tables a
+// table property collector marks (Options.TablePropertiesCollectorFactories,
+// NewCompactOnDeletionCollectorFactory), are compacted as soon as a
+// background slot is free, and tombstones go as soon as nothing older can
+// lie below them (see Options.TombstoneDenseCompactionThreshold).
+//
 // Durability: a write with WriteOptions.Sync is on disk when Write returns. A
 // write without Sync has been written to the WAL file (handed to the OS) when
 // Write returns, so it survives a process crash; a power failure loses
