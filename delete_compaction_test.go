@@ -137,8 +137,10 @@ func TestDeleteScanSettlesWithDefaultOptions(t *testing.T) {
 	if on.tombstones > 100 {
 		t.Errorf("default options: %d tombstones left in the tables at the start of the key space, want (almost) none", on.tombstones)
 	}
-	if off.tombstones < deleted {
-		t.Errorf("policy off: %d tombstones left, want all %d (else this test measures nothing)", off.tombstones, deleted)
+	// With the policy off, compactions by score may drop some tombstones
+	// at larger scales (at 1M keys about a third), never most of them.
+	if off.tombstones < deleted/2 {
+		t.Errorf("policy off: %d tombstones left, want at least half of %d (else this test measures nothing)", off.tombstones, deleted)
 	}
 	// Stepping over the tombstones reads their blocks: hundreds of them
 	// (about 150 tombstones a block), against the few blocks 500 values
