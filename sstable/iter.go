@@ -66,6 +66,11 @@ type tableIter struct {
 
 var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
 
+var (
+	_ base.InternalIterator = (*tableIter)(nil)
+	_ base.InternalSeeker   = (*tableIter)(nil)
+)
+
 // NewIter returns an iterator over the table's point entries. Range
 // tombstones are not included; see RangeTombstones. Close returns the
 // iterator to a pool: it must not be used afterwards.
@@ -259,6 +264,40 @@ func (it *tableIter) SeekGE(key []byte) bool {
 		it.discardPending()
 	}
 	return ok
+}
+
+// SeekGEInternal positions at the first entry at or after key in
+// internal-key order (and at or above Lower): the index and the block are
+// searched with the whole internal key, as Get does.
+func (it *tableIter) SeekGEInternal(key base.InternalKey) bool {
+	if it.lower != nil && it.cmp(key.UserKey, it.lower) < 0 {
+		// Every entry in bounds sorts after key.
+		return it.SeekGE(it.lower)
+	}
+	it.err = nil
+	it.prepValid = false
+	ok := it.seekGEInternal(key)
+	if it.pend.active {
+		it.discardPending()
+	}
+	return ok
+}
+
+func (it *tableIter) seekGEInternal(key base.InternalKey) bool {
+	if it.upper != nil && it.cmp(key.UserKey, it.upper) >= 0 {
+		return it.stop(posAfterLast)
+	}
+	if !it.needIndex() {
+		return false
+	}
+	i := it.ix.seek(key, it.cmp)
+	if i == len(it.ix.items) {
+		return it.stop(posAfterLast)
+	}
+	if !it.load(i, true) {
+		return false
+	}
+	return it.settleForward(it.data.seekGE(key, it.cmp))
 }
 
 // SeekLT positions at the last entry whose user key is < key (and < Upper).

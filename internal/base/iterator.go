@@ -43,3 +43,29 @@ type SeekPreparer interface {
 	PrepareSeekGE(key []byte)
 	PrepareFirst()
 }
+
+// InternalSeeker is implemented by iterators that can position at an
+// internal key rather than at the first entry of a user key: the memtable's,
+// a table's, a LevelIter and the merging iterator. The user iterator uses it
+// to jump over a long run of versions of one user key (past the run, or to
+// the first version its snapshot sees) instead of stepping through it.
+type InternalSeeker interface {
+	// SeekGEInternal positions at the first entry at or after key in
+	// internal-key order: user key ascending, then trailer descending.
+	SeekGEInternal(key InternalKey) bool
+}
+
+// SeekGEInternal positions it at the first entry at or after key in
+// internal-key order: through it.SeekGEInternal when it is an
+// InternalSeeker, else by seeking to key's user key and stepping over the
+// entries before key.
+func SeekGEInternal(it InternalIterator, cmp Compare, key InternalKey) bool {
+	if s, ok := it.(InternalSeeker); ok {
+		return s.SeekGEInternal(key)
+	}
+	ok := it.SeekGE(key.UserKey)
+	for ok && InternalCompare(cmp, it.Key(), key) < 0 {
+		ok = it.Next()
+	}
+	return ok
+}

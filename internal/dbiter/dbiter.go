@@ -28,6 +28,37 @@ type Options struct {
 	// user value; nil returns it unchanged. TODO: merge operands and blob
 	// references will be resolved here.
 	ValueResolver func(kind base.Kind, value []byte) ([]byte, error)
+	// MaxSkip is RocksDB's max_sequential_skip_in_iterations: once a move
+	// has stepped over more than MaxSkip entries of one user key in a row
+	// (older versions of a key already decided, or versions newer than the
+	// snapshot), it seeks past them instead of stepping on; see the
+	// package comment for where exactly. 0 seeks at the first such entry;
+	// a negative value never seeks. The forward seeks need a child that
+	// is a base.InternalSeeker; without one the iterator steps.
+	MaxSkip int
+}
+
+// Stats counts the internal entries an Iter passed over, with the meanings
+// of RocksDB's perf context counters of the same names. A move that lands
+// on a key does not count that key's deciding entry, except as noted.
+type Stats struct {
+	// KeySkipped (internal_key_skipped_count) counts visible entries
+	// stepped over: the current key's entry on Next (and on Prev after
+	// Next), older versions of a key already decided (those a tombstone
+	// hides included), and, going backward, every visible entry of each key
+	// passed, the deciding one and tombstones included.
+	KeySkipped uint64
+	// DeleteSkipped (internal_delete_skipped_count) counts the keys found
+	// deleted while moving: once per key whose newest visible entry is a
+	// Delete or SingleDelete, or a value a RangeDels tombstone covers
+	// (going backward, every tombstone entry of the key passed counts).
+	DeleteSkipped uint64
+	// RecentSkipped (internal_recent_skipped_count) counts entries stepped
+	// over because they are newer than the snapshot.
+	RecentSkipped uint64
+	// Reseeks (RocksDB's NUMBER_OF_RESEEKS_IN_ITERATION ticker) counts the
+	// seeks made instead of stepping (Options.MaxSkip).
+	Reseeks uint64
 }
 
 // pos says where the iterator is and how the child is placed relative to it.
@@ -63,6 +94,11 @@ type Iter struct {
 	// child has already moved past the deciding entry.
 	valBuf []byte
 	err    error
+	// seeker is it as a base.InternalSeeker, nil when it is none or
+	// Options.MaxSkip is negative; maxSkip is Options.MaxSkip.
+	seeker  base.InternalSeeker
+	maxSkip int
+	stats   Stats
 }
 
 // New returns an iterator over it with the options o. The iterator takes
@@ -71,8 +107,19 @@ func New(it base.InternalIterator, o Options) *Iter {
 	if o.Cmp == nil {
 		o.Cmp = base.DefaultComparer
 	}
-	return &Iter{it: it, cmp: o.Cmp.Compare, opts: o}
+	i := &Iter{it: it, cmp: o.Cmp.Compare, opts: o, maxSkip: o.MaxSkip}
+	if o.MaxSkip >= 0 {
+		i.seeker, _ = it.(base.InternalSeeker)
+	}
+	return i
 }
+
+// Stats returns the counts of the entries the iterator passed over so far.
+func (i *Iter) Stats() Stats { return i.stats }
+
+// reseekBackward reports whether a backward move that has stepped over
+// skipped entries of one user key seeks instead of stepping on.
+func (i *Iter) reseekBackward(skipped int) bool { return i.maxSkip >= 0 && skipped >= i.maxSkip }
 
 func (i *Iter) fail(err error) bool {
 	i.err = err
@@ -112,116 +159,246 @@ func (i *Iter) resolve(kind base.Kind, value []byte) ([]byte, error) {
 
 // findNextEntry moves the child forward from an entry (ok) or from
 // exhaustion (!ok) to the newest visible entry of the next present key.
-func (i *Iter) findNextEntry(ok bool) bool {
+// With skipping, keyBuf holds a key already decided (the current one, on
+// Next) whose remaining entries are passed over.
+//
+// This is RocksDB's FindNextUserEntry, counters and reseeks included: a
+// run of more than maxSkip entries of one user key, passed over because
+// the key is decided or because they are newer than the snapshot, ends in
+// a seek past the key's last possible entry, or to its first version the
+// snapshot sees; at most once until a new key is reached, so that a seek
+// that lands short cannot repeat forever.
+func (i *Iter) findNextEntry(ok, skipping bool) bool {
 	snap, upper := i.opts.Snapshot, i.opts.Upper
+	// haveKey says keyBuf holds the key of the entries being counted in
+	// skipped: a key decided (skipping), or one only newer versions of
+	// which were seen so far.
+	haveKey := skipping
+	skipped := 0
+	reseeked := false
 	for ok {
 		k := i.it.Key()
 		if upper != nil && i.cmp(k.UserKey, upper) >= 0 {
 			break
 		}
-		if k.SeqNum() > snap {
-			ok = i.it.Next()
+		if seq := k.SeqNum(); seq > snap {
+			i.stats.RecentSkipped++
+			if haveKey && i.cmp(k.UserKey, i.keyBuf) == 0 {
+				skipped++
+			} else {
+				i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
+				haveKey, skipping, skipped, reseeked = true, false, 0, false
+			}
+		} else if skipping && i.cmp(k.UserKey, i.keyBuf) <= 0 {
+			i.stats.KeySkipped++
+			skipped++
+		} else {
+			skipped, reseeked = 0, false
+			switch kind := k.Kind(); kind {
+			case base.KindSet, base.KindMerge, base.KindBlobIndex:
+				i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
+				if i.opts.RangeDels == nil || !i.opts.RangeDels.Covers(i.keyBuf, seq, snap) {
+					v, err := i.resolve(kind, i.it.Value())
+					if err != nil {
+						return i.fail(err)
+					}
+					i.key, i.value, i.pos = i.keyBuf, v, posForward
+					return true
+				}
+				i.stats.DeleteSkipped++
+				haveKey, skipping = true, true
+			case base.KindDelete, base.KindSingleDelete:
+				i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
+				i.stats.DeleteSkipped++
+				haveKey, skipping = true, true
+			case base.KindRangeDelete, base.KindLogData:
+				// Not a version of a user key: stepped over.
+			default:
+				return i.fail(badKind(k))
+			}
+		}
+		if skipped > i.maxSkip && !reseeked && i.seeker != nil {
+			skipped, reseeked = 0, true
+			i.stats.Reseeks++
+			if skipping {
+				// Past every version of the decided key: the smallest
+				// trailer sorts after all of them.
+				ok = i.seeker.SeekGEInternal(base.InternalKey{UserKey: i.keyBuf})
+			} else {
+				// To the newest version the snapshot sees.
+				ok = i.seeker.SeekGEInternal(base.MakeInternalKey(i.keyBuf, snap, base.KindMax))
+			}
 			continue
 		}
-		switch kind := k.Kind(); kind {
-		case base.KindSet, base.KindMerge, base.KindBlobIndex:
-			i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
-			if i.opts.RangeDels == nil || !i.opts.RangeDels.Covers(i.keyBuf, k.SeqNum(), snap) {
-				v, err := i.resolve(kind, i.it.Value())
-				if err != nil {
-					return i.fail(err)
-				}
-				i.key, i.value, i.pos = i.keyBuf, v, posForward
-				return true
-			}
-			ok = i.skipKey()
-		case base.KindDelete, base.KindSingleDelete:
-			i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
-			ok = i.skipKey()
-		case base.KindRangeDelete, base.KindLogData:
-			ok = i.it.Next()
-		default:
-			return i.fail(badKind(k))
-		}
+		ok = i.it.Next()
 	}
 	return i.exhausted(posExhaustedForward)
 }
 
-// skipKey moves the child forward past the remaining entries of keyBuf.
-func (i *Iter) skipKey() bool {
-	for i.it.Next() {
-		if i.cmp(i.it.Key().UserKey, i.keyBuf) != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // findPrevEntry moves the child backward from an entry (ok) or from
-// exhaustion (!ok) over every entry of a user key, keeping the newest
-// visible one, until it finds a present key; it leaves the child one entry
-// before that key.
+// exhaustion (!ok), key by key, until it finds a present key; it leaves
+// the child one entry before that key. It is RocksDB's PrevInternal: for
+// each key, the visible entries from the oldest up decide it
+// (valueBackward), then the child steps back past the key's remaining
+// entries (beforeKey).
 func (i *Iter) findPrevEntry(ok bool) bool {
-	snap, lower := i.opts.Snapshot, i.opts.Lower
-	have, live := false, false
-	var liveSeq base.SeqNum
-	var liveKind base.Kind
+	lower := i.opts.Lower
 	for ok {
 		k := i.it.Key()
 		if lower != nil && i.cmp(k.UserKey, lower) < 0 {
 			break
 		}
-		if have && i.cmp(k.UserKey, i.keyBuf) != 0 {
-			if live {
-				if found, err := i.decide(liveSeq, liveKind); err != nil {
-					return i.fail(err)
-				} else if found {
-					i.childValid = true
-					return true
-				}
-			}
-			have = false
+		i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
+		live, liveSeq, liveKind, pos, err := i.valueBackward()
+		if err != nil {
+			return i.fail(err)
 		}
-		if !have {
-			i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
-			have, live = true, false
+		if ok, err = i.beforeKey(pos); err != nil {
+			return i.fail(err)
 		}
-		// Going backward, seqnums of one user key ascend: the last visible
-		// entry seen is the newest.
-		if seq := k.SeqNum(); seq <= snap {
-			switch kind := k.Kind(); kind {
-			case base.KindSet, base.KindMerge, base.KindBlobIndex:
-				live, liveSeq, liveKind = true, seq, kind
-				i.valBuf = append(i.valBuf[:0], i.it.Value()...)
-			case base.KindDelete, base.KindSingleDelete:
-				live = false
-			case base.KindRangeDelete, base.KindLogData:
-			default:
-				return i.fail(badKind(k))
+		if live {
+			if found, err := i.decide(liveSeq, liveKind); err != nil {
+				return i.fail(err)
+			} else if found {
+				i.childValid = ok
+				return true
 			}
 		}
-		ok = i.it.Prev()
 	}
 	if !ok {
 		if err := i.it.Error(); err != nil {
 			return i.fail(err)
 		}
 	}
-	if have && live {
-		if found, err := i.decide(liveSeq, liveKind); err != nil {
-			return i.fail(err)
-		} else if found {
-			i.childValid = ok
-			return true
+	return i.exhausted(posExhaustedReverse)
+}
+
+// childAt says where valueBackward left the child.
+type childAt int8
+
+const (
+	// atEntry: at an entry, of keyBuf or before it.
+	atEntry childAt = iota
+	// atStart: exhausted going backward, before every entry.
+	atStart
+	// beforeKeyBuf: already at an entry before keyBuf's entries.
+	beforeKeyBuf
+)
+
+// valueBackward decides the key in keyBuf going backward, the child at the
+// key's last (oldest) entry: live says its newest visible entry is a value
+// (of kind at seq, copied into valBuf), which range tombstones may still
+// delete (decide). It steps up through the visible entries, oldest first,
+// so the last one seen is the newest; after maxSkip of them it seeks to
+// the newest visible entry instead (RocksDB's FindValueForCurrentKey and
+// FindValueForCurrentKeyUsingSeek).
+func (i *Iter) valueBackward() (live bool, seq base.SeqNum, kind base.Kind, pos childAt, err error) {
+	snap := i.opts.Snapshot
+	ok := true
+	for skipped := 0; ok; skipped++ {
+		k := i.it.Key()
+		if k.SeqNum() > snap || i.cmp(k.UserKey, i.keyBuf) != 0 {
+			return live, seq, kind, atEntry, nil
+		}
+		if i.seeker != nil && i.reseekBackward(skipped) {
+			return i.newestVisible()
+		}
+		switch kd := k.Kind(); kd {
+		case base.KindSet, base.KindMerge, base.KindBlobIndex:
+			live, seq, kind = true, k.SeqNum(), kd
+			i.valBuf = append(i.valBuf[:0], i.it.Value()...)
+		case base.KindDelete, base.KindSingleDelete:
+			live = false
+			i.stats.DeleteSkipped++
+		case base.KindRangeDelete, base.KindLogData:
+		default:
+			return false, 0, 0, atEntry, badKind(k)
+		}
+		i.stats.KeySkipped++
+		ok = i.it.Prev()
+	}
+	if err := i.it.Error(); err != nil {
+		return false, 0, 0, atEntry, err
+	}
+	return live, seq, kind, atStart, nil
+}
+
+// newestVisible is valueBackward's seek: the child goes forward to the
+// newest entry of keyBuf the snapshot sees, which decides the key. When
+// that leaves it past keyBuf's entries (no version of the key is a point
+// entry), it is put back before them at once.
+func (i *Iter) newestVisible() (live bool, seq base.SeqNum, kind base.Kind, pos childAt, err error) {
+	i.stats.Reseeks++
+	ok := i.seeker.SeekGEInternal(base.MakeInternalKey(i.keyBuf, i.opts.Snapshot, base.KindMax))
+	for ; ok && i.cmp(i.it.Key().UserKey, i.keyBuf) == 0; ok = i.it.Next() {
+		k := i.it.Key()
+		switch kd := k.Kind(); kd {
+		case base.KindSet, base.KindMerge, base.KindBlobIndex:
+			i.valBuf = append(i.valBuf[:0], i.it.Value()...)
+			return true, k.SeqNum(), kd, atEntry, nil
+		case base.KindDelete, base.KindSingleDelete:
+			return false, 0, 0, atEntry, nil
+		case base.KindRangeDelete, base.KindLogData:
+		default:
+			return false, 0, 0, atEntry, badKind(k)
 		}
 	}
-	return i.exhausted(posExhaustedReverse)
+	if !ok {
+		if err := i.it.Error(); err != nil {
+			return false, 0, 0, atEntry, err
+		}
+	}
+	if !i.it.SeekLT(i.keyBuf) {
+		if err := i.it.Error(); err != nil {
+			return false, 0, 0, atEntry, err
+		}
+		return false, 0, 0, atStart, nil
+	}
+	return false, 0, 0, beforeKeyBuf, nil
+}
+
+// beforeKey moves the child from pos back past the remaining entries of
+// keyBuf and reports whether it is at an entry (the previous key's last).
+// It counts each entry it passes, and after maxSkip of them seeks before
+// the key instead (RocksDB's FindUserKeyBeforeSavedKey).
+func (i *Iter) beforeKey(pos childAt) (bool, error) {
+	switch pos {
+	case atStart:
+		return false, nil
+	case beforeKeyBuf:
+		return true, nil
+	}
+	snap := i.opts.Snapshot
+	ok := true
+	for skipped := 0; ok; {
+		k := i.it.Key()
+		if i.cmp(k.UserKey, i.keyBuf) < 0 {
+			return true, nil
+		}
+		if k.SeqNum() > snap {
+			i.stats.RecentSkipped++
+		} else {
+			i.stats.KeySkipped++
+		}
+		if i.reseekBackward(skipped) {
+			i.stats.Reseeks++
+			ok = i.it.SeekLT(i.keyBuf)
+			break
+		}
+		skipped++
+		ok = i.it.Prev()
+	}
+	if !ok {
+		return false, i.it.Error()
+	}
+	return true, nil
 }
 
 // decide settles the key in keyBuf, whose newest visible entry is a value
 // at seq in valBuf, while iterating backward.
 func (i *Iter) decide(seq base.SeqNum, kind base.Kind) (bool, error) {
 	if i.opts.RangeDels != nil && i.opts.RangeDels.Covers(i.keyBuf, seq, i.opts.Snapshot) {
+		i.stats.DeleteSkipped++
 		return false, nil
 	}
 	v, err := i.resolve(kind, i.valBuf)
@@ -236,9 +413,9 @@ func (i *Iter) decide(seq base.SeqNum, kind base.Kind) (bool, error) {
 func (i *Iter) First() bool {
 	i.err = nil
 	if i.opts.Lower != nil {
-		return i.findNextEntry(i.it.SeekGE(i.opts.Lower))
+		return i.findNextEntry(i.it.SeekGE(i.opts.Lower), false)
 	}
-	return i.findNextEntry(i.it.First())
+	return i.findNextEntry(i.it.First(), false)
 }
 
 // Last positions at the last key, returning whether there is one.
@@ -259,7 +436,7 @@ func (i *Iter) SeekGE(key []byte) bool {
 	if i.opts.Upper != nil && i.cmp(key, i.opts.Upper) >= 0 {
 		return i.outOfBounds(posExhaustedForward)
 	}
-	return i.findNextEntry(i.it.SeekGE(key))
+	return i.findNextEntry(i.it.SeekGE(key), false)
 }
 
 // SeekLT positions at the last key < key.
@@ -304,12 +481,10 @@ func (i *Iter) SeekForPrev(key []byte) bool {
 func (i *Iter) Next() bool {
 	switch i.pos {
 	case posForward:
-		// Skip the older versions of the current key.
-		ok := i.it.Next()
-		for ok && i.cmp(i.it.Key().UserKey, i.key) == 0 {
-			ok = i.it.Next()
-		}
-		return i.findNextEntry(ok)
+		// The current entry counts as skipped, and the older versions of
+		// the current key (in keyBuf) are skipped.
+		i.stats.KeySkipped++
+		return i.findNextEntry(i.it.Next(), true)
 	case posReverse:
 		var ok bool
 		if i.childValid {
@@ -317,10 +492,11 @@ func (i *Iter) Next() bool {
 		} else {
 			ok = i.it.First()
 		}
-		for ok && i.cmp(i.it.Key().UserKey, i.key) <= 0 {
+		for ok && i.cmp(i.it.Key().UserKey, i.key) < 0 {
 			ok = i.it.Next()
 		}
-		return i.findNextEntry(ok)
+		// The current key's entries are skipped, and counted.
+		return i.findNextEntry(ok, true)
 	case posUnpositioned, posExhaustedReverse:
 		return i.First()
 	}
@@ -331,10 +507,11 @@ func (i *Iter) Next() bool {
 func (i *Iter) Prev() bool {
 	switch i.pos {
 	case posForward:
-		// Step back over the newer, invisible versions of the current key.
-		ok := i.it.Prev()
-		for ok && i.cmp(i.it.Key().UserKey, i.key) == 0 {
-			ok = i.it.Prev()
+		// Step back over the current entry and the newer, invisible
+		// versions of the current key (in keyBuf).
+		ok, err := i.beforeKey(atEntry)
+		if err != nil {
+			return i.fail(err)
 		}
 		return i.findPrevEntry(ok)
 	case posReverse:

@@ -15,6 +15,18 @@
 // tombstones: the caller supplies a merged internal iterator (package
 // mergeiter) and a RangeDelChecker (package rangedel).
 //
+// Moves count what they pass over (Stats, RocksDB's perf context counters)
+// and, like RocksDB's DBIter, seek instead of stepping through a long run
+// of versions of one user key (Options.MaxSkip, RocksDB's
+// max_sequential_skip_in_iterations). Forward, after more than MaxSkip
+// entries of a decided key, or of versions newer than the snapshot, the
+// iterator seeks past the key's last possible entry, or to the newest
+// version the snapshot sees. Backward, after MaxSkip visible entries of a
+// key it seeks forward to the newest visible one, and after MaxSkip more
+// entries of the key it seeks before the key. Forward seeks need a child
+// that is a base.InternalSeeker. A run of tombstones on different keys is
+// not a run of one key: each key is visited (and counted).
+//
 // Positions: after iteration ran off the end, Prev returns the last key;
 // after it ran off the start, Next returns the first; on a new iterator Next
 // is First and Prev is Last.

@@ -20,7 +20,10 @@ type iterator struct {
 	key base.InternalKey
 }
 
-var _ base.InternalIterator = (*iterator)(nil)
+var (
+	_ base.InternalIterator = (*iterator)(nil)
+	_ base.InternalSeeker   = (*iterator)(nil)
+)
 
 func (it *iterator) setNode(n uint32) bool {
 	it.n = n
@@ -34,6 +37,12 @@ func (it *iterator) setNode(n uint32) bool {
 
 func (it *iterator) SeekGE(key []byte) bool {
 	return it.setNode(it.m.seekGE(&it.m.points, key, searchTrailer))
+}
+
+// SeekGEInternal positions at the first entry at or after key in
+// internal-key order.
+func (it *iterator) SeekGEInternal(key base.InternalKey) bool {
+	return it.setNode(it.m.seekGE(&it.m.points, key.UserKey, key.Trailer))
 }
 
 func (it *iterator) SeekLT(key []byte) bool {

@@ -68,6 +68,7 @@ type LevelIter struct {
 var (
 	_ base.InternalIterator = (*LevelIter)(nil)
 	_ base.SeekPreparer     = (*LevelIter)(nil)
+	_ base.InternalSeeker   = (*LevelIter)(nil)
 )
 
 // NewLevelIter returns an iterator over the files of level. open(i) opens
@@ -262,6 +263,31 @@ func (l *LevelIter) SeekGE(key []byte) bool {
 		return false
 	}
 	return l.forward(l.iter.SeekGE(key))
+}
+
+// SeekGEInternal positions at the first entry at or after key in
+// internal-key order. Files are found by user key, as SeekGE finds them;
+// when the versions of key's user key go on in the next file (a file
+// boundary may fall between two of them) and this one holds none at or
+// after key, the next file is searched the same way.
+func (l *LevelIter) SeekGEInternal(key base.InternalKey) bool {
+	if l.lower != nil && l.cmp(key.UserKey, l.lower) < 0 {
+		// Every entry in bounds sorts after key.
+		return l.SeekGE(l.lower)
+	}
+	l.startPositioning()
+	if l.upper != nil && l.cmp(key.UserKey, l.upper) >= 0 {
+		return false
+	}
+	for i := l.seekFile(key.UserKey); ; i++ {
+		if !l.load(i) {
+			return false
+		}
+		ok := base.SeekGEInternal(l.iter, l.cmp, key)
+		if ok || l.fileFailed() || i+1 >= l.hi || l.cmp(l.files[i+1].Smallest.UserKey, key.UserKey) != 0 {
+			return l.forward(ok)
+		}
+	}
 }
 
 // SeekLT positions at the last entry whose user key is < key.

@@ -9,10 +9,12 @@ import (
 // that heap comparisons do not go through the interface.
 type child struct {
 	iter base.InternalIterator
-	// prep is iter as a base.SeekPreparer, nil when it is none.
-	prep  base.SeekPreparer
-	key   base.InternalKey
-	index int
+	// prep is iter as a base.SeekPreparer, nil when it is none; seeker
+	// is iter as a base.InternalSeeker, nil when it is none.
+	prep   base.SeekPreparer
+	seeker base.InternalSeeker
+	key    base.InternalKey
+	index  int
 	// valid is true while iter is positioned at an entry. The merge keeps the
 	// invariant that, in forward mode, every entry of a child before its
 	// position (all entries, when !valid) sorts at or before the merged
@@ -26,17 +28,24 @@ type child struct {
 // (compaction, and most reads) does not carry it.
 type childDels struct {
 	// lists are the range tombstones that apply to the child's entries:
-	// its own and those of every child before it. An entry with a seqnum
-	// at or above minSeq, the lower of the snapshot and their highest
-	// seqnum, is deleted by none of them.
+	// those of every child before it (the first newer of them), then its
+	// own, own (nil when it has none). An entry with a seqnum at or above
+	// minSeq, the lower of the snapshot and their highest seqnum, is
+	// deleted by none of them.
 	lists  []*rangedel.List
+	newer  int
+	own    *rangedel.List
 	minSeq base.SeqNum
 	// ext, once extValid, is the last key range looked up in lists: the
 	// highest seqnum of a visible tombstone covering its keys is ext.Seq
 	// for all of them. A child's keys move in small steps, so most of its
 	// entries cost two comparisons instead of a search of every list.
-	ext      rangedel.Extent
-	extValid bool
+	// newerExt is the same for the newer children's lists alone, found in
+	// the same search: when they delete an entry, they delete every entry
+	// of this child and of the older ones over the whole of newerExt, so
+	// the merge seeks past it instead of stepping (skipDeleted).
+	ext, newerExt rangedel.Extent
+	extValid      bool
 }
 
 // Iter merges any number of internal iterators into one, in internal-key
@@ -58,9 +67,15 @@ type Iter struct {
 	// for each child, by child index; snapshot is the reader's seqnum.
 	dels     []childDels
 	snapshot base.SeqNum
+	// rangeDelReseeks counts the child seeks made to jump past entries a
+	// newer child's range tombstone deletes (RangeDelReseeks).
+	rangeDelReseeks uint64
 }
 
-var _ base.InternalIterator = (*Iter)(nil)
+var (
+	_ base.InternalIterator = (*Iter)(nil)
+	_ base.InternalSeeker   = (*Iter)(nil)
+)
 
 // New returns an iterator merging iters, ordered by cmp on user keys. The
 // merged iterator takes ownership of iters: Close closes them.
@@ -73,6 +88,7 @@ func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
 	for i, it := range iters {
 		m.children[i] = child{iter: it, index: i}
 		m.children[i].prep, _ = it.(base.SeekPreparer)
+		m.children[i].seeker, _ = it.(base.InternalSeeker)
 	}
 	return m
 }
@@ -109,11 +125,14 @@ func (m *Iter) SetRangeDels(snapshot base.SeqNum, dels []*rangedel.List) {
 	var maxSeq base.SeqNum
 	cd := make([]childDels, len(m.children))
 	for i := range cd {
+		newer := len(all)
+		var own *rangedel.List
 		if l := dels[i]; !l.Empty() {
+			own = l
 			all = append(all, l)
 			maxSeq = max(maxSeq, l.MaxSeq())
 		}
-		cd[i] = childDels{lists: all[:len(all):len(all)], minSeq: min(maxSeq, snapshot)}
+		cd[i] = childDels{lists: all[:len(all):len(all)], newer: newer, own: own, minSeq: min(maxSeq, snapshot)}
 	}
 	m.dels, m.snapshot = nil, snapshot
 	if len(all) > 0 {
@@ -130,9 +149,14 @@ func (m *Iter) deleted(c *child) bool {
 		return false
 	}
 	if key := c.key.UserKey; !d.extValid || !d.ext.Contains(m.cmp, key) {
-		d.ext = rangedel.Extent{NoStart: true, NoEnd: true}
-		for _, l := range d.lists {
+		d.newerExt = rangedel.Extent{NoStart: true, NoEnd: true}
+		for _, l := range d.lists[:d.newer] {
 			e := l.ExtentAt(key, m.snapshot)
+			d.newerExt.Intersect(m.cmp, &e)
+		}
+		d.ext = d.newerExt
+		if d.own != nil {
+			e := d.own.ExtentAt(key, m.snapshot)
 			d.ext.Intersect(m.cmp, &e)
 		}
 		d.extValid = true
@@ -142,14 +166,31 @@ func (m *Iter) deleted(c *child) bool {
 
 // skipDeleted moves on from the entries that range tombstones delete
 // (SetRangeDels), in the current direction, after a positioning that
-// returned ok; it reports whether the iterator is at an entry. Skipping an
-// entry is stepping past it, so the children invariant holds throughout.
+// returned ok; it reports whether the iterator is at an entry. An entry
+// deleted by a tombstone of its own child is stepped past; one deleted by
+// a newer child's tombstone is jumped past with the rest of what that
+// tombstone deletes (seekPast), as RocksDB's and Pebble's merging
+// iterators do. Either way only deleted entries are passed over, so the
+// children invariant holds for the entries that are not deleted, which are
+// all the merge returns.
 func (m *Iter) skipDeleted(ok bool) bool {
 	if m.dels == nil {
 		return ok
 	}
 	for ok && m.deleted(m.heap[0]) {
-		if top := m.heap[0]; m.reverse {
+		top := m.heap[0]
+		d := &m.dels[top.index]
+		if newer := &d.newerExt; newer.Seq > top.key.SeqNum() {
+			if m.reverse && !newer.NoStart {
+				ok = m.seekPastBackward(top.index, newer.Start)
+				continue
+			}
+			if !m.reverse && !newer.NoEnd {
+				ok = m.seekPastForward(top.index, newer.End)
+				continue
+			}
+		}
+		if m.reverse {
 			ok = m.step(top.iter.Prev())
 		} else {
 			ok = m.step(top.iter.Next())
@@ -157,6 +198,76 @@ func (m *Iter) skipDeleted(ok bool) bool {
 	}
 	return ok
 }
+
+// seekPastForward moves children from..., whose entries below the user key
+// target a newer child's range tombstone deletes from the current entry
+// on, to their first entry at or after target, and rebuilds the heap. A
+// child already there is left where it is. The jump cascades, as
+// RocksDB's: a tombstone of one of these children covering target deletes
+// the entries of the older children past it too, up to its end.
+func (m *Iter) seekPastForward(from int, target []byte) bool {
+	for j := from; j < len(m.children); j++ {
+		c := &m.children[j]
+		if c.valid && m.cmp(c.key.UserKey, target) < 0 {
+			m.rangeDelReseeks++
+			m.reposition(c, c.iter.SeekGE(target))
+		}
+		if l := m.dels[j].own; l != nil {
+			if e := l.ExtentAt(target, m.snapshot); e.Seq > 0 && !e.NoEnd {
+				target = e.End
+			}
+		}
+	}
+	return m.rebuild()
+}
+
+// seekPastBackward is seekPastForward in reverse: children from... move to
+// their last entry before target, the start of what the tombstone deletes.
+func (m *Iter) seekPastBackward(from int, target []byte) bool {
+	for j := from; j < len(m.children); j++ {
+		c := &m.children[j]
+		if c.valid && m.cmp(c.key.UserKey, target) >= 0 {
+			m.rangeDelReseeks++
+			m.reposition(c, c.iter.SeekLT(target))
+		}
+		if l := m.dels[j].own; l != nil {
+			if e := l.ExtentAt(target, m.snapshot); e.Seq > 0 && !e.NoStart {
+				target = e.Start
+			}
+		}
+	}
+	return m.rebuild()
+}
+
+// reposition records the outcome of moving c, which is not in a heap being
+// built: its key, or that it ran out (with its error, if any).
+func (m *Iter) reposition(c *child, ok bool) {
+	if ok {
+		c.key = c.iter.Key()
+		return
+	}
+	c.valid = false
+	if err := c.iter.Error(); err != nil && m.err == nil {
+		m.err = err
+	}
+}
+
+// rebuild remakes the heap from the valid children, after seekPast moved
+// some of them.
+func (m *Iter) rebuild() bool {
+	m.heap = m.heap[:0]
+	for i := range m.children {
+		if c := &m.children[i]; c.valid {
+			m.heap = append(m.heap, c)
+		}
+	}
+	return m.build()
+}
+
+// RangeDelReseeks returns how many times a child was sought past entries
+// that a newer child's range tombstone deletes (RocksDB's
+// internal_range_del_reseek_count): once per child moved by each jump.
+func (m *Iter) RangeDelReseeks() uint64 { return m.rangeDelReseeks }
 
 // prepared ends the first phase.
 func (m *Iter) prepared() {
@@ -245,6 +356,23 @@ func (m *Iter) SeekGE(key []byte) bool {
 	for i := range m.children {
 		c := &m.children[i]
 		m.add(c, c.iter.SeekGE(key))
+	}
+	return m.skipDeleted(m.build())
+}
+
+// SeekGEInternal positions at the first entry at or after key in
+// internal-key order: every child is sought there (base.SeekGEInternal).
+func (m *Iter) SeekGEInternal(key base.InternalKey) bool {
+	m.reset(false)
+	for i := range m.children {
+		c := &m.children[i]
+		var ok bool
+		if c.seeker != nil {
+			ok = c.seeker.SeekGEInternal(key)
+		} else {
+			ok = base.SeekGEInternal(c.iter, m.cmp, key)
+		}
+		m.add(c, ok)
 	}
 	return m.skipDeleted(m.build())
 }
