@@ -20,6 +20,7 @@ import (
 type Iterator struct {
 	db     *DB
 	it     *dbiter.Iter
+	merged *mergeiter.Iter // it's input, for its range tombstone counts
 	rs     *readState
 	err    error
 	closed bool
@@ -175,7 +176,8 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	// Range tombstones are applied by the merge, level by level, so dbiter
 	// needs no checker.
-	opts := dbiter.Options{Cmp: d.cmp, Snapshot: seq, Lower: lower, Upper: upper}
+	opts := dbiter.Options{Cmp: d.cmp, Snapshot: seq, Lower: lower, Upper: upper,
+		MaxSkip: d.opts.maxSequentialSkip()}
 	merged := mergeiter.New(d.cmp.Compare, children...)
 	if rangeDels != nil {
 		merged.SetRangeDels(seq, rangeDels)
@@ -186,7 +188,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	if i.group != nil {
 		merged.SetTwoPhase(true, i.group.Submit)
 	}
-	i.it = dbiter.New(merged, opts)
+	i.it, i.merged = dbiter.New(merged, opts), merged
 	if invariants.Enabled {
 		reportLeakedIterator(i)
 	}
@@ -289,14 +291,18 @@ func (i *Iterator) Prev() bool {
 	return i.it.Prev()
 }
 
-// Stats returns the counts of the table reads this iterator made so far:
-// blocks read and their bytes, block cache hits, blocks served from
-// readahead windows, async reads submitted, and read-ahead bytes wasted.
-// Reads of the windows in flight are counted once they complete (at the
-// latest when the iterator is closed).
+// Stats returns the counts of the work this iterator did so far: the
+// table reads (blocks read and their bytes, block cache hits, blocks
+// served from readahead windows, async reads submitted, and read-ahead
+// bytes wasted) and the internal entries it passed over (the Internal...
+// counters of PerfContext). Reads of the windows in flight are counted
+// once they complete (at the latest when the iterator is closed).
 func (i *Iterator) Stats() PerfContext {
 	var p PerfContext
 	p.addReadStats(&i.stats)
+	if i.it != nil {
+		p.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
+	}
 	return p
 }
 
@@ -346,6 +352,7 @@ func (i *Iterator) Close() error {
 	i.group.Close()     // after the table iterators, which wait for their reads
 	i.releaseTables()   // once nothing reads them; before the version goes
 	i.perf.addReadStats(&i.stats)
+	i.perf.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
 	i.rs.unref()
 	i.db.openIters.Add(-1)
 	if invariants.Enabled {

@@ -54,6 +54,7 @@ func (d *DB) MultiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value [
 	if pc := ro.perfContext(); pc != nil {
 		pc.addReadStats(&m.stats)
 		pc.MultiGetKeysFound += m.found
+		pc.InternalDeleteSkippedCount += m.deleted
 	}
 	m.reset()
 	multiGetPool.Put(m)
@@ -110,10 +111,12 @@ type multiGet struct {
 	// stats counts this call's table work when the caller asked for a
 	// PerfContext; extra is then &stats, else nil, so that a call without
 	// one does not pay for counting twice. found counts the caller's
-	// indices answered with a value.
-	stats sstable.ReadStats
-	extra *sstable.ReadStats
-	found uint64
+	// indices answered with a value, deleted the distinct keys a tombstone
+	// answered.
+	stats   sstable.ReadStats
+	extra   *sstable.ReadStats
+	found   uint64
+	deleted uint64
 	// openErrs holds the tables that failed to open for this call, so that
 	// every key reaching one gets the same error without another attempt;
 	// opened holds, with a reference, those openBlocked opened, so that a
@@ -167,7 +170,7 @@ func (m *multiGet) reset() {
 	m.owner = m.owner[:0]
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
-	m.d, m.rs, m.fn, m.found, m.openErrs, m.opened, m.blocked, m.extra = nil, nil, nil, 0, nil, nil, 0, nil
+	m.d, m.rs, m.fn, m.found, m.deleted, m.openErrs, m.opened, m.blocked, m.extra = nil, nil, nil, 0, 0, nil, nil, 0, nil
 }
 
 func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
@@ -236,6 +239,7 @@ func (m *multiGet) resolve(k *mgKey, value []byte, err error) {
 // tombstones of the sources walked (k.maxTomb) may hide.
 func (m *multiGet) resolveEntry(k *mgKey, value []byte, kind base.Kind, seq base.SeqNum) {
 	if !entryVisible(kind, seq, k.maxTomb) {
+		m.deleted++
 		m.resolve(k, nil, ErrNotFound)
 		return
 	}

@@ -248,6 +248,16 @@ type Options struct {
 	// first, and tombstones are still dropped wherever nothing older can lie
 	// below. Default false.
 	DisableDeleteAwareCompaction bool
+
+	// MaxSequentialSkipInIterations is how many entries of one user key an
+	// iterator move steps over in a row, versions of a key it has already
+	// decided or versions newer than its snapshot, before it seeks past
+	// the rest instead (max_sequential_skip_in_iterations). Default 8; a
+	// negative value seeks at the first such entry, as RocksDB's 0 does.
+	// It changes how fast, never what, an iterator reads. A run of deleted
+	// keys is not a run of one key: every deleted key is visited (and
+	// counted in PerfContext.InternalDeleteSkippedCount).
+	MaxSequentialSkipInIterations int
 }
 
 const (
@@ -347,8 +357,18 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.DeletionSizeRatioThreshold == 0 {
 		o.DeletionSizeRatioThreshold = sstable.DefaultDeletionSizeRatioThreshold
 	}
+	switch {
+	case o.MaxSequentialSkipInIterations == 0:
+		o.MaxSequentialSkipInIterations = 8
+	case o.MaxSequentialSkipInIterations < 0:
+		o.MaxSequentialSkipInIterations = -1
+	}
 	return o
 }
+
+// maxSequentialSkip returns MaxSequentialSkipInIterations as RocksDB counts
+// it (0 for a negative value).
+func (o *Options) maxSequentialSkip() int { return max(o.MaxSequentialSkipInIterations, 0) }
 
 // Validate checks the options after EnsureDefaults; its errors name the field.
 func (o *Options) Validate() error {
@@ -455,6 +475,7 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"deletion_size_ratio_threshold", strconv.FormatFloat(o.DeletionSizeRatioThreshold, 'g', -1, 64)},
 		{"disable_delete_aware_compaction", strconv.FormatBool(o.DisableDeleteAwareCompaction)},
 		{"table_properties_collectors", collectorNames(o.TablePropertiesCollectorFactories)},
+		{"max_sequential_skip_in_iterations", itoa(int64(o.maxSequentialSkip()))},
 	}
 }
 
@@ -615,6 +636,12 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		atob(&o.DisableDeleteAwareCompaction)
 	case "table_properties_collectors":
 		// Names only: a factory is code the program supplies.
+	case "max_sequential_skip_in_iterations":
+		atoi(&o.MaxSequentialSkipInIterations)
+		if err == nil && o.MaxSequentialSkipInIterations <= 0 {
+			// RocksDB's 0; shale's 0 would mean the default.
+			o.MaxSequentialSkipInIterations = -1
+		}
 	case "wal_recovery_mode":
 		var m int
 		atoi(&m)

@@ -1,6 +1,9 @@
 package shale
 
-import "github.com/shaledb/shale/sstable"
+import (
+	"github.com/shaledb/shale/internal/dbiter"
+	"github.com/shaledb/shale/sstable"
+)
 
 // PerfContext counts the work of reads, per call rather than per DB
 // (RocksDB's perf context): set ReadOptions.PerfContext, or ask an
@@ -22,6 +25,51 @@ type PerfContext struct {
 	BloomChecks, BloomUseful uint64
 	// MultiGetKeysFound counts MultiGet keys that were found.
 	MultiGetKeysFound uint64
+
+	// The internal entries reads passed over, with the meanings of RocksDB's
+	// counters of the same names. Iterators count them as they move:
+	//
+	// InternalKeySkippedCount (internal_key_skipped_count) counts entries
+	// the reader sees that a move stepped over: the current key's entry on
+	// Next, older versions of a key already decided (the versions a
+	// tombstone hides included, the tombstone itself not), and, moving
+	// backward, every visible entry of each key passed.
+	//
+	// InternalDeleteSkippedCount (internal_delete_skipped_count) counts the
+	// deleted keys a move passed: each key whose newest visible entry is a
+	// Delete or SingleDelete counts once, however many older versions it
+	// hides (moving backward, every tombstone of the key passed counts).
+	// Keys deleted by range tombstones are not counted here: the merge
+	// skips their entries before they are looked at (see
+	// InternalRangeDelReseekCount). Get and MultiGet, where RocksDB counts
+	// nothing, count one for each key they find deleted, by a point
+	// tombstone or a range tombstone over its newest version.
+	//
+	// InternalRecentSkippedCount (internal_recent_skipped_count) counts
+	// entries stepped over because they are newer than the iterator's
+	// snapshot.
+	//
+	// InternalRangeDelReseekCount (internal_range_del_reseek_count) counts
+	// the seeks of the merge's sources past entries a newer source's range
+	// tombstone deletes: one per source moved by each jump.
+	//
+	// A long run of versions of one key is seeked past rather than stepped
+	// through (Options.MaxSequentialSkipInIterations), so these counts
+	// are of the entries actually passed one by one. Get and MultiGet
+	// read the deciding entry of each key directly and so count no skipped
+	// keys.
+	InternalKeySkippedCount, InternalDeleteSkippedCount, InternalRecentSkippedCount, InternalRangeDelReseekCount uint64
+}
+
+// addIterCounts adds the counts of an iterator's moves to p (p may be nil).
+func (p *PerfContext) addIterCounts(s dbiter.Stats, rangeDelReseeks uint64) {
+	if p == nil {
+		return
+	}
+	p.InternalKeySkippedCount += s.KeySkipped
+	p.InternalDeleteSkippedCount += s.DeleteSkipped
+	p.InternalRecentSkippedCount += s.RecentSkipped
+	p.InternalRangeDelReseekCount += rangeDelReseeks
 }
 
 // addReadStats adds the counts of s to p (p may be nil).

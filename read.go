@@ -33,10 +33,14 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	var err error
 	if pc := ro.perfContext(); pc != nil {
 		var s sstable.ReadStats
-		value, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), &s)
+		var deleted bool
+		value, deleted, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), &s)
 		pc.addReadStats(&s)
+		if deleted {
+			pc.InternalDeleteSkippedCount++
+		}
 	} else {
-		value, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), nil)
+		value, _, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), nil)
 	}
 	if err != nil {
 		return nil, err
@@ -49,23 +53,25 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 // tombstone seen so far with a higher seqnum. The newest source holding a
 // point entry of the key decides, because for one user key newer versions
 // always sit in newer sources. The value aliases memtable or block memory.
-// stats, when not nil, also receives the counts of the table work.
-func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats) ([]byte, error) {
+// stats, when not nil, also receives the counts of the table work. deleted
+// says the answer ErrNotFound came from a tombstone (a point one, or a range
+// tombstone over the newest entry) rather than from no entry at all.
+func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats) (value []byte, deleted bool, err error) {
 	var maxTomb base.SeqNum
-	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, error) {
+	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, bool, error) {
 		if !entryVisible(kind, seq, maxTomb) {
-			return nil, ErrNotFound
+			return nil, true, ErrNotFound
 		}
-		return value, nil
+		return value, false, nil
 	}
 	if value, kind, seq, ok := rs.memtableGet(key, snap, &maxTomb); ok {
 		return result(value, kind, seq)
 	}
 	v := rs.version
-	probe := func(f *manifest.FileMetadata) (bool, []byte, error) {
+	probe := func(f *manifest.FileMetadata) (bool, []byte, bool, error) {
 		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
-			return true, nil, err
+			return true, nil, false, err
 		}
 		if t.rangeDels != nil {
 			maxTomb = max(maxTomb, t.rangeDels.MaxCoveringSeq(key, snap))
@@ -74,20 +80,20 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		value, kind, seq, ok, err := t.reader.GetCounted(key, snap, fillCache, stats)
 		t.release()
 		if err != nil {
-			return true, nil, err
+			return true, nil, false, err
 		}
 		if !ok {
-			return false, nil, nil
+			return false, nil, false, nil
 		}
-		value, err = result(value, kind, seq)
-		return true, value, err
+		value, deleted, err := result(value, kind, seq)
+		return true, value, deleted, err
 	}
 	for _, f := range v.Levels[0] {
 		if !fileContains(d.cmp.Compare, f, key) {
 			continue
 		}
-		if done, value, err := probe(f); done {
-			return value, err
+		if done, value, deleted, err := probe(f); done {
+			return value, deleted, err
 		}
 	}
 	for level := 1; level < len(v.Levels); level++ {
@@ -95,11 +101,11 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		if f == nil {
 			continue
 		}
-		if done, value, err := probe(f); done {
-			return value, err
+		if done, value, deleted, err := probe(f); done {
+			return value, deleted, err
 		}
 	}
-	return nil, ErrNotFound
+	return nil, false, ErrNotFound
 }
 
 // memtableGet looks key up in rs's memtables, newest first, as of snap. It
