@@ -117,6 +117,17 @@ var metamorphicSets = []metaOptionSet{
 	{name: "marks-every-table", set: deleteAwareVariants[1].set},
 	{name: "tombstone-dense-aggressive", set: deleteAwareVariants[2].set},
 	{name: "delete-aware-off", set: deleteAwareVariants[3].set},
+	// Iterators seek past a run of versions of one key after this many of
+	// them (MaxSequentialSkipInIterations): at the first (RocksDB's 0),
+	// after 1 and after 2; every other set has the default, 8.
+	{name: "max-skip-0", set: func(o *Options) { o.MaxSequentialSkipInIterations = -1 }},
+	{name: "max-skip-1", set: func(o *Options) { o.MaxSequentialSkipInIterations = 1 }},
+	{name: "max-skip-2-tiny-memtable", set: func(o *Options) {
+		// Versions of a key spread over many small tables and levels.
+		o.MaxSequentialSkipInIterations = 2
+		o.WriteBufferSize = 4 << 10
+		o.TargetFileSizeBase = 4 << 10
+	}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {
 		o.DisableIOUring = true
