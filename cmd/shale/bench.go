@@ -93,6 +93,10 @@ type benchConfig struct {
 	useExistingKeys                bool          // key number k is the k-th key of the database
 	readWritePercent               int           // readrandomwriterandom's share of reads
 	readsSet                       bool          // --reads was given (else it follows --num)
+
+	// The delete scan of issue 12 (bench_deletescan.go).
+	deleteWait   time.Duration // --delete_wait: idle time before deletescan's second scan
+	valueSizeSet bool          // --value_size was given (deletescan defaults it to 500)
 }
 
 // defaultBenchConfig returns db_bench's defaults.
@@ -131,6 +135,8 @@ func defaultBenchConfig() benchConfig {
 		openFiles:                      -1,
 		compressionRatio:               0.5,
 		readWritePercent:               90,
+
+		deleteWait: 10 * time.Second,
 	}
 }
 
@@ -154,11 +160,13 @@ type benchSpec struct {
 	// op is the operation type --histogram records the ops under.
 	op benchOp
 	// numDivisor divides --num for the benchmark (db_bench's num_ /= 1000
-	// of fillsync and fill100K); valueSize replaces --value_size; sync
-	// makes its writes sync (fillsync). See beginBenchmark.
-	numDivisor int64
-	valueSize  int
-	sync       bool
+	// of fillsync and fill100K); valueSize replaces --value_size, and
+	// defaultValueSize does unless --value_size was given; sync makes its
+	// writes sync (fillsync). See beginBenchmark.
+	numDivisor       int64
+	valueSize        int
+	defaultValueSize int
+	sync             bool
 	// message, when set, renders db_bench's message of the benchmark in
 	// place of "(F of R found)".
 	message func(res *benchResult) string
@@ -191,10 +199,13 @@ var benchSpecs = map[string]benchSpec{
 	"readhot":               {fn: benchReadHot, op: opRead},
 	"updaterandom":          {fn: benchUpdateRandom, op: opUpdate, message: updateMessage},
 	"readrandomwriterandom": {fn: benchReadRandomWriteRandom, op: opRead, message: readWriteMessage},
+	// The delete scan of issue 12 (bench_deletescan.go), one fresh
+	// database per variant.
+	"deletescan": {fn: benchDeleteScan, freshDB: true, control: true, ownOutput: true, defaultValueSize: deleteScanValueSize},
 }
 
 // knownBenchmarks lists the benchmark names for help and errors.
-const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio"
+const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio, deletescan"
 
 // benchResult is the merged outcome of one benchmark over its threads.
 type benchResult struct {
@@ -361,6 +372,8 @@ func (c *benchConfig) validate() error {
 		return fmt.Errorf("--multiread_stride must be >= 0, got %d", c.multireadStride)
 	case c.numLevels < 2:
 		return fmt.Errorf("--num_levels must be at least 2, got %d", c.numLevels)
+	case c.deleteWait < 0:
+		return fmt.Errorf("--delete_wait must be >= 0, got %v", c.deleteWait.Seconds())
 	}
 	if _, err := sstable.ParseCompression(c.compression); err != nil {
 		return fmt.Errorf("--compression_type: %v", err)

@@ -188,6 +188,15 @@ func (r *benchRunner) openWith(o *shale.Options) (*shale.DB, error) {
 // recreate closes, destroys and reopens the database, for fresh_db
 // benchmarks; the lock stays held throughout.
 func (r *benchRunner) recreate() error {
+	o, err := r.options()
+	if err != nil {
+		return err
+	}
+	return r.recreateWith(o)
+}
+
+// recreateWith is recreate opening the new database with o.
+func (r *benchRunner) recreateWith(o *shale.Options) error {
 	db := r.db
 	r.db = nil
 	if err := db.Close(); err != nil {
@@ -196,7 +205,9 @@ func (r *benchRunner) recreate() error {
 	if err := r.destroyDB(); err != nil {
 		return err
 	}
-	return r.open()
+	var err error
+	r.db, err = r.openWith(o)
+	return err
 }
 
 // freshDBBenchmarks lists, for bench's help, the benchmarks that recreate

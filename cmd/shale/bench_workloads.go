@@ -45,6 +45,9 @@ func (r *benchRunner) beginBenchmark(spec benchSpec) (restore func(), err error)
 	if spec.valueSize > 0 {
 		c.valueSize = spec.valueSize
 	}
+	if spec.defaultValueSize > 0 && !c.valueSizeSet {
+		c.valueSize = spec.defaultValueSize
+	}
 	if c.statsInterval > 0 {
 		// db_bench prints the interval lines instead of its progress lines.
 		c.progressEvery = 0

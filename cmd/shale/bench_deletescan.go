@@ -1,0 +1,179 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shaledb/shale"
+)
+
+// deletescan is the scan of issue 12's seed: write --num keys in order
+// (one prefix: the keys are zero-padded numbers), delete the lowest 90%,
+// and time reading the first deleteScanLive live keys from the start, right
+// after the deletes and again after --delete_wait of idle time, with
+// internal_delete_skipped_count, the tombstones the scan stepped over. The
+// scenario runs on a fresh database per variant: the run's options, the
+// same with a deletion-triggered compaction collector, and the run's
+// options with a full manual compaction after the deletes.
+
+// deleteScanValueSize is deletescan's --value_size unless the flag is given:
+// the seed's 500 bytes.
+const deleteScanValueSize = 500
+
+// deleteScanLive is how many live keys each timed scan reads.
+const deleteScanLive = 500
+
+// deleteScanVariant is one way to run the scenario.
+type deleteScanVariant struct {
+	name string
+	// options changes the run's options; it reports false (with a reason)
+	// when this build cannot run the variant.
+	options func(o *shale.Options) (ok bool, why string)
+	// compact runs a full CompactRange after the deletes; the scan after
+	// it is the only one (nothing is left to settle).
+	compact bool
+}
+
+var deleteScanVariants = []deleteScanVariant{
+	{name: "default", options: func(*shale.Options) (bool, string) { return true, "" }},
+	{name: "collector", options: deletionCollectorOptions},
+	{name: "compacted", options: func(*shale.Options) (bool, string) { return true, "" }, compact: true},
+}
+
+// deletionCollectorOptions adds the deletion-triggered compaction
+// collector, as the seed's RocksDB run does with
+// NewCompactOnDeletionCollectorFactory(1000000, 1000). This build of shale
+// has no table property collectors, so the variant is reported as not
+// available.
+func deletionCollectorOptions(*shale.Options) (bool, string) {
+	return false, "variant not available yet: this build has no Options.TablePropertiesCollectorFactories"
+}
+
+// benchDeleteScan runs the scenario once per variant of deleteScanVariants
+// and prints its lines.
+func benchDeleteScan(r *benchRunner, t *benchThread) error {
+	c := &r.cfg
+	live := c.num / 10
+	deleted := c.num - live
+	fmt.Fprintf(r.out, "deletescan   : %d keys of %d-byte values written in order, the lowest %d deleted, first %d live keys read from the start; idle wait %v\n",
+		c.num, c.valueSize, deleted, min(deleteScanLive, live), c.deleteWait)
+	for _, v := range deleteScanVariants {
+		o, err := r.options()
+		if err != nil {
+			return err
+		}
+		if ok, why := v.options(o); !ok {
+			fmt.Fprintf(r.out, "deletescan   : %-9s : %s\n", v.name, why)
+			continue
+		}
+		if err := r.recreateWith(o); err != nil {
+			return err
+		}
+		if err := r.deleteScanRun(t, v, deleted); err != nil {
+			return fmt.Errorf("%s: %w", v.name, err)
+		}
+	}
+	t.finished(1, 0)
+	return nil
+}
+
+// deleteScanRun writes, deletes and scans on the current (fresh) database.
+func (r *benchRunner) deleteScanRun(t *benchThread, v deleteScanVariant, deleted int64) error {
+	c := &r.cfg
+	start := time.Now()
+	if err := r.write(t, false, t.makeKey); err != nil {
+		return err
+	}
+	wrote := time.Since(start)
+	start = time.Now()
+	if err := r.deleteRange(t, deleted); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.out, "deletescan   : %-9s : wrote in %.3f s, deleted in %.3f s\n", v.name, wrote.Seconds(), time.Since(start).Seconds())
+	if v.compact {
+		start = time.Now()
+		if err := r.db.CompactRange(nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.out, "deletescan   : %-9s : CompactRange of everything in %.3f s; tables %s\n", v.name, time.Since(start).Seconds(), deleteScanShape(r.db.Metrics()))
+		return r.deleteScanTimed(v.name, "after the compaction")
+	}
+	fmt.Fprintf(r.out, "deletescan   : %-9s : tables right after the deletes: %s\n", v.name, deleteScanShape(r.db.Metrics()))
+	if err := r.deleteScanTimed(v.name, "right after the deletes"); err != nil {
+		return err
+	}
+	time.Sleep(c.deleteWait)
+	fmt.Fprintf(r.out, "deletescan   : %-9s : tables after %v idle: %s\n", v.name, c.deleteWait, deleteScanShape(r.db.Metrics()))
+	return r.deleteScanTimed(v.name, fmt.Sprintf("after %v idle", c.deleteWait))
+}
+
+// deleteRange deletes keys 0 .. n-1 in order, --batch_size per write.
+func (r *benchRunner) deleteRange(t *benchThread, n int64) error {
+	bs := int64(r.cfg.batchSize)
+	if bs > 1 && t.batch == nil {
+		t.batch = r.db.NewBatch()
+	}
+	for i := int64(0); i < n; {
+		if bs == 1 {
+			if err := r.db.Delete(t.makeKey(i), r.wo); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		t.batch.Reset()
+		for j := int64(0); j < bs && i < n; j++ {
+			t.batch.Delete(t.makeKey(i))
+			i++
+		}
+		if err := r.db.Write(t.batch, r.wo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteScanShape renders the non-empty levels with their files, bytes and
+// point tombstones, e.g. "L0 2 files 1.2 MiB 9000 deletions, L6 ...".
+func deleteScanShape(m *shale.Metrics) string {
+	var parts []string
+	for l, lm := range m.Levels {
+		if lm.NumFiles == 0 {
+			continue
+		}
+		s := "s"
+		if lm.NumFiles == 1 {
+			s = ""
+		}
+		parts = append(parts, fmt.Sprintf("L%d %d file%s %.1f MiB %d deletions", l, lm.NumFiles, s, float64(lm.Size)/(1<<20), lm.NumDeletions))
+	}
+	if len(parts) == 0 {
+		return "none (everything is in memtables)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// deleteScanTimed reads the first deleteScanLive keys from the start with a
+// new iterator and prints how long that took, from creating the iterator
+// to the last key, and what its PerfContext counted. As the seed's loop,
+// it moves once more after the last key it reads.
+func (r *benchRunner) deleteScanTimed(variant, when string) error {
+	ro := *r.ro
+	var pc shale.PerfContext
+	ro.PerfContext = &pc
+	start := time.Now()
+	it := r.db.NewIterator(&ro)
+	n := 0
+	for ok := it.First(); ok && n < deleteScanLive; ok = it.Next() {
+		n++
+	}
+	elapsed := time.Since(start)
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.out, "deletescan   : %-9s : first %d live keys %s: %.3f ms, internal_delete_skipped_count %d, internal_key_skipped_count %d\n",
+		variant, n, when, float64(elapsed.Nanoseconds())/1e6, pc.InternalDeleteSkippedCount, pc.InternalKeySkippedCount)
+	return nil
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/shaledb/shale/internal/testdir"
+)
+
+// deleteScanLineRE matches a timed scan line of deletescan.
+var deleteScanLineRE = regexp.MustCompile(`^deletescan   : (\w+) +: first (\d+) live keys (.+): \d+\.\d{3} ms, internal_delete_skipped_count (\d+), internal_key_skipped_count (\d+)$`)
+
+// TestBenchDeleteScan runs deletescan at 10,000 keys without waiting: the
+// scenario line, each variant's timed scans, and the counts, which are
+// exact at this size, where every entry is still in the memtable: the scan
+// right after the deletes steps over the 9,000 tombstones and the values
+// they hide, and over the 500 keys it reads; after the full compaction
+// only over the keys it reads. The collector variant says it is not
+// available in this build.
+func TestBenchDeleteScan(t *testing.T) {
+	db := filepath.Join(testdir.New(t), "db")
+	out, _, err := run(t, "bench", "--db", db, "--num", "10000", "--delete_wait", "0", "--benchmarks", "deletescan")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "deletescan   : 10000 keys of 500-byte values written in order, the lowest 9000 deleted, first 500 live keys read from the start; idle wait 0s\n") {
+		t.Errorf("no scenario line with the default value size of 500 in:\n%s", out)
+	}
+	if !strings.Contains(out, "deletescan   : collector : variant not available yet") {
+		t.Errorf("no line for the collector variant in:\n%s", out)
+	}
+	type scan struct {
+		read, deletes, keys int
+	}
+	got := map[string]scan{}
+	for _, line := range strings.Split(out, "\n") {
+		m := deleteScanLineRE.FindStringSubmatch(line)
+		if m == nil {
+			if strings.Contains(line, "live keys") && !strings.Contains(line, "idle wait") {
+				t.Errorf("malformed scan line %q", line)
+			}
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		d, _ := strconv.Atoi(m[4])
+		k, _ := strconv.Atoi(m[5])
+		got[m[1]+" "+m[3]] = scan{n, d, k}
+	}
+	want := map[string]scan{
+		"default right after the deletes": {500, 9000, 9000 + 500},
+		"default after 0s idle":           {500, 9000, 9000 + 500},
+		"compacted after the compaction":  {500, 0, 500},
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("no scan line %q in:\n%s", k, out)
+		} else if g != w {
+			t.Errorf("%s: read %d keys, %d deletes and %d keys skipped; want %d, %d and %d", k, g.read, g.deletes, g.keys, w.read, w.deletes, w.keys)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("scan lines %v, want those of %v", got, want)
+	}
+}
+
+// TestBenchDeleteScanFlags checks that --value_size given replaces
+// deletescan's 500 and that a negative --delete_wait is refused by name.
+func TestBenchDeleteScanFlags(t *testing.T) {
+	db := filepath.Join(testdir.New(t), "db")
+	out, _, err := run(t, "bench", "--db", db, "--num", "200", "--value_size", "32", "--delete_wait", "0", "--benchmarks", "deletescan")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "200 keys of 32-byte values") {
+		t.Errorf("--value_size 32 not used:\n%s", out)
+	}
+	if _, _, err := run(t, "bench", "--db", db, "--delete_wait", "-1", "--benchmarks", "deletescan"); err == nil || !strings.Contains(err.Error(), "--delete_wait") {
+		t.Errorf("--delete_wait -1: error %v, want one naming the flag", err)
+	}
+}
