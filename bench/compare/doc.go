@@ -1,5 +1,5 @@
 // Command compare runs the same workloads through shale and Pebble in one run
-// and prints their throughput side by side.
+// and prints their throughput (or, for deletescan, their times) side by side.
 //
 //	cd bench/compare && go run . [--num 1000000] [--benchmarks fillseq,fillrandom,readrandom,seekrandom] [--dir DIR]
 //
@@ -17,6 +17,11 @@
 //	fillrandom  write num random keys (with repeats) into a fresh DB
 //	readrandom  warm: Flush, one untimed pass of random reads, then num timed random reads
 //	seekrandom  num SeekGE to random keys (the DB is flushed first)
+//	deletescan  issue 12's delete scan: num keys written in order with
+//	            500-byte values, the lowest 90% deleted, then the first 500
+//	            live keys read from the start right after the deletes,
+//	            after --delete_wait seconds idle (default 10) and after a
+//	            full manual compaction; printed as milliseconds per phase
 //
 // A read workload on a DB that no fill has written first fills it with
 // fillrandom, untimed.

@@ -5,10 +5,14 @@ package main
 type engine interface {
 	name() string
 	put(key, value []byte) error
+	delete(key []byte) error
 	// get reports whether key exists.
 	get(key []byte) (bool, error)
 	newIter() (engineIter, error)
 	flush() error
+	// compactAll compacts every key (the workloads' keys are decimal
+	// digits), as a user's manual full compaction does.
+	compactAll() error
 	// shape describes the engine's LSM (levels and file counts), printed
 	// with --shape so that runs can be compared on equal footing.
 	shape() string

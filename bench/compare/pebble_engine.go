@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -41,6 +42,13 @@ func openPebble(dir string, cfg engineConfig) (engine, error) {
 func (e *pebbleEngine) name() string { return "pebble" }
 
 func (e *pebbleEngine) put(key, value []byte) error { return e.db.Set(key, value, pebble.NoSync) }
+
+func (e *pebbleEngine) delete(key []byte) error { return e.db.Delete(key, pebble.NoSync) }
+
+// compactAll compacts ["", "\xff"], which holds every decimal key.
+func (e *pebbleEngine) compactAll() error {
+	return e.db.Compact(context.Background(), []byte{}, []byte{0xff}, true)
+}
 
 func (e *pebbleEngine) get(key []byte) (bool, error) {
 	_, closer, err := e.db.Get(key)

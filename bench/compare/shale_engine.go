@@ -31,6 +31,10 @@ func (e *shaleEngine) name() string { return "shale" }
 
 func (e *shaleEngine) put(key, value []byte) error { return e.db.Put(key, value, e.wo) }
 
+func (e *shaleEngine) delete(key []byte) error { return e.db.Delete(key, e.wo) }
+
+func (e *shaleEngine) compactAll() error { return e.db.CompactRange(nil, nil) }
+
 func (e *shaleEngine) get(key []byte) (bool, error) {
 	_, err := e.db.Get(key, nil)
 	if errors.Is(err, shale.ErrNotFound) {

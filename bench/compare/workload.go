@@ -15,6 +15,8 @@ type workloadConfig struct {
 	keySize   int
 	valueSize int
 	seed      uint64
+	// deleteWait is deletescan's idle time before its second scan.
+	deleteWait time.Duration
 }
 
 // session runs workloads in order against one engine, remembering whether
@@ -32,10 +34,18 @@ type session struct {
 	runs   int // workloads run so far, to vary the random stream
 }
 
-// result is one timed workload.
+// result is one timed workload. phases, for workloads that time several
+// moments of one scenario (deletescan), are printed in their own table.
 type result struct {
 	ops     int64
 	found   int64
+	elapsed time.Duration
+	phases  []phase
+}
+
+// phase is one timed moment of a scenario.
+type phase struct {
+	name    string
 	elapsed time.Duration
 }
 
@@ -56,6 +66,7 @@ var workloads = map[string]struct {
 	"fillrandom": {true, (*session).fillRandom},
 	"readrandom": {false, (*session).readRandom},
 	"seekrandom": {false, (*session).seekRandom},
+	"deletescan": {true, (*session).deleteScan},
 }
 
 func newSession(open opener, dir string, cfg workloadConfig, ecfg engineConfig) *session {
@@ -203,4 +214,66 @@ func (s *session) seekRandom() (result, error) {
 	}
 	res := result{ops: s.cfg.num, found: found, elapsed: time.Since(start)}
 	return res, it.close()
+}
+
+// The delete scan of issue 12 (shale bench's deletescan): num keys written
+// in order with deleteScanValueSize-byte values, the lowest 90% deleted one
+// by one, then the first deleteScanLive live keys read from the start with a
+// new iterator, right after the deletes, after deleteWait of idle time, and
+// after a full manual compaction.
+const (
+	deleteScanValueSize = 500
+	deleteScanLive      = 500
+)
+
+func (s *session) deleteScan() (result, error) {
+	vs := s.cfg.valueSize
+	s.cfg.valueSize = deleteScanValueSize
+	defer func() { s.cfg.valueSize = vs }()
+	if _, err := s.fillSeq(); err != nil {
+		return result{}, err
+	}
+	deleted := s.cfg.num - s.cfg.num/10
+	for k := int64(0); k < deleted; k++ {
+		if err := s.eng.delete(s.makeKey(k)); err != nil {
+			return result{}, err
+		}
+	}
+	var res result
+	scan := func(name string) error {
+		start := time.Now()
+		it, err := s.eng.newIter()
+		if err != nil {
+			return err
+		}
+		n := 0
+		for ok := it.seekGE(nil); ok && n < deleteScanLive; ok = it.next() {
+			n++
+		}
+		elapsed := time.Since(start)
+		if err := it.close(); err != nil {
+			return err
+		}
+		if want := min(int64(deleteScanLive), s.cfg.num-deleted); int64(n) != want {
+			return fmt.Errorf("deletescan %s: read %d live keys, want %d", name, n, want)
+		}
+		res.phases = append(res.phases, phase{name, elapsed})
+		res.ops += int64(n)
+		res.elapsed += elapsed
+		return nil
+	}
+	if err := scan("after deletes"); err != nil {
+		return result{}, err
+	}
+	time.Sleep(s.cfg.deleteWait)
+	if err := scan(fmt.Sprintf("after %v idle", s.cfg.deleteWait)); err != nil {
+		return result{}, err
+	}
+	if err := s.eng.compactAll(); err != nil {
+		return result{}, err
+	}
+	if err := scan("after full compaction"); err != nil {
+		return result{}, err
+	}
+	return res, nil
 }

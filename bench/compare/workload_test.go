@@ -18,6 +18,8 @@ func openMap(string, engineConfig) (engine, error) { return &mapEngine{m: map[st
 
 func (e *mapEngine) name() string               { return "map" }
 func (e *mapEngine) put(k, _ []byte) error      { e.m[string(k)] = true; return nil }
+func (e *mapEngine) delete(k []byte) error      { delete(e.m, string(k)); return nil }
+func (e *mapEngine) compactAll() error          { return nil }
 func (e *mapEngine) get(k []byte) (bool, error) { return e.m[string(k)], nil }
 func (e *mapEngine) flush() error               { e.flushes++; return nil }
 func (e *mapEngine) close() error               { return nil }
@@ -88,6 +90,28 @@ func TestMainErrTable(t *testing.T) {
 	}
 	printTable(&out, []string{"fillseq"}, []result{{ops: 100, elapsed: 1e9}}, []result{{ops: 50, elapsed: 1e9}})
 	if !strings.Contains(out.String(), "fillseq") || !strings.Contains(out.String(), " 2.00\n") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+}
+
+// TestDeleteScanAgainstMap runs deletescan on the reference engine: three
+// phases, each reading the first 500 live keys, with 90% of the keys gone.
+func TestDeleteScanAgainstMap(t *testing.T) {
+	cfg := workloadConfig{num: 6000, keySize: 16, valueSize: 100, seed: 3}
+	s := newSession(openMap, filepath.Join(t.TempDir(), "db"), cfg, engineConfig{})
+	r, err := s.run("deletescan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.phases) != 3 || r.ops != 3*500 {
+		t.Fatalf("deletescan: %+v", r)
+	}
+	if n := len(s.eng.(*mapEngine).m); n != 600 {
+		t.Fatalf("deletescan left %d keys, want 600", n)
+	}
+	var out bytes.Buffer
+	printTable(&out, []string{"deletescan"}, []result{r}, []result{r})
+	if !strings.Contains(out.String(), "after full compaction") || !strings.Contains(out.String(), "shale ms") {
 		t.Fatalf("table:\n%s", out.String())
 	}
 }
