@@ -91,8 +91,8 @@ idle time (background compactions may run), printing each time with the
 iterator's internal_delete_skipped_count (tombstones stepped over) and
 internal_key_skipped_count. It runs with the run's options, with a
 deletion-triggered compaction collector (not available in this build: the
-line says so), and with a full CompactRange after the deletes (one scan,
-after it).`,
+line says so), and with a full CompactRange after the deletes (the first
+scan right after it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()

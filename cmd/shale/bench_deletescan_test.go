@@ -50,9 +50,10 @@ func TestBenchDeleteScan(t *testing.T) {
 		got[m[1]+" "+m[3]] = scan{n, d, k}
 	}
 	want := map[string]scan{
-		"default right after the deletes": {500, 9000, 9000 + 500},
-		"default after 0s idle":           {500, 9000, 9000 + 500},
-		"compacted after the compaction":  {500, 0, 500},
+		"default right after the deletes":      {500, 9000, 9000 + 500},
+		"default after 0s idle":                {500, 9000, 9000 + 500},
+		"compacted right after the compaction": {500, 0, 500},
+		"compacted after 0s idle":              {500, 0, 500},
 	}
 	for k, w := range want {
 		if g, ok := got[k]; !ok {
