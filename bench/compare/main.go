@@ -109,10 +109,14 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 // ratio, then, for the workloads timed in phases (deletescan), each
 // phase's milliseconds and their ratio.
 func printTable(w io.Writer, names []string, shaleRes, pebbleRes []result) {
-	fmt.Fprintf(w, "%-12s %16s %16s %14s\n", "workload", "shale ops/sec", "pebble ops/sec", "shale/pebble")
+	header := true
 	for i, n := range names {
 		if shaleRes[i].phases != nil {
 			continue
+		}
+		if header {
+			fmt.Fprintf(w, "%-12s %16s %16s %14s\n", "workload", "shale ops/sec", "pebble ops/sec", "shale/pebble")
+			header = false
 		}
 		a, b := shaleRes[i].opsPerSec(), pebbleRes[i].opsPerSec()
 		ratio := "-"
