@@ -95,10 +95,9 @@ type Iter struct {
 	valBuf []byte
 	err    error
 	// seeker is it as a base.InternalSeeker, nil when it is none or
-	// Options.MaxSkip is negative; maxSkip is Options.MaxSkip.
-	seeker  base.InternalSeeker
-	maxSkip int
-	stats   Stats
+	// Options.MaxSkip is negative.
+	seeker base.InternalSeeker
+	stats  Stats
 }
 
 // New returns an iterator over it with the options o. The iterator takes
@@ -107,7 +106,7 @@ func New(it base.InternalIterator, o Options) *Iter {
 	if o.Cmp == nil {
 		o.Cmp = base.DefaultComparer
 	}
-	i := &Iter{it: it, cmp: o.Cmp.Compare, opts: o, maxSkip: o.MaxSkip}
+	i := &Iter{it: it, cmp: o.Cmp.Compare, opts: o}
 	if o.MaxSkip >= 0 {
 		i.seeker, _ = it.(base.InternalSeeker)
 	}
@@ -119,7 +118,9 @@ func (i *Iter) Stats() Stats { return i.stats }
 
 // reseekBackward reports whether a backward move that has stepped over
 // skipped entries of one user key seeks instead of stepping on.
-func (i *Iter) reseekBackward(skipped int) bool { return i.maxSkip >= 0 && skipped >= i.maxSkip }
+func (i *Iter) reseekBackward(skipped int) bool {
+	return i.opts.MaxSkip >= 0 && skipped >= i.opts.MaxSkip
+}
 
 func (i *Iter) fail(err error) bool {
 	i.err = err
@@ -163,7 +164,7 @@ func (i *Iter) resolve(kind base.Kind, value []byte) ([]byte, error) {
 // Next) whose remaining entries are passed over.
 //
 // This is RocksDB's FindNextUserEntry, counters and reseeks included: a
-// run of more than maxSkip entries of one user key, passed over because
+// run of more than MaxSkip entries of one user key, passed over because
 // the key is decided or because they are newer than the snapshot, ends in
 // a seek past the key's last possible entry, or to its first version the
 // snapshot sees; at most once until a new key is reached, so that a seek
@@ -217,7 +218,7 @@ func (i *Iter) findNextEntry(ok, skipping bool) bool {
 				return i.fail(badKind(k))
 			}
 		}
-		if skipped > i.maxSkip && !reseeked && i.seeker != nil {
+		if skipped > i.opts.MaxSkip && !reseeked && i.seeker != nil {
 			skipped, reseeked = 0, true
 			i.stats.Reseeks++
 			if skipping {
@@ -289,7 +290,7 @@ const (
 // key's last (oldest) entry: live says its newest visible entry is a value
 // (of kind at seq, copied into valBuf), which range tombstones may still
 // delete (decide). It steps up through the visible entries, oldest first,
-// so the last one seen is the newest; after maxSkip of them it seeks to
+// so the last one seen is the newest; after MaxSkip of them it seeks to
 // the newest visible entry instead (RocksDB's FindValueForCurrentKey and
 // FindValueForCurrentKeyUsingSeek).
 func (i *Iter) valueBackward() (live bool, seq base.SeqNum, kind base.Kind, pos childAt, err error) {
@@ -359,7 +360,7 @@ func (i *Iter) newestVisible() (live bool, seq base.SeqNum, kind base.Kind, pos 
 
 // beforeKey moves the child from pos back past the remaining entries of
 // keyBuf and reports whether it is at an entry (the previous key's last).
-// It counts each entry it passes, and after maxSkip of them seeks before
+// It counts each entry it passes, and after MaxSkip of them seeks before
 // the key instead (RocksDB's FindUserKeyBeforeSavedKey).
 func (i *Iter) beforeKey(pos childAt) (bool, error) {
 	switch pos {

@@ -112,6 +112,23 @@ func (db *versionsDB) visible(snap base.SeqNum, lower, upper []byte, tombs Range
 	return keys, vals
 }
 
+// versionsBound returns a random iterator bound, nil a third of the time.
+func versionsBound(rng *rand.Rand, nkeys int) []byte {
+	if rng.IntN(3) == 0 {
+		return nil
+	}
+	return itertest.RandomSeekKey(rng, nkeys)
+}
+
+// versionsSnapshot returns a random snapshot, SeqNumMax a quarter of the
+// time.
+func versionsSnapshot(rng *rand.Rand, max base.SeqNum) base.SeqNum {
+	if rng.IntN(4) == 0 {
+		return base.SeqNumMax
+	}
+	return base.SeqNum(rng.IntN(int(max) + 2))
+}
+
 // seekableSlice is a SliceIter that is a base.InternalSeeker, by seeking
 // to the user key and stepping (what base.SeekGEInternal does for other
 // iterators), so that a lone child gets forward reseeks.
@@ -165,9 +182,9 @@ func TestReseekRandom(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			db := randomVersionsDB(rng, true)
 			o := Options{
-				Snapshot: randomSnapshot(rng, db.maxSeq),
-				Lower:    randomBound(rng, db.nkeys),
-				Upper:    randomBound(rng, db.nkeys),
+				Snapshot: versionsSnapshot(rng, db.maxSeq),
+				Lower:    versionsBound(rng, db.nkeys),
+				Upper:    versionsBound(rng, db.nkeys),
 				MaxSkip:  maxSkip,
 			}
 			var checker RangeDelChecker
@@ -356,8 +373,8 @@ func TestSkipCountsFullScans(t *testing.T) {
 		seed := itertest.Seed(iter)
 		rng := rand.New(rand.NewPCG(seed, 12))
 		db := randomVersionsDB(rng, false)
-		snap := randomSnapshot(rng, db.maxSeq)
-		lower, upper := randomBound(rng, db.nkeys), randomBound(rng, db.nkeys)
+		snap := versionsSnapshot(rng, db.maxSeq)
+		lower, upper := versionsBound(rng, db.nkeys), versionsBound(rng, db.nkeys)
 		var tombs RangeDelChecker
 		if len(db.tombs) > 0 && rng.IntN(2) == 0 {
 			tombs = db.tombs

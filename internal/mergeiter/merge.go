@@ -9,12 +9,10 @@ import (
 // that heap comparisons do not go through the interface.
 type child struct {
 	iter base.InternalIterator
-	// prep is iter as a base.SeekPreparer, nil when it is none; seeker
-	// is iter as a base.InternalSeeker, nil when it is none.
-	prep   base.SeekPreparer
-	seeker base.InternalSeeker
-	key    base.InternalKey
-	index  int
+	// prep is iter as a base.SeekPreparer, nil when it is none.
+	prep  base.SeekPreparer
+	key   base.InternalKey
+	index int
 	// valid is true while iter is positioned at an entry. The merge keeps the
 	// invariant that, in forward mode, every entry of a child before its
 	// position (all entries, when !valid) sorts at or before the merged
@@ -29,23 +27,31 @@ type child struct {
 type childDels struct {
 	// lists are the range tombstones that apply to the child's entries:
 	// those of every child before it (the first newer of them), then its
-	// own, own (nil when it has none). An entry with a seqnum at or above
-	// minSeq, the lower of the snapshot and their highest seqnum, is
-	// deleted by none of them.
+	// own, if it has any. An entry with a seqnum at or above minSeq, the
+	// lower of the snapshot and their highest seqnum, is deleted by none
+	// of them.
 	lists  []*rangedel.List
-	newer  int
-	own    *rangedel.List
 	minSeq base.SeqNum
 	// ext, once extValid, is the last key range looked up in lists: the
 	// highest seqnum of a visible tombstone covering its keys is ext.Seq
 	// for all of them. A child's keys move in small steps, so most of its
 	// entries cost two comparisons instead of a search of every list.
-	// newerExt is the same for the newer children's lists alone, found in
-	// the same search: when they delete an entry, they delete every entry
-	// of this child and of the older ones over the whole of newerExt, so
-	// the merge seeks past it instead of stepping (skipDeleted).
-	ext, newerExt rangedel.Extent
-	extValid      bool
+	// newerSeq is the same answer from the newer children's lists alone:
+	// when it deletes an entry, it deletes every entry of this child and
+	// of the older ones over the whole of ext, so the merge seeks past ext
+	// instead of stepping (skipDeleted).
+	ext      rangedel.Extent
+	newerSeq base.SeqNum
+	newer    int32
+	extValid bool
+}
+
+// own returns the child's own range tombstones, nil when it has none.
+func (d *childDels) own() *rangedel.List {
+	if int(d.newer) < len(d.lists) {
+		return d.lists[d.newer]
+	}
+	return nil
 }
 
 // Iter merges any number of internal iterators into one, in internal-key
@@ -56,11 +62,12 @@ type Iter struct {
 	children []child
 	// heap holds the valid children: a min-heap in forward mode, a max-heap in
 	// reverse mode; heap[0] is the current entry.
-	heap    []*child
-	reverse bool
-	err     error
+	heap []*child
+	err  error
 	// twoPhase makes SeekGE and First prepare every child before
-	// positioning any, then call submit if set (SetTwoPhase).
+	// positioning any, then call submit if set (SetTwoPhase). (The two
+	// bools sit together, so that the struct stays in its size class.)
+	reverse  bool
 	twoPhase bool
 	submit   func()
 	// dels, when range tombstones are applied (SetRangeDels), holds them
@@ -88,7 +95,6 @@ func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
 	for i, it := range iters {
 		m.children[i] = child{iter: it, index: i}
 		m.children[i].prep, _ = it.(base.SeekPreparer)
-		m.children[i].seeker, _ = it.(base.InternalSeeker)
 	}
 	return m
 }
@@ -125,14 +131,12 @@ func (m *Iter) SetRangeDels(snapshot base.SeqNum, dels []*rangedel.List) {
 	var maxSeq base.SeqNum
 	cd := make([]childDels, len(m.children))
 	for i := range cd {
-		newer := len(all)
-		var own *rangedel.List
+		newer := int32(len(all))
 		if l := dels[i]; !l.Empty() {
-			own = l
 			all = append(all, l)
 			maxSeq = max(maxSeq, l.MaxSeq())
 		}
-		cd[i] = childDels{lists: all[:len(all):len(all)], newer: newer, own: own, minSeq: min(maxSeq, snapshot)}
+		cd[i] = childDels{lists: all[:len(all):len(all)], newer: newer, minSeq: min(maxSeq, snapshot)}
 	}
 	m.dels, m.snapshot = nil, snapshot
 	if len(all) > 0 {
@@ -149,14 +153,14 @@ func (m *Iter) deleted(c *child) bool {
 		return false
 	}
 	if key := c.key.UserKey; !d.extValid || !d.ext.Contains(m.cmp, key) {
-		d.newerExt = rangedel.Extent{NoStart: true, NoEnd: true}
+		d.ext = rangedel.Extent{NoStart: true, NoEnd: true}
 		for _, l := range d.lists[:d.newer] {
 			e := l.ExtentAt(key, m.snapshot)
-			d.newerExt.Intersect(m.cmp, &e)
+			d.ext.Intersect(m.cmp, &e)
 		}
-		d.ext = d.newerExt
-		if d.own != nil {
-			e := d.own.ExtentAt(key, m.snapshot)
+		d.newerSeq = d.ext.Seq
+		if own := d.own(); own != nil {
+			e := own.ExtentAt(key, m.snapshot)
 			d.ext.Intersect(m.cmp, &e)
 		}
 		d.extValid = true
@@ -179,14 +183,13 @@ func (m *Iter) skipDeleted(ok bool) bool {
 	}
 	for ok && m.deleted(m.heap[0]) {
 		top := m.heap[0]
-		d := &m.dels[top.index]
-		if newer := &d.newerExt; newer.Seq > top.key.SeqNum() {
-			if m.reverse && !newer.NoStart {
-				ok = m.seekPastBackward(top.index, newer.Start)
+		if d := &m.dels[top.index]; d.newerSeq > top.key.SeqNum() {
+			if m.reverse && !d.ext.NoStart {
+				ok = m.seekPastBackward(top.index, d.ext.Start)
 				continue
 			}
-			if !m.reverse && !newer.NoEnd {
-				ok = m.seekPastForward(top.index, newer.End)
+			if !m.reverse && !d.ext.NoEnd {
+				ok = m.seekPastForward(top.index, d.ext.End)
 				continue
 			}
 		}
@@ -212,7 +215,7 @@ func (m *Iter) seekPastForward(from int, target []byte) bool {
 			m.rangeDelReseeks++
 			m.reposition(c, c.iter.SeekGE(target))
 		}
-		if l := m.dels[j].own; l != nil {
+		if l := m.dels[j].own(); l != nil {
 			if e := l.ExtentAt(target, m.snapshot); e.Seq > 0 && !e.NoEnd {
 				target = e.End
 			}
@@ -230,7 +233,7 @@ func (m *Iter) seekPastBackward(from int, target []byte) bool {
 			m.rangeDelReseeks++
 			m.reposition(c, c.iter.SeekLT(target))
 		}
-		if l := m.dels[j].own; l != nil {
+		if l := m.dels[j].own(); l != nil {
 			if e := l.ExtentAt(target, m.snapshot); e.Seq > 0 && !e.NoStart {
 				target = e.Start
 			}
@@ -366,13 +369,7 @@ func (m *Iter) SeekGEInternal(key base.InternalKey) bool {
 	m.reset(false)
 	for i := range m.children {
 		c := &m.children[i]
-		var ok bool
-		if c.seeker != nil {
-			ok = c.seeker.SeekGEInternal(key)
-		} else {
-			ok = base.SeekGEInternal(c.iter, m.cmp, key)
-		}
-		m.add(c, ok)
+		m.add(c, base.SeekGEInternal(c.iter, m.cmp, key))
 	}
 	return m.skipDeleted(m.build())
 }
