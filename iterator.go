@@ -181,6 +181,10 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	merged := mergeiter.New(d.cmp.Compare, children...)
 	if rangeDels != nil {
 		merged.SetRangeDels(seq, rangeDels)
+		// Newer sources hold newer seqnums for every user key (what Get
+		// relies on too), so the merge may jump past what a newer source's
+		// tombstone deletes.
+		merged.SetChildrenOrdered(true)
 	}
 	// With AsyncIO a Seek first lets every L0 table and level queue the
 	// read of the block it needs, submits them as one batch, then

@@ -65,10 +65,12 @@ type Iter struct {
 	heap []*child
 	err  error
 	// twoPhase makes SeekGE and First prepare every child before
-	// positioning any, then call submit if set (SetTwoPhase). (The two
+	// positioning any, then call submit if set (SetTwoPhase); ordered
+	// lets range tombstones be jumped past (SetChildrenOrdered). (The
 	// bools sit together, so that the struct stays in its size class.)
 	reverse  bool
 	twoPhase bool
+	ordered  bool
 	submit   func()
 	// dels, when range tombstones are applied (SetRangeDels), holds them
 	// for each child, by child index; snapshot is the reader's seqnum.
@@ -107,6 +109,19 @@ func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
 // for its own.
 func (m *Iter) SetTwoPhase(on bool, submit func()) { m.twoPhase, m.submit = on, submit }
 
+// SetChildrenOrdered(true) promises what the sources of one DB read
+// guarantee: for one user key, every entry and range tombstone of a child
+// has a higher seqnum than every entry of the children after it. A range
+// tombstone of one child that a reader sees then deletes every entry of
+// the later children over its keys, and the merge, when such a tombstone
+// deletes the entry at the top of the heap, seeks the entry's child and the
+// later ones past the tombstone instead of stepping through what it
+// deletes (RangeDelReseeks counts the seeks), as RocksDB's and Pebble's
+// merging iterators do under the same invariant. Without the promise (the
+// default) a tombstone deletes exactly the entries below its seqnum, one
+// by one, whatever the children hold.
+func (m *Iter) SetChildrenOrdered(on bool) { m.ordered = on }
+
 // SetRangeDels makes the iterator skip the entries that range tombstones
 // delete for a reader at snapshot, applying them level by level: dels[i]
 // holds the tombstones of child i (nil for none), and an entry of child i is
@@ -123,6 +138,8 @@ func (m *Iter) SetTwoPhase(on bool, submit func()) { m.twoPhase, m.submit = on, 
 //
 // Call it before the first positioning call. Without it (the default), or
 // with no tombstones at all, every entry is returned, as compaction needs.
+// Deleted entries are stepped over one by one unless SetChildrenOrdered
+// allows jumps.
 func (m *Iter) SetRangeDels(snapshot base.SeqNum, dels []*rangedel.List) {
 	if len(dels) != len(m.children) {
 		base.AssertionFailedf("mergeiter: SetRangeDels with %d lists for %d children", len(dels), len(m.children))
@@ -171,19 +188,19 @@ func (m *Iter) deleted(c *child) bool {
 // skipDeleted moves on from the entries that range tombstones delete
 // (SetRangeDels), in the current direction, after a positioning that
 // returned ok; it reports whether the iterator is at an entry. An entry
-// deleted by a tombstone of its own child is stepped past; one deleted by
-// a newer child's tombstone is jumped past with the rest of what that
-// tombstone deletes (seekPast), as RocksDB's and Pebble's merging
-// iterators do. Either way only deleted entries are passed over, so the
-// children invariant holds for the entries that are not deleted, which are
-// all the merge returns.
+// deleted by a tombstone of its own child is stepped past; with ordered
+// children (SetChildrenOrdered), one deleted by a newer child's tombstone
+// is jumped past with the rest of what that tombstone deletes (seekPast).
+// Either way only deleted entries are passed over, so the children
+// invariant holds for the entries that are not deleted, which are all the
+// merge returns.
 func (m *Iter) skipDeleted(ok bool) bool {
 	if m.dels == nil {
 		return ok
 	}
 	for ok && m.deleted(m.heap[0]) {
 		top := m.heap[0]
-		if d := &m.dels[top.index]; d.newerSeq > top.key.SeqNum() {
+		if d := &m.dels[top.index]; m.ordered && d.newerSeq > top.key.SeqNum() {
 			if m.reverse && !d.ext.NoStart {
 				ok = m.seekPastBackward(top.index, d.ext.Start)
 				continue
