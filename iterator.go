@@ -2,6 +2,7 @@ package shale
 
 import (
 	"errors"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -177,7 +178,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	// Range tombstones are applied by the merge, level by level, so dbiter
 	// needs no checker.
 	opts := dbiter.Options{Cmp: d.cmp, Snapshot: seq, Lower: lower, Upper: upper,
-		MaxSkip: d.opts.maxSequentialSkip()}
+		Reseek: true, MaxSkip: int32(min(d.opts.maxSequentialSkip(), math.MaxInt32))}
 	merged := mergeiter.New(d.cmp.Compare, children...)
 	if rangeDels != nil {
 		merged.SetRangeDels(seq, rangeDels)

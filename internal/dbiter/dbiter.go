@@ -28,14 +28,18 @@ type Options struct {
 	// user value; nil returns it unchanged. TODO: merge operands and blob
 	// references will be resolved here.
 	ValueResolver func(kind base.Kind, value []byte) ([]byte, error)
-	// MaxSkip is RocksDB's max_sequential_skip_in_iterations: once a move
-	// has stepped over more than MaxSkip entries of one user key in a row
-	// (older versions of a key already decided, or versions newer than the
-	// snapshot), it seeks past them instead of stepping on; see the
-	// package comment for where exactly. 0 seeks at the first such entry;
-	// a negative value never seeks. The forward seeks need a child that
-	// is a base.InternalSeeker; without one the iterator steps.
-	MaxSkip int
+	// Reseek turns on seeking past long runs of versions of one user key,
+	// after MaxSkip of them, RocksDB's max_sequential_skip_in_iterations:
+	// once a move has stepped over more than MaxSkip entries of one user
+	// key in a row (older versions of a key already decided, or versions
+	// newer than the snapshot), it seeks past them instead of stepping on;
+	// see the package comment for where exactly. MaxSkip 0 seeks at the
+	// first such entry. The forward seeks need a child that is a
+	// base.InternalSeeker; without one the iterator steps. Without Reseek
+	// (the zero value) it always steps. (An int32, so that it shares a word
+	// with Reseek.)
+	Reseek  bool
+	MaxSkip int32
 }
 
 // Stats counts the internal entries an Iter passed over, with the meanings
@@ -95,7 +99,7 @@ type Iter struct {
 	valBuf []byte
 	err    error
 	// seeker is it as a base.InternalSeeker, nil when it is none or
-	// Options.MaxSkip is negative.
+	// Options.Reseek is off.
 	seeker base.InternalSeeker
 	stats  Stats
 }
@@ -107,7 +111,7 @@ func New(it base.InternalIterator, o Options) *Iter {
 		o.Cmp = base.DefaultComparer
 	}
 	i := &Iter{it: it, cmp: o.Cmp.Compare, opts: o}
-	if o.MaxSkip >= 0 {
+	if o.Reseek {
 		i.seeker, _ = it.(base.InternalSeeker)
 	}
 	return i
@@ -119,7 +123,7 @@ func (i *Iter) Stats() Stats { return i.stats }
 // reseekBackward reports whether a backward move that has stepped over
 // skipped entries of one user key seeks instead of stepping on.
 func (i *Iter) reseekBackward(skipped int) bool {
-	return i.opts.MaxSkip >= 0 && skipped >= i.opts.MaxSkip
+	return i.opts.Reseek && skipped >= int(i.opts.MaxSkip)
 }
 
 func (i *Iter) fail(err error) bool {
@@ -218,7 +222,7 @@ func (i *Iter) findNextEntry(ok, skipping bool) bool {
 				return i.fail(badKind(k))
 			}
 		}
-		if skipped > i.opts.MaxSkip && !reseeked && i.seeker != nil {
+		if skipped > int(i.opts.MaxSkip) && !reseeked && i.seeker != nil {
 			skipped, reseeked = 0, true
 			i.stats.Reseeks++
 			if skipping {

@@ -17,7 +17,7 @@
 //
 // Moves count what they pass over (Stats, RocksDB's perf context counters)
 // and, like RocksDB's DBIter, seek instead of stepping through a long run
-// of versions of one user key (Options.MaxSkip, RocksDB's
+// of versions of one user key (Options.Reseek and MaxSkip, RocksDB's
 // max_sequential_skip_in_iterations). Forward, after more than MaxSkip
 // entries of a decided key, or of versions newer than the snapshot, the
 // iterator seeks past the key's last possible entry, or to the newest

@@ -167,8 +167,14 @@ func (db *versionsDB) childOf(rng *rand.Rand) (base.InternalIterator, string) {
 
 // maxSkips are the Options.MaxSkip values the reseek tests run: RocksDB's
 // 0 (a seek at the first skipped entry), small ones, its default 8, and
-// never.
+// -1 for no reseeks at all (Options.Reseek off).
 var maxSkips = []int{0, 1, 2, 8, -1}
+
+// reseekOptions returns o with reseeks after maxSkip, or none for -1.
+func reseekOptions(o Options, maxSkip int) Options {
+	o.Reseek, o.MaxSkip = maxSkip >= 0, int32(max(maxSkip, 0))
+	return o
+}
 
 // TestReseekRandom runs random operations on iterators over keys with
 // long version runs, under every MaxSkip, and checks every answer against
@@ -181,12 +187,11 @@ func TestReseekRandom(t *testing.T) {
 		for _, maxSkip := range maxSkips {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			db := randomVersionsDB(rng, true)
-			o := Options{
+			o := reseekOptions(Options{
 				Snapshot: versionsSnapshot(rng, db.maxSeq),
 				Lower:    versionsBound(rng, db.nkeys),
 				Upper:    versionsBound(rng, db.nkeys),
-				MaxSkip:  maxSkip,
-			}
+			}, maxSkip)
 			var checker RangeDelChecker
 			if len(db.tombs) > 0 && rng.IntN(2) == 0 {
 				o.RangeDels, checker = db.tombs, db.tombs
@@ -280,7 +285,7 @@ func runModelOps(t *testing.T, ctx string, rng *rand.Rand, it *Iter, keys, vals 
 }
 
 // scanCounts is what full scans of a versionsDB must count when the
-// iterator steps through everything (MaxSkip -1), derived from the entries
+// iterator steps through everything (Reseek off), derived from the entries
 // alone: forward, every entry in bounds is counted exactly once, the
 // deciding tombstone (or covered value) of each deleted key as a delete,
 // the versions newer than the snapshot as recent, all others as keys
@@ -381,7 +386,7 @@ func TestSkipCountsFullScans(t *testing.T) {
 		}
 		want := db.expectedScanCounts(snap, lower, upper, tombs)
 		ctx := fmt.Sprintf("seed %d (snapshot %d, bounds [%s, %s), tombstones %v)", seed, snap, lower, upper, tombs != nil)
-		it := New(&seekableSlice{itertest.SliceIter{Entries: db.entries}}, Options{Snapshot: snap, Lower: lower, Upper: upper, RangeDels: tombs, MaxSkip: -1})
+		it := New(&seekableSlice{itertest.SliceIter{Entries: db.entries}}, Options{Snapshot: snap, Lower: lower, Upper: upper, RangeDels: tombs})
 		fwd, bwd := fullScans(it)
 		it.Close()
 		if fwd != want.fwd {
@@ -391,7 +396,7 @@ func TestSkipCountsFullScans(t *testing.T) {
 			t.Fatalf("%s: backward scan counted %+v, want %+v", ctx, bwd, want.bwd)
 		}
 		for _, maxSkip := range []int{0, 1, 2, 8} {
-			it := New(&seekableSlice{itertest.SliceIter{Entries: db.entries}}, Options{Snapshot: snap, Lower: lower, Upper: upper, RangeDels: tombs, MaxSkip: maxSkip})
+			it := New(&seekableSlice{itertest.SliceIter{Entries: db.entries}}, reseekOptions(Options{Snapshot: snap, Lower: lower, Upper: upper, RangeDels: tombs}, maxSkip))
 			rf, rb := fullScans(it)
 			it.Close()
 			if rf.DeleteSkipped != fwd.DeleteSkipped || rf.KeySkipped > fwd.KeySkipped || rf.RecentSkipped > fwd.RecentSkipped {
@@ -568,7 +573,7 @@ func TestSkipCountsExact(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := Options{Snapshot: c.snap, MaxSkip: c.maxSkip}
+			o := reseekOptions(Options{Snapshot: c.snap}, c.maxSkip)
 			if c.tombs != nil {
 				o.RangeDels = c.tombs
 			}
@@ -589,5 +594,38 @@ func TestSkipCountsExact(t *testing.T) {
 				t.Fatalf("counted %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// BenchmarkIterNext4Reseek is dbiter's BenchmarkIterNext4 (two versions
+// per key over four merged children) with the DB's reseek setting, MaxSkip
+// 8: the cost of the counting and of watching for runs on a scan that
+// never reseeks.
+func BenchmarkIterNext4Reseek(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	var entries []itertest.Entry
+	for i := range 100000 {
+		entries = append(entries, itertest.Entry{
+			Key:   base.MakeInternalKey(fmt.Appendf(nil, "key%08d", i/2), base.SeqNum(100000-i), base.KindSet),
+			Value: []byte("value"),
+		})
+	}
+	parts := make([][]itertest.Entry, 4)
+	for _, e := range entries {
+		c := rng.IntN(4)
+		parts[c] = append(parts[c], e)
+	}
+	iters := make([]base.InternalIterator, 4)
+	for i := range parts {
+		iters[i] = &itertest.SliceIter{Entries: parts[i], Alias: true}
+	}
+	it := New(mergeiter.New(bytes.Compare, iters...), Options{Snapshot: base.SeqNumMax, Reseek: true, MaxSkip: 8})
+	it.First()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if !it.Next() {
+			it.First()
+		}
 	}
 }
