@@ -89,10 +89,12 @@ one, and times reading the first 500 live keys from the start with a new
 iterator, right after the deletes and again after --delete_wait seconds of
 idle time (background compactions may run), printing each time with the
 iterator's internal_delete_skipped_count (tombstones stepped over) and
-internal_key_skipped_count. It runs with the run's options, with a
-deletion-triggered compaction collector (not available in this build: the
-line says so), and with a full CompactRange after the deletes (the first
-scan right after it).`,
+internal_key_skipped_count. It runs with the run's options, with the
+seed's deletion-triggered compaction collector added
+(NewCompactOnDeletionCollectorFactory(1000000, 1000, 0): a table is marked
+for compaction once 1,000 of 1,000,000 consecutive entries are
+deletions), and with a full CompactRange after the deletes (the first scan
+right after it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()

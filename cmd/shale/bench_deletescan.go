@@ -15,8 +15,8 @@ import (
 // after the deletes and again after --delete_wait of idle time, with
 // internal_delete_skipped_count, the tombstones the scan stepped over. The
 // scenario runs on a fresh database per variant: the run's options, the
-// same with a deletion-triggered compaction collector, and the run's
-// options with a full manual compaction after the deletes.
+// same with the seed's deletion-triggered compaction collector, and the
+// run's options with a full manual compaction after the deletes.
 
 // deleteScanValueSize is deletescan's --value_size unless the flag is given:
 // the seed's 500 bytes.
@@ -28,27 +28,31 @@ const deleteScanLive = 500
 // deleteScanVariant is one way to run the scenario.
 type deleteScanVariant struct {
 	name string
-	// options changes the run's options; it reports false (with a reason)
-	// when this build cannot run the variant.
-	options func(o *shale.Options) (ok bool, why string)
+	// options changes the run's options.
+	options func(o *shale.Options)
 	// compact runs a full CompactRange after the deletes, before the
 	// first scan.
 	compact bool
 }
 
 var deleteScanVariants = []deleteScanVariant{
-	{name: "default", options: func(*shale.Options) (bool, string) { return true, "" }},
+	{name: "default", options: func(*shale.Options) {}},
 	{name: "collector", options: deletionCollectorOptions},
-	{name: "compacted", options: func(*shale.Options) (bool, string) { return true, "" }, compact: true},
+	{name: "compacted", options: func(*shale.Options) {}, compact: true},
 }
 
-// deletionCollectorOptions adds the deletion-triggered compaction
-// collector, as the seed's RocksDB run does with
-// NewCompactOnDeletionCollectorFactory(1000000, 1000). This build of shale
-// has no table property collectors, so the variant is reported as not
-// available.
-func deletionCollectorOptions(*shale.Options) (bool, string) {
-	return false, "variant not available yet: this build has no Options.TablePropertiesCollectorFactories"
+// The seed's collector: NewCompactOnDeletionCollectorFactory(1000000, 1000),
+// a table marked once 1,000 of 1,000,000 consecutive entries are deletions.
+const (
+	deleteScanWindow  = 1000000
+	deleteScanTrigger = 1000
+)
+
+// deletionCollectorOptions adds the seed's deletion-triggered compaction
+// collector to the run's collectors.
+func deletionCollectorOptions(o *shale.Options) {
+	o.TablePropertiesCollectorFactories = append(o.TablePropertiesCollectorFactories,
+		shale.NewCompactOnDeletionCollectorFactory(deleteScanWindow, deleteScanTrigger, 0))
 }
 
 // benchDeleteScan runs the scenario once per variant of deleteScanVariants
@@ -64,10 +68,7 @@ func benchDeleteScan(r *benchRunner, t *benchThread) error {
 		if err != nil {
 			return err
 		}
-		if ok, why := v.options(o); !ok {
-			fmt.Fprintf(r.out, "deletescan   : %-9s : %s\n", v.name, why)
-			continue
-		}
+		v.options(o)
 		if err := r.recreateWith(o); err != nil {
 			return err
 		}
