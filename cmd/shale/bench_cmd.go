@@ -18,6 +18,8 @@ func newBenchCmd() *cobra.Command {
 		jitterUS   int64
 		cpuProfile string
 		statsSecs  int64
+		// deletePersistence is --delete_persistence_threshold.
+		deletePersistence string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
@@ -96,6 +98,11 @@ everything in the block cache.`,
 			cfg.seekNextsSet = flags.Changed("seek_nexts")
 			cfg.statsInterval = time.Duration(statsSecs) * time.Second
 			cfg.readsSet = flags.Changed("reads")
+			dp, dpErr := parseSecondsOrDuration("--delete_persistence_threshold", deletePersistence)
+			if dpErr != nil {
+				return dpErr
+			}
+			cfg.deletePersistence = dp
 			if benchConfigHook != nil {
 				benchConfigHook(cfg)
 				return nil
@@ -181,6 +188,7 @@ everything in the block cache.`,
 	f.Int64Var(&statsSecs, "stats_interval_seconds", 0, "print, every this many seconds, the ops and ops/sec of the running benchmark's last interval and of all of it on stderr (0 = never)")
 	f.BoolVar(&cfg.useExistingKeys, "use_existing_keys", false, "with --use_existing_db: read the database's keys first and use them instead of generated keys (their count becomes --num)")
 	f.IntVar(&cfg.readWritePercent, "readwritepercent", cfg.readWritePercent, "readrandomwriterandom: percent of the ops that are reads")
+	f.StringVar(&deletePersistence, "delete_persistence_threshold", "0", "deleted data leaves every file within this time (Options.DeletePersistenceThreshold): seconds, or a Go duration such as 1m30s (0 = off)")
 	return cmd
 }
 
