@@ -64,6 +64,10 @@ type DB struct {
 	obsoleteCh chan struct{}
 	closeCh    chan struct{}
 	bgDone     sync.WaitGroup
+	// obsoleteMu serializes deleteObsoleteFiles, so that a call returns
+	// only once the files obsolete at its start are gone, including those
+	// a concurrent call took first.
+	obsoleteMu sync.Mutex
 	// deadlineCalls counts the armed delete persistence timers and their
 	// calls in progress (delete_persistence.go); Close waits for them.
 	deadlineCalls sync.WaitGroup

@@ -195,6 +195,16 @@ func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool) (violations
 				t.Fatalf("step %d: the live write %d is in no file: the search does not work", step, id)
 			}
 		}
+		if violations > 0 && fade {
+			v := db.versions.Current()
+			for l, files := range v.Levels {
+				for _, f := range files {
+					t.Logf("L%d %s [%s-%s] seq %d-%d dels %d tomb %v comp=%v", l, f.FileNum, f.Smallest, f.Largest, f.SmallestSeq, f.LargestSeq, f.NumDeletions, time.Unix(0, int64(f.OldestTombstoneTime)).UTC(), f.Compacting)
+				}
+			}
+			v.Unref()
+			t.Logf("now %v, metrics %+v", now.UTC(), db.Metrics().DeletePersistence)
+		}
 		if !fade {
 			continue
 		}

@@ -632,6 +632,8 @@ func probeDirectIO(fs vfs.FS, name string) (err error) {
 // memtables are flushed. At open (full) it also removes any table, WAL,
 // MANIFEST, OPTIONS or temp file the current state does not use.
 func (d *DB) deleteObsoleteFiles(full bool) {
+	d.obsoleteMu.Lock()
+	defer d.obsoleteMu.Unlock()
 	type victim struct {
 		t   base.FileType
 		num base.FileNum
