@@ -25,7 +25,7 @@ func markerValue(id int, size int) []byte {
 
 // markersIn returns the ids of the marker values found in every file of
 // dir, and the names of the files holding each.
-func markersIn(t *testing.T, fs vfs.FS, dir string) map[int][]string {
+func markersIn(t testing.TB, fs vfs.FS, dir string) map[int][]string {
 	t.Helper()
 	found := map[int][]string{}
 	names, err := fs.List(dir)
