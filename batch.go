@@ -25,6 +25,9 @@ type Batch struct {
 	count uint32
 	// memBytes estimates the memtable space the batch needs.
 	memBytes int
+	// tombstones is set once the batch holds a Delete, SingleDelete or
+	// DeleteRange: its commit dates the memtable's oldest tombstone.
+	tombstones bool
 	// commit is the batch's place in the commit queue, reused by every
 	// Write of the batch (a batch is written by one goroutine at a time).
 	commit writer
@@ -76,6 +79,13 @@ func (b *Batch) add(kind base.Kind, key, value []byte, hasValue bool) {
 	}
 	b.count++
 	b.memBytes += memtable.EntrySizeBound(len(key), len(value))
+	b.tombstones = b.tombstones || isTombstone(kind)
+}
+
+// isTombstone reports whether kind deletes (Delete, SingleDelete,
+// RangeDelete).
+func isTombstone(kind base.Kind) bool {
+	return kind == base.KindDelete || kind == base.KindSingleDelete || kind == base.KindRangeDelete
 }
 
 // Put adds a Set of key to value.
@@ -101,6 +111,7 @@ func (b *Batch) Reset() {
 	clear(b.data)
 	b.count = 0
 	b.memBytes = 0
+	b.tombstones = false
 }
 
 // Empty reports whether the batch has no entries.

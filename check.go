@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
@@ -149,6 +150,10 @@ func checkRecordedCounts(path string, m *manifest.FileMetadata, p *sstable.Prope
 	}
 	if p.NumTombstoneDenseBlocks > 0 {
 		fmt.Fprintf(&b, " (%d of %d data blocks tombstone-dense)", p.NumTombstoneDenseBlocks, p.NumDataBlocks)
+	}
+	if p.NumDeletions > 0 {
+		// From the MANIFEST: delete persistence deadlines count from it.
+		fmt.Fprintf(&b, ", %s", tombstoneDate(m.OldestTombstoneTime))
 	}
 	if m.MarkedForCompaction {
 		b.WriteString(", marked for compaction")
@@ -502,6 +507,15 @@ func (c *checker) checkTables(v *manifest.Version, present []base.FileNum) {
 		}
 		c.add(cf)
 	}
+}
+
+// tombstoneDate describes a table's oldest tombstone time, from the
+// MANIFEST.
+func tombstoneDate(unixNanos uint64) string {
+	if unixNanos == 0 || unixNanos > math.MaxInt64 {
+		return "the oldest written at a time not recorded"
+	}
+	return "the oldest written " + time.Unix(0, int64(unixNanos)).UTC().Format(time.RFC3339Nano)
 }
 
 // walCheck is what reading one WAL found.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/record"
@@ -635,4 +636,57 @@ func TestCheckMissingCurrent(t *testing.T) {
 	if f := fileOf(t, rep, tables[0]); f.Status != CheckOK {
 		t.Fatalf("table %s not checked: %+v\n%s", tables[0], f, rep)
 	}
+}
+
+// TestCheckReportsTombstoneDates checks that Check reads the MANIFEST's
+// tombstone fields: a table holding tombstones is reported with their count
+// and the date of the oldest, to the nanosecond, from the DB's clock.
+func TestCheckReportsTombstoneDates(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := newFakeClock(0)
+	clock.Advance(123456789 * time.Nanosecond)
+	opts := testOptions(fs)
+	opts.Clock = clock
+	opts.DisableAutoCompactions = true // a compaction would drop the tombstones
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if err := db.Put([]byte(k), []byte("v"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// In a table of their own: a flush drops tombstones of keys no table
+	// holds.
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte("b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute) // later writes do not change the date
+	if err := db.DeleteRange([]byte("c"), []byte("d"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check("/db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "L0, 2 entries, 2 tombstones (1 of 1 data blocks tombstone-dense), the oldest written 2025-01-02T03:04:05.123456789Z"
+	for _, f := range rep.Files {
+		if f.Kind == "table" && strings.Contains(f.Detail, "tombstones") {
+			if f.Detail != want {
+				t.Fatalf("table %s: detail %q, want %q\n%s", f.Name, f.Detail, want, rep)
+			}
+			return
+		}
+	}
+	t.Fatalf("no table with tombstones in the report:\n%s", rep)
 }

@@ -22,6 +22,10 @@ func (d *DB) maybeScheduleLocked() {
 	if d.mu.closing || d.mu.bgErr != nil {
 		return
 	}
+	if d.opts.DeletePersistenceThreshold > 0 {
+		// After the picks: the next deadline is one no pick took.
+		defer d.armDeadlineTimerLocked()
+	}
 	if !d.mu.compact.flushing && len(d.mu.mem.queue) > 0 {
 		d.mu.compact.flushing = true
 		go d.backgroundFlush()
@@ -170,7 +174,7 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, v *manifest
 		ro.ElideTombstone = func(k []byte) bool { return !older.mayHold(k) }
 		ro.ElideRangeTombstone = func(s, e []byte) bool { return !older.mayOverlap(v, s, e) }
 	}
-	metas, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(time.Now().Unix()), older: v})
+	metas, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v})
 	if err == nil {
 		d.recordDrops(stats, 0)
 	}
@@ -182,8 +186,9 @@ type tableJob struct {
 	// level is the level the tables go to; flush is set for a flush.
 	level int
 	flush bool
-	// tombstoneTime is the write time recorded for tables holding
-	// tombstones.
+	// tombstoneTime is the write time (unix nanoseconds by the DB's clock)
+	// recorded for tables holding tombstones: a flushed memtable's oldest,
+	// the oldest of a compaction's inputs, 0 when unknown.
 	tombstoneTime uint64
 	// older, when set, holds the tables older than the outputs, against
 	// which their range tombstones' deleted bytes are estimated.
@@ -369,17 +374,30 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
 	levels := [2]int{c.Level, c.OutputLevel}
 	var inputBytes uint64
+	// The outputs' tombstones are dated by the oldest of the inputs that
+	// hold tombstones (whichever of them survive: a conservative date); an
+	// input whose date is unknown (0) makes theirs unknown, which delete
+	// persistence takes as due.
 	var oldestTombstone uint64
+	tombstoneDateUnknown := false
 	var inputs []*manifest.FileMetadata
 	for i, files := range c.Inputs {
 		for _, f := range files {
 			edit.DeletedFiles[manifest.DeletedFileEntry{Level: levels[i], FileNum: f.FileNum}] = true
 			inputBytes += f.Size
 			inputs = append(inputs, f)
-			if t := f.OldestTombstoneTime; t != 0 && (oldestTombstone == 0 || t < oldestTombstone) {
+			if !compact.HasTombstones(f) {
+				continue
+			}
+			if t := f.OldestTombstoneTime; t == 0 {
+				tombstoneDateUnknown = true
+			} else if oldestTombstone == 0 || t < oldestTombstone {
 				oldestTombstone = t
 			}
 		}
+	}
+	if tombstoneDateUnknown {
+		oldestTombstone = 0
 	}
 	if c.IsTrivialMove() {
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}

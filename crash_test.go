@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/vfs"
 )
@@ -15,6 +16,16 @@ import (
 // includes every write acknowledged with Sync before the crash.
 func TestCrashRecovery(t *testing.T) {
 	forEachSeed(t, bySize(6, 3, 60), runCrash)
+}
+
+// TestCrashRecoveryDeletePersistence is TestCrashRecovery with a 5 ms delete
+// persistence threshold (on the real clock): crashes hit deadline flushes
+// and compactions of expired tables, and each reopen finds replayed
+// tombstones due at once.
+func TestCrashRecoveryDeletePersistence(t *testing.T) {
+	forEachSeed(t, bySize(3, 2, 30), func(t *testing.T, seed uint64) {
+		runCrashWith(t, seed, func(o *Options) { o.DeletePersistenceThreshold = 5 * time.Millisecond }, nil)
+	})
 }
 
 type crashWrite struct {

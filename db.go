@@ -40,6 +40,9 @@ type DB struct {
 	picker    *compact.Picker
 	// maxCompactions bounds concurrent compactions; one flush may run besides.
 	maxCompactions int
+	// clock is Options.Clock: tombstone dates and delete persistence
+	// deadlines.
+	clock Clock
 
 	// Atomics.
 	// visibleSeq is the last seqnum readers may see: every entry at or below
@@ -61,6 +64,13 @@ type DB struct {
 	obsoleteCh chan struct{}
 	closeCh    chan struct{}
 	bgDone     sync.WaitGroup
+	// obsoleteMu serializes deleteObsoleteFiles, so that a call returns
+	// only once the files obsolete at its start are gone, including those
+	// a concurrent call took first.
+	obsoleteMu sync.Mutex
+	// deadlineCalls counts the armed delete persistence timers and their
+	// calls in progress (delete_persistence.go); Close waits for them.
+	deadlineCalls sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -91,6 +101,8 @@ type DB struct {
 			inProgress map[*compact.Compaction]struct{}
 		}
 		snapshots snapshotList
+		// deadline is the delete persistence timer (delete_persistence.go).
+		deadline deadlineState
 		// bgErr, once set, makes the DB read-only until Resume.
 		bgErr error
 		// resuming holds writes back while Resume flushes the memtables.
@@ -109,6 +121,10 @@ type memTable struct {
 	// noWAL is set (under d.mu) when a write that skipped the WAL went into
 	// this memtable: only a flush keeps it, so Close must flush.
 	noWAL bool
+	// oldestTombstone is when the first tombstone went into the memtable
+	// (unix nanoseconds by d.clock, 0 for none), set under d.mu while the
+	// memtable is mutable. Its flush dates its tables' tombstones by it.
+	oldestTombstone int64
 }
 
 func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
@@ -243,6 +259,10 @@ type writer struct {
 	cleared bool
 	// closing marks Close's own flush, which passes the closed check.
 	closing bool
+	// rotateOnly makes a flush request rotate only this memtable: it does
+	// nothing once another rotation made it immutable (a delete
+	// persistence deadline flush, which must not flush its successor).
+	rotateOnly *memTable
 }
 
 var defaultWriteOptions WriteOptions
@@ -345,6 +365,17 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 	seq := d.mu.lastSeq + 1
 	first := seq
 	syncWAL, anyWAL := false, false
+	if d.mu.mem.mutable.oldestTombstone == 0 {
+		for _, o := range group {
+			if o.batch.tombstones {
+				// Dated before the WAL write: a little older than the
+				// write, never younger.
+				d.mu.mem.mutable.oldestTombstone = d.clock.Now().UnixNano()
+				d.armDeadlineTimerLocked()
+				break
+			}
+		}
+	}
 	for _, o := range group {
 		o.batch.setSeqNum(seq)
 		seq += base.SeqNum(o.batch.count)
@@ -381,7 +412,7 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 	}
 	if err == nil {
 		for _, o := range group {
-			if err = applyBatch(mem.Memtable, o.batch.data); err != nil {
+			if _, err = applyBatch(mem.Memtable, o.batch.data); err != nil {
 				break
 			}
 		}
@@ -408,27 +439,29 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 	return nil
 }
 
-// applyBatch inserts an encoded batch into a memtable.
-func applyBatch(m *memtable.Memtable, data []byte) error {
+// applyBatch inserts an encoded batch into a memtable and reports whether
+// it held a tombstone.
+func applyBatch(m *memtable.Memtable, data []byte) (tombstones bool, _ error) {
 	r, ok := newBatchReader(data)
 	if !ok {
-		return base.CorruptionErrorf("batch", 0, "batch shorter than its header")
+		return false, base.CorruptionErrorf("batch", 0, "batch shorter than its header")
 	}
 	seq := r.seq
 	for {
 		kind, key, value, ok, malformed := r.next()
 		if malformed {
-			return base.CorruptionErrorf("batch", 0, "malformed batch at seqnum %d", seq)
+			return tombstones, base.CorruptionErrorf("batch", 0, "malformed batch at seqnum %d", seq)
 		}
 		if !ok {
-			return nil
+			return tombstones, nil
 		}
 		if kind == base.KindLogData {
 			continue
 		}
 		if err := m.Add(seq, kind, key, value); err != nil {
-			return err
+			return tombstones, err
 		}
+		tombstones = tombstones || isTombstone(kind)
 		seq++
 	}
 }
@@ -459,6 +492,9 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			continue
 		}
 		mem := d.mu.mem.mutable
+		if force && w.rotateOnly != nil && w.rotateOnly != mem {
+			return nil
+		}
 		l0 := len(d.readState.val.version.Levels[0])
 		if d.opts.DisableAutoCompactions {
 			// As RocksDB: L0 triggers do not stall writes when nothing

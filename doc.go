@@ -23,4 +23,8 @@
 // crash may then lose the last few. After any crash, Open recovers a prefix of
 // the acknowledged writes that includes every synced one, and never a write
 // that was not made. docs/durability.md says how each promise is tested.
+//
+// Deleted data: with Options.DeletePersistenceThreshold, every tombstone
+// reaches the bottom level within that time, so the values it deletes are
+// gone from every table and WAL by then (unless a snapshot still sees them).
 package shale

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/sstable"
@@ -166,4 +167,147 @@ func (d *DB) dumpKey(key string) string {
 		}
 	}
 	return b.String()
+}
+
+// fakeClock is an Options.Clock that moves only when told: by Advance, or
+// by step on every Now when step is set (so that time passes as the DB works,
+// for the model and metamorphic tests). Timers fire when the clock reaches
+// them: Advance and fireDue run their calls and wait for them to return;
+// Now with a step starts them and does not wait (it may be called with the
+// DB's mutex held).
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	step   time.Duration
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c    *fakeClock
+	at   time.Time
+	f    func()
+	done bool // fired or stopped
+}
+
+// newFakeClock returns a clock at a fixed, realistic date.
+func newFakeClock(step time.Duration) *fakeClock {
+	return &fakeClock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), step: step}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	c.now = c.now.Add(c.step)
+	now := c.now
+	var due []func()
+	if c.step > 0 {
+		due = c.takeDueLocked()
+	}
+	c.mu.Unlock()
+	for _, f := range due {
+		go f()
+	}
+	return now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) ClockTimer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if t.done {
+		return false
+	}
+	t.done = true
+	return true
+}
+
+// takeDueLocked marks the timers due by now as fired and returns their
+// calls.
+func (c *fakeClock) takeDueLocked() []func() {
+	var due []func()
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		switch {
+		case t.done:
+		case !t.at.After(c.now):
+			t.done = true
+			due = append(due, t.f)
+		default:
+			kept = append(kept, t)
+		}
+	}
+	clear(c.timers[len(kept):])
+	c.timers = kept
+	return due
+}
+
+// Advance moves the clock by d and fires the timers it passes.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	c.fireDue()
+}
+
+// fireDue runs the calls of the timers due now, and of those their calls
+// arm due now, and returns once all have returned. It reports whether any
+// fired.
+func (c *fakeClock) fireDue() bool {
+	fired := false
+	for {
+		c.mu.Lock()
+		due := c.takeDueLocked()
+		c.mu.Unlock()
+		if len(due) == 0 {
+			return fired
+		}
+		fired = true
+		var wg sync.WaitGroup
+		for _, f := range due {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f()
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// settle lets the DB's background work run to its end at the clock's
+// current time: it fires due timers, waits for flushes and compactions to
+// finish (each may schedule more, or arm a timer due at once), and removes
+// obsolete files, until nothing is left to do.
+func settle(t *testing.T, d *DB, c *fakeClock) {
+	t.Helper()
+	for {
+		fired := c.fireDue()
+		d.mu.Lock()
+		for (d.mu.compact.flushing || d.mu.compact.running > 0 || len(d.mu.mem.queue) > 0) && d.mu.bgErr == nil {
+			d.mu.compact.cond.Wait()
+		}
+		err := d.mu.bgErr
+		d.mu.Unlock()
+		if err != nil {
+			t.Fatalf("background error: %v", err)
+		}
+		d.deleteObsoleteFiles(false)
+		if !fired {
+			c.mu.Lock()
+			due := false
+			for _, tm := range c.timers {
+				due = due || (!tm.done && !tm.at.After(c.now))
+			}
+			c.mu.Unlock()
+			if !due {
+				return
+			}
+		}
+	}
 }

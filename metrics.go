@@ -100,6 +100,9 @@ type Metrics struct {
 	IO IOMetrics
 	// Recovery says what Open's WAL replay dropped.
 	Recovery RecoveryMetrics
+	// DeletePersistence says how old the tombstones are, against
+	// Options.DeletePersistenceThreshold.
+	DeletePersistence DeletePersistenceMetrics
 }
 
 // RecoveryMetrics describes the WAL records Open dropped: a torn or damaged
@@ -186,6 +189,7 @@ func (d *DB) Metrics() *Metrics {
 		m.MemtableSize += uint64(mt.ApproximateMemoryUsage())
 		m.MemtableCount++
 	}
+	m.DeletePersistence = d.deletePersistenceMetrics(rs)
 	s := &d.stats
 	m.Flush.Count, m.Flush.BytesWritten = s.flushes.Load(), s.flushBytes.Load()
 	m.Compact.Count, m.Compact.TrivialMoves = s.compactions.Load(), s.trivialMoves.Load()
@@ -251,6 +255,14 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "table reads: %d (%s, %d direct), blocks read: %d, readahead: %s issued, %s used\n",
 		m.IO.TableReads, humanBytes(m.IO.TableBytesRead), m.IO.DirectReads, m.IO.BlockReads,
 		humanBytes(m.IO.ReadaheadBytesIssued), humanBytes(m.IO.ReadaheadBytesUsed))
+	if p := &m.DeletePersistence; p.Threshold > 0 || p.OldestTombstoneAge > 0 {
+		fmt.Fprintf(&b, "oldest tombstone: %s old", p.OldestTombstoneAge.Round(time.Millisecond))
+		if p.Threshold > 0 {
+			fmt.Fprintf(&b, "; delete persistence threshold %s: %d tables and %d memtables past their deadline",
+				p.Threshold, p.FilesPastTTL, p.MemtablesPastTTL)
+		}
+		b.WriteString("\n")
+	}
 	if m.BackgroundError != nil {
 		fmt.Fprintf(&b, "background error: %v\n", m.BackgroundError)
 	}

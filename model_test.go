@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/vfs"
 )
@@ -101,6 +102,26 @@ func TestModel(t *testing.T) {
 	forEachSeed(t, bySize(3, 3, 20), func(t *testing.T, seed uint64) {
 		runModel(t, seed, ops)
 	})
+}
+
+// TestModelDeletePersistence is TestModel with a delete persistence
+// threshold, on a clock that moves as the DB reads it (so deadline flushes
+// and compactions of expired tables interleave with the operations) and on
+// the real clock.
+func TestModelDeletePersistence(t *testing.T) {
+	ops := bySize(3000, 1000, 20000)
+	for _, clock := range []string{"fake", "real"} {
+		t.Run(clock, func(t *testing.T) {
+			forEachSeed(t, bySize(2, 1, 5), func(t *testing.T, seed uint64) {
+				runModel(t, seed, ops, func(o *Options) {
+					o.DeletePersistenceThreshold = 20 * time.Millisecond
+					if clock == "fake" {
+						o.Clock = newFakeClock(time.Millisecond)
+					}
+				})
+			})
+		})
+	}
 }
 
 // modelKeys is the size of the model tests' key space.

@@ -128,6 +128,22 @@ var metamorphicSets = []metaOptionSet{
 		o.WriteBufferSize = 4 << 10
 		o.TargetFileSizeBase = 4 << 10
 	}},
+	{name: "delete-persistence-fake-clock", set: func(o *Options) {
+		// A clock that moves 1 ms at every reading against a 20 ms
+		// threshold: memtables are flushed and tables compacted at their
+		// deadlines all the time, timers firing as the DB works.
+		o.DeletePersistenceThreshold = 20 * time.Millisecond
+		o.Clock = newFakeClock(time.Millisecond)
+	}},
+	{name: "delete-persistence-real-clock-tiny", set: func(o *Options) {
+		// A 30 ms threshold on the real clock over a deep tree of tiny
+		// tables, whose many levels share it.
+		o.DeletePersistenceThreshold = 30 * time.Millisecond
+		o.WriteBufferSize = 4 << 10
+		o.TargetFileSizeBase = 4 << 10
+		o.MaxBytesForLevelBase = 16 << 10
+		o.MaxBytesForLevelMultiplier = 2
+	}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {
 		o.DisableIOUring = true

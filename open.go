@@ -52,6 +52,7 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 		obsoleteCh: make(chan struct{}, 1),
 		closeCh:    make(chan struct{}),
 	}
+	d.clock = o.Clock
 	d.mu.compact.cond.L = &d.mu
 	d.mu.compact.inProgress = make(map[*compact.Compaction]struct{})
 	d.maxCompactions = max(1, o.MaxBackgroundJobs-max(1, o.MaxBackgroundJobs/4))
@@ -234,6 +235,8 @@ func (d *DB) compactOptions() compact.Options {
 		// own default is the same.
 		TombstoneDenseCompactionThreshold: o.TombstoneDenseCompactionThreshold,
 		DisableDeleteAware:                o.DisableDeleteAwareCompaction,
+		DeletePersistenceThreshold:        o.DeletePersistenceThreshold,
+		Now:                               d.clock.Now,
 	}
 }
 
@@ -287,6 +290,11 @@ func (d *DB) recover() error {
 
 	lastSeq := d.versions.LastSeq()
 	edit := &manifest.VersionEdit{}
+	// A WAL does not record when its tombstones were written. With a delete
+	// persistence bound they are taken to be as old as the bound allows,
+	// due now, so the bound holds whatever their age; without one, they
+	// are dated now.
+	replayedTombstoneTime := d.clock.Now().Add(-d.opts.DeletePersistenceThreshold).UnixNano()
 	mem := d.newMemTable(0, 0)
 	var full []*memTable // read-only: replayed memtables kept in memory
 	// flushedThisLog is set when a memtable holding entries of the WAL
@@ -358,11 +366,15 @@ func (d *DB) recover() error {
 					mem = d.newMemTable(0, need)
 				}
 			}
-			if err := applyBatch(mem.Memtable, rec); err != nil {
+			tombstones, err := applyBatch(mem.Memtable, rec)
+			if err != nil {
 				if errors.Is(err, ErrCorruption) {
 					return base.CorruptionErrorf(name, off, "malformed batch at seqnum %d", r.seq)
 				}
 				return err
+			}
+			if tombstones && mem.oldestTombstone == 0 {
+				mem.oldestTombstone = replayedTombstoneTime
 			}
 			lastSeq = max(lastSeq, batchLast)
 			return nil
@@ -620,6 +632,8 @@ func probeDirectIO(fs vfs.FS, name string) (err error) {
 // memtables are flushed. At open (full) it also removes any table, WAL,
 // MANIFEST, OPTIONS or temp file the current state does not use.
 func (d *DB) deleteObsoleteFiles(full bool) {
+	d.obsoleteMu.Lock()
+	defer d.obsoleteMu.Unlock()
 	type victim struct {
 		t   base.FileType
 		num base.FileNum
@@ -737,6 +751,7 @@ func (d *DB) Close() error {
 	}
 	d.mu.Lock()
 	d.mu.closing = true
+	d.stopDeadlineTimerLocked()
 	d.mu.compact.cond.Broadcast()
 	// Background jobs stop before the WAL and tables are closed.
 	for len(d.mu.writers) > 0 || d.mu.compact.flushing || d.mu.compact.running > 0 {
@@ -745,6 +760,7 @@ func (d *DB) Close() error {
 	logw := d.mu.log.w
 	d.mu.log.w = nil
 	d.mu.Unlock()
+	d.deadlineCalls.Wait()
 	if logw != nil {
 		err = errors.Join(err, logw.Close())
 	}

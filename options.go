@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/checksum"
@@ -258,6 +259,29 @@ type Options struct {
 	// keys is not a run of one key: every deleted key is visited (and
 	// counted in PerfContext.InternalDeleteSkippedCount).
 	MaxSequentialSkipInIterations int
+	// DeletePersistenceThreshold bounds how long deleted data stays in the
+	// database's files (Lethe's FADE; RocksDB has no such option): every
+	// point and range tombstone reaches the bottom level within this time
+	// of being written, so the values it deletes are gone from every table
+	// and WAL by then. The threshold is split over the levels a tombstone
+	// passes (the memtable, L0, the base level down to the bottom level) in
+	// proportion to their sizes, as Lethe does; a memtable holding a
+	// tombstone is flushed when its share runs out, and a table whose
+	// oldest tombstone outlives its level's share is compacted before any
+	// other work. The bound is met when compactions are picked: it is
+	// exceeded by the time they take to run and to wait for a background
+	// slot. A snapshot that still sees deleted data keeps it, and the bound
+	// holds from the snapshot's release; time while the DB is closed counts,
+	// and tombstones replayed from a WAL at Open (whose write time the WAL
+	// does not record) are taken to be due at once. DisableAutoCompactions
+	// suspends the bound (memtables are still flushed in time).
+	// Metrics().DeletePersistence reports how it is kept. Default 0: off
+	// (tombstones are still dated, so turning it on later counts from the
+	// writes).
+	DeletePersistenceThreshold time.Duration
+	// Clock tells the time for DeletePersistenceThreshold and the tombstone
+	// dates it counts from. Default SystemClock.
+	Clock Clock
 }
 
 const (
@@ -363,6 +387,9 @@ func (o *Options) EnsureDefaults() *Options {
 	case o.MaxSequentialSkipInIterations < 0:
 		o.MaxSequentialSkipInIterations = -1
 	}
+	if o.Clock == nil {
+		o.Clock = SystemClock
+	}
 	return o
 }
 
@@ -426,6 +453,8 @@ func (o *Options) Validate() error {
 		return bad("Options.TombstoneDenseCompactionThreshold must be at most 1 (negative turns it off), got %g", o.TombstoneDenseCompactionThreshold)
 	case o.DeletionSizeRatioThreshold > 1 || math.IsNaN(o.DeletionSizeRatioThreshold):
 		return bad("Options.DeletionSizeRatioThreshold must be at most 1 (negative turns it off), got %g", o.DeletionSizeRatioThreshold)
+	case o.DeletePersistenceThreshold < 0:
+		return bad("Options.DeletePersistenceThreshold must be >= 0 (0 turns it off), got %v", o.DeletePersistenceThreshold)
 	}
 	for i, f := range o.TablePropertiesCollectorFactories {
 		if f == nil {
@@ -476,6 +505,7 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"disable_delete_aware_compaction", strconv.FormatBool(o.DisableDeleteAwareCompaction)},
 		{"table_properties_collectors", collectorNames(o.TablePropertiesCollectorFactories)},
 		{"max_sequential_skip_in_iterations", itoa(int64(o.maxSequentialSkip()))},
+		{"delete_persistence_threshold", o.DeletePersistenceThreshold.String()},
 	}
 }
 
@@ -642,6 +672,8 @@ func (o *Options) setOptionsFileField(k, v string) error {
 			// RocksDB's 0; shale's 0 would mean the default.
 			o.MaxSequentialSkipInIterations = -1
 		}
+	case "delete_persistence_threshold":
+		o.DeletePersistenceThreshold, err = time.ParseDuration(v)
 	case "wal_recovery_mode":
 		var m int
 		atoi(&m)

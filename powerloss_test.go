@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/vfs/errorfs"
@@ -34,6 +35,24 @@ import (
 func TestPowerLoss(t *testing.T) {
 	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
 		runPowerLoss(t, seed, bySize(3000, 1500, 20000), 1)
+	})
+}
+
+// TestPowerLossDeletePersistence is TestPowerLoss with a delete persistence
+// threshold on a clock that moves as the DB reads it, so that crashes hit
+// deadline flushes and compactions of expired tables too.
+func TestPowerLossDeletePersistence(t *testing.T) {
+	sample := 1.0
+	if testing.Short() && !stress() {
+		sample = 0.5
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, func(o *Options) {
+			// 1 ms a reading: memtables outlive their share between the
+			// DB's readings of the clock.
+			o.DeletePersistenceThreshold = 20 * time.Millisecond
+			o.Clock = newFakeClock(time.Millisecond)
+		})
 	})
 }
 
@@ -93,10 +112,20 @@ func plWorkload(rng *rand.Rand, writes int) []plStep {
 
 // runPowerLoss runs the workload of numWrites writes from seed with the
 // options of testOptions changed by variants, reopening a share sample of
-// the crash images.
+// the crash images. A run with a delete persistence threshold injects no
+// faults: its own background work (a deadline flush) could take the one
+// failure meant for the foreground call.
 func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64, variants ...func(*Options)) {
 	rng := rand.New(rand.NewPCG(seed, 0x90e7))
 	steps := plWorkload(rng, numWrites)
+	probe := testOptions(nil)
+	for _, v := range variants {
+		v(probe)
+	}
+	deadlines := probe.DeletePersistenceThreshold > 0
+	if deadlines {
+		steps = slices.DeleteFunc(steps, func(s plStep) bool { return strings.HasSuffix(s.action, "-fault") })
+	}
 	var writes []crashWrite
 	for _, s := range steps {
 		if s.action == "" {
@@ -280,7 +309,12 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64, vari
 			t.Errorf("the workload has no crash point in a %s", suffix)
 		}
 	}
-	for _, want := range []string{"flush: table write", "compaction: table write", "WAL rotation: WAL"} {
+	wants := []string{"flush: table write", "compaction: table write", "WAL rotation: WAL"}
+	if deadlines {
+		// A memtable switched at its delete persistence deadline.
+		wants = append(wants, "deadline flush: WAL")
+	}
+	for _, want := range wants {
 		if phases[want] == 0 {
 			t.Errorf("the workload has no crash point in %q", want)
 		}
@@ -301,6 +335,7 @@ func crashPhase(stack string) string {
 	for _, j := range []struct{ fn, name string }{
 		{"(*DB).backgroundFlush(", "flush"},
 		{"(*DB).runCompaction(", "compaction"},
+		{"(*DB).deadlineReached(", "deadline flush"},
 		{"(*DB).rotateMemtableLocked(", "WAL rotation"},
 		{"wal.(*Writer).flushLoop(", "commit"},
 		{"(*DB).deleteObsoleteFiles(", "obsolete-file deletion"},

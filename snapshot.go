@@ -37,7 +37,8 @@ func (s *Snapshot) Release() {
 		d.mu.snapshots.list = slices.Delete(d.mu.snapshots.list, i, i+1)
 		if i == 0 && !d.readOnly {
 			// The oldest snapshot went: tombstones it kept in the last
-			// level may now be droppable (compact.PickEnv).
+			// level may now be droppable (compact.PickEnv), and bottom-level
+			// files past their delete persistence deadline rewritable.
 			d.maybeScheduleLocked()
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,8 +97,9 @@ type benchConfig struct {
 	readsSet                       bool          // --reads was given (else it follows --num)
 
 	// The delete scan of issue 12 (bench_deletescan.go).
-	deleteWait   time.Duration // --delete_wait: idle time before deletescan's second scan
-	valueSizeSet bool          // --value_size was given (deletescan defaults it to 500)
+	deleteWait        time.Duration // --delete_wait: idle time before deletescan's second scan
+	valueSizeSet      bool          // --value_size was given (deletescan defaults it to 500)
+	deletePersistence time.Duration // Options.DeletePersistenceThreshold
 }
 
 // defaultBenchConfig returns db_bench's defaults.
@@ -432,6 +435,7 @@ func (r *benchRunner) options() (*shale.Options, error) {
 
 		CacheIndexAndFilterBlocks:        r.cfg.cacheIndexAndFilterBlocks,
 		PinL0FilterAndIndexBlocksInCache: r.cfg.pinL0FilterAndIndexBlocks,
+		DeletePersistenceThreshold:       r.cfg.deletePersistence,
 	}
 	if o.MaxAutoReadaheadSize == 0 {
 		o.MaxAutoReadaheadSize = -1
@@ -869,4 +873,22 @@ func benchCompact(r *benchRunner, t *benchThread) error {
 	}
 	t.finished(1, 0)
 	return nil
+}
+
+// parseSecondsOrDuration parses a flag given in seconds (a number) or as a
+// Go duration ("90s", "1m30s"); it must not be negative.
+func parseSecondsOrDuration(flag, v string) (time.Duration, error) {
+	var d time.Duration
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) > float64(math.MaxInt64)/float64(time.Second) {
+			return 0, fmt.Errorf("%s %q is out of range", flag, v)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	} else if d, err = time.ParseDuration(v); err != nil {
+		return 0, fmt.Errorf("%s must be seconds or a Go duration (such as 1m30s), got %q", flag, v)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%s must not be negative, got %q", flag, v)
+	}
+	return d, nil
 }

@@ -19,6 +19,8 @@ func newBenchCmd() *cobra.Command {
 		cpuProfile string
 		statsSecs  int64
 		deleteWait float64
+		// deletePersistence is --delete_persistence_threshold.
+		deletePersistence string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
@@ -113,6 +115,11 @@ right after it).`,
 			cfg.readsSet = flags.Changed("reads")
 			cfg.valueSizeSet = flags.Changed("value_size")
 			cfg.deleteWait = time.Duration(deleteWait * float64(time.Second))
+			dp, dpErr := parseSecondsOrDuration("--delete_persistence_threshold", deletePersistence)
+			if dpErr != nil {
+				return dpErr
+			}
+			cfg.deletePersistence = dp
 			if benchConfigHook != nil {
 				benchConfigHook(cfg)
 				return nil
@@ -199,6 +206,7 @@ right after it).`,
 	f.BoolVar(&cfg.useExistingKeys, "use_existing_keys", false, "with --use_existing_db: read the database's keys first and use them instead of generated keys (their count becomes --num)")
 	f.IntVar(&cfg.readWritePercent, "readwritepercent", cfg.readWritePercent, "readrandomwriterandom: percent of the ops that are reads")
 	f.Float64Var(&deleteWait, "delete_wait", cfg.deleteWait.Seconds(), "deletescan: seconds of idle time between the deletes and the second scan")
+	f.StringVar(&deletePersistence, "delete_persistence_threshold", "0", "deleted data leaves every file within this time (Options.DeletePersistenceThreshold): seconds, or a Go duration such as 1m30s (0 = off)")
 	return cmd
 }
 

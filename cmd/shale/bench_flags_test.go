@@ -219,3 +219,43 @@ func TestBenchIndexAndFilterCacheFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchDeletePersistenceFlag: --delete_persistence_threshold takes
+// seconds or a Go duration, reaches Options and the run's OPTIONS file, is
+// off unless given, and a bad value is refused naming the flag.
+func TestBenchDeletePersistenceFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]string{"--delete_persistence_threshold", "2.5"}, 2500 * time.Millisecond},
+		{[]string{"--delete_persistence_threshold", "60"}, time.Minute},
+		{[]string{"--delete_persistence_threshold", "1m30s"}, 90 * time.Second},
+	} {
+		cfg := parseBench(t, tc.args...)
+		r := &benchRunner{cfg: cfg}
+		o, err := r.options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.DeletePersistenceThreshold != tc.want {
+			t.Errorf("%v: Options.DeletePersistenceThreshold = %v, want %v", tc.args, o.DeletePersistenceThreshold, tc.want)
+		}
+	}
+	for _, bad := range []string{"-1", "-2s", "soon", "NaN"} {
+		_, _, err := run(t, "bench", "--delete_persistence_threshold", bad)
+		if err == nil || !strings.Contains(err.Error(), "--delete_persistence_threshold") {
+			t.Errorf("--delete_persistence_threshold %s: error %v, want one naming the flag", bad, err)
+		}
+	}
+	cfg := tinyConfig(t, "fillrandom,deleterandom")
+	cfg.deletePersistence = 3 * time.Second
+	var out, progress bytes.Buffer
+	if _, err := runBenchmarks(&out, &progress, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := optionsFileValue(t, cfg.db, "delete_persistence_threshold"); got != "3s" {
+		t.Errorf("the database's OPTIONS say delete_persistence_threshold=%s, want 3s", got)
+	}
+}

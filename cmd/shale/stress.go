@@ -44,6 +44,8 @@ type stressConfig struct {
 	// deletePolicy is how tables are compacted for their tombstones (see
 	// stressDeletePolicies).
 	deletePolicy string
+	// deletePersistence is Options.DeletePersistenceThreshold (0: off).
+	deletePersistence time.Duration
 }
 
 // stressDeletePolicies are the values of --delete_policy: the built-in
@@ -111,6 +113,7 @@ func (c *stressConfig) baseOptions() *shale.Options {
 		MaxBytesForLevelBase:           4 * c.targetFileSize,
 		BlockSize:                      1 << 10,
 		BlockCacheSize:                 1 << 20,
+		DeletePersistenceThreshold:     c.deletePersistence,
 	}
 }
 
@@ -132,6 +135,8 @@ func (c *stressConfig) validate() error {
 		return fmt.Errorf("stress: need 0 <= --kill_min (%v) <= --kill_max (%v)", c.killMin, c.killMax)
 	case !slices.Contains(stressDeletePolicies, c.deletePolicy):
 		return fmt.Errorf("stress: --delete_policy must be one of %s, got %q", strings.Join(stressDeletePolicies, ", "), c.deletePolicy)
+	case c.deletePersistence < 0:
+		return fmt.Errorf("stress: --delete_persistence_threshold must not be negative, got %v", c.deletePersistence)
 	}
 	return nil
 }
@@ -149,6 +154,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--keys", strconv.Itoa(c.keys),
 		"--threads", strconv.Itoa(c.threads),
 		"--delete_policy", c.deletePolicy,
+		"--delete_persistence_threshold", c.deletePersistence.String(),
 	}
 }
 
@@ -193,6 +199,7 @@ func registerStressFlags(f interface {
 	BoolVar(*bool, string, bool, string)
 	IntVar(*int, string, int, string)
 	Int64Var(*int64, string, int64, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
 }, cfg *stressConfig) {
 	f.StringVar(&cfg.dir, "db", "", "directory of the run: the database goes to DIR/db, the expected-state logs to DIR/expected (required)")
 	f.Uint64Var(&cfg.seed, "seed", 0, "seed of the writes and of the kill times (default: from the clock; printed)")
@@ -204,6 +211,8 @@ func registerStressFlags(f interface {
 	f.IntVar(&cfg.threads, "threads", cfg.threads, "concurrent writer goroutines in the child")
 	f.StringVar(&cfg.deletePolicy, "delete_policy", cfg.deletePolicy,
 		"how tables are compacted for their tombstones: default (the built-in tombstone-density policy), collector (a deletion collector too), off (Options.DisableDeleteAwareCompaction), or mixed (each child one of the three in turn)")
+	f.DurationVar(&cfg.deletePersistence, "delete_persistence_threshold", 0,
+		"Options.DeletePersistenceThreshold of the child's database: deleted data leaves the files within this time (0 = off)")
 }
 
 func newStressChildCmd() *cobra.Command {
@@ -562,8 +571,8 @@ func runStress(cfg *stressConfig, out io.Writer) error {
 		rng:   rand.New(rand.NewPCG(cfg.seed, 0x57e55)),
 		model: make(stressModel, cfg.keys),
 	}
-	fmt.Fprintf(out, "stress: seed %d, %d writer threads, %d keys, value_size %d, write_buffer_size %d, sync=%v\n",
-		cfg.seed, cfg.threads, cfg.keys, cfg.valueSize, cfg.writeBufferSize, cfg.sync)
+	fmt.Fprintf(out, "stress: seed %d, %d writer threads, %d keys, value_size %d, write_buffer_size %d, sync=%v, delete_persistence_threshold %v\n",
+		cfg.seed, cfg.threads, cfg.keys, cfg.valueSize, cfg.writeBufferSize, cfg.sync, cfg.deletePersistence)
 	start := time.Now()
 	for gen := 1; ; gen++ {
 		if cfg.kills > 0 && gen > cfg.kills || cfg.duration > 0 && time.Since(start) >= cfg.duration {

@@ -41,16 +41,25 @@ func TestStressKills(t *testing.T) {
 	long := os.Getenv("SHALE_STRESS") == "1"
 	for _, tc := range []struct {
 		threads, kills, longKills int
+		// deletePersistence is --delete_persistence_threshold ("": off).
+		deletePersistence string
 	}{
 		{threads: 4, kills: 5, longKills: 60},
 		{threads: 1, kills: 2, longKills: 15},
+		{threads: 4, kills: 3, longKills: 30, deletePersistence: "20ms"},
 	} {
-		t.Run(fmt.Sprintf("threads=%d", tc.threads), func(t *testing.T) {
+		name := fmt.Sprintf("threads=%d", tc.threads)
+		args := []string{"--threads", strconv.Itoa(tc.threads)}
+		if tc.deletePersistence != "" {
+			name += ",delete_persistence_threshold=" + tc.deletePersistence
+			args = append(args, "--delete_persistence_threshold", tc.deletePersistence)
+		}
+		t.Run(name, func(t *testing.T) {
 			kills := tc.kills
 			if long {
 				kills = tc.longKills
 			}
-			runStressTest(t, kills, "--threads", strconv.Itoa(tc.threads))
+			runStressTest(t, kills, args...)
 		})
 	}
 }
@@ -120,6 +129,7 @@ func TestStressRejectsBadFlags(t *testing.T) {
 		{[]string{"stress", "--db", testdir.New(t) + "/x", "--threads", "8", "--keys", "4"}, "--keys must be between"},
 		{[]string{"stress", "--db", testdir.New(t) + "/x", "--kill_min", "2s", "--kill_max", "1s"}, "--kill_max"},
 		{[]string{"stress", "--db", testdir.New(t) + "/x", "--kills", "1", "--delete_policy", "sometimes"}, "--delete_policy must be one of"},
+		{[]string{"stress", "--db", testdir.New(t) + "/x", "--delete_persistence_threshold", "-1s"}, "--delete_persistence_threshold"},
 	} {
 		_, err := runCmd(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

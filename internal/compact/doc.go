@@ -1,7 +1,9 @@
 // Package compact owns compaction: choosing what to compact (leveled
 // picking with RocksDB's dynamic level sizes, level scores compensated for
 // tombstones, files marked for compaction, tombstone-dense files, last-level
-// rewrites that drop tombstones, manual ranges) and running the compaction iterator that turns
+// rewrites that drop tombstones, manual ranges, and first of all files past
+// their delete persistence deadline, Lethe's FADE: see Deadlines) and running
+// the compaction iterator that turns
 // merged input entries into output files (snapshot-aware dropping of
 // shadowed versions, range-tombstone application, tombstone elision, and
 // cutting outputs at target sizes and grandparent boundaries). Flushes use the
@@ -50,6 +52,11 @@
 //     ElideRangeTombstone allows it, even if newer stripes of the same
 //     fragment survive: the points it covers in this compaction are dropped
 //     with it, and nothing older exists below.
+//   - A file past its delete persistence deadline above the bottom level
+//     compacts into the next level of the chain (a trivial move when it
+//     overlaps nothing there); one of the bottom level is rewritten in place,
+//     and only when every entry of it is older than the oldest snapshot, so
+//     the rewrite is sure to drop its tombstones and cannot repeat.
 //   - After a SingleDelete is dropped together with the Set it deletes, the
 //     next older version of the key in the same stripe decides that stripe
 //     (under the SingleDelete contract it is another SingleDelete or nothing).

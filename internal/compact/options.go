@@ -2,6 +2,7 @@ package compact
 
 import (
 	"math"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 )
@@ -55,6 +56,12 @@ type Options struct {
 	// compaction by a property collector are still picked first. Default
 	// false.
 	DisableDeleteAware bool
+	// DeletePersistenceThreshold, when positive, makes PickAuto pick files
+	// whose oldest tombstone has outlived its level's deadline first (see
+	// Deadlines; Lethe's FADE). Default 0: off.
+	DeletePersistenceThreshold time.Duration
+	// Now tells the time for DeletePersistenceThreshold (nil: it is off).
+	Now func() time.Time
 }
 
 // DefaultTombstoneDenseCompactionThreshold is the default of

@@ -23,6 +23,7 @@ const (
 	// ReasonElisionOnly: a last-level file rewritten in place to drop the
 	// tombstones it holds and what they delete.
 	ReasonElisionOnly = "elision-only"
+	// ReasonExpired (fade.go): a file past its delete persistence deadline.
 )
 
 // forDeletes reports whether reason is one of the reasons a compaction is
@@ -342,11 +343,17 @@ func PickAuto(v *manifest.Version, o *Options, env PickEnv) *Compaction {
 // always goes first once L0 holds L0SlowdownWritesTrigger files: delete
 // work never makes writes wait. (RocksDB and Pebble pick files for
 // tombstones only when no level needs a compaction by score.)
+//
+// Before either, a file past its delete persistence deadline is compacted
+// (pickExpired, with Options.DeletePersistenceThreshold).
 func (p *Picker) PickAuto(v *manifest.Version, env PickEnv) *Compaction {
 	o := &p.opts
 	baseLevel, targets := targetSizes(v, o)
 	a := averagesOf(v)
 	sc := p.scores(v, targets, &a)
+	if c := p.pickExpired(v, env, baseLevel, sc); c != nil {
+		return c
+	}
 	bySize := p.pickByScore(v, baseLevel, sc)
 	forDel := p.pickForDeletes(v, env, baseLevel)
 	if forDel != nil {

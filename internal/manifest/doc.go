@@ -64,8 +64,12 @@
 //	75     range deletions bytes   uvarint: bytes of older files the
 //	       estimate                range tombstones delete, estimated
 //	                               when the file was written
+//	84     oldest tombstone time   uvarint (unix nanoseconds; 64|20)
 //	t|64   unknown, ignored        any
 //
+// Field 84 is field 5 to the nanosecond: both are written, a reader takes 84
+// when present and the seconds of 5 otherwise (a MANIFEST written before 84
+// existed), and one that does not know 84 skips it and keeps the seconds.
 // Absent custom fields read as zero, and zero ones are not written. An
 // unknown top-level tag without the 1<<13 bit, or an unknown custom tag
 // without the 1<<6 bit, is corruption: it carries meaning this reader would

@@ -3,7 +3,9 @@ package manifest
 import (
 	"cmp"
 	"encoding/binary"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 )
@@ -46,6 +48,13 @@ const (
 	customNumDataBlocks               = customSafeToIgnore | 9
 	customNumTombstoneDenseBlocks     = customSafeToIgnore | 10
 	customRangeDeletionsBytesEstimate = customSafeToIgnore | 11
+
+	// customOldestTombstoneNanos is the oldest tombstone time to the
+	// nanosecond. Delete persistence deadlines can be shorter than a
+	// second, so the seconds of customOldestTombstoneTime are too coarse;
+	// both are written, and a reader that does not know this field keeps
+	// the seconds.
+	customOldestTombstoneNanos = customSafeToIgnore | 20
 )
 
 // ManifestFormatV1 is the MANIFEST format version this package writes and
@@ -97,7 +106,8 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		dst = appendCustomUvarint(dst, customNumEntries, m.NumEntries)
 		dst = appendCustomUvarint(dst, customNumDeletions, m.NumDeletions)
 		dst = appendCustomUvarint(dst, customNumRangeDeletions, m.NumRangeDeletions)
-		dst = appendCustomUvarint(dst, customOldestTombstoneTime, m.OldestTombstoneTime)
+		dst = appendCustomUvarint(dst, customOldestTombstoneTime, m.OldestTombstoneTime/uint64(time.Second))
+		dst = appendCustomUvarint(dst, customOldestTombstoneNanos, m.OldestTombstoneTime)
 		if m.MarkedForCompaction {
 			dst = append(dst, customMarkedForCompaction, 1, 1)
 		}
@@ -326,12 +336,22 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 		return NewFileEntry{}, d.errorf("file %s: smallest seqnum %d > largest seqnum %d",
 			m.FileNum, m.SmallestSeq, m.LargestSeq)
 	}
+	// The seconds of a MANIFEST written before the nanoseconds field
+	// existed count when it is absent.
+	var tombstoneSecs, tombstoneNanos uint64
 	for {
 		tag, err := d.uvarint("custom field tag")
 		if err != nil {
 			return NewFileEntry{}, err
 		}
 		if tag == customTerminate {
+			m.OldestTombstoneTime = tombstoneNanos
+			if tombstoneNanos == 0 {
+				m.OldestTombstoneTime = tombstoneSecs * uint64(time.Second)
+				if tombstoneSecs > math.MaxUint64/uint64(time.Second) {
+					m.OldestTombstoneTime = math.MaxUint64
+				}
+			}
 			return NewFileEntry{Level: level, Meta: m}, nil
 		}
 		field, err := d.bytes("custom field")
@@ -347,7 +367,9 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 		case customNumRangeDeletions:
 			dst = &m.NumRangeDeletions
 		case customOldestTombstoneTime:
-			dst = &m.OldestTombstoneTime
+			dst = &tombstoneSecs
+		case customOldestTombstoneNanos:
+			dst = &tombstoneNanos
 		case customRawKeySize:
 			dst = &m.RawKeySize
 		case customRawValueSize:

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -316,7 +317,16 @@ func TestEditDecodeBeforeCompactionStats(t *testing.T) {
 	if m.RawKeySize != 0 || m.RawValueSize != 0 || m.NumDataBlocks != 0 || m.NumTombstoneDenseBlocks != 0 || m.RangeDeletionsBytesEstimate != 0 {
 		t.Fatalf("fields the old encoder did not write read as non-zero: %+v", m)
 	}
-	if got := hex.EncodeToString(d.Encode(nil)); got != old {
+	// Re-encoding adds the oldest tombstone time to the nanosecond (field
+	// 84, the seconds of field 5 in nanoseconds); the rest is unchanged.
+	re := d.Encode(nil)
+	nanos := binary.AppendUvarint(nil, customOldestTombstoneNanos)
+	nanos = binary.AppendUvarint(nanos, uint64(uvarintLen(m.OldestTombstoneTime)))
+	nanos = binary.AppendUvarint(nanos, m.OldestTombstoneTime)
+	if m.OldestTombstoneTime == 0 || !bytes.Contains(re, nanos) {
+		t.Fatalf("re-encoded %x lacks the nanoseconds field of time %d", re, m.OldestTombstoneTime)
+	}
+	if got := hex.EncodeToString(bytes.Replace(re, nanos, nil, 1)); got != old {
 		t.Fatalf("re-encoded as %s", got)
 	}
 }

@@ -21,9 +21,12 @@ type FileMetadata struct {
 	SmallestSeq, LargestSeq  base.SeqNum
 	NumEntries, NumDeletions uint64
 	NumRangeDeletions        uint64
-	// OldestTombstoneTime is the unix time (seconds) at which the oldest
-	// tombstone of the file was written, 0 when it has none; delete-aware
-	// compaction uses it.
+	// OldestTombstoneTime is the unix time in nanoseconds at which the
+	// oldest tombstone of the file was written (by the DB's clock), 0 when it
+	// has none or, for a file with tombstones, when the time is unknown (a
+	// range-tombstone-only file recorded before shale kept the time).
+	// Delete persistence deadlines (Options.DeletePersistenceThreshold)
+	// count from it.
 	OldestTombstoneTime uint64
 	// MarkedForCompaction is set when a table property collector asked
 	// for the file to be compacted (its NeedCompact); the picker compacts

@@ -1,0 +1,214 @@
+package shale
+
+import (
+	"math"
+	"time"
+
+	"github.com/shaledb/shale/internal/compact"
+)
+
+// Delete persistence (Options.DeletePersistenceThreshold, Lethe's FADE).
+//
+// Tombstones are dated when they are committed (memTable.oldestTombstone),
+// a flush gives the memtable's date to its tables, and a compaction gives
+// its outputs the oldest date of its inputs (FileMetadata.OldestTombstoneTime,
+// kept in the MANIFEST). compact.ComputeDeadlines splits the threshold over
+// the levels a tombstone passes; the picker takes files past their level's
+// deadline first. What this file adds is the clock: one timer, armed for the
+// earliest deadline no pick has taken yet, so that expiry is noticed while no
+// writes arrive, without polling.
+//
+// The timer is re-armed after every scheduling pass (maybeScheduleLocked,
+// which every flush, compaction, memtable switch and snapshot release runs)
+// and when a memtable gets its first tombstone. It is armed for
+//   - the mutable memtable's deadline, even if past: its call rotates the
+//     memtable through the commit queue, and the flush that follows removes
+//     the WAL holding it (immutable memtables are being flushed already);
+//   - the earliest future deadline of a table not being compacted. Tables
+//     already past their deadline that the picker could not take wait for
+//     the event that frees them: a compaction ending (it conflicted with a
+//     running one, or the job budget was used) or a snapshot's release (a
+//     bottom-level file a snapshot still needs).
+// It is not armed while the DB is closed, read-only or in the background
+// error state (Resume schedules again).
+
+// deadlineState is the timer's state, under d.mu.
+type deadlineState struct {
+	timer ClockTimer // nil when none is armed
+	at    int64      // when timer fires, unix nanoseconds
+	gen   uint64     // counts the timers armed; a call clears only its own
+	// flushRequested is the memtable a deadline call is rotating; its
+	// deadline does not arm the timer again meanwhile.
+	flushRequested *memTable
+}
+
+// deadlines returns the delete persistence deadlines of the current
+// version. d.mu is held.
+func (d *DB) deadlinesLocked() compact.Deadlines {
+	v := d.versions.Current()
+	defer v.Unref()
+	co := d.compactOptions()
+	return compact.ComputeDeadlines(v, &co)
+}
+
+// armDeadlineTimerLocked arms the timer for the next deadline (see above),
+// replacing an armed timer for another time. d.mu is held.
+func (d *DB) armDeadlineTimerLocked() {
+	if d.opts.DeletePersistenceThreshold <= 0 || d.readOnly || d.closed.Load() || d.mu.closing || d.mu.bgErr != nil {
+		return
+	}
+	v := d.versions.Current()
+	co := d.compactOptions()
+	dl := compact.ComputeDeadlines(v, &co)
+	now := d.clock.Now().UnixNano()
+	next := int64(math.MaxInt64)
+	if m := d.mu.mem.mutable; m.oldestTombstone != 0 && d.mu.deadline.flushRequested != m {
+		next = m.oldestTombstone + int64(dl.Memtable)
+	}
+	if !d.opts.DisableAutoCompactions {
+		for level, files := range v.Levels {
+			for _, f := range files {
+				if at, ok := dl.ExpiresAt(f, level); ok && !f.Compacting && at > now && at < next {
+					next = at
+				}
+			}
+		}
+	}
+	v.Unref()
+	st := &d.mu.deadline
+	if st.timer != nil && st.at == next {
+		return
+	}
+	d.stopDeadlineTimerLocked()
+	if next == math.MaxInt64 {
+		return
+	}
+	st.gen++
+	gen := st.gen
+	st.at = next
+	d.deadlineCalls.Add(1)
+	st.timer = d.clock.AfterFunc(time.Duration(max(next-now, 0)), func() { d.deadlineReached(gen) })
+}
+
+// stopDeadlineTimerLocked stops the armed timer, if any. d.mu is held.
+func (d *DB) stopDeadlineTimerLocked() {
+	st := &d.mu.deadline
+	if st.timer == nil {
+		return
+	}
+	if st.timer.Stop() {
+		d.deadlineCalls.Done() // its call will not run
+	}
+	st.timer = nil
+}
+
+// deadlineReached is the timer's call: it flushes the mutable memtable when
+// its deadline has come and schedules compactions, which take the expired
+// tables and arm the timer again.
+func (d *DB) deadlineReached(gen uint64) {
+	defer d.deadlineCalls.Done()
+	d.mu.Lock()
+	st := &d.mu.deadline
+	if st.gen == gen {
+		st.timer = nil
+	}
+	if d.mu.closing {
+		d.mu.Unlock()
+		return
+	}
+	m := d.mu.mem.mutable
+	due := m.oldestTombstone != 0 && st.flushRequested != m &&
+		d.clock.Now().UnixNano() >= m.oldestTombstone+int64(d.deadlinesLocked().Memtable)
+	if due {
+		st.flushRequested = m
+	}
+	d.maybeScheduleLocked()
+	d.mu.Unlock()
+	if !due {
+		return
+	}
+	// Through the commit queue, as Flush, but without waiting for the
+	// flush: rotation is all that only the commit leader may do.
+	_, err := d.commit(&writer{rotateOnly: m})
+	d.mu.Lock()
+	if st.flushRequested == m {
+		st.flushRequested = nil
+	}
+	if err != nil && !d.closed.Load() {
+		d.logger.Warn("flushing a memtable at its delete persistence deadline failed", "err", err)
+	}
+	d.maybeScheduleLocked()
+	d.mu.Unlock()
+}
+
+// DeletePersistenceMetrics says how far tombstones are from their
+// deadlines (Options.DeletePersistenceThreshold).
+type DeletePersistenceMetrics struct {
+	// Threshold is Options.DeletePersistenceThreshold (0: off).
+	Threshold time.Duration
+	// OldestTombstoneAge is the age, by Options.Clock, of the oldest
+	// tombstone in a table or a memtable (whose WAL holds it too); 0 when
+	// there is none. Tables whose tombstones' date is unknown (written by
+	// a shale that did not record it) are left out here and count in
+	// FilesPastTTL.
+	OldestTombstoneAge time.Duration
+	// FilesPastTTL counts the tables whose oldest tombstone is older than
+	// their level's deadline, MemtablesPastTTL the memtables older than
+	// theirs. Both are 0 with the threshold off. A table stays past its
+	// deadline while its compaction waits (for a background slot, for a
+	// running compaction of an overlapping file, or for the release of a
+	// snapshot that still sees what its tombstones delete).
+	FilesPastTTL, MemtablesPastTTL int
+	// MemtableTTL is the memtable's share of the threshold, and LevelTTLs
+	// the age of its oldest tombstone at which a table of each level is
+	// past its deadline (the running sum of the levels' shares, the whole
+	// threshold at the bottom level). Nil with the threshold off.
+	MemtableTTL time.Duration
+	LevelTTLs   []time.Duration
+}
+
+// deletePersistenceMetrics fills m.DeletePersistence for rs.
+func (d *DB) deletePersistenceMetrics(rs *readState) DeletePersistenceMetrics {
+	pm := DeletePersistenceMetrics{Threshold: d.opts.DeletePersistenceThreshold}
+	co := d.compactOptions()
+	dl := compact.ComputeDeadlines(rs.version, &co)
+	now := d.clock.Now().UnixNano()
+	oldest := int64(0)
+	note := func(t int64) {
+		if t != 0 && (oldest == 0 || t < oldest) {
+			oldest = t
+		}
+	}
+	for level, files := range rs.version.Levels {
+		for _, f := range files {
+			if !compact.HasTombstones(f) {
+				continue
+			}
+			note(int64(f.OldestTombstoneTime))
+			if at, ok := dl.ExpiresAt(f, level); ok && now >= at {
+				pm.FilesPastTTL++
+			}
+		}
+	}
+	d.mu.Lock()
+	mems := append([]*memTable{d.mu.mem.mutable}, d.mu.mem.queue...)
+	ts := make([]int64, len(mems))
+	for i, m := range mems {
+		ts[i] = m.oldestTombstone
+	}
+	d.mu.Unlock()
+	for _, t := range ts {
+		note(t)
+		if t != 0 && dl.Threshold > 0 && now >= t+int64(dl.Memtable) {
+			pm.MemtablesPastTTL++
+		}
+	}
+	if oldest != 0 {
+		pm.OldestTombstoneAge = time.Duration(max(now-oldest, 0))
+	}
+	if dl.Threshold > 0 {
+		pm.MemtableTTL = dl.Memtable
+		pm.LevelTTLs = dl.Levels
+	}
+	return pm
+}

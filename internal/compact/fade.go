@@ -1,0 +1,222 @@
+package compact
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/shaledb/shale/internal/manifest"
+)
+
+// ReasonExpired is the Reason of a compaction picked because a file's oldest
+// tombstone is older than its level's delete persistence deadline.
+const ReasonExpired = "expired"
+
+// PersistenceTTLs splits the delete persistence threshold d over the first
+// n-1 of n levels as Lethe's FADE does: ttl[0] = d·(t−1)/(t^(n−1)−1) and
+// ttl[i] = ttl[0]·t^i, so that the n-1 values add up to d exactly (the last
+// level has no TTL: a tombstone that reaches it is dropped there). t is the
+// size ratio of adjacent levels; t <= 1 splits d evenly. n < 2 returns nil.
+//
+// The values are computed from their running sums, rounded down to the
+// nanosecond, and the last sum is d itself, so no rounding makes the total
+// exceed d.
+func PersistenceTTLs(d time.Duration, t float64, n int) []time.Duration {
+	if n < 2 || d <= 0 {
+		return nil
+	}
+	sums := persistenceSums(d, t, n)
+	ttls := make([]time.Duration, n-1)
+	prev := time.Duration(0)
+	for i, s := range sums {
+		ttls[i] = s - prev
+		prev = s
+	}
+	return ttls
+}
+
+// persistenceSums returns the running sums of PersistenceTTLs: sums[i] is
+// the age at which a tombstone must have left level i of the chain.
+func persistenceSums(d time.Duration, t float64, n int) []time.Duration {
+	sums := make([]time.Duration, n-1)
+	for i := range sums {
+		var frac float64
+		if t > 1 {
+			// Σ_{j<=i} t^j / Σ_{j<=n-2} t^j.
+			frac = (math.Pow(t, float64(i+1)) - 1) / (math.Pow(t, float64(n-1)) - 1)
+		} else {
+			frac = float64(i+1) / float64(n-1)
+		}
+		sums[i] = time.Duration(float64(d) * frac)
+	}
+	sums[n-2] = d
+	// Rounding never makes a sum go backwards or past d.
+	for i := n - 3; i >= 0; i-- {
+		sums[i] = min(sums[i], sums[i+1])
+	}
+	return sums
+}
+
+// Deadlines says, for one version, how old a tombstone may get before it
+// must leave the memtable or a level, under Options.DeletePersistenceThreshold.
+//
+// The levels a tombstone passes through form a chain: the memtable, L0,
+// then the base level (where L0 compacts into) down to the bottom level, the
+// deepest level holding data (or the base level when nothing is below L0),
+// since a compaction into the bottom level drops a tombstone and what it
+// deletes. Empty levels between the base and the bottom count. The chain's
+// length is FADE's L, and PersistenceTTLs splits the threshold over every
+// level of it but the bottom, with Options.MaxBytesForLevelMultiplier as T.
+// With dynamic level sizes and a small database, the chain is the memtable,
+// L0 and the last level; it grows as the base level moves up.
+type Deadlines struct {
+	// Threshold is Options.DeletePersistenceThreshold.
+	Threshold time.Duration
+	// Memtable is the age of its oldest tombstone at which a memtable must
+	// be flushed.
+	Memtable time.Duration
+	// Levels[l] is the age of its oldest tombstone at which a file of level
+	// l has expired: the running sum of the TTLs down to l (Threshold at
+	// the bottom level, and for files of levels outside the chain, which
+	// the picker never finds in a version it built).
+	Levels []time.Duration
+	// BaseLevel and BottomLevel delimit the chain below L0.
+	BaseLevel, BottomLevel int
+	// ChainLen is the number of levels in the chain (the memtable included).
+	ChainLen int
+}
+
+// ComputeDeadlines returns the deadlines of v under o. With
+// DeletePersistenceThreshold zero it returns the zero Deadlines.
+func ComputeDeadlines(v *manifest.Version, o *Options) Deadlines {
+	opts := *o
+	opts.EnsureDefaults()
+	baseLevel, _ := targetSizes(v, &opts)
+	return computeDeadlines(v, &opts, baseLevel)
+}
+
+func computeDeadlines(v *manifest.Version, o *Options, baseLevel int) Deadlines {
+	d := o.DeletePersistenceThreshold
+	if d <= 0 {
+		return Deadlines{}
+	}
+	bottom := baseLevel
+	for l := o.NumLevels - 1; l > baseLevel; l-- {
+		if len(levelFiles(v, l)) > 0 {
+			bottom = l
+			break
+		}
+	}
+	n := bottom - baseLevel + 3
+	sums := persistenceSums(d, o.MaxBytesForLevelMultiplier, n)
+	dl := Deadlines{
+		Threshold:   d,
+		Memtable:    sums[0],
+		Levels:      make([]time.Duration, o.NumLevels),
+		BaseLevel:   baseLevel,
+		BottomLevel: bottom,
+		ChainLen:    n,
+	}
+	for l := range dl.Levels {
+		switch {
+		case l == 0:
+			dl.Levels[l] = sums[1]
+		case l >= baseLevel && l < bottom:
+			dl.Levels[l] = sums[l-baseLevel+2]
+		default:
+			dl.Levels[l] = d
+		}
+	}
+	return dl
+}
+
+// HasTombstones reports whether f holds point or range tombstones (the
+// table's NumDeletions counts both).
+func HasTombstones(f *manifest.FileMetadata) bool {
+	return f.NumDeletions > 0 || f.NumRangeDeletions > 0
+}
+
+// ExpiresAt returns when f, a file of level, expires under dl: its oldest
+// tombstone's time plus the level's deadline. ok is false for a file without
+// tombstones, or when dl is off. A file with tombstones but no recorded time
+// (written before shale recorded it) expired long ago: it returns the zero
+// unix time plus the deadline.
+func (dl *Deadlines) ExpiresAt(f *manifest.FileMetadata, level int) (t int64, ok bool) {
+	if dl.Threshold <= 0 || !HasTombstones(f) || level >= len(dl.Levels) {
+		return 0, false
+	}
+	return int64(f.OldestTombstoneTime) + int64(dl.Levels[level]), true
+}
+
+// pickExpired returns a compaction for the expired file with the oldest
+// tombstone (then the level nearer the top, then the lower file number) whose
+// compaction conflicts with none running, or nil. A file of a level above
+// the bottom compacts into the next level of the chain; a file of the bottom
+// level is rewritten in place, which drops its tombstones and what they
+// delete, but only when every entry of it is older than the oldest snapshot:
+// otherwise a snapshot may still need them and the rewrite could change
+// nothing (it is picked once the snapshot is released).
+func (p *Picker) pickExpired(v *manifest.Version, env PickEnv, baseLevel int, sc []float64) *Compaction {
+	o := &p.opts
+	if o.DeletePersistenceThreshold <= 0 || o.Now == nil {
+		return nil
+	}
+	dl := computeDeadlines(v, o, baseLevel)
+	now := o.Now().UnixNano()
+	type candidate struct {
+		f     *manifest.FileMetadata
+		level int
+	}
+	var cands []candidate
+	for l := 0; l < o.NumLevels; l++ {
+		if l > 0 && (l < baseLevel || l > dl.BottomLevel) {
+			continue
+		}
+		for _, f := range levelFiles(v, l) {
+			if f.Compacting {
+				continue
+			}
+			if at, ok := dl.ExpiresAt(f, l); !ok || now < at {
+				continue
+			}
+			if l == dl.BottomLevel && l > 0 && !env.tombstonesDroppable(f) {
+				continue
+			}
+			cands = append(cands, candidate{f, l})
+		}
+	}
+	slices.SortFunc(cands, func(a, b candidate) int {
+		switch {
+		case a.f.OldestTombstoneTime != b.f.OldestTombstoneTime:
+			if a.f.OldestTombstoneTime < b.f.OldestTombstoneTime {
+				return -1
+			}
+			return 1
+		case a.level != b.level:
+			return a.level - b.level
+		case a.f.FileNum < b.f.FileNum:
+			return -1
+		case a.f.FileNum > b.f.FileNum:
+			return 1
+		}
+		return 0
+	})
+	for _, cand := range cands {
+		var c *Compaction
+		switch l := cand.level; {
+		case l == 0:
+			c = p.pickL0(v, baseLevel, cand.f, ReasonExpired)
+		case l == dl.BottomLevel:
+			c = p.setup(v, l, l, baseLevel, []*manifest.FileMetadata{cand.f}, ReasonExpired)
+		default:
+			c = p.setup(v, l, l+1, baseLevel, []*manifest.FileMetadata{cand.f}, ReasonExpired)
+		}
+		if c != nil {
+			if cand.level < len(sc) {
+				c.Score = sc[cand.level]
+			}
+			return c
+		}
+	}
+	return nil
+}
