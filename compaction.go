@@ -168,6 +168,9 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, v *manifest
 		RangeDels:      m.RangeTombstones().Spans(),
 		Snapshots:      snapshots,
 		TargetFileSize: math.MaxUint64,
+		// A delete's data may lie below however the key was written again
+		// since: its tombstone carries the deadline (delete_persistence.go).
+		KeepShadowedTombstones: d.opts.DeletePersistenceThreshold > 0,
 	}
 	if v != nil {
 		older := newOlderKeys(d.cmp.Compare, v, 0)
@@ -475,6 +478,8 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 		ElideRangeTombstone: func(s, e []byte) bool { return !older.mayOverlap(v, s, e) },
 		TargetFileSize:      c.MaxOutputFileSize,
 		Grandparents:        c.Grandparents,
+		// As for a flush (writeLevel0Tables).
+		KeepShadowedTombstones: d.opts.DeletePersistenceThreshold > 0,
 	}, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v})
 	err = errors.Join(err, merged.Close())
 	releaseTables()

@@ -14,7 +14,11 @@ import (
 // its outputs the oldest date of its inputs (FileMetadata.OldestTombstoneTime,
 // kept in the MANIFEST). compact.ComputeDeadlines splits the threshold over
 // the levels a tombstone passes; the picker takes files past their level's
-// deadline first. What this file adds is the clock: one timer, armed for the
+// deadline first. A deleted key written again keeps its tombstone behind the
+// new version until the tombstone reaches the data it deletes
+// (compact.RunOptions.KeepShadowedTombstones): dropping it as hidden, as a
+// compaction does without the bound, would leave that data below with
+// nothing to push it out. What this file adds is the clock: one timer, armed for the
 // earliest deadline no pick has taken yet, so that expiry is noticed while no
 // writes arrive, without polling.
 //

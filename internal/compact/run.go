@@ -41,6 +41,13 @@ type RunOptions struct {
 	// ElideRangeTombstone reports the same for every key of [start, end)
 	// (nil = never).
 	ElideRangeTombstone func(start, end []byte) bool
+	// KeepShadowedTombstones keeps, behind a newer Set, Merge or BlobIndex
+	// of its key, the newest Delete or SingleDelete that version hides in
+	// its stripe, unless ElideTombstone says nothing of the key lies below.
+	// Dropping it would leave the deleted data below with no tombstone above
+	// to push it out: delete persistence (Options.DeletePersistenceThreshold)
+	// sets it so that the data's deadline follows the tombstone down.
+	KeepShadowedTombstones bool
 	// NewOutput opens the next output file.
 	NewOutput func() (OutputWriter, error)
 	// TargetFileSize cuts an output once its EstimatedSize reaches it.
@@ -59,6 +66,9 @@ type Stats struct {
 	// DroppedShadowed counts versions hidden by a newer version of the same
 	// stripe, including a Set annihilated by a SingleDelete.
 	DroppedShadowed int64
+	// KeptShadowed counts the hidden tombstones written anyway
+	// (KeepShadowedTombstones); OutputEntries includes them.
+	KeptShadowed int64
 	// DroppedTombstones counts Delete and SingleDelete entries dropped.
 	DroppedTombstones int64
 	// DroppedByRangeDel counts entries covered by a range tombstone of the
@@ -190,6 +200,9 @@ func (r *runner) run() error {
 	var sdKey base.InternalKey
 	var sdValue []byte
 	decided := -1 // stripe of curKey already decided by a newer version
+	// hidingValue is set when a value decided the stripe and the newest
+	// tombstone it hides is still to be kept (KeepShadowedTombstones).
+	hidingValue := false
 	var prevTrailer uint64
 	// A SingleDelete that annihilated its Set is pending: it is written
 	// only if an older version of the key remains (in an older stripe of
@@ -226,6 +239,7 @@ func (r *runner) run() error {
 			}
 			r.keyEmitted = false
 			decided = -1
+			hidingValue = false
 		} else if key.Trailer >= prevTrailer {
 			return base.CorruptionErrorf(inputName, 0, "key %s not older than previous version: out of order", key)
 		}
@@ -237,6 +251,16 @@ func (r *runner) run() error {
 			return base.CorruptionErrorf(inputName, 0, "key %s: kind %s cannot be a point entry", key, kind)
 		}
 		st := r.stripe(seq)
+		if st == decided && hidingValue && kind.IsTombstone() &&
+			(st != 0 || r.o.ElideTombstone == nil || !r.o.ElideTombstone(r.curKey)) {
+			hidingValue = false
+			r.stats.KeptShadowed++
+			if err := r.emit(key, it.Value()); err != nil {
+				return err
+			}
+			valid = it.Next()
+			continue
+		}
 		if st == decided {
 			r.stats.DroppedShadowed++
 			valid = it.Next()
@@ -245,6 +269,7 @@ func (r *runner) run() error {
 		if err := flushPendingSD(false); err != nil {
 			return err
 		}
+		hidingValue = false
 		if r.coveredSameStripe(key.UserKey, seq, st) {
 			r.stats.DroppedByRangeDel++
 			decided = st
@@ -280,6 +305,7 @@ func (r *runner) run() error {
 			continue
 		}
 		decided = st
+		hidingValue = r.o.KeepShadowedTombstones && !kind.IsTombstone()
 		if elide {
 			r.stats.DroppedTombstones++
 		} else if err := r.emit(key, it.Value()); err != nil {

@@ -164,6 +164,8 @@ type modelCase struct {
 	snapshots []base.SeqNum
 	keys      [][]byte
 	elide     bool // pass Elide* funcs derived from below
+	// keepShadowed sets RunOptions.KeepShadowedTombstones.
+	keepShadowed bool
 }
 
 // genCase builds a random history on a few keys. Keys are either "normal"
@@ -186,6 +188,7 @@ func genCase(rng *rand.Rand) modelCase {
 		nbelow = rng.IntN(total/2 + 1)
 	}
 	c.elide = rng.IntN(4) != 0
+	c.keepShadowed = rng.IntN(2) == 0
 	for seq := base.SeqNum(1); seq <= base.SeqNum(total); seq++ {
 		if int(seq) > nbelow && rng.IntN(6) == 0 {
 			a, b := rng.IntN(nkeys+1), rng.IntN(nkeys+1)
@@ -230,10 +233,11 @@ func runCase(t *testing.T, c modelCase, target uint64) ([]*memOutput, Stats, err
 	t.Helper()
 	var outs []*memOutput
 	o := RunOptions{
-		Input:          newSliceIter(c.input),
-		RangeDels:      fragment(c.tombs),
-		Snapshots:      c.snapshots,
-		TargetFileSize: target,
+		Input:                  newSliceIter(c.input),
+		RangeDels:              fragment(c.tombs),
+		Snapshots:              c.snapshots,
+		TargetFileSize:         target,
+		KeepShadowedTombstones: c.keepShadowed,
 		NewOutput: func() (OutputWriter, error) {
 			m := &memOutput{}
 			outs = append(outs, m)
@@ -280,7 +284,7 @@ func dumpCase(c modelCase) string {
 	for _, t := range c.tombs {
 		fmt.Fprintf(&b, " [%s,%s)#%d", t.Start, t.End, t.Seq)
 	}
-	fmt.Fprintf(&b, "\nelide=%v\n", c.elide)
+	fmt.Fprintf(&b, "\nelide=%v keepShadowed=%v\n", c.elide, c.keepShadowed)
 	return b.String()
 }
 
@@ -335,21 +339,39 @@ func checkOutputs(c modelCase, outs []*memOutput, st Stats) string {
 		outTombs = append(outTombs, m.tombs...)
 	}
 	// Every output entry comes from the input, and within one stripe at most
-	// one version of a key survives.
+	// one version of a key survives, or with keepShadowed a value and the
+	// tombstone it hides.
 	inSet := map[string]bool{}
 	for _, e := range c.input {
 		inSet[string(e.key.AppendEncoded(nil))+string(e.value)] = true
 	}
-	seen := map[string]bool{}
+	seen := map[string]int{} // versions per key and stripe
+	newest := map[string]base.Kind{}
 	for _, p := range outPoints {
 		if !inSet[string(p.key.AppendEncoded(nil))+string(p.value)] {
 			return fmt.Sprintf("output entry %s not in the input", p.key)
 		}
 		id := fmt.Sprintf("%s/%d", p.key.UserKey, stripeOf(c.snapshots, p.key.SeqNum()))
-		if seen[id] {
-			return fmt.Sprintf("two versions of %q in one stripe survive (%s)", p.key.UserKey, p.key)
+		switch seen[id] {
+		case 0:
+			newest[id] = p.key.Kind()
+		case 1:
+			if !c.keepShadowed || newest[id].IsTombstone() || !p.key.Kind().IsTombstone() {
+				return fmt.Sprintf("two versions of %q in one stripe survive (%s)", p.key.UserKey, p.key)
+			}
+		default:
+			return fmt.Sprintf("three versions of %q in one stripe survive (%s)", p.key.UserKey, p.key)
 		}
-		seen[id] = true
+		seen[id]++
+	}
+	// With keepShadowed, a key deleted in the input that has data below the
+	// output level keeps a tombstone above that data.
+	if c.keepShadowed {
+		for _, k := range c.keys {
+			if msg := checkDeleteKept(c, k, outPoints, outTombs); msg != "" {
+				return msg
+			}
+		}
 	}
 	tombStripe := map[string]bool{}
 	for _, tb := range outTombs {
@@ -378,6 +400,31 @@ func checkOutputs(c modelCase, outs []*memOutput, st Stats) string {
 	return ""
 }
 
+// checkDeleteKept reports a key with data below the output level that a
+// tombstone of the input deletes and no tombstone of the output does.
+func checkDeleteKept(c modelCase, k []byte, outPoints []entry, outTombs []rangedel.Tombstone) string {
+	if !slices.ContainsFunc(c.below, func(e entry) bool { return bytes.Equal(e.key.UserKey, k) }) {
+		return ""
+	}
+	covers := func(ps []entry, ts []rangedel.Tombstone) bool {
+		for _, p := range ps {
+			if bytes.Equal(p.key.UserKey, k) && p.key.Kind().IsTombstone() {
+				return true
+			}
+		}
+		for _, tb := range ts {
+			if bytes.Compare(tb.Start, k) <= 0 && bytes.Compare(k, tb.End) < 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if covers(c.input, c.tombs) && !covers(outPoints, outTombs) {
+		return fmt.Sprintf("key %q: the input deletes its data below, the output keeps no tombstone of it", k)
+	}
+	return ""
+}
+
 func TestRunRandomized(t *testing.T) {
 	seed := uint64(os.Getpid()) ^ 0x5eed
 	if v := os.Getenv("SHALE_SEED"); v != "" {
@@ -402,9 +449,10 @@ func TestRunRandomized(t *testing.T) {
 		dropped.DroppedShadowed += st.DroppedShadowed
 		dropped.DroppedTombstones += st.DroppedTombstones
 		dropped.DroppedByRangeDel += st.DroppedByRangeDel
+		dropped.KeptShadowed += st.KeptShadowed
 	}
 	// The generator must exercise every kind of drop.
-	if dropped.DroppedShadowed == 0 || dropped.DroppedTombstones == 0 || dropped.DroppedByRangeDel == 0 {
+	if dropped.DroppedShadowed == 0 || dropped.DroppedTombstones == 0 || dropped.DroppedByRangeDel == 0 || dropped.KeptShadowed == 0 {
 		t.Fatalf("generator too weak: %+v", dropped)
 	}
 }
