@@ -125,6 +125,17 @@ type multiGet struct {
 	opened   map[base.FileNum]*cachedFile
 	// blocked counts the keys waiting for a table to be opened.
 	blocked int
+	// last holds, per source position, the table the latest key found
+	// open there, with a reference of the call: the sorted keys of one
+	// file take their references from it rather than from the file cache,
+	// whose lock each lookup would otherwise take.
+	last []mgLast
+}
+
+// mgLast is one entry of multiGet.last.
+type mgLast struct {
+	f *manifest.FileMetadata
+	t *cachedFile
 }
 
 // mgKey is one distinct key of a MultiGet and where its lookup stands.
@@ -164,6 +175,13 @@ func (m *multiGet) reset() {
 	for _, t := range m.opened {
 		t.release()
 	}
+	for _, l := range m.last {
+		if l.t != nil {
+			l.t.release()
+		}
+	}
+	clear(m.last)
+	m.last = m.last[:0]
 	clear(m.keys)
 	m.keys = m.keys[:0]
 	m.order = m.order[:0]
@@ -342,11 +360,15 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 		if err := m.openErrs[f.FileNum]; err != nil {
 			m.resolve(k, nil, err)
 			return
+		} else if k.pos < len(m.last) && m.last[k.pos].f == f {
+			t = m.last[k.pos].t
+			t.ref()
 		} else if t0 := m.opened[f.FileNum]; t0 != nil {
 			t0.ref()
 			t = t0
 		} else if t0, ok := m.d.fileCache.findOpenTable(f.FileNum); ok {
 			t = t0
+			m.remember(k.pos, f, t)
 		} else if !open {
 			k.blocked = true
 			m.blocked++
@@ -365,6 +387,19 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 		t.release()
 	}
 	m.resolve(k, nil, ErrNotFound)
+}
+
+// remember makes t, open for f at source pos, the table of m.last there.
+func (m *multiGet) remember(pos int, f *manifest.FileMetadata, t *cachedFile) {
+	if n := m.numSources(); len(m.last) < n {
+		m.last = slices.Grow(m.last, n)[:n]
+	}
+	l := &m.last[pos]
+	if l.t != nil {
+		l.t.release()
+	}
+	t.ref()
+	l.f, l.t = f, t
 }
 
 // mgGroup is the keys that take part in one round of mode: every key at
