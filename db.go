@@ -71,6 +71,9 @@ type DB struct {
 	// deadlineCalls counts the armed delete persistence timers and their
 	// calls in progress (delete_persistence.go); Close waits for them.
 	deadlineCalls sync.WaitGroup
+	// scanFlushCalls counts the flush requests of iterators in progress
+	// (scan_flush.go); Close waits for them.
+	scanFlushCalls sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -125,6 +128,9 @@ type memTable struct {
 	// (unix nanoseconds by d.clock, 0 for none), set under d.mu while the
 	// memtable is mutable. Its flush dates its tables' tombstones by it.
 	oldestTombstone int64
+	// scanFlushRequested is set once an iterator asked for its flush
+	// (Options.MemtableOpScanFlushTrigger).
+	scanFlushRequested atomic.Bool
 }
 
 func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {

@@ -39,6 +39,10 @@ type Iterator struct {
 	// starts in tablesBuf, so that a usual shape allocates nothing more.
 	tables    []*cachedFile
 	tablesBuf [12]*cachedFile
+	// memSteps, while set, reads how far the mutable memtable's iterator
+	// has stepped, memStepsAt as of the last move (noteScan).
+	memSteps   memSteps
+	memStepsAt uint64
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -137,7 +141,12 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		}
 		children = append(children, c)
 	}
-	addChild(rs.mem.NewIter(), rs.mem.RangeTombstones())
+	memIter := rs.mem.NewIter()
+	if ms, ok := memIter.(memSteps); ok && d.opts.MemtableOpScanFlushTrigger > 0 && !d.readOnly &&
+		!rs.mem.scanFlushRequested.Load() {
+		i.memSteps = ms
+	}
+	addChild(memIter, rs.mem.RangeTombstones())
 	for j := len(rs.imms) - 1; j >= 0; j-- {
 		addChild(rs.imms[j].NewIter(), rs.imms[j].RangeTombstones())
 	}
@@ -230,10 +239,10 @@ func (i *Iterator) First() bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.it.First()
+		return i.noteScan(i.it.First())
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.it.First()
+	return i.noteScan(i.it.First())
 }
 
 // Last moves to the last key.
@@ -242,10 +251,10 @@ func (i *Iterator) Last() bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.it.Last()
+		return i.noteScan(i.it.Last())
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.it.Last()
+	return i.noteScan(i.it.Last())
 }
 
 // Seek moves to the first key >= key.
@@ -254,10 +263,10 @@ func (i *Iterator) Seek(key []byte) bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.it.SeekGE(key)
+		return i.noteScan(i.it.SeekGE(key))
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.it.SeekGE(key)
+	return i.noteScan(i.it.SeekGE(key))
 }
 
 // SeekForPrev moves to the last key <= key.
@@ -266,10 +275,10 @@ func (i *Iterator) SeekForPrev(key []byte) bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.it.SeekForPrev(key)
+		return i.noteScan(i.it.SeekForPrev(key))
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.it.SeekForPrev(key)
+	return i.noteScan(i.it.SeekForPrev(key))
 }
 
 // Next moves to the next key.
@@ -278,10 +287,10 @@ func (i *Iterator) Next() bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.it.Next()
+		return i.noteScan(i.it.Next())
 	}
 	defer i.statistics.record(HistogramNextMicros, time.Now())
-	return i.it.Next()
+	return i.noteScan(i.it.Next())
 }
 
 // Prev moves to the previous key.
@@ -290,10 +299,10 @@ func (i *Iterator) Prev() bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.it.Prev()
+		return i.noteScan(i.it.Prev())
 	}
 	defer i.statistics.record(HistogramNextMicros, time.Now())
-	return i.it.Prev()
+	return i.noteScan(i.it.Prev())
 }
 
 // Stats returns the counts of the work this iterator did so far: the

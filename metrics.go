@@ -19,6 +19,7 @@ type dbStats struct {
 	flushBytes          atomic.Uint64
 	compactions         atomic.Uint64
 	trivialMoves        atomic.Uint64
+	scanFlushes         atomic.Uint64
 	compactBytesRead    atomic.Uint64
 	compactBytesWritten atomic.Uint64
 	slowdowns           atomic.Uint64
@@ -53,8 +54,11 @@ type Metrics struct {
 	MemtableSize  uint64
 	MemtableCount int
 	Flush         struct{ Count, BytesWritten uint64 }
-	Compact       struct{ Count, TrivialMoves, BytesRead, BytesWritten uint64 }
-	WAL           struct{ BytesWritten, Syncs uint64 }
+	// ScanFlushes counts the memtable flushes iterators asked for
+	// (Options.MemtableOpScanFlushTrigger); Flush.Count includes them.
+	ScanFlushes uint64
+	Compact     struct{ Count, TrivialMoves, BytesRead, BytesWritten uint64 }
+	WAL         struct{ BytesWritten, Syncs uint64 }
 	// UserBytesWritten counts the bytes of batches committed.
 	UserBytesWritten uint64
 	// WriteAmp is (flush + compaction bytes written) / user bytes written.
@@ -192,6 +196,7 @@ func (d *DB) Metrics() *Metrics {
 	m.DeletePersistence = d.deletePersistenceMetrics(rs)
 	s := &d.stats
 	m.Flush.Count, m.Flush.BytesWritten = s.flushes.Load(), s.flushBytes.Load()
+	m.ScanFlushes = s.scanFlushes.Load()
 	m.Compact.Count, m.Compact.TrivialMoves = s.compactions.Load(), s.trivialMoves.Load()
 	m.Compact.BytesRead, m.Compact.BytesWritten = s.compactBytesRead.Load(), s.compactBytesWritten.Load()
 	m.WAL.BytesWritten, m.WAL.Syncs = s.walBytes.Load(), s.walSyncs.Load()

@@ -128,6 +128,10 @@ var metamorphicSets = []metaOptionSet{
 		o.WriteBufferSize = 4 << 10
 		o.TargetFileSizeBase = 4 << 10
 	}},
+	// Iterators ask for the memtable's flush after a move steps over more
+	// than 2 of its entries (MemtableOpScanFlushTrigger), or never.
+	{name: "scan-flush-trigger-2", set: func(o *Options) { o.MemtableOpScanFlushTrigger = 2 }},
+	{name: "scan-flush-off", set: func(o *Options) { o.MemtableOpScanFlushTrigger = -1 }},
 	{name: "delete-persistence-fake-clock", set: func(o *Options) {
 		// A clock that moves 1 ms at every reading against a 20 ms
 		// threshold: memtables are flushed and tables compacted at their

@@ -761,6 +761,7 @@ func (d *DB) Close() error {
 	d.mu.log.w = nil
 	d.mu.Unlock()
 	d.deadlineCalls.Wait()
+	d.scanFlushCalls.Wait()
 	if logw != nil {
 		err = errors.Join(err, logw.Close())
 	}

@@ -259,6 +259,14 @@ type Options struct {
 	// keys is not a run of one key: every deleted key is visited (and
 	// counted in PerfContext.InternalDeleteSkippedCount).
 	MaxSequentialSkipInIterations int
+	// MemtableOpScanFlushTrigger flushes the mutable memtable when one
+	// iterator move (First, Seek, Next...) steps over more than this many
+	// of its entries (memtable_op_scan_flush_trigger): a long run of
+	// tombstones or overwritten versions that every scan of it would pass
+	// again, and that only a flush, then compaction, removes. Default
+	// 1000; negative turns it off (RocksDB's 0). It never changes what an
+	// iterator reads.
+	MemtableOpScanFlushTrigger int
 	// DeletePersistenceThreshold bounds how long deleted data stays in the
 	// database's files (Lethe's FADE; RocksDB has no such option): every
 	// point and range tombstone reaches the bottom level within this time
@@ -387,11 +395,21 @@ func (o *Options) EnsureDefaults() *Options {
 	case o.MaxSequentialSkipInIterations < 0:
 		o.MaxSequentialSkipInIterations = -1
 	}
+	switch {
+	case o.MemtableOpScanFlushTrigger == 0:
+		o.MemtableOpScanFlushTrigger = DefaultMemtableOpScanFlushTrigger
+	case o.MemtableOpScanFlushTrigger < 0:
+		o.MemtableOpScanFlushTrigger = -1
+	}
 	if o.Clock == nil {
 		o.Clock = SystemClock
 	}
 	return o
 }
+
+// DefaultMemtableOpScanFlushTrigger is Options.MemtableOpScanFlushTrigger's
+// default.
+const DefaultMemtableOpScanFlushTrigger = 1000
 
 // maxSequentialSkip returns MaxSequentialSkipInIterations as RocksDB counts
 // it (0 for a negative value).
@@ -505,6 +523,7 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"disable_delete_aware_compaction", strconv.FormatBool(o.DisableDeleteAwareCompaction)},
 		{"table_properties_collectors", collectorNames(o.TablePropertiesCollectorFactories)},
 		{"max_sequential_skip_in_iterations", itoa(int64(o.maxSequentialSkip()))},
+		{"memtable_op_scan_flush_trigger", itoa(int64(max(o.MemtableOpScanFlushTrigger, 0)))},
 		{"delete_persistence_threshold", o.DeletePersistenceThreshold.String()},
 	}
 }
@@ -671,6 +690,11 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		if err == nil && o.MaxSequentialSkipInIterations <= 0 {
 			// RocksDB's 0; shale's 0 would mean the default.
 			o.MaxSequentialSkipInIterations = -1
+		}
+	case "memtable_op_scan_flush_trigger":
+		atoi(&o.MemtableOpScanFlushTrigger)
+		if err == nil && o.MemtableOpScanFlushTrigger <= 0 {
+			o.MemtableOpScanFlushTrigger = -1 // RocksDB's 0: off
 		}
 	case "delete_persistence_threshold":
 		o.DeletePersistenceThreshold, err = time.ParseDuration(v)

@@ -18,7 +18,14 @@ type iterator struct {
 	m   *Memtable
 	n   uint32
 	key base.InternalKey
+	// steps counts the Next and Prev calls (Steps).
+	steps uint64
 }
+
+// Steps returns how many times it stepped (Next, Prev) since it was made:
+// the DB's iterator compares it across one of its moves to see how far a
+// move walked the memtable.
+func (it *iterator) Steps() uint64 { return it.steps }
 
 var (
 	_ base.InternalIterator = (*iterator)(nil)
@@ -61,6 +68,7 @@ func (it *iterator) Next() bool {
 	if it.n == 0 {
 		return false
 	}
+	it.steps++
 	return it.setNode(it.m.nextOf(it.n, 0))
 }
 
@@ -68,6 +76,7 @@ func (it *iterator) Prev() bool {
 	if it.n == 0 {
 		return false
 	}
+	it.steps++
 	return it.setNode(it.m.seekLT(&it.m.points, it.key.UserKey, it.key.Trailer))
 }
 
