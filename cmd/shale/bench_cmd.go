@@ -95,8 +95,10 @@ internal_key_skipped_count. It runs with the run's options, with the
 seed's deletion-triggered compaction collector added
 (NewCompactOnDeletionCollectorFactory(1000000, 1000, 0): a table is marked
 for compaction once 1,000 of 1,000,000 consecutive entries are
-deletions), and with a full CompactRange after the deletes (the first scan
-right after it).`,
+deletions), with a full CompactRange after the deletes (the first scan
+right after it), and with shale's delete handling off (aware-off:
+DisableDeleteAwareCompaction, MemtableOpScanFlushTrigger -1). After each
+scan it times 10,000 point lookups of deleted keys (us/op).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()

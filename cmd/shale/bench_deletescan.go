@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -13,10 +14,13 @@ import (
 // (one prefix: the keys are zero-padded numbers), delete the lowest 90%,
 // and time reading the first deleteScanLive live keys from the start, right
 // after the deletes and again after --delete_wait of idle time, with
-// internal_delete_skipped_count, the tombstones the scan stepped over. The
-// scenario runs on a fresh database per variant: the run's options, the
-// same with the seed's deletion-triggered compaction collector, and the
-// run's options with a full manual compaction after the deletes.
+// internal_delete_skipped_count, the tombstones the scan stepped over; after
+// each scan it times point lookups of deleted keys. The scenario runs on a
+// fresh database per variant: the run's options, the same with the seed's
+// deletion-triggered compaction collector, the run's options with a full
+// manual compaction after the deletes, and the run's options with shale's
+// delete handling off (delete-aware compaction and the memtable's scan
+// flush trigger: what shale did before them).
 
 // deleteScanValueSize is deletescan's --value_size unless the flag is given:
 // the seed's 500 bytes.
@@ -39,7 +43,15 @@ var deleteScanVariants = []deleteScanVariant{
 	{name: "default", options: func(*shale.Options) {}},
 	{name: "collector", options: deletionCollectorOptions},
 	{name: "compacted", options: func(*shale.Options) {}, compact: true},
+	{name: "aware-off", options: func(o *shale.Options) {
+		o.DisableDeleteAwareCompaction = true
+		o.MemtableOpScanFlushTrigger = -1
+	}},
 }
+
+// deleteScanGets is how many deleted keys each timing of point lookups
+// reads.
+const deleteScanGets = 10000
 
 // The seed's collector: NewCompactOnDeletionCollectorFactory(1000000, 1000),
 // a table marked once 1,000 of 1,000,000 consecutive entries are deletions.
@@ -104,12 +116,12 @@ func (r *benchRunner) deleteScanRun(t *benchThread, v deleteScanVariant, deleted
 		when = "right after the compaction"
 	}
 	fmt.Fprintf(r.out, "deletescan   : %-9s : tables %s: %s\n", v.name, when, deleteScanShape(r.db.Metrics()))
-	if err := r.deleteScanTimed(v.name, when); err != nil {
+	if err := r.deleteScanTimed(t, v.name, when, deleted); err != nil {
 		return err
 	}
 	time.Sleep(c.deleteWait)
 	fmt.Fprintf(r.out, "deletescan   : %-9s : tables after %v idle: %s\n", v.name, c.deleteWait, deleteScanShape(r.db.Metrics()))
-	return r.deleteScanTimed(v.name, fmt.Sprintf("after %v idle", c.deleteWait))
+	return r.deleteScanTimed(t, v.name, fmt.Sprintf("after %v idle", c.deleteWait), deleted)
 }
 
 // deleteRange deletes keys 0 .. n-1 in order, --batch_size per write.
@@ -162,7 +174,7 @@ func deleteScanShape(m *shale.Metrics) string {
 // new iterator and prints how long that took, from creating the iterator
 // to the last key, and what its PerfContext counted. As the seed's loop,
 // it moves once more after the last key it reads.
-func (r *benchRunner) deleteScanTimed(variant, when string) error {
+func (r *benchRunner) deleteScanTimed(t *benchThread, variant, when string, deleted int64) error {
 	ro := *r.ro
 	var pc shale.PerfContext
 	ro.PerfContext = &pc
@@ -178,5 +190,29 @@ func (r *benchRunner) deleteScanTimed(variant, when string) error {
 	}
 	fmt.Fprintf(r.out, "deletescan   : %-9s : first %d live keys %s: %.3f ms, internal_delete_skipped_count %d, internal_key_skipped_count %d\n",
 		variant, n, when, float64(elapsed.Nanoseconds())/1e6, pc.InternalDeleteSkippedCount, pc.InternalKeySkippedCount)
+	return r.deleteScanGets(t, variant, when, deleted)
+}
+
+// deleteScanGets looks up deleteScanGets keys drawn from the deleted ones
+// (the same keys every time) and prints the time per lookup. A deleted key
+// found is an error.
+func (r *benchRunner) deleteScanGets(t *benchThread, variant, when string, deleted int64) error {
+	if deleted == 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(uint64(r.cfg.seed), 3))
+	start := time.Now()
+	for range deleteScanGets {
+		key := t.makeKey(rng.Int64N(deleted))
+		v, err := r.db.Get(key, r.ro)
+		if err == nil {
+			return fmt.Errorf("deleted key %q found (%d bytes)", key, len(v))
+		} else if !errors.Is(err, shale.ErrNotFound) {
+			return err
+		}
+	}
+	elapsed := time.Since(start)
+	fmt.Fprintf(r.out, "deletescan   : %-9s : %d gets of deleted keys %s: %.3f us/op\n",
+		variant, deleteScanGets, when, float64(elapsed.Nanoseconds())/1e3/deleteScanGets)
 	return nil
 }
