@@ -367,6 +367,9 @@ func (i *Iterator) Close() error {
 	i.releaseTables()   // once nothing reads them; before the version goes
 	i.perf.addReadStats(&i.stats)
 	i.perf.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
+	if i.statistics != nil {
+		i.statistics.add(TickerNumberOfReseeksInIteration, i.it.Stats().Reseeks)
+	}
 	i.rs.unref()
 	i.db.openIters.Add(-1)
 	if invariants.Enabled {

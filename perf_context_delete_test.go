@@ -204,7 +204,8 @@ func TestPerfContextRecentVersionsReseek(t *testing.T) {
 func TestPerfContextOlderVersionsReseek(t *testing.T) {
 	for _, compact := range []bool{false, true} {
 		t.Run(fmt.Sprintf("compacted=%v", compact), func(t *testing.T) {
-			d := openCountingDB(t, nil)
+			stats := NewStatistics()
+			d := openCountingDB(t, func(o *Options) { o.Statistics = stats })
 			for i := range 20 {
 				if err := d.Put([]byte("a"), fmt.Appendf(nil, "v%d", i), nil); err != nil {
 					t.Fatal(err)
@@ -233,6 +234,10 @@ func TestPerfContextOlderVersionsReseek(t *testing.T) {
 			// Next from b: b.
 			if want := (iterCounts{key: 1 + 9 + 1}); got != want {
 				t.Errorf("counted %+v, want %+v", got, want)
+			}
+			// The seek past a's versions, counted when the iterator closed.
+			if n := stats.TickerCount(TickerNumberOfReseeksInIteration); n != 1 {
+				t.Errorf("%s = %d, want 1", TickerNumberOfReseeksInIteration, n)
 			}
 		})
 	}

@@ -48,6 +48,11 @@ const (
 	// compaction whose output is above the last level
 	// (COMPACTION_OPTIMIZED_DEL_DROP_OBSOLETE).
 	TickerCompactionOptimizedDelDropObsolete
+	// TickerNumberOfReseeksInIteration counts the seeks iterators made
+	// instead of stepping over a run of versions of one key
+	// (Options.MaxSequentialSkipInIterations), added when the iterator
+	// closes (RocksDB's NUMBER_OF_RESEEKS_IN_ITERATION).
+	TickerNumberOfReseeksInIteration
 	numTickers
 )
 
@@ -70,6 +75,7 @@ var tickerNames = [numTickers]string{
 	TickerCompactionKeyDropObsolete:          "shale.compaction.key.drop.obsolete",
 	TickerCompactionKeyDropRangeDel:          "shale.compaction.key.drop.range_del",
 	TickerCompactionOptimizedDelDropObsolete: "shale.compaction.optimized.del.drop.obsolete",
+	TickerNumberOfReseeksInIteration:         "shale.number.reseeks.iteration",
 }
 
 // String returns the ticker's name, e.g. "shale.block.cache.hit".

@@ -162,6 +162,7 @@ func TestStatisticsTickers(t *testing.T) {
 	s.add(TickerCompactionKeyDropObsolete, 14)
 	s.add(TickerCompactionKeyDropRangeDel, 15)
 	s.add(TickerCompactionOptimizedDelDropObsolete, 16)
+	s.add(TickerNumberOfReseeksInIteration, 17)
 	want := map[Ticker]uint64{
 		TickerBlockReads: 1, TickerBytesRead: 2, TickerBlockCacheHits: 3, TickerAsyncReads: 4,
 		TickerReadsCoalesced: 5, TickerPrefetchHits: 6, TickerPrefetchWastedBytes: 70,
@@ -169,6 +170,7 @@ func TestStatisticsTickers(t *testing.T) {
 		TickerMultiGetKeysRead: 12, TickerFileReads: 12,
 		TickerCompactionKeyDropNewerEntry: 13, TickerCompactionKeyDropObsolete: 14,
 		TickerCompactionKeyDropRangeDel: 15, TickerCompactionOptimizedDelDropObsolete: 16,
+		TickerNumberOfReseeksInIteration: 17,
 	}
 	if len(want) != int(numTickers) {
 		t.Fatalf("test covers %d tickers of %d", len(want), numTickers)
