@@ -353,7 +353,33 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 			return nil, stats, err
 		}
 	}
+	if err := d.openNewTables(metas, job.level); err != nil {
+		d.removeOutputs(metas)
+		return nil, stats, err
+	}
 	return metas, stats, nil
+}
+
+// openNewTables opens the tables a flush or compaction wrote, one at a
+// time, in the file cache before they are installed, as RocksDB opens its
+// outputs: the first read of one then pays no open (footer, index and
+// filter reads), and an output that cannot be opened fails its job rather
+// than its first reader. L0 tables whose index and filter blocks are to be
+// pinned (PinL0FilterAndIndexBlocksInCache) are left to their first read:
+// pinning is decided when a table opens, from its level in the current
+// version, which does not hold them yet.
+func (d *DB) openNewTables(metas []*manifest.FileMetadata, level int) error {
+	if level == 0 && d.opts.CacheIndexAndFilterBlocks && d.opts.PinL0FilterAndIndexBlocksInCache {
+		return nil
+	}
+	for _, m := range metas {
+		f, err := d.fileCache.findTable(m.FileNum)
+		if err != nil {
+			return fmt.Errorf("shale: opening new table %s: %w", d.tablePath(m.FileNum), err)
+		}
+		f.release()
+	}
+	return nil
 }
 
 // backgroundCompaction runs one picked compaction and schedules more.
