@@ -110,35 +110,23 @@ func (a *asyncReader) Submit(reqs []vfs.ReadRequest) *vfs.ReadBatch {
 	a.work.Add(len(reqs))
 	a.lifeMu.RUnlock()
 	g := a.newGroup(b, reqs)
-	for i := range reqs {
-		f, delayed := a.unwrap(reqs[i].File)
-		if !delayed {
-			g.add(i, f, time.Time{})
-			continue
-		}
-		select {
-		case a.slots <- struct{}{}:
-		default:
-			// The simulated queue is full: start what has its slots,
-			// and the rest as slots free up, without holding up the
-			// caller.
-			a.submit(g)
-			go a.startLater(b, reqs, i)
-			return b
-		}
-		g.add(i, f, a.fs.readDeadline(len(reqs[i].Buf)))
-	}
+	i := a.addReady(g, 0)
 	a.submit(g)
+	if i < len(reqs) {
+		// The simulated queue is full: the rest start as slots free up,
+		// without holding up the caller.
+		go a.startLater(b, reqs, i)
+	}
 	return b
 }
 
-// startLater starts requests from, from+1, ... of b in order, each read of
-// fs's files once it has a queue slot. Requests that got their slots
-// together go to the inner reader in one Submit.
-func (a *asyncReader) startLater(b *vfs.ReadBatch, reqs []vfs.ReadRequest, from int) {
-	g := a.newGroup(b, reqs)
-	for i := from; i < len(reqs); i++ {
-		f, delayed := a.unwrap(reqs[i].File)
+// addReady adds requests from, from+1, ... of g's batch to g in order while
+// each read of fs's files gets a queue slot at once. It returns the index
+// of the first read that found the queue full, or the number of requests
+// when it added them all.
+func (a *asyncReader) addReady(g *group, from int) int {
+	for i := from; i < len(g.outer); i++ {
+		f, delayed := a.unwrap(g.outer[i].File)
 		if !delayed {
 			g.add(i, f, time.Time{})
 			continue
@@ -146,17 +134,27 @@ func (a *asyncReader) startLater(b *vfs.ReadBatch, reqs []vfs.ReadRequest, from 
 		select {
 		case a.slots <- struct{}{}:
 		default:
-			// Submit what has its slots before waiting: the slots
-			// waited for may be those.
-			if len(g.reqs) > 0 {
-				a.submit(g)
-				g = a.newGroup(b, reqs)
-			}
-			a.slots <- struct{}{}
+			return i
 		}
-		g.add(i, f, a.fs.readDeadline(len(reqs[i].Buf)))
+		g.add(i, f, a.fs.readDeadline(len(g.outer[i].Buf)))
 	}
-	a.submit(g)
+	return len(g.outer)
+}
+
+// startLater starts requests from, from+1, ... of b in order, each read of
+// fs's files once it has a queue slot; request from is a read that found
+// the queue full. Requests that got their slots together go to the inner
+// reader in one Submit, sent before waiting for the next slot: the slots
+// waited for may be theirs.
+func (a *asyncReader) startLater(b *vfs.ReadBatch, reqs []vfs.ReadRequest, from int) {
+	for from < len(reqs) {
+		a.slots <- struct{}{}
+		g := a.newGroup(b, reqs)
+		f, _ := a.unwrap(reqs[from].File)
+		g.add(from, f, a.fs.readDeadline(len(reqs[from].Buf)))
+		from = a.addReady(g, from+1)
+		a.submit(g)
+	}
 }
 
 // submit sends g's requests to the inner reader and completes them, on a
