@@ -10,28 +10,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// platformLock opens (creating) name and takes a whole-file fcntl write lock
-// with F_SETLK: these systems have no flock. fcntl locks belong to the
-// process, which is why the registry in lock.go exists.
-func platformLock(name string) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
+// tryLock takes a whole-file fcntl write lock on f with F_SETLK: these
+// systems have no flock. fcntl locks belong to the process, which is why
+// the registry in lock.go exists. A lock held elsewhere fails with
+// lockedError.
+func tryLock(f *os.File) error {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
-		_ = f.Close()
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES) {
-			return nil, lockedError(name)
-		}
-		return nil, &os.PathError{Op: "fcntl", Path: name, Err: err}
+	err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES):
+		return lockedError(f.Name())
+	default:
+		return &os.PathError{Op: "fcntl", Path: f.Name(), Err: err}
 	}
-	return f, nil
 }
 
 func platformUnlock(f *os.File) error {
 	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart}
 	return unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
 }
-
-func normalizeLockKey(key string) string { return key }

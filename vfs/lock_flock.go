@@ -9,30 +9,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// platformLock opens (creating) name and takes flock(LOCK_EX|LOCK_NB) on it.
-func platformLock(name string) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
+// tryLock takes flock(LOCK_EX|LOCK_NB) on f; a lock held elsewhere fails
+// with lockedError.
+func tryLock(f *os.File) error {
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if !errors.Is(err, unix.EINTR) {
-			break
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return lockedError(f.Name())
+		default:
+			return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
 		}
 	}
-	if err != nil {
-		_ = f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, lockedError(name)
-		}
-		return nil, &os.PathError{Op: "flock", Path: name, Err: err}
-	}
-	return f, nil
 }
 
 func platformUnlock(f *os.File) error {
 	return unix.Flock(int(f.Fd()), unix.LOCK_UN)
 }
-
-func normalizeLockKey(key string) string { return key }
