@@ -119,22 +119,16 @@ func (d *directState) rawRead(f *osFile, p []byte, off int64) (int, error) {
 		d.unaligned.Add(1)
 		return 0, fmt.Errorf("%w: read %s at %d, %d bytes", errUnalignedDirectIO, d.name, off, len(p))
 	}
-	n := 0
-	for n < len(p) {
-		chunk := p[n:]
-		if len(chunk) > maxIOChunk {
-			chunk = chunk[:maxIOChunk]
-		}
-		done, err := pread(f.handle, chunk, off+int64(n))
-		n += done
+	return inChunks(p, off, func(chunk []byte, at int64) (int, error) {
+		done, err := pread(f.handle, chunk, at)
 		if err == windows.ERROR_HANDLE_EOF || (err == nil && done < len(chunk)) {
-			return n, io.EOF
+			return done, io.EOF
 		}
 		if err != nil {
-			return n, fmt.Errorf("shale: direct read %s at %d: %w", d.name, off+int64(n), err)
+			return done, fmt.Errorf("shale: direct read %s at %d: %w", d.name, at+int64(done), err)
 		}
-	}
-	return n, nil
+		return done, nil
+	})
 }
 
 // rawWrite is the only way a direct file is written: aligned WriteFile calls.

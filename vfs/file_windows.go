@@ -57,6 +57,22 @@ var _ File = (*osFile)(nil)
 // aligned.
 const maxIOChunk = 1 << 30
 
+// inChunks hands p, to be read or written at off, to op in pieces of at
+// most maxIOChunk bytes, each at its own offset and starting where op's
+// count of the last piece left off, until p is done or op fails. It returns
+// the bytes done.
+func inChunks(p []byte, off int64, op func(chunk []byte, at int64) (int, error)) (int, error) {
+	n := 0
+	for n < len(p) {
+		done, err := op(p[n:min(len(p), n+maxIOChunk)], off+int64(n))
+		n += done
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // openOSFile opens name through CreateFile with shareAll (os.OpenFile would
 // leave out FILE_SHARE_DELETE). flag is one of the combinations osFS uses;
 // DirectIO adds FILE_FLAG_NO_BUFFERING, and FILE_FLAG_WRITE_THROUGH when the
@@ -151,24 +167,19 @@ func (f *osFile) ReadAt(p []byte, off int64) (int, error) {
 // preadFull reads len(p) bytes at off, looping over short reads; a read that
 // reaches the end of the file returns the bytes there are and io.EOF.
 func (f *osFile) preadFull(p []byte, off int64) (int, error) {
-	n := 0
-	for n < len(p) {
-		chunk := p[n:]
-		if len(chunk) > maxIOChunk {
-			chunk = chunk[:maxIOChunk]
-		}
-		done, err := pread(f.handle, chunk, off+int64(n))
-		n += done
+	n, err := inChunks(p, off, func(chunk []byte, at int64) (int, error) {
+		done, err := pread(f.handle, chunk, at)
 		if err == windows.ERROR_HANDLE_EOF || (err == nil && done == 0) {
-			return n, io.EOF
+			return done, io.EOF
 		}
 		if err != nil {
 			// As os.File.ReadAt reports it on every platform.
-			return n, &os.PathError{Op: "read", Path: f.name, Err: err}
+			return done, &os.PathError{Op: "read", Path: f.name, Err: err}
 		}
-	}
+		return done, nil
+	})
 	runtime.KeepAlive(f.file) // the handle must stay open until here
-	return n, nil
+	return n, err
 }
 
 // pread is one ReadFile of p at off.
@@ -193,23 +204,18 @@ func pwrite(h windows.Handle, p []byte, off int64) (int, error) {
 
 // pwriteFull writes all of p at off, looping over partial writes.
 func (f *osFile) pwriteFull(p []byte, off int64) (int, error) {
-	n := 0
-	for n < len(p) {
-		chunk := p[n:]
-		if len(chunk) > maxIOChunk {
-			chunk = chunk[:maxIOChunk]
-		}
-		done, err := pwrite(f.handle, chunk, off+int64(n))
-		n += done
+	n, err := inChunks(p, off, func(chunk []byte, at int64) (int, error) {
+		done, err := pwrite(f.handle, chunk, at)
 		if err != nil {
-			return n, &os.PathError{Op: "write", Path: f.name, Err: err}
+			return done, &os.PathError{Op: "write", Path: f.name, Err: err}
 		}
 		if done == 0 {
-			return n, fmt.Errorf("shale: write %s at %d: %w", f.name, off+int64(n), io.ErrShortWrite)
+			return 0, fmt.Errorf("shale: write %s at %d: %w", f.name, at, io.ErrShortWrite)
 		}
-	}
+		return done, nil
+	})
 	runtime.KeepAlive(f.file)
-	return n, nil
+	return n, err
 }
 
 // Write is WriteFile at the handle's append position, which starts at 0 after
