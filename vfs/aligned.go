@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"io"
 	"sync"
 	"unsafe"
 )
@@ -45,6 +46,35 @@ func AlignUp(x int64, align int) int64 { return (x + int64(align-1)) &^ int64(al
 // whatever p's length or capacity.
 func AddrAligned(p []byte, align int) bool {
 	return align <= 1 || uintptr(unsafe.Pointer(unsafe.SliceData(p)))&uintptr(align-1) == 0
+}
+
+// readBounced reads p at off, neither of which need be aligned, through
+// buf, an aligned buffer of a multiple of align bytes: read (an aligned
+// read, which returns an error when it reads less than asked) fills buf
+// from the aligned offset below the next byte of p wanted, and the bytes of
+// p are copied out of it.
+func readBounced(p []byte, off int64, buf []byte, align int, read func(b []byte, at int64) (int, error)) (int, error) {
+	n := 0
+	for n < len(p) {
+		cur := off + int64(n)
+		start := AlignDown(cur, align)
+		skip := int(cur - start)
+		want := int(min(int64(len(buf)), AlignUp(int64(skip+len(p)-n), align)))
+		m, err := read(buf[:want], start)
+		if m > skip {
+			n += copy(p[n:], buf[skip:m])
+		}
+		if n == len(p) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if m < want {
+			return n, io.EOF
+		}
+	}
+	return n, nil
 }
 
 // minPooledAlign is the least alignment of AlignedPool buffers: enough for

@@ -160,27 +160,7 @@ func (d *directFile) readFile(p []byte, off int64) (int, error) {
 	} else {
 		b = AlignedBuffer(int(AlignUp(bounceSize, d.align)), d.align)
 	}
-	n := 0
-	for n < len(p) {
-		cur := off + int64(n)
-		start := AlignDown(cur, d.align)
-		skip := int(cur - start)
-		want := int(min(int64(len(b)), AlignUp(cur+int64(len(p)-n), d.align)-start))
-		m, err := d.preadFull(b[:want], start)
-		if m > skip {
-			n += copy(p[n:], b[skip:m])
-		}
-		if n == len(p) {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-		if m < want {
-			return n, io.EOF
-		}
-	}
-	return n, nil
+	return readBounced(p, off, b, d.align, d.preadFull)
 }
 
 func (d *directFile) readAt(p []byte, off int64) (int, error) {

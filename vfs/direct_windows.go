@@ -151,28 +151,9 @@ func (d *directState) readAt(f *osFile, p []byte, off int64) (int, error) {
 	d.bounceReads.Add(1)
 	bp := d.bounce.Get().(*[]byte)
 	defer d.bounce.Put(bp)
-	buf := *bp
-	n := 0
-	for n < len(p) {
-		cur := off + int64(n)
-		start := AlignDown(cur, d.align)
-		skip := int(cur - start)
-		l := int(min(AlignUp(int64(skip+len(p)-n), d.align), int64(len(buf))))
-		got, err := d.rawRead(f, buf[:l], start)
-		if got > skip {
-			n += copy(p[n:], buf[skip:got])
-		}
-		if n == len(p) {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-		if got <= skip {
-			return n, io.ErrNoProgress // a full aligned read always passes skip
-		}
-	}
-	return n, nil
+	return readBounced(p, off, *bp, d.align, func(b []byte, at int64) (int, error) {
+		return d.rawRead(f, b, at)
+	})
 }
 
 // write appends p at f.pos; like every File writer it assumes it is the
