@@ -180,14 +180,25 @@ func (fs *MemFS) openFile(op, name string) (*memNode, error) {
 func (fs *MemFS) OpenDir(name string) (File, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	n, err := fs.walkLocked("opendir", name, memClean(name))
+	n, err := fs.dirLocked("opendir", "opendir", name)
+	if err != nil {
+		return nil, err
+	}
+	return &memFile{fs: fs, n: n, name: name}, nil
+}
+
+// dirLocked returns the directory at name. A missing name is an error of
+// op, a name that is not a directory one of notDirOp: os.ReadDir learns
+// that only when it reads the entries of what it opened.
+func (fs *MemFS) dirLocked(op, notDirOp, name string) (*memNode, error) {
+	n, err := fs.walkLocked(op, name, memClean(name))
 	if err != nil {
 		return nil, err
 	}
 	if !n.isDir {
-		return nil, pathErr("opendir", name, errNotDir)
+		return nil, pathErr(notDirOp, name, errNotDir)
 	}
-	return &memFile{fs: fs, n: n, name: name}, nil
+	return n, nil
 }
 
 // Remove removes a file or an empty directory from the current entries.
@@ -297,12 +308,9 @@ func (fs *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 func (fs *MemFS) List(dir string) ([]string, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	n, err := fs.walkLocked("open", dir, memClean(dir))
+	n, err := fs.dirLocked("open", "readdir", dir)
 	if err != nil {
 		return nil, err
-	}
-	if !n.isDir {
-		return nil, pathErr("readdir", dir, errNotDir)
 	}
 	return slices.Sorted(maps.Keys(n.entries)), nil
 }
