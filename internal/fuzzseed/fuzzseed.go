@@ -59,16 +59,9 @@ func Encode(args ...any) (string, error) {
 			fmt.Fprintf(&sb, "string(%q)\n", v)
 		case byte:
 			fmt.Fprintf(&sb, "byte('\\x%02x')\n", v)
-		case uint16:
-			fmt.Fprintf(&sb, "uint16(%d)\n", v)
-		case uint32:
-			fmt.Fprintf(&sb, "uint32(%d)\n", v)
-		case uint64:
-			fmt.Fprintf(&sb, "uint64(%d)\n", v)
-		case int:
-			fmt.Fprintf(&sb, "int(%d)\n", v)
-		case int64:
-			fmt.Fprintf(&sb, "int64(%d)\n", v)
+		case uint16, uint32, uint64, int, int64:
+			// The corpus names each integer by its Go type, as %T does.
+			fmt.Fprintf(&sb, "%T(%d)\n", v, v)
 		case bool:
 			fmt.Fprintf(&sb, "bool(%t)\n", v)
 		default:
