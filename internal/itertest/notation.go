@@ -76,16 +76,20 @@ func ParseEntry(s string) (Entry, error) {
 }
 
 // ParseEntries parses entries separated by white space, in the order given.
-func ParseEntries(s string) ([]Entry, error) {
-	var es []Entry
+func ParseEntries(s string) ([]Entry, error) { return parseFields(s, ParseEntry) }
+
+// parseFields parses each white-space separated field of s with parse, in
+// order; nil for no fields.
+func parseFields[T any](s string, parse func(string) (T, error)) ([]T, error) {
+	var ts []T
 	for _, f := range strings.Fields(s) {
-		e, err := ParseEntry(f)
+		t, err := parse(f)
 		if err != nil {
 			return nil, err
 		}
-		es = append(es, e)
+		ts = append(ts, t)
 	}
-	return es, nil
+	return ts, nil
 }
 
 // FormatKey formats k as ParseInternalKey reads it.
@@ -137,17 +141,7 @@ func ParseTombstone(s string) (rangedel.Tombstone, error) {
 }
 
 // ParseTombstones parses tombstones separated by white space.
-func ParseTombstones(s string) ([]rangedel.Tombstone, error) {
-	var ts []rangedel.Tombstone
-	for _, f := range strings.Fields(s) {
-		t, err := ParseTombstone(f)
-		if err != nil {
-			return nil, err
-		}
-		ts = append(ts, t)
-	}
-	return ts, nil
-}
+func ParseTombstones(s string) ([]rangedel.Tombstone, error) { return parseFields(s, ParseTombstone) }
 
 // FormatTombstone formats a tombstone as ParseTombstone reads it.
 func FormatTombstone(start, end []byte, seq base.SeqNum) string {
