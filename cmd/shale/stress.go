@@ -907,29 +907,32 @@ func readStressState(db *shale.DB, keys int) ([][]byte, error) {
 	all := make([][]byte, keys)
 	for k := range all {
 		all[k] = stressKey(nil, uint32(k))
-		v, err := db.Get(all[k], nil)
-		if errors.Is(err, shale.ErrNotFound) {
-			v, err = nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("Get %s: %w", all[k], err)
-		}
-		if !bytes.Equal(v, found[k]) || (v == nil) != (found[k] == nil) {
-			return nil, fmt.Errorf("Get %s returned %s, the iterator %s", all[k], describeFound(uint32(k), v), describeFound(uint32(k), found[k]))
+		v, getErr := db.Get(all[k], nil)
+		if err := agreesWithScan("Get", found, k, v, getErr); err != nil {
+			return nil, err
 		}
 	}
 	vals, errs := db.MultiGet(all, nil)
 	for k := range all {
-		v, err := vals[k], errs[k]
-		if errors.Is(err, shale.ErrNotFound) {
-			v, err = nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("MultiGet %s: %w", all[k], err)
-		}
-		if !bytes.Equal(v, found[k]) || (v == nil) != (found[k] == nil) {
-			return nil, fmt.Errorf("MultiGet %s returned %s, the iterator %s", all[k], describeFound(uint32(k), v), describeFound(uint32(k), found[k]))
+		if err := agreesWithScan("MultiGet", found, k, vals[k], errs[k]); err != nil {
+			return nil, err
 		}
 	}
 	return found, nil
+}
+
+// agreesWithScan checks that a point read of key k (read names it: Get or
+// MultiGet), which returned v and err, agrees with found[k], the scan's.
+func agreesWithScan(read string, found [][]byte, k int, v []byte, err error) error {
+	if errors.Is(err, shale.ErrNotFound) {
+		v, err = nil, nil
+	}
+	key := stressKey(nil, uint32(k))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", read, key, err)
+	}
+	if !bytes.Equal(v, found[k]) || (v == nil) != (found[k] == nil) {
+		return fmt.Errorf("%s %s returned %s, the iterator %s", read, key, describeFound(uint32(k), v), describeFound(uint32(k), found[k]))
+	}
+	return nil
 }
