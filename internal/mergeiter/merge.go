@@ -461,19 +461,7 @@ func (m *Iter) Next() bool {
 		return false
 	}
 	if m.reverse {
-		// By the child invariant, a valid child's next entry is the first
-		// one after the current entry, and every entry of an exhausted child
-		// sorts after it.
-		m.reset(false)
-		for i := range m.children {
-			c := &m.children[i]
-			if c.valid {
-				m.add(c, c.iter.Next())
-			} else {
-				m.add(c, c.iter.First())
-			}
-		}
-		return m.skipDeleted(m.build())
+		return m.skipDeleted(m.turn(false))
 	}
 	return m.skipDeleted(m.step(m.heap[0].iter.Next()))
 }
@@ -484,18 +472,34 @@ func (m *Iter) Prev() bool {
 		return false
 	}
 	if !m.reverse {
-		m.reset(true)
-		for i := range m.children {
-			c := &m.children[i]
-			if c.valid {
-				m.add(c, c.iter.Prev())
-			} else {
-				m.add(c, c.iter.Last())
-			}
-		}
-		return m.skipDeleted(m.build())
+		return m.skipDeleted(m.turn(true))
 	}
 	return m.skipDeleted(m.step(m.heap[0].iter.Prev()))
+}
+
+// turn rebuilds the heap for the other direction (reverse or not) at the
+// current entry. By the child invariant, a valid child's next entry in the
+// new direction is the first one past the current entry, and every entry
+// of an exhausted child lies past it: a valid child steps once, an
+// exhausted one starts again from its end.
+func (m *Iter) turn(reverse bool) bool {
+	m.reset(reverse)
+	for i := range m.children {
+		c := &m.children[i]
+		var ok bool
+		switch {
+		case c.valid && reverse:
+			ok = c.iter.Prev()
+		case c.valid:
+			ok = c.iter.Next()
+		case reverse:
+			ok = c.iter.Last()
+		default:
+			ok = c.iter.First()
+		}
+		m.add(c, ok)
+	}
+	return m.build()
 }
 
 // Key returns the current entry's internal key; the zero key when the
