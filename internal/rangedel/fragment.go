@@ -144,14 +144,6 @@ func Coalesce(s Span, snapshots []base.SeqNum) Span {
 // stripe returns the number of snapshots below seq: two seqnums share a
 // stripe exactly when no snapshot separates them.
 func stripe(seq base.SeqNum, snapshots []base.SeqNum) int {
-	lo, hi := 0, len(snapshots)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if snapshots[mid] < seq {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	i, _ := slices.BinarySearch(snapshots, seq)
+	return i
 }
