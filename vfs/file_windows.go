@@ -184,21 +184,20 @@ func (f *osFile) preadFull(p []byte, off int64) (int, error) {
 
 // pread is one ReadFile of p at off.
 func pread(h windows.Handle, p []byte, off int64) (int, error) {
-	var ov windows.Overlapped
-	ov.Offset = uint32(off)
-	ov.OffsetHigh = uint32(off >> 32)
-	var done uint32
-	err := windows.ReadFile(h, p, &done, &ov)
-	return int(done), err
+	return atOffset(windows.ReadFile, h, p, off)
 }
 
 // pwrite is one WriteFile of p at off.
 func pwrite(h windows.Handle, p []byte, off int64) (int, error) {
-	var ov windows.Overlapped
-	ov.Offset = uint32(off)
-	ov.OffsetHigh = uint32(off >> 32)
+	return atOffset(windows.WriteFile, h, p, off)
+}
+
+// atOffset is one call of p at off to transfer (ReadFile or WriteFile, which
+// take the same arguments), the offset given in an OVERLAPPED.
+func atOffset(transfer func(windows.Handle, []byte, *uint32, *windows.Overlapped) error, h windows.Handle, p []byte, off int64) (int, error) {
+	ov := windows.Overlapped{Offset: uint32(off), OffsetHigh: uint32(off >> 32)}
 	var done uint32
-	err := windows.WriteFile(h, p, &done, &ov)
+	err := transfer(h, p, &done, &ov)
 	return int(done), err
 }
 
