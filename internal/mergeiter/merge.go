@@ -201,12 +201,8 @@ func (m *Iter) skipDeleted(ok bool) bool {
 	for ok && m.deleted(m.heap[0]) {
 		top := m.heap[0]
 		if d := &m.dels[top.index]; m.ordered && d.newerSeq > top.key.SeqNum() {
-			if m.reverse && !d.ext.NoStart {
-				ok = m.seekPastBackward(top.index, d.ext.Start)
-				continue
-			}
-			if !m.reverse && !d.ext.NoEnd {
-				ok = m.seekPastForward(top.index, d.ext.End)
+			if edge, bounded := d.ext.Edge(m.reverse); bounded {
+				ok = m.seekPast(top.index, edge)
 				continue
 			}
 		}
@@ -219,44 +215,44 @@ func (m *Iter) skipDeleted(ok bool) bool {
 	return ok
 }
 
-// seekPastForward moves children from..., whose entries below the user key
-// target a newer child's range tombstone deletes from the current entry
-// on, to their first entry at or after target, and rebuilds the heap. A
-// child already there is left where it is. The jump cascades, as
-// RocksDB's: a tombstone of one of these children covering target deletes
-// the entries of the older children past it too, up to its end.
-func (m *Iter) seekPastForward(from int, target []byte) bool {
+// seekPast moves children from..., whose entries short of the user key
+// target (shortOf) a newer child's range tombstone deletes from the current
+// entry on, past them: to their first entry at or after target, or in
+// reverse their last before it; then it rebuilds the heap. A child already
+// past is left where it is. The jump cascades, as RocksDB's: a tombstone of
+// one of these children covering target deletes the entries of the older
+// children beyond it too, up to the tombstone's edge in the direction of
+// the jump.
+func (m *Iter) seekPast(from int, target []byte) bool {
 	for j := from; j < len(m.children); j++ {
 		c := &m.children[j]
-		if c.valid && m.cmp(c.key.UserKey, target) < 0 {
+		if c.valid && m.shortOf(c.key.UserKey, target) {
 			m.rangeDelReseeks++
-			m.reposition(c, c.iter.SeekGE(target))
+			if m.reverse {
+				m.reposition(c, c.iter.SeekLT(target))
+			} else {
+				m.reposition(c, c.iter.SeekGE(target))
+			}
 		}
 		if l := m.dels[j].own(); l != nil {
-			if e := l.ExtentAt(target, m.snapshot); e.Seq > 0 && !e.NoEnd {
-				target = e.End
+			if e := l.ExtentAt(target, m.snapshot); e.Seq > 0 {
+				if edge, bounded := e.Edge(m.reverse); bounded {
+					target = edge
+				}
 			}
 		}
 	}
 	return m.rebuild()
 }
 
-// seekPastBackward is seekPastForward in reverse: children from... move to
-// their last entry before target, the start of what the tombstone deletes.
-func (m *Iter) seekPastBackward(from int, target []byte) bool {
-	for j := from; j < len(m.children); j++ {
-		c := &m.children[j]
-		if c.valid && m.cmp(c.key.UserKey, target) >= 0 {
-			m.rangeDelReseeks++
-			m.reposition(c, c.iter.SeekLT(target))
-		}
-		if l := m.dels[j].own(); l != nil {
-			if e := l.ExtentAt(target, m.snapshot); e.Seq > 0 && !e.NoStart {
-				target = e.Start
-			}
-		}
+// shortOf reports whether user key k falls short of target, where
+// seekPast moves a child to: k < target, or in reverse k >= target (a
+// tombstone's start, the first key it deletes).
+func (m *Iter) shortOf(k, target []byte) bool {
+	if m.reverse {
+		return m.cmp(k, target) >= 0
 	}
-	return m.rebuild()
+	return m.cmp(k, target) < 0
 }
 
 // reposition records the outcome of moving c, which is not in a heap being

@@ -149,6 +149,16 @@ type Extent struct {
 	Seq            base.SeqNum
 }
 
+// Edge returns the key where a reader moving through e leaves it: End
+// moving forward, Start in reverse (the last key before e); false when e is
+// unbounded on that side.
+func (e *Extent) Edge(reverse bool) ([]byte, bool) {
+	if reverse {
+		return e.Start, !e.NoStart
+	}
+	return e.End, !e.NoEnd
+}
+
 // ExtentAt returns the extent of l around key at snapshot. Its Seq is
 // MaxCoveringSeq(key, snapshot), and it holds for every key of the extent,
 // so that a reader moving through keys in order searches again only when it
