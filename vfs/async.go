@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 )
 
@@ -157,6 +158,37 @@ func NewReadBatch(reqs []ReadRequest) *ReadBatch { return acquireReadBatch(reqs)
 // may be released as soon as its last request completes). Callers of
 // Submit never call it.
 func (b *ReadBatch) Complete(i int) { b.complete(i) }
+
+// SubmitGate lets an AsyncReader's Close wait for the Submits midway
+// through handing on their requests: a Submit holds the gate from Enter to
+// Exit, and Close shuts it, which waits for every holder. After Shut, Enter
+// reports false and the Submit reads synchronously, as every reader of this
+// package does after Close. The zero value is open.
+type SubmitGate struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+// Enter reports whether the gate is open and, when it is, holds it open
+// until Exit.
+func (g *SubmitGate) Enter() bool {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+// Exit releases the gate an Enter that returned true holds.
+func (g *SubmitGate) Exit() { g.mu.RUnlock() }
+
+// Shut closes the gate for good, once every Submit that entered has exited.
+func (g *SubmitGate) Shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
 
 // NewAsyncReader returns the best AsyncReader this platform offers: io_uring
 // on Linux when the kernel allows it (and o.DisableIOUring is false), else

@@ -67,10 +67,9 @@ type uringReader struct {
 	// AsyncStats.Enters counts only submissions).
 	waitEnters atomic.Uint64
 
-	// lifeMu is held shared by Submit and exclusively by Close, so that
-	// Close knows no Submit is midway through the ring.
-	lifeMu     sync.RWMutex
-	closed     bool
+	// gate is held by Submit and shut by Close, so that Close knows no
+	// Submit is midway through the ring.
+	gate       SubmitGate
 	closeOnce  sync.Once
 	closeErr   error
 	ringWork   sync.WaitGroup // requests sent to the ring and not yet complete
@@ -201,9 +200,7 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 	b := acquireReadBatch(reqs)
 	r.counters.batches.Add(1)
 	r.counters.reads.Add(uint64(len(reqs)))
-	r.lifeMu.RLock()
-	if r.closed {
-		r.lifeMu.RUnlock()
+	if !r.gate.Enter() {
 		for i := range reqs {
 			r.readNow(b, i)
 		}
@@ -255,7 +252,7 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 	if nfree > 0 {
 		r.releaseList(free, nfree)
 	}
-	r.lifeMu.RUnlock()
+	r.gate.Exit()
 	if len(deferred) > 0 {
 		// QueueDepth portable reads are in flight: start these as they
 		// finish, without holding up the caller.
@@ -482,9 +479,7 @@ func (r *uringReader) deliver(b *ReadBatch, i int) {
 // ring. Later Submits read synchronously.
 func (r *uringReader) Close() error {
 	r.closeOnce.Do(func() {
-		r.lifeMu.Lock()
-		r.closed = true
-		r.lifeMu.Unlock()
+		r.gate.Shut()
 		r.ringWork.Wait()
 		r.sqMu.Lock()
 		r.ring.pushNop(closeUserData)

@@ -37,11 +37,10 @@ type asyncReader struct {
 
 	reads, bytesRead, batches atomic.Uint64
 
-	// lifeMu is held shared by Submit while it counts its requests into
-	// work, and exclusively by Close to set closed, so that Close waits
-	// for every request a Submit accepted.
-	lifeMu    sync.RWMutex
-	closed    bool
+	// gate is held by Submit while it counts its requests into work, and
+	// shut by Close, so that Close waits for every request a Submit
+	// accepted.
+	gate      vfs.SubmitGate
 	work      sync.WaitGroup // requests accepted and not yet complete
 	closeOnce sync.Once
 	closeErr  error
@@ -94,9 +93,7 @@ func (a *asyncReader) Submit(reqs []vfs.ReadRequest) *vfs.ReadBatch {
 	b := vfs.NewReadBatch(reqs)
 	a.batches.Add(1)
 	a.reads.Add(uint64(len(reqs)))
-	a.lifeMu.RLock()
-	if a.closed {
-		a.lifeMu.RUnlock()
+	if !a.gate.Enter() {
 		// As the readers of vfs do after Close: synchronously, here
 		// through the file's ReadAt, which sleeps out the delay.
 		for i := range reqs {
@@ -108,7 +105,7 @@ func (a *asyncReader) Submit(reqs []vfs.ReadRequest) *vfs.ReadBatch {
 		return b
 	}
 	a.work.Add(len(reqs))
-	a.lifeMu.RUnlock()
+	a.gate.Exit()
 	g := a.newGroup(b, reqs)
 	i := a.addReady(g, 0)
 	a.submit(g)
@@ -245,9 +242,7 @@ func (a *asyncReader) QueueDepth() int { return cap(a.slots) }
 // reader. Later Submits read synchronously.
 func (a *asyncReader) Close() error {
 	a.closeOnce.Do(func() {
-		a.lifeMu.Lock()
-		a.closed = true
-		a.lifeMu.Unlock()
+		a.gate.Shut()
 		a.work.Wait()
 		a.closeErr = a.inner.Close()
 	})
