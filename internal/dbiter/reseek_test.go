@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 
@@ -112,23 +111,6 @@ func (db *versionsDB) visible(snap base.SeqNum, lower, upper []byte, tombs Range
 	return keys, vals
 }
 
-// versionsBound returns a random iterator bound, nil a third of the time.
-func versionsBound(rng *rand.Rand, nkeys int) []byte {
-	if rng.IntN(3) == 0 {
-		return nil
-	}
-	return itertest.RandomSeekKey(rng, nkeys)
-}
-
-// versionsSnapshot returns a random snapshot, SeqNumMax a quarter of the
-// time.
-func versionsSnapshot(rng *rand.Rand, max base.SeqNum) base.SeqNum {
-	if rng.IntN(4) == 0 {
-		return base.SeqNumMax
-	}
-	return base.SeqNum(rng.IntN(int(max) + 2))
-}
-
 // seekableSlice is a SliceIter that is a base.InternalSeeker, by seeking
 // to the user key and stepping (what base.SeekGEInternal does for other
 // iterators), so that a lone child gets forward reseeks.
@@ -188,9 +170,9 @@ func TestReseekRandom(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			db := randomVersionsDB(rng, true)
 			o := reseekOptions(Options{
-				Snapshot: versionsSnapshot(rng, db.maxSeq),
-				Lower:    versionsBound(rng, db.nkeys),
-				Upper:    versionsBound(rng, db.nkeys),
+				Snapshot: randomSnapshot(rng, db.maxSeq),
+				Lower:    randomBound(rng, db.nkeys),
+				Upper:    randomBound(rng, db.nkeys),
 			}, maxSkip)
 			var checker RangeDelChecker
 			if len(db.tombs) > 0 && rng.IntN(2) == 0 {
@@ -201,7 +183,7 @@ func TestReseekRandom(t *testing.T) {
 			it := New(child, o)
 			ctx := fmt.Sprintf("seed %d MaxSkip %d (%s, snapshot %d, bounds [%s, %s), tombstones %v)",
 				seed, maxSkip, shape, o.Snapshot, o.Lower, o.Upper, o.RangeDels != nil)
-			runModelOps(t, ctx, rng, it, keys, vals, db.nkeys, 200)
+			runOps(t, ctx, rng, it, keys, vals, db.nkeys, 200)
 			reseeks[maxSkip] += it.Stats().Reseeks
 			if err := it.Close(); err != nil {
 				t.Fatalf("%s: close: %v", ctx, err)
@@ -214,72 +196,6 @@ func TestReseekRandom(t *testing.T) {
 			t.Errorf("MaxSkip %d: %d reseeks, want none", maxSkip, r)
 		case maxSkip >= 0 && r == 0:
 			t.Errorf("MaxSkip %d: no reseek happened: the test does not exercise them", maxSkip)
-		}
-	}
-}
-
-// runModelOps applies random moves to it and to a cursor over keys and
-// vals, comparing after every move.
-func runModelOps(t *testing.T, ctx string, rng *rand.Rand, it *Iter, keys, vals [][]byte, nkeys, nops int) {
-	t.Helper()
-	n := len(keys)
-	search := func(k []byte) int {
-		return sort.Search(n, func(i int) bool { return bytes.Compare(keys[i], k) >= 0 })
-	}
-	pos, positioned := 0, false
-	var trace []string
-	for op := 0; op < nops; op++ {
-		var desc string
-		var got bool
-		switch r := rng.IntN(10); {
-		case r == 0:
-			desc, got, pos = "First", it.First(), min(0, n)
-		case r == 1:
-			desc, got, pos = "Last", it.Last(), n-1
-		case r == 2:
-			k := itertest.RandomSeekKey(rng, nkeys)
-			desc, got, pos = "SeekGE("+string(k)+")", it.SeekGE(k), search(k)
-		case r == 3:
-			k := itertest.RandomSeekKey(rng, nkeys)
-			desc, got, pos = "SeekLT("+string(k)+")", it.SeekLT(k), search(k)-1
-		case r == 4:
-			k := itertest.RandomSeekKey(rng, nkeys)
-			p := search(k)
-			if p < n && bytes.Equal(keys[p], k) {
-				p++
-			}
-			desc, got, pos = "SeekForPrev("+string(k)+")", it.SeekForPrev(k), p-1
-		case r < 8:
-			desc, got = "Next", it.Next()
-			switch {
-			case !positioned:
-				pos = 0
-			case pos < n:
-				pos++
-			}
-		default:
-			desc, got = "Prev", it.Prev()
-			switch {
-			case !positioned:
-				pos = n - 1
-			case pos >= 0:
-				pos--
-			}
-		}
-		positioned = true
-		trace = append(trace, desc)
-		if len(trace) > 10 {
-			trace = trace[1:]
-		}
-		if err := it.Error(); err != nil {
-			t.Fatalf("%s: %s: %v", ctx, desc, err)
-		}
-		want := pos >= 0 && pos < n
-		if got != want || it.Valid() != want {
-			t.Fatalf("%s: op %d %s: got %v, want %v (model at %d of %d)\nlast ops: %v", ctx, op, desc, got, want, pos, n, trace)
-		}
-		if want && (!bytes.Equal(it.Key(), keys[pos]) || !bytes.Equal(it.Value(), vals[pos])) {
-			t.Fatalf("%s: op %d %s: got %s=%s, want %s=%s\nlast ops: %v", ctx, op, desc, it.Key(), it.Value(), keys[pos], vals[pos], trace)
 		}
 	}
 }
@@ -378,8 +294,8 @@ func TestSkipCountsFullScans(t *testing.T) {
 		seed := itertest.Seed(iter)
 		rng := rand.New(rand.NewPCG(seed, 12))
 		db := randomVersionsDB(rng, false)
-		snap := versionsSnapshot(rng, db.maxSeq)
-		lower, upper := versionsBound(rng, db.nkeys), versionsBound(rng, db.nkeys)
+		snap := randomSnapshot(rng, db.maxSeq)
+		lower, upper := randomBound(rng, db.nkeys), randomBound(rng, db.nkeys)
 		var tombs RangeDelChecker
 		if len(db.tombs) > 0 && rng.IntN(2) == 0 {
 			tombs = db.tombs
