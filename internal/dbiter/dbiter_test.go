@@ -370,34 +370,24 @@ func TestIter(t *testing.T) {
 				if len(f) == 0 {
 					continue
 				}
-				arg := func() []byte {
-					if len(f) != 2 {
-						td.Fatalf(t, "%s takes a key", f[0])
-					}
-					return []byte(f[1])
+				ok, known, err := itertest.Move(it, f)
+				if err != nil {
+					td.Fatalf(t, "%v", err)
 				}
-				var ok bool
-				switch f[0] {
-				case "first":
-					ok = it.First()
-				case "last":
-					ok = it.Last()
-				case "next":
-					ok = it.Next()
-				case "prev":
-					ok = it.Prev()
-				case "seek-ge":
-					ok = it.SeekGE(arg())
-				case "seek-lt":
-					ok = it.SeekLT(arg())
-				case "seek-for-prev":
-					ok = it.SeekForPrev(arg())
-				case "close":
-					closed = true
-					fmt.Fprintf(&b, "%s: %s\n", line, describeErr(it.Close()))
-					continue
-				default:
-					td.Fatalf(t, "unknown operation %q", line)
+				if !known {
+					switch f[0] {
+					case "seek-for-prev":
+						if len(f) != 2 {
+							td.Fatalf(t, "%s takes a key", f[0])
+						}
+						ok = it.SeekForPrev([]byte(f[1]))
+					case "close":
+						closed = true
+						fmt.Fprintf(&b, "%s: %s\n", line, itertest.DescribeErr(it.Close()))
+						continue
+					default:
+						td.Fatalf(t, "unknown operation %q", line)
+					}
 				}
 				fmt.Fprintf(&b, "%s: %s\n", line, describeIter(t, it, ok))
 			}
@@ -425,7 +415,7 @@ func describeIter(t *testing.T, it *Iter, ok bool) string {
 			t.Fatalf("Key %q, Value %q when not valid", it.Key(), it.Value())
 		}
 		if err := it.Error(); err != nil {
-			return describeErr(err)
+			return itertest.DescribeErr(err)
 		}
 		return "."
 	}
@@ -433,14 +423,4 @@ func describeIter(t *testing.T, it *Iter, ok bool) string {
 		t.Fatalf("valid at %q with error %v", it.Key(), err)
 	}
 	return fmt.Sprintf("%s:%s", it.Key(), it.Value())
-}
-
-func describeErr(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, base.ErrCorruption):
-		return fmt.Sprintf("error (ErrCorruption): %v", err)
-	}
-	return fmt.Sprintf("error: %v", err)
 }

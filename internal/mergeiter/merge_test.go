@@ -432,49 +432,36 @@ func runScriptOps(t *testing.T, td *datadriven.TestData, it base.InternalIterato
 		if len(f) == 0 {
 			continue
 		}
-		arg := func() []byte {
-			if len(f) != 2 {
-				td.Fatalf(t, "%s takes a key", f[0])
-			}
-			return []byte(f[1])
+		ok, known, err := itertest.Move(it, f)
+		if err != nil {
+			td.Fatalf(t, "%v", err)
 		}
-		var ok bool
-		switch f[0] {
-		case "first":
-			ok = it.First()
-		case "last":
-			ok = it.Last()
-		case "next":
-			ok = it.Next()
-		case "prev":
-			ok = it.Prev()
-		case "seek-ge":
-			ok = it.SeekGE(arg())
-		case "seek-lt":
-			ok = it.SeekLT(arg())
-		case "scan", "scan-reverse":
-			start, step := it.First, it.Next
-			if f[0] == "scan-reverse" {
-				start, step = it.Last, it.Prev
+		if !known {
+			switch f[0] {
+			case "scan", "scan-reverse":
+				start, step := it.First, it.Next
+				if f[0] == "scan-reverse" {
+					start, step = it.Last, it.Prev
+				}
+				var seen []string
+				for ok = start(); ok; ok = step() {
+					seen = append(seen, describeScriptIter(t, it, ok))
+				}
+				if last := describeScriptIter(t, it, ok); last != "." || len(seen) == 0 {
+					seen = append(seen, last)
+				}
+				emit(line, strings.Join(seen, " "))
+				continue
+			case "close":
+				isClosed = true
+				emit(line, itertest.DescribeErr(it.Close()))
+				if closed != nil {
+					closed()
+				}
+				continue
+			default:
+				td.Fatalf(t, "unknown operation %q", line)
 			}
-			var seen []string
-			for ok = start(); ok; ok = step() {
-				seen = append(seen, describeScriptIter(t, it, ok))
-			}
-			if last := describeScriptIter(t, it, ok); last != "." || len(seen) == 0 {
-				seen = append(seen, last)
-			}
-			emit(line, strings.Join(seen, " "))
-			continue
-		case "close":
-			isClosed = true
-			emit(line, describeScriptErr(it.Close()))
-			if closed != nil {
-				closed()
-			}
-			continue
-		default:
-			td.Fatalf(t, "unknown operation %q", line)
 		}
 		emit(line, describeScriptIter(t, it, ok))
 	}
@@ -498,7 +485,7 @@ func describeScriptIter(t *testing.T, it base.InternalIterator, ok bool) string 
 			t.Fatalf("not positioned, but Key %s, Value %q", k, it.Value())
 		}
 		if err := it.Error(); err != nil {
-			return describeScriptErr(err)
+			return itertest.DescribeErr(err)
 		}
 		return "."
 	}
@@ -506,14 +493,4 @@ func describeScriptIter(t *testing.T, it base.InternalIterator, ok bool) string 
 		t.Fatalf("positioned at %s with error %v", it.Key(), err)
 	}
 	return itertest.FormatEntry(it.Key(), it.Value())
-}
-
-func describeScriptErr(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, base.ErrCorruption):
-		return fmt.Sprintf("error (ErrCorruption): %v", err)
-	}
-	return fmt.Sprintf("error: %v", err)
 }
