@@ -120,7 +120,9 @@ func (r *benchRunner) deleteScanRun(t *benchThread, v deleteScanVariant, deleted
 		return err
 	}
 	time.Sleep(c.deleteWait)
-	fmt.Fprintf(r.out, "deletescan   : %-9s : tables after %v idle: %s\n", v.name, c.deleteWait, deleteScanShape(r.db.Metrics()))
+	m := r.db.Metrics()
+	fmt.Fprintf(r.out, "deletescan   : %-9s : tables after %v idle: %s\n", v.name, c.deleteWait, deleteScanShape(m))
+	fmt.Fprintf(r.out, "deletescan   : %-9s : write amplification after %v idle: %.2f\n", v.name, c.deleteWait, m.WriteAmp)
 	return r.deleteScanTimed(t, v.name, fmt.Sprintf("after %v idle", c.deleteWait), deleted)
 }
 
