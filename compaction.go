@@ -133,6 +133,7 @@ func (d *DB) backgroundFlush() {
 		d.mu.compact.cond.Broadcast()
 		d.maybeScheduleLocked()
 		d.mu.Unlock()
+		d.retireSecondaryTombstones()
 		d.signalObsolete()
 	}
 }
@@ -177,7 +178,12 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, v *manifest
 		ro.ElideTombstone = func(k []byte) bool { return !older.mayHold(k) }
 		ro.ElideRangeTombstone = func(s, e []byte) bool { return !older.mayOverlap(v, s, e) }
 	}
-	metas, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v})
+	// Recovery passes no version, but its memtables need the tombstones
+	// of the recovered one all the same.
+	cur := d.versions.Current()
+	defer cur.Unref()
+	applied := d.setSecondary(&ro, cur.SecondaryTombstones)
+	metas, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v, secondaryApplied: applied})
 	if err == nil {
 		d.recordDrops(stats, 0)
 	}
@@ -196,6 +202,8 @@ type tableJob struct {
 	// older, when set, holds the tables older than the outputs, against
 	// which their range tombstones' deleted bytes are estimated.
 	older *manifest.Version
+	// secondaryApplied is the outputs' FileMetadata.SecondaryApplied.
+	secondaryApplied base.SeqNum
 }
 
 // tableOutput adapts an sstable.Writer to compact.OutputWriter.
@@ -209,6 +217,9 @@ type tableOutput struct {
 	// when the job estimates what they delete.
 	rangeDels     [][2][]byte
 	keepRangeDels bool
+	// secondary collects the attribute range (nil without
+	// Options.SecondaryDeleteKey).
+	secondary *secondaryCollector
 }
 
 func (o *tableOutput) Add(k base.InternalKey, v []byte) error { return o.w.Add(k, v) }
@@ -299,6 +310,10 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 				owo.Collectors = append(owo.Collectors, a)
 			}
 		}
+		if key := d.opts.SecondaryDeleteKey; key != nil {
+			o.secondary = &secondaryCollector{attr: key, r: manifest.SecondaryRange{Known: true}}
+			owo.Collectors = append(owo.Collectors[:len(owo.Collectors):len(owo.Collectors)], o.secondary)
+		}
 		o.w = sstable.NewWriter(f, name, owo)
 		for _, a := range o.collectors {
 			a.w = o.w
@@ -342,6 +357,10 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		if fm.NumDeletions > 0 {
 			fm.OldestTombstoneTime = job.tombstoneTime
 		}
+		if o.secondary != nil {
+			fm.Secondary = o.secondary.r
+		}
+		fm.SecondaryApplied = job.secondaryApplied
 		if len(o.rangeDels) > 0 {
 			fm.RangeDeletionsBytesEstimate = d.rangeDeletionsBytes(job.older, job.level, o.rangeDels)
 		}
@@ -465,7 +484,17 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	}
 	defer closeIters()
 	directInputs := d.opts.UseDirectIOForFlushAndCompaction && !d.opts.UseDirectReads
+	d.mu.Lock()
+	snaps := d.mu.snapshots.seqs()
+	d.mu.Unlock()
+	// Only levels below the output can hold older versions of the inputs'
+	// keys: an L0 compaction takes every L0 file overlapping its inputs.
+	older := newOlderKeys(d.cmp.Compare, v, c.OutputLevel+1)
+	dropped := d.secondaryDroppedInputs(inputs, v, snaps, older)
 	for _, f := range inputs {
+		if dropped[f] {
+			continue
+		}
 		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
 			return err
@@ -489,13 +518,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	}
 	merged := mergeiter.New(d.cmp.Compare, iters...)
 	iters = nil // merged owns and closes them; directFiles outlive it
-	d.mu.Lock()
-	snaps := d.mu.snapshots.seqs()
-	d.mu.Unlock()
-	// Only levels below the output can hold older versions of the inputs'
-	// keys: an L0 compaction takes every L0 file overlapping its inputs.
-	older := newOlderKeys(d.cmp.Compare, v, c.OutputLevel+1)
-	metas, stats, err := d.runToTables(compact.RunOptions{
+	ro := compact.RunOptions{
 		Cmp:                 d.cmp,
 		Input:               merged,
 		RangeDels:           rangedel.Fragment(d.cmp.Compare, tombstones),
@@ -506,7 +529,9 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 		Grandparents:        c.Grandparents,
 		// As for a flush (writeLevel0Tables).
 		KeepShadowedTombstones: d.opts.DeletePersistenceThreshold > 0,
-	}, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v})
+	}
+	applied := d.setSecondary(&ro, v.SecondaryTombstones)
+	metas, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v, secondaryApplied: applied})
 	err = errors.Join(err, merged.Close())
 	releaseTables()
 	if err != nil {
@@ -529,7 +554,9 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	d.logger.Info("compacted", "reason", c.Reason, "from", c.Level, "to", c.OutputLevel,
 		"inputs", len(inputs), "outputs", len(metas), "bytes_in", inputBytes, "bytes_out", outBytes,
 		"entries_in", stats.InputEntries, "entries_out", stats.OutputEntries,
-		"dropped_tombstones", stats.DroppedTombstones, "marked_outputs", countMarked(metas), "duration", time.Since(start))
+		"dropped_tombstones", stats.DroppedTombstones, "marked_outputs", countMarked(metas),
+		"secondary_dropped_files", len(dropped), "secondary_dropped", stats.DroppedBySecondary, "secondary_to_delete", stats.SecondaryToDelete,
+		"duration", time.Since(start))
 	return nil
 }
 
@@ -544,6 +571,19 @@ func holdsTombstones(files []*manifest.FileMetadata) bool {
 	return false
 }
 
+// holdsSecondaryDeleted reports whether any of the files of v may hold
+// entries a live secondary tombstone deletes.
+func holdsSecondaryDeleted(v *manifest.Version, files []*manifest.FileMetadata) bool {
+	for _, t := range v.SecondaryTombstones {
+		for _, f := range files {
+			if f.MayHoldDeletedBy(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // applyVersionEdit logs the edit and publishes the new version to readers.
 func (d *DB) applyVersionEdit(edit *manifest.VersionEdit) error {
 	if err := d.versions.LogAndApply(edit); err != nil {
@@ -552,6 +592,7 @@ func (d *DB) applyVersionEdit(edit *manifest.VersionEdit) error {
 	d.mu.Lock()
 	d.publishReadStateLocked()
 	d.mu.Unlock()
+	d.retireSecondaryTombstones()
 	return nil
 }
 
@@ -621,7 +662,8 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
 		}
 		v := d.versions.Current()
-		if level == target && (changeLevel || !holdsTombstones(v.Overlaps(d.cmp.Compare, last, start, end))) {
+		if level == target && (changeLevel || !holdsTombstones(v.Overlaps(d.cmp.Compare, last, start, end)) &&
+			!holdsSecondaryDeleted(v, v.Overlaps(d.cmp.Compare, last, start, end))) {
 			// The last level is rewritten in place only to drop what its
 			// tombstones delete (and the tombstones, as no snapshot needs);
 			// a ChangeLevel target is never rewritten.

@@ -52,6 +52,10 @@ type DB struct {
 	stats      dbStats
 	// openIters counts iterators not yet closed; leaked ones pin versions.
 	openIters atomic.Int64
+	// secondarySeq is the seqnum of the newest secondary tombstone, stored
+	// after its read state is published and before its seqnum is visible
+	// (loadReadStateAt).
+	secondarySeq atomic.Uint64
 
 	// readState is what a reader pins: memtables and a version.
 	readState struct {
@@ -106,6 +110,12 @@ type DB struct {
 		snapshots snapshotList
 		// deadline is the delete persistence timer (delete_persistence.go).
 		deadline deadlineState
+		// secondaryLast is the seqnum of the newest secondary tombstone
+		// published (readState.secondaryUpTo).
+		secondaryLast base.SeqNum
+		// secondaryRetiring is set while retireSecondaryTombstones records
+		// retirements.
+		secondaryRetiring bool
 		// bgErr, once set, makes the DB read-only until Resume.
 		bgErr error
 		// resuming holds writes back while Resume flushes the memtables.
@@ -124,6 +134,10 @@ type memTable struct {
 	// noWAL is set (under d.mu) when a write that skipped the WAL went into
 	// this memtable: only a flush keeps it, so Close must flush.
 	noWAL bool
+	// firstSeq bounds the seqnums of the memtable's entries from below (0
+	// for a memtable of recovery, which may hold any): a secondary
+	// tombstone above it may delete some of them.
+	firstSeq base.SeqNum
 	// oldestTombstone is when the first tombstone went into the memtable
 	// (unix nanoseconds by d.clock, 0 for none), set under d.mu while the
 	// memtable is mutable. Its flush dates its tables' tombstones by it.
@@ -155,6 +169,11 @@ type readState struct {
 	// view is version's per-level view for iterators, shared with the
 	// other read states of the same version.
 	view *versionView
+	// secondary are version's live secondary tombstones; secondaryUpTo is
+	// the seqnum of the newest secondary tombstone committed when the read
+	// state was published (loadReadStateAt).
+	secondary     []manifest.SecondaryTombstone
+	secondaryUpTo base.SeqNum
 }
 
 func (rs *readState) unref() {
@@ -185,6 +204,7 @@ func (d *DB) publishReadStateLocked() {
 		imms:    append([]*memTable(nil), d.mu.mem.queue...),
 		version: d.versions.Current(),
 	}
+	rs.secondary, rs.secondaryUpTo = rs.version.SecondaryTombstones, d.mu.secondaryLast
 	rs.refs.Store(1)
 	d.readState.Lock()
 	old := d.readState.val
@@ -269,6 +289,9 @@ type writer struct {
 	// nothing once another rotation made it immutable (a delete
 	// persistence deadline flush, which must not flush its successor).
 	rotateOnly *memTable
+	// secondary is the tombstone of a DeleteBySecondaryRange request
+	// (batch nil), which commits alone.
+	secondary *manifest.SecondaryTombstone
 }
 
 var defaultWriteOptions WriteOptions
@@ -342,9 +365,11 @@ func (d *DB) commit(w *writer) (*writer, error) {
 	// group stays valid while d.mu is released in makeRoomLocked: other
 	// writers only append to d.mu.writers, never touching its first
 	// len(group) elements.
-	err := d.makeRoomLocked(w.batch == nil, need, w)
+	err := d.makeRoomLocked(w.batch == nil && w.secondary == nil, need, w)
 	if err == nil && w.batch != nil {
 		err = d.commitGroupLocked(group)
+	} else if err == nil && w.secondary != nil {
+		err = d.commitSecondaryLocked(w)
 	}
 	// Pop the group and hand leadership on.
 	d.mu.writers = d.mu.writers[len(group):]
@@ -564,6 +589,7 @@ func (d *DB) rotateMemtableLocked(need int, resuming bool) error {
 	d.mu.log.num = newLogNum
 	d.mu.mem.queue = append(d.mu.mem.queue, d.mu.mem.mutable)
 	d.mu.mem.mutable = d.newMemTable(newLogNum, 2*need)
+	d.mu.mem.mutable.firstSeq = d.mu.lastSeq + 1
 	d.publishReadStateLocked()
 	if closeErr != nil {
 		// The old WAL may not hold all of its memtable. The memtable is

@@ -66,14 +66,10 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	// tombstones the lists lack. A batch committed between the read state
 	// and the seqnum is either in the read state's memtables, whole, or in
 	// a newer memtable the iterator does not see at all.
-	rs := d.loadReadState()
+	rs, seq := d.loadReadStateAt(ro, testHookNewIterator)
 	if rs == nil {
 		return &Iterator{err: ErrClosed}
 	}
-	if testHookNewIterator != nil {
-		testHookNewIterator()
-	}
-	seq := d.readSeq(ro)
 	async := ro.asyncIO()
 	var group *sstable.ReadGroup
 	if async && d.ioReader != nil {
@@ -188,6 +184,9 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	// needs no checker.
 	opts := dbiter.Options{Cmp: d.cmp, Snapshot: seq, Lower: lower, Upper: upper,
 		Reseek: true, MaxSkip: int32(min(d.opts.maxSequentialSkip(), math.MaxInt32))}
+	if sf := d.newSecondaryFilter(rs, seq); sf != nil {
+		opts.Secondary = sf
+	}
 	merged := mergeiter.New(d.cmp.Compare, children...)
 	if rangeDels != nil {
 		merged.SetRangeDels(seq, rangeDels)

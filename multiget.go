@@ -98,7 +98,9 @@ type multiGet struct {
 	rs   *readState
 	snap base.SeqNum
 	fill bool
-	fn   func(i int, value []byte, err error)
+	// secondary applies the live secondary tombstones (nil: none).
+	secondary *secondaryFilter
+	fn        func(i int, value []byte, err error)
 	// keys are the distinct keys, sorted; order maps them to the caller's
 	// indices: key j answers order[keys[j].first : keys[j].first+keys[j].n].
 	keys  []mgKey
@@ -188,6 +190,7 @@ func (m *multiGet) reset() {
 	m.owner = m.owner[:0]
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
+	m.secondary = nil
 	m.d, m.rs, m.fn, m.found, m.deleted, m.openErrs, m.opened, m.blocked, m.extra = nil, nil, nil, 0, 0, nil, nil, 0, nil
 }
 
@@ -201,14 +204,15 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 		fail(err)
 		return
 	}
-	rs := d.loadReadState()
+	rs, snap := d.loadReadStateAt(ro, nil)
 	if rs == nil {
 		fail(ErrClosed)
 		return
 	}
 	defer rs.unref()
 	m.d, m.rs, m.fn = d, rs, fn
-	m.snap, m.fill = d.readSeq(ro), ro.fillCache()
+	m.snap, m.fill = snap, ro.fillCache()
+	m.secondary = d.newSecondaryFilter(rs, snap)
 	if ro.perfContext() != nil {
 		m.extra = &m.stats
 	}
@@ -256,7 +260,7 @@ func (m *multiGet) resolve(k *mgKey, value []byte, err error) {
 // resolveEntry answers k with the point entry found for it, which range
 // tombstones of the sources walked (k.maxTomb) may hide.
 func (m *multiGet) resolveEntry(k *mgKey, value []byte, kind base.Kind, seq base.SeqNum) {
-	if !entryVisible(kind, seq, k.maxTomb) {
+	if !entryVisible(kind, seq, k.maxTomb) || m.secondary.deletes(k.key, value, kind, seq) {
 		m.deleted++
 		m.resolve(k, nil, ErrNotFound)
 		return

@@ -165,6 +165,9 @@ func (d *DB) loadForWriting() error {
 	if err != nil {
 		return err
 	}
+	if err := d.checkSecondaryDeleteKey(); err != nil {
+		return err
+	}
 	if o.ParanoidChecks {
 		if err := d.checkLiveTables(); err != nil {
 			return err

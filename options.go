@@ -290,6 +290,17 @@ type Options struct {
 	// Clock tells the time for DeletePersistenceThreshold and the tombstone
 	// dates it counts from. Default SystemClock.
 	Clock Clock
+	// SecondaryDeleteKey extracts the secondary attribute (a timestamp,
+	// say) of an entry, for DB.DeleteBySecondaryRange (Lethe's KiWi idea;
+	// RocksDB has no such option): ok false means the entry has none and is
+	// never deleted by attribute. It is called on Set values only (Merge
+	// operands and blob references have no attribute), from reads, flushes
+	// and compactions concurrently; it must be fast, must not retain key or
+	// value, and must return the same for the same entry in every Open of
+	// the database. A database holding live secondary tombstones refuses to
+	// open without it. Default nil: DeleteBySecondaryRange fails. Not in the
+	// OPTIONS file (a function, like Clock).
+	SecondaryDeleteKey func(key, value []byte) (attr uint64, ok bool)
 }
 
 const (

@@ -24,7 +24,7 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
-	rs := d.loadReadState()
+	rs, snap := d.loadReadStateAt(ro, nil)
 	if rs == nil {
 		return nil, ErrClosed
 	}
@@ -34,13 +34,13 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	if pc := ro.perfContext(); pc != nil {
 		var s sstable.ReadStats
 		var deleted bool
-		value, deleted, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), &s)
+		value, deleted, err = d.getFrom(rs, key, snap, ro.fillCache(), &s)
 		pc.addReadStats(&s)
 		if deleted {
 			pc.InternalDeleteSkippedCount++
 		}
 	} else {
-		value, _, err = d.getFrom(rs, key, d.readSeq(ro), ro.fillCache(), nil)
+		value, _, err = d.getFrom(rs, key, snap, ro.fillCache(), nil)
 	}
 	if err != nil {
 		return nil, err
@@ -58,8 +58,9 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 // tombstone over the newest entry) rather than from no entry at all.
 func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats) (value []byte, deleted bool, err error) {
 	var maxTomb base.SeqNum
+	sf := d.newSecondaryFilter(rs, snap)
 	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, bool, error) {
-		if !entryVisible(kind, seq, maxTomb) {
+		if !entryVisible(kind, seq, maxTomb) || sf.deletes(key, value, kind, seq) {
 			return nil, true, ErrNotFound
 		}
 		return value, false, nil

@@ -96,6 +96,9 @@ func (d *DB) loadReadOnlyOnce() error {
 		return err
 	}
 	d.versions = vs
+	if err := d.checkSecondaryDeleteKey(); err != nil {
+		return err
+	}
 	logNum := vs.LogNumber()
 	if readOnlyLoadedHook != nil {
 		readOnlyLoadedHook()

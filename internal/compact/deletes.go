@@ -25,6 +25,23 @@ func (e PickEnv) tombstonesDroppable(f *manifest.FileMetadata) bool {
 	return !e.HasSnapshots || f.LargestSeq <= e.EarliestSnapshot
 }
 
+// secondaryCovers reports whether f may hold entries that a live
+// secondary tombstone of v deletes, with no snapshot older than the
+// tombstone (which would keep them, so that compacting f would not
+// remove them). Such files are compacted first, so that deleted data goes
+// and the tombstone can retire.
+func (e PickEnv) secondaryCovers(f *manifest.FileMetadata, v *manifest.Version) bool {
+	for _, t := range v.SecondaryTombstones {
+		if e.HasSnapshots && e.EarliestSnapshot < t.Seq {
+			return false // and for every later tombstone
+		}
+		if f.MayHoldDeletedBy(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // entryAverages are the average sizes of an entry in the version, from the
 // files that recorded their raw key and value sizes (files written before
 // those were recorded are left out, unless no file recorded them). They
@@ -120,9 +137,12 @@ func tombstoneDensity(f *manifest.FileMetadata) float64 {
 // tombstone-dense, or holds tombstones for more than a tenth of its entries
 // or range tombstones deleting a tenth of its size (Pebble's elision-only
 // rule).
-func (p *Picker) deleteReason(f *manifest.FileMetadata, level int, env PickEnv) string {
+func (p *Picker) deleteReason(f *manifest.FileMetadata, level int, env PickEnv, v *manifest.Version) string {
 	o := &p.opts
 	last := level == o.NumLevels-1
+	if env.secondaryCovers(f, v) {
+		return ReasonSecondaryDelete
+	}
 	dense := !o.DisableDeleteAware && o.TombstoneDenseCompactionThreshold > 0 &&
 		f.NumTombstoneDenseBlocks > 0 && tombstoneDensity(f) >= o.TombstoneDenseCompactionThreshold
 	if !last {
@@ -169,7 +189,7 @@ func (p *Picker) pickForDeletes(v *manifest.Version, env PickEnv, baseLevel int)
 			if f.Compacting {
 				continue
 			}
-			if r := p.deleteReason(f, level, env); r != "" {
+			if r := p.deleteReason(f, level, env, v); r != "" {
 				cands = append(cands, candidate{f, r})
 			}
 		}
@@ -203,10 +223,13 @@ func (p *Picker) pickForDeletes(v *manifest.Version, env PickEnv, baseLevel int)
 	return nil
 }
 
-// betterDeleteCandidate orders the candidates of one level: marked files
-// first, then by tombstone density, then (elision-only rewrites) the oldest
+// betterDeleteCandidate orders the candidates of one level: files a
+// secondary tombstone covers first, then marked files, then by tombstone density, then (elision-only rewrites) the oldest
 // data first, then the lowest file number.
 func betterDeleteCandidate(f *manifest.FileMetadata, r string, g *manifest.FileMetadata, rg string) bool {
+	if (r == ReasonSecondaryDelete) != (rg == ReasonSecondaryDelete) {
+		return r == ReasonSecondaryDelete
+	}
 	if (r == ReasonMarked) != (rg == ReasonMarked) {
 		return r == ReasonMarked
 	}

@@ -24,12 +24,18 @@ const (
 	// tombstones it holds and what they delete.
 	ReasonElisionOnly = "elision-only"
 	// ReasonExpired (fade.go): a file past its delete persistence deadline.
+
+	// ReasonSecondaryDelete: a file that may hold entries a live secondary
+	// tombstone deletes (manifest.FileMetadata.MayHoldDeletedBy), no
+	// snapshot keeping them.
+	ReasonSecondaryDelete = "secondary-delete"
 )
 
 // forDeletes reports whether reason is one of the reasons a compaction is
 // picked for the tombstones of a file.
 func forDeletes(reason string) bool {
-	return reason == ReasonMarked || reason == ReasonTombstoneDensity || reason == ReasonElisionOnly
+	return reason == ReasonMarked || reason == ReasonTombstoneDensity || reason == ReasonElisionOnly ||
+		reason == ReasonSecondaryDelete
 }
 
 // Compaction is one picked compaction: input files from Level and OutputLevel,
@@ -51,6 +57,9 @@ type Compaction struct {
 	// Smallest and Largest bound the user keys of all inputs (inclusive; a
 	// Largest taken from a range-delete sentinel makes the bound loose).
 	Smallest, Largest []byte
+	// secondary is set when an input may hold entries a live secondary
+	// tombstone deletes: moving it would keep them, so it is rewritten.
+	secondary bool
 }
 
 // IsTrivialMove reports whether the compaction can move its single input
@@ -59,7 +68,7 @@ func (c *Compaction) IsTrivialMove() bool {
 	// L0 inputs are the closure of overlapping L0 files (see pickL0), so a
 	// single L0 input has no other L0 file overlapping it.
 	if c.Level == c.OutputLevel || len(c.Inputs[0]) != 1 || len(c.Inputs[1]) != 0 ||
-		forDeletes(c.Reason) {
+		forDeletes(c.Reason) || c.secondary {
 		return false
 	}
 	limit := mulSat(c.MaxOutputFileSize, 10)
@@ -512,6 +521,11 @@ func (p *Picker) setup(v *manifest.Version, level, out, baseLevel int, seed []*m
 		r = rangeOf(cmp, r, inputs1, true)
 	}
 	c.Smallest, c.Largest = r.start, r.end
+	for _, t := range v.SecondaryTombstones {
+		for _, f := range inputs0 {
+			c.secondary = c.secondary || f.MayHoldDeletedBy(t)
+		}
+	}
 	if out != level && out+1 < o.NumLevels {
 		c.Grandparents = overlapping(cmp, v, out+1, r)
 	}

@@ -2,6 +2,7 @@ package compact
 
 import (
 	"errors"
+	"sort"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
@@ -48,6 +49,17 @@ type RunOptions struct {
 	// to push it out: delete persistence (Options.DeletePersistenceThreshold)
 	// sets it so that the data's deadline follows the tombstone down.
 	KeepShadowedTombstones bool
+	// SecondaryTombstones are the live secondary tombstones (by Seq
+	// ascending), applied with SecondaryDeleteKey: the newest version of a
+	// key in its stripe, a Set older than a tombstone of the same stripe
+	// whose attribute is in the tombstone's range, is deleted, dropped when
+	// ElideTombstone says nothing of the key lies below (in the oldest
+	// stripe), else replaced by a Delete at its seqnum, so that older
+	// versions stay hidden.
+	SecondaryTombstones []manifest.SecondaryTombstone
+	// SecondaryDeleteKey extracts the attribute of a Set (nil: no entry
+	// has one).
+	SecondaryDeleteKey func(key, value []byte) (uint64, bool)
 	// NewOutput opens the next output file.
 	NewOutput func() (OutputWriter, error)
 	// TargetFileSize cuts an output once its EstimatedSize reaches it.
@@ -59,8 +71,12 @@ type RunOptions struct {
 }
 
 // Stats counts what Run did with point entries. InputEntries equals
-// OutputEntries plus the three Dropped counts.
+// OutputEntries plus the four Dropped counts.
 type Stats struct {
+	// DroppedBySecondary counts Sets a secondary tombstone deleted that
+	// were dropped; SecondaryToDelete those replaced by a Delete (counted
+	// in OutputEntries).
+	DroppedBySecondary, SecondaryToDelete int64
 	// InputEntries and OutputEntries count point entries read and written.
 	InputEntries, OutputEntries int64
 	// DroppedShadowed counts versions hidden by a newer version of the same
@@ -277,6 +293,20 @@ func (r *runner) run() error {
 			continue
 		}
 		elide := kind.IsTombstone() && st == 0 && r.o.ElideTombstone != nil && r.o.ElideTombstone(r.curKey)
+		if kind == base.KindSet && r.o.SecondaryTombstones != nil && r.secondaryDeletes(it.Value(), seq, st) {
+			decided = st
+			if st == 0 && r.o.ElideTombstone != nil && r.o.ElideTombstone(r.curKey) {
+				r.stats.DroppedBySecondary++
+			} else {
+				r.stats.SecondaryToDelete++
+				del := base.MakeInternalKey(r.curKey, seq, base.KindDelete)
+				if err := r.emit(del, nil); err != nil {
+					return err
+				}
+			}
+			valid = it.Next()
+			continue
+		}
 		if kind == base.KindSingleDelete {
 			// Look at the next older version: a Set of the same stripe is
 			// annihilated together with the SingleDelete.
@@ -317,6 +347,28 @@ func (r *runner) run() error {
 		return err
 	}
 	return flushPendingSD(true)
+}
+
+// secondaryDeletes reports whether a secondary tombstone of stripe st
+// deletes the Set (curKey, value) at seq, the newest version of its key in
+// st: one above seq in the same stripe (no snapshot between them sees the
+// Set without the tombstone) whose range holds the Set's attribute.
+func (r *runner) secondaryDeletes(value []byte, seq base.SeqNum, st int) bool {
+	ts := r.o.SecondaryTombstones
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].Seq > seq })
+	if i == len(ts) || r.stripe(ts[i].Seq) != st || r.o.SecondaryDeleteKey == nil {
+		return false
+	}
+	attr, ok := r.o.SecondaryDeleteKey(r.curKey, value)
+	if !ok {
+		return false
+	}
+	for ; i < len(ts) && r.stripe(ts[i].Seq) == st; i++ {
+		if attr >= ts[i].Lo && attr < ts[i].Hi {
+			return true
+		}
+	}
+	return false
 }
 
 // emit writes a surviving entry, first cutting the current output when this

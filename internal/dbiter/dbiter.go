@@ -12,6 +12,13 @@ type RangeDelChecker interface {
 	Covers(key []byte, seq, snapshot base.SeqNum) bool
 }
 
+// SecondaryChecker answers whether a secondary tombstone the reader sees
+// deletes the Set (key, value) at seq, the newest version of key visible
+// at the snapshot. The root package's secondary filter implements it.
+type SecondaryChecker interface {
+	Deletes(key, value []byte, seq base.SeqNum) bool
+}
+
 // Options configure an Iter.
 type Options struct {
 	// Cmp orders user keys; nil means base.DefaultComparer.
@@ -24,6 +31,9 @@ type Options struct {
 	Lower, Upper []byte
 	// RangeDels applies range tombstones; a nil interface means none.
 	RangeDels RangeDelChecker
+	// Secondary applies secondary tombstones to Sets; a nil interface
+	// means none.
+	Secondary SecondaryChecker
 	// ValueResolver turns the value of a Merge or BlobIndex entry into the
 	// user value; nil returns it unchanged. TODO: merge operands and blob
 	// references will be resolved here.
@@ -202,7 +212,8 @@ func (i *Iter) findNextEntry(ok, skipping bool) bool {
 			switch kind := k.Kind(); kind {
 			case base.KindSet, base.KindMerge, base.KindBlobIndex:
 				i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
-				if i.opts.RangeDels == nil || !i.opts.RangeDels.Covers(i.keyBuf, seq, snap) {
+				if (i.opts.RangeDels == nil || !i.opts.RangeDels.Covers(i.keyBuf, seq, snap)) &&
+					(kind != base.KindSet || i.opts.Secondary == nil || !i.opts.Secondary.Deletes(i.keyBuf, i.it.Value(), seq)) {
 					v, err := i.resolve(kind, i.it.Value())
 					if err != nil {
 						return i.fail(err)
@@ -402,7 +413,8 @@ func (i *Iter) beforeKey(pos childAt) (bool, error) {
 // decide settles the key in keyBuf, whose newest visible entry is a value
 // at seq in valBuf, while iterating backward.
 func (i *Iter) decide(seq base.SeqNum, kind base.Kind) (bool, error) {
-	if i.opts.RangeDels != nil && i.opts.RangeDels.Covers(i.keyBuf, seq, i.opts.Snapshot) {
+	if i.opts.RangeDels != nil && i.opts.RangeDels.Covers(i.keyBuf, seq, i.opts.Snapshot) ||
+		kind == base.KindSet && i.opts.Secondary != nil && i.opts.Secondary.Deletes(i.keyBuf, i.valBuf, seq) {
 		i.stats.DeleteSkipped++
 		return false, nil
 	}

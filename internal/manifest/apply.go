@@ -24,6 +24,8 @@ type versionBuilder struct {
 	added []map[base.FileNum]*FileMetadata
 	// addedLevel maps every file of added to its level.
 	addedLevel map[base.FileNum]int
+	// secondary are the live secondary tombstones so far.
+	secondary []SecondaryTombstone
 }
 
 func newVersionBuilder(cmp *base.Comparer, numLevels int, v *Version) (*versionBuilder, error) {
@@ -42,6 +44,7 @@ func newVersionBuilder(cmp *base.Comparer, numLevels int, v *Version) (*versionB
 	if v == nil {
 		return b, nil
 	}
+	b.secondary = v.SecondaryTombstones
 	for level, files := range v.Levels {
 		if len(files) > 0 && level >= numLevels {
 			return nil, fmt.Errorf("shale: manifest: version has files in L%d but there are only %d levels", level, numLevels)
@@ -54,6 +57,11 @@ func newVersionBuilder(cmp *base.Comparer, numLevels int, v *Version) (*versionB
 }
 
 func (b *versionBuilder) apply(e *VersionEdit) error {
+	sec, err := applySecondary(b.secondary, e)
+	if err != nil {
+		return err
+	}
+	b.secondary = sec
 	// Deletions come before additions, so an edit can move a file between
 	// levels; sorted, so the first error reported does not depend on map
 	// order.
@@ -111,7 +119,7 @@ func (b *versionBuilder) apply(e *VersionEdit) error {
 // overlap. Unchanged levels share their base's slice (versions are
 // immutable).
 func (b *versionBuilder) finish() (*Version, error) {
-	v := &Version{Levels: make([][]*FileMetadata, b.numLevels)}
+	v := &Version{Levels: make([][]*FileMetadata, b.numLevels), SecondaryTombstones: b.secondary}
 	if b.base != nil {
 		v.tracker = b.base.tracker
 	}

@@ -21,6 +21,13 @@ const (
 	tagManifestFormat = 20
 	tagNewFile        = 103
 
+	// tagSecondaryTombstone adds a live secondary tombstone (lo | hi |
+	// seqnum) and tagRetireSecondary removes one (seqnum). Neither carries
+	// tagSafeToIgnore: a reader that skipped them would show deleted data
+	// again, so an older shale refuses such a MANIFEST ("unknown tag").
+	tagSecondaryTombstone = 140
+	tagRetireSecondary    = 141
+
 	// tagSafeToIgnore marks a top-level tag that a reader which does not know
 	// it may skip; its payload is then a length-prefixed byte string.
 	tagSafeToIgnore = 1 << 13
@@ -55,6 +62,16 @@ const (
 	// both are written, and a reader that does not know this field keeps
 	// the seconds.
 	customOldestTombstoneNanos = customSafeToIgnore | 20
+
+	// The secondary attribute range and the applied secondary tombstone
+	// seqnum of a table only decide when a secondary tombstone is retired
+	// and which files compaction picks for it; a reader that does not know
+	// them also does not know secondary tombstones (tagSecondaryTombstone
+	// stops it), so they may be skipped.
+	customSecondaryMin     = customSafeToIgnore | 21
+	customSecondaryMax     = customSafeToIgnore | 22
+	customSecondaryCount   = customSafeToIgnore | 23
+	customSecondaryApplied = customSafeToIgnore | 24
 )
 
 // ManifestFormatV1 is the MANIFEST format version this package writes and
@@ -116,7 +133,27 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		dst = appendCustomUvarint(dst, customNumDataBlocks, m.NumDataBlocks)
 		dst = appendCustomUvarint(dst, customNumTombstoneDenseBlocks, m.NumTombstoneDenseBlocks)
 		dst = appendCustomUvarint(dst, customRangeDeletionsBytesEstimate, m.RangeDeletionsBytesEstimate)
+		if m.Secondary.Known {
+			// The count is written even when zero: its presence says the
+			// range is known.
+			dst = binary.AppendUvarint(dst, customSecondaryCount)
+			dst = binary.AppendUvarint(dst, uint64(uvarintLen(m.Secondary.Count)))
+			dst = binary.AppendUvarint(dst, m.Secondary.Count)
+			dst = appendCustomUvarint(dst, customSecondaryMin, m.Secondary.Min)
+			dst = appendCustomUvarint(dst, customSecondaryMax, m.Secondary.Max)
+		}
+		dst = appendCustomUvarint(dst, customSecondaryApplied, uint64(m.SecondaryApplied))
 		dst = binary.AppendUvarint(dst, customTerminate)
+	}
+	for _, seq := range e.RetiredSecondaryTombstones {
+		dst = binary.AppendUvarint(dst, tagRetireSecondary)
+		dst = binary.AppendUvarint(dst, uint64(seq))
+	}
+	for _, t := range e.AddedSecondaryTombstones {
+		dst = binary.AppendUvarint(dst, tagSecondaryTombstone)
+		dst = binary.AppendUvarint(dst, t.Lo)
+		dst = binary.AppendUvarint(dst, t.Hi)
+		dst = binary.AppendUvarint(dst, uint64(t.Seq))
 	}
 	return dst
 }
@@ -284,6 +321,29 @@ func (e *VersionEdit) Decode(data []byte, fileName string, offset int64) error {
 				return err
 			}
 			e.NewFiles = append(e.NewFiles, nf)
+		case tagSecondaryTombstone:
+			lo, err := d.uvarint("secondary tombstone lo")
+			if err != nil {
+				return err
+			}
+			hi, err := d.uvarint("secondary tombstone hi")
+			if err != nil {
+				return err
+			}
+			seq, err := d.seqNum("secondary tombstone seqnum")
+			if err != nil {
+				return err
+			}
+			if lo >= hi {
+				return d.errorf("secondary tombstone [%d,%d)@%d has an empty range", lo, hi, seq)
+			}
+			e.AddedSecondaryTombstones = append(e.AddedSecondaryTombstones, SecondaryTombstone{Lo: lo, Hi: hi, Seq: seq})
+		case tagRetireSecondary:
+			seq, err := d.seqNum("retired secondary tombstone seqnum")
+			if err != nil {
+				return err
+			}
+			e.RetiredSecondaryTombstones = append(e.RetiredSecondaryTombstones, seq)
 		default:
 			if tag&tagSafeToIgnore == 0 {
 				return d.errorf("unknown tag %d", tag)
@@ -338,13 +398,20 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 	}
 	// The seconds of a MANIFEST written before the nanoseconds field
 	// existed count when it is absent.
-	var tombstoneSecs, tombstoneNanos uint64
+	var tombstoneSecs, tombstoneNanos, secondaryApplied uint64
 	for {
 		tag, err := d.uvarint("custom field tag")
 		if err != nil {
 			return NewFileEntry{}, err
 		}
 		if tag == customTerminate {
+			if secondaryApplied > uint64(base.SeqNumMax) {
+				return NewFileEntry{}, d.errorf("file %s: secondary applied seqnum %d exceeds the 56-bit maximum", m.FileNum, secondaryApplied)
+			}
+			m.SecondaryApplied = base.SeqNum(secondaryApplied)
+			if m.Secondary.Min > m.Secondary.Max {
+				return NewFileEntry{}, d.errorf("file %s: secondary attribute min %d > max %d", m.FileNum, m.Secondary.Min, m.Secondary.Max)
+			}
 			m.OldestTombstoneTime = tombstoneNanos
 			if tombstoneNanos == 0 {
 				m.OldestTombstoneTime = tombstoneSecs * uint64(time.Second)
@@ -380,6 +447,15 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 			dst = &m.NumTombstoneDenseBlocks
 		case customRangeDeletionsBytesEstimate:
 			dst = &m.RangeDeletionsBytesEstimate
+		case customSecondaryMin:
+			dst = &m.Secondary.Min
+		case customSecondaryMax:
+			dst = &m.Secondary.Max
+		case customSecondaryCount:
+			dst = &m.Secondary.Count
+			m.Secondary.Known = true
+		case customSecondaryApplied:
+			dst = &secondaryApplied
 		case customMarkedForCompaction:
 			if len(field) != 1 || field[0] > 1 {
 				return NewFileEntry{}, d.errorf("file %s: bad marked-for-compaction field", m.FileNum)

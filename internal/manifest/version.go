@@ -44,6 +44,14 @@ type FileMetadata struct {
 	// RangeDeletionsBytesEstimate estimates the bytes of older files that
 	// the file's range tombstones delete, as seen when it was written.
 	RangeDeletionsBytesEstimate uint64
+	// Secondary is the range of the secondary attributes of the file's
+	// Sets (Options.SecondaryDeleteKey); zero when none has one or the
+	// file predates the field.
+	Secondary SecondaryRange
+	// SecondaryApplied is the highest secondary tombstone seqnum that the
+	// flush or compaction writing the file applied in full (with every
+	// lower one): the file holds nothing a tombstone at or below it deletes.
+	SecondaryApplied base.SeqNum
 
 	// runtime
 
@@ -60,7 +68,10 @@ type FileMetadata struct {
 // by Smallest and do not overlap in user keys.
 type Version struct {
 	Levels [][]*FileMetadata
-	refs   atomic.Int32
+	// SecondaryTombstones are the live secondary-attribute range deletes,
+	// by Seq ascending; nil when none (the read path's fast case).
+	SecondaryTombstones []SecondaryTombstone
+	refs                atomic.Int32
 
 	// tracker receives this version's file references; nil for a version
 	// that belongs to no VersionSet (file refs are then counted only in
@@ -98,4 +109,9 @@ type VersionEdit struct {
 	LastSeq           base.SeqNum
 	DeletedFiles      map[DeletedFileEntry]bool
 	NewFiles          []NewFileEntry
+	// AddedSecondaryTombstones are secondary range deletes that become
+	// live; RetiredSecondaryTombstones names (by Seq) live ones that no
+	// data needs any more. Retirements apply before additions.
+	AddedSecondaryTombstones   []SecondaryTombstone
+	RetiredSecondaryTombstones []base.SeqNum
 }

@@ -224,6 +224,7 @@ func (vs *VersionSet) snapshotEdit(v *Version, logNum base.FileNum, lastSeq base
 			e.NewFiles = append(e.NewFiles, NewFileEntry{Level: level, Meta: f})
 		}
 	}
+	e.AddedSecondaryTombstones = v.SecondaryTombstones
 	return e
 }
 

@@ -1,0 +1,334 @@
+package shale
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/vfs"
+)
+
+// tsValue is a value whose first 8 bytes are a big-endian timestamp, the
+// attribute tsAttr reads; a value shorter than 8 bytes has none.
+func tsValue(ts uint64, rest string) []byte {
+	v := binary.BigEndian.AppendUint64(nil, ts)
+	return append(v, rest...)
+}
+
+func tsAttr(_, value []byte) (uint64, bool) {
+	if len(value) < 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(value), true
+}
+
+func secondaryOptions(fs vfs.FS) *Options {
+	o := testOptions(fs)
+	o.SecondaryDeleteKey = tsAttr
+	return o
+}
+
+// readAll returns the DB's contents at ro as seen by a forward scan, a
+// backward scan, Get and MultiGet of keys, failing when they disagree.
+func readAll(t *testing.T, db *DB, ro *ReadOptions, keys []string) map[string]string {
+	t.Helper()
+	fwd := map[string]string{}
+	it := db.NewIterator(ro)
+	for ok := it.First(); ok; ok = it.Next() {
+		fwd[string(it.Key())] = string(it.Value())
+	}
+	n := 0
+	for ok := it.Last(); ok; ok = it.Prev() {
+		if v, ok := fwd[string(it.Key())]; !ok || v != string(it.Value()) {
+			t.Fatalf("backward scan has %q=%q, forward scan %q", it.Key(), it.Value(), v)
+		}
+		n++
+	}
+	if n != len(fwd) {
+		t.Fatalf("backward scan has %d keys, forward %d", n, len(fwd))
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bkeys := make([][]byte, len(keys))
+	for i, k := range keys {
+		bkeys[i] = []byte(k)
+	}
+	vals, errs := db.MultiGet(bkeys, ro)
+	for i, k := range keys {
+		v, err := db.Get([]byte(k), ro)
+		want, ok := fwd[k]
+		switch {
+		case ok && (err != nil || string(v) != want):
+			t.Fatalf("Get(%s) = %q, %v; scan has %q", k, v, err, want)
+		case !ok && !errors.Is(err, ErrNotFound):
+			t.Fatalf("Get(%s) = %q, %v; scan has none", k, v, err)
+		case ok && (errs[i] != nil || string(vals[i]) != want):
+			t.Fatalf("MultiGet(%s) = %q, %v; scan has %q", k, vals[i], errs[i], want)
+		case !ok && !errors.Is(errs[i], ErrNotFound):
+			t.Fatalf("MultiGet(%s) = %q, %v; scan has none", k, vals[i], errs[i])
+		}
+	}
+	return fwd
+}
+
+// TestDeleteBySecondaryRangeHidesOlderVersions is the resurfacing case: k@20
+// (attribute 50) hides k@10 (attribute 5); deleting [40, 60) deletes k, and
+// k@10 must not come back, whether both versions are in the memtable, in
+// one table, in different levels, after compactions or after a reopen.
+func TestDeleteBySecondaryRangeHidesOlderVersions(t *testing.T) {
+	for _, layout := range []string{"memtable", "flushed-together", "split-levels", "new-over-old-in-l0"} {
+		t.Run(layout, func(t *testing.T) {
+			fs := vfs.NewMem()
+			db, err := Open("/db", secondaryOptions(fs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { db.Close() }()
+			put := func(k string, ts uint64, v string) {
+				if err := db.Put([]byte(k), tsValue(ts, v), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			put("k", 5, "old")
+			put("other", 7, "stays")
+			switch layout {
+			case "split-levels":
+				if err := db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.CompactRange(nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			case "new-over-old-in-l0":
+				if err := db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			put("k", 50, "new")
+			put("gone", 45, "deleted")
+			if layout != "memtable" {
+				if err := db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.DeleteBySecondaryRange(40, 60, nil); err != nil {
+				t.Fatal(err)
+			}
+			put("after", 50, "written after the delete")
+			want := map[string]string{"other": string(tsValue(7, "stays")), "after": string(tsValue(50, "written after the delete"))}
+			keys := []string{"k", "other", "gone", "after"}
+			check := func(when string) {
+				t.Helper()
+				got := readAll(t, db, nil, keys)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("%s: got %q, want %q", when, got, want)
+				}
+			}
+			check("after the delete")
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			check("after a flush")
+			if err := db.CompactRange(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			check("after a full compaction")
+			db = reopenWith(t, db, fs, secondaryOptions(fs))
+			check("after a reopen")
+		})
+	}
+}
+
+func reopenWith(t *testing.T, db *DB, fs vfs.FS, o *Options) *DB {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// TestDeleteBySecondaryRangeSnapshot checks that a snapshot taken before
+// the delete still sees the entries, through flushes and compactions (which
+// must keep them for it, and drop them once it is released), and that the
+// tombstone is retired once no table holds what it deletes.
+func TestDeleteBySecondaryRangeSnapshot(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("/db", secondaryOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	var keys []string
+	before := map[string]string{}
+	after := map[string]string{}
+	for i := range 400 {
+		k := fmt.Sprintf("key%04d", i)
+		keys = append(keys, k)
+		v := tsValue(uint64(i), "value")
+		if i%10 == 0 {
+			v = []byte("no-ts") // no attribute: never deleted
+		}
+		if err := db.Put([]byte(k), v, nil); err != nil {
+			t.Fatal(err)
+		}
+		before[k] = string(v)
+		if i%10 == 0 || i < 100 || i >= 300 {
+			after[k] = string(v)
+		}
+		if i == 200 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	snap := db.NewSnapshot()
+	if err := db.DeleteBySecondaryRange(100, 300, nil); err != nil {
+		t.Fatal(err)
+	}
+	for step, do := range []func() error{func() error { return nil }, db.Flush, func() error { return db.CompactRange(nil, nil) }} {
+		if err := do(); err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, db, &ReadOptions{Snapshot: snap}, keys); fmt.Sprint(got) != fmt.Sprint(before) {
+			t.Fatalf("step %d: the snapshot sees %d keys, want %d", step, len(got), len(before))
+		}
+		if got := readAll(t, db, nil, keys); fmt.Sprint(got) != fmt.Sprint(after) {
+			t.Fatalf("step %d: latest state has %d keys, want %d", step, len(got), len(after))
+		}
+	}
+	if n := len(db.secondaryTombstones()); n != 1 {
+		t.Fatalf("with the snapshot held, %d secondary tombstones are live, want 1", n)
+	}
+	snap.Release()
+	if err := db.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, db, nil, keys); fmt.Sprint(got) != fmt.Sprint(after) {
+		t.Fatalf("after the snapshot's release: %d keys, want %d", len(got), len(after))
+	}
+	if n := len(db.secondaryTombstones()); n != 0 {
+		t.Fatalf("%d secondary tombstones live after a full compaction, want 0 (retired)", n)
+	}
+	m := db.Metrics()
+	var entries uint64
+	v := db.versions.Current()
+	for _, files := range v.Levels {
+		for _, f := range files {
+			entries += f.NumEntries
+		}
+	}
+	v.Unref()
+	if entries != uint64(len(after)) {
+		t.Fatalf("the tables hold %d entries after the full compaction, want %d (deleted ones gone)\n%s", entries, len(after), m)
+	}
+	db = reopenWith(t, db, fs, secondaryOptions(fs))
+	if got := readAll(t, db, nil, keys); fmt.Sprint(got) != fmt.Sprint(after) {
+		t.Fatalf("after reopen: %d keys, want %d", len(got), len(after))
+	}
+}
+
+// secondaryTombstones returns the live secondary tombstones.
+func (d *DB) secondaryTombstones() []manifest.SecondaryTombstone {
+	v := d.versions.Current()
+	defer v.Unref()
+	return v.SecondaryTombstones
+}
+
+// TestDeleteBySecondaryRangeErrors checks the refusals: no
+// SecondaryDeleteKey, lo > hi, a read-only DB, a closed DB; lo == hi
+// deletes nothing.
+func TestDeleteBySecondaryRangeErrors(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("/db", testOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteBySecondaryRange(1, 2, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("without SecondaryDeleteKey: %v, want ErrInvalidArgument", err)
+	}
+	db = reopenWith(t, db, fs, secondaryOptions(fs))
+	if err := db.Put([]byte("a"), tsValue(3, ""), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteBySecondaryRange(5, 2, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("lo > hi: %v, want ErrInvalidArgument", err)
+	}
+	if err := db.DeleteBySecondaryRange(3, 3, nil); err != nil {
+		t.Fatalf("lo == hi: %v", err)
+	}
+	if _, err := db.Get([]byte("a"), nil); err != nil {
+		t.Fatalf("lo == hi deleted a: %v", err)
+	}
+	if n := len(db.secondaryTombstones()); n != 0 {
+		t.Fatalf("lo == hi recorded %d tombstones", n)
+	}
+	if err := db.DeleteBySecondaryRange(0, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteBySecondaryRange(0, 10, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed: %v, want ErrClosed", err)
+	}
+	// The tombstone is live (the memtable's data was flushed by Close
+	// with it applied, but nothing retired it without a compaction... or
+	// it was retired): either way, a DB holding a live one needs the key.
+	ro, err := OpenForReadOnly("/db", secondaryOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.DeleteBySecondaryRange(0, 10, nil); !errors.Is(err, errOpenedReadOnly) {
+		t.Fatalf("read-only: %v, want the read-only error", err)
+	}
+	if _, err := ro.Get([]byte("a"), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("read-only Get(a) = %v, want ErrNotFound", err)
+	}
+	ro.Close()
+}
+
+// TestOpenWithSecondaryTombstoneNeedsKey checks that a database holding a
+// live secondary tombstone does not open without SecondaryDeleteKey (its
+// reads could not apply it), and does with it.
+func TestOpenWithSecondaryTombstoneNeedsKey(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("/db", secondaryOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := db.NewSnapshot() // keeps the tombstone live through Close
+	if err := db.Put([]byte("a"), tsValue(3, ""), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteBySecondaryRange(0, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("/db", testOptions(fs)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Open without SecondaryDeleteKey: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := OpenForReadOnly("/db", testOptions(fs)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("OpenForReadOnly without SecondaryDeleteKey: %v, want ErrInvalidArgument", err)
+	}
+	db, err = Open("/db", secondaryOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Get([]byte("a"), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(a) after reopen = %v, want ErrNotFound", err)
+	}
+}
