@@ -24,10 +24,49 @@ func TestMetamorphic(t *testing.T) {
 	})
 }
 
+// TestMetamorphicSecondaryDelete is TestMetamorphic with
+// DeleteBySecondaryRange among the operations, under the option sets that
+// change how data moves through memtables, levels and tables (each with
+// SecondaryDeleteKey set on top): flushes, compactions and reads apply
+// secondary tombstones in every shape, and all must answer alike.
+func TestMetamorphicSecondaryDelete(t *testing.T) {
+	n := bySize(2000, 600, 8000)
+	names := map[string]bool{
+		"base": true, "tiny-memtable-nocompression": true, "big-blocks-nobloom": true,
+		"3-static-levels": true, "7-static-levels": true, "max-open-files-4-nocache": true,
+		"async-io-single-level": true, "marks-every-table": true, "max-skip-0": true,
+		"delete-persistence-fake-clock": true,
+	}
+	var sets []metaOptionSet
+	for _, s := range metamorphicSets {
+		if !names[s.name] {
+			continue
+		}
+		set := s.set
+		s.set = func(o *Options) {
+			set(o)
+			o.SecondaryDeleteKey = modelSecondaryKey
+		}
+		sets = append(sets, s)
+	}
+	if len(sets) != len(names) {
+		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		g := newOpGenerator(seed, modelKeys)
+		g.secondary = true
+		runMetamorphicOps(t, seed, generateOpsWith(g, n), sets)
+	})
+}
+
 // runMetamorphic runs n generated operations (and a final scan, reopen and
 // scan) under each set and compares the logs with the model's.
 func runMetamorphic(t *testing.T, seed uint64, n int, sets []metaOptionSet) {
-	ops := generateOps(seed, n, modelKeys)
+	runMetamorphicOps(t, seed, generateOps(seed, n, modelKeys), sets)
+}
+
+// runMetamorphicOps is runMetamorphic with the operations given.
+func runMetamorphicOps(t *testing.T, seed uint64, ops []modelOp, sets []metaOptionSet) {
 	ops = append(ops,
 		modelOp{kind: opIter, steps: []iterStep{{kind: stepScanFwd}}},
 		modelOp{kind: opReopen},

@@ -124,6 +124,39 @@ func TestModelDeletePersistence(t *testing.T) {
 	}
 }
 
+// TestModelSecondaryDelete is TestModel with DeleteBySecondaryRange among
+// the operations (attributes: modelSecondaryKey), checked against the
+// model's deleting every key whose current value has an attribute in the
+// range; alone, with a delete persistence threshold (more compactions of
+// tables holding tombstones), and with every write skipping the WAL.
+func TestModelSecondaryDelete(t *testing.T) {
+	ops := bySize(4000, 1500, 20000)
+	variants := []struct {
+		name string
+		set  func(*Options)
+	}{
+		{"base", func(o *Options) {}},
+		{"delete-persistence", func(o *Options) {
+			o.DeletePersistenceThreshold = 20 * time.Millisecond
+			o.Clock = newFakeClock(time.Millisecond)
+		}},
+		{"tiny-memtable-3-levels", func(o *Options) {
+			o.WriteBufferSize = 4 << 10
+			o.TargetFileSizeBase = 4 << 10
+			o.NumLevels = 3
+		}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
+				runModelWith(t, seed, ops, dbRunConfig{secondaryDeletes: true}, func(o *Options) {
+					o.SecondaryDeleteKey = modelSecondaryKey
+				}, v.set)
+			})
+		})
+	}
+}
+
 // modelKeys is the size of the model tests' key space.
 const modelKeys = 300
 
@@ -165,6 +198,7 @@ func runModelWith(t *testing.T, seed uint64, ops int, cfg dbRunConfig, variants 
 // full compaction.
 func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int) {
 	gen := newOpGenerator(seed, modelKeys)
+	gen.secondary = d.cfg.secondaryDeletes
 	// SHALE_MODEL_TRACE=key logs every operation with the stored versions
 	// of key after it.
 	traceKey := os.Getenv("SHALE_MODEL_TRACE")

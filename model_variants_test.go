@@ -148,6 +148,12 @@ var metamorphicSets = []metaOptionSet{
 		o.MaxBytesForLevelBase = 16 << 10
 		o.MaxBytesForLevelMultiplier = 2
 	}},
+	{name: "secondary-delete-key", set: func(o *Options) {
+		// Attributes collected and recorded for every table; the
+		// sequences of TestMetamorphic hold no secondary delete, so
+		// nothing changes (TestMetamorphicSecondaryDelete runs them).
+		o.SecondaryDeleteKey = modelSecondaryKey
+	}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {
 		o.DisableIOUring = true

@@ -38,6 +38,10 @@ const (
 	// opReadOnlyScan opens the database with OpenForReadOnly beside the
 	// writer and scans it.
 	opReadOnlyScan
+	// opSecondaryDelete is DeleteBySecondaryRange(lo, hi) with the
+	// attributes of modelSecondaryKey; generated only when the generator's
+	// secondary flag is set.
+	opSecondaryDelete
 )
 
 // iterStepKind names one move of an iterator.
@@ -84,6 +88,7 @@ type modelOp struct {
 	keys         [][]byte // MultiGet
 	lower, upper []byte   // iterator bounds (nil = none)
 	steps        []iterStep
+	lo, hi       uint64 // opSecondaryDelete's range
 }
 
 func (op modelOp) String() string {
@@ -128,6 +133,8 @@ func (op modelOp) String() string {
 		return "close and reopen"
 	case opReadOnlyScan:
 		return "open read-only beside the writer and scan"
+	case opSecondaryDelete:
+		return fmt.Sprintf("deletebysecondaryrange [%d,%d) sync=%v", op.lo, op.hi, op.sync)
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -145,6 +152,9 @@ type opGenerator struct {
 	putsSince map[string]int
 	liveSnaps []int
 	lastSnap  int
+	// secondary makes the sequence hold opSecondaryDelete; off, the
+	// sequence of a seed is what it was before that op existed.
+	secondary bool
 }
 
 func newOpGenerator(seed uint64, numKeys int) *opGenerator {
@@ -157,12 +167,34 @@ func newOpGenerator(seed uint64, numKeys int) *opGenerator {
 
 // generateOps returns the first n operations of seed's sequence.
 func generateOps(seed uint64, n, numKeys int) []modelOp {
-	g := newOpGenerator(seed, numKeys)
+	return generateOpsWith(newOpGenerator(seed, numKeys), n)
+}
+
+// generateOpsWith returns the next n operations of g.
+func generateOpsWith(g *opGenerator, n int) []modelOp {
 	ops := make([]modelOp, n)
 	for i := range ops {
 		ops[i] = g.next()
 	}
 	return ops
+}
+
+// modelSecondaryKey is the SecondaryDeleteKey of the model tests: the
+// number of the operation that generated the value (its "v<n>-" prefix),
+// none for every fifth one.
+func modelSecondaryKey(_, value []byte) (uint64, bool) {
+	if len(value) < 2 || value[0] != 'v' {
+		return 0, false
+	}
+	var n uint64
+	i := 1
+	for ; i < len(value) && value[i] >= '0' && value[i] <= '9'; i++ {
+		n = n*10 + uint64(value[i]-'0')
+	}
+	if i == 1 || i == len(value) || value[i] != '-' || n%5 == 0 {
+		return 0, false
+	}
+	return n, true
 }
 
 func (g *opGenerator) key() []byte {
@@ -228,6 +260,15 @@ func (g *opGenerator) next() modelOp {
 	defer func() { g.n++ }()
 	rng := g.rng
 	sync := rng.IntN(8) == 0
+	if g.secondary && rng.IntN(40) == 0 {
+		// A range of op numbers: the attributes of values written then.
+		lo := uint64(rng.IntN(g.n + 1))
+		hi := lo + uint64(rng.IntN(g.n/3+20))
+		if rng.IntN(20) == 0 {
+			hi = lo // an empty range
+		}
+		return modelOp{kind: opSecondaryDelete, lo: lo, hi: hi, sync: sync}
+	}
 	for {
 		switch r := rng.IntN(100); {
 		case r < 30:
@@ -409,7 +450,7 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		log = append(log, fmt.Sprintf("op %d: ", i)+fmt.Sprintf(format, args...))
 	}
 	switch op.kind {
-	case opPut, opDelete, opSingleDelete, opDeleteRange, opBatch:
+	case opPut, opDelete, opSingleDelete, opDeleteRange, opBatch, opSecondaryDelete:
 		line("%s -> %s", op, fmtErr(t.write(op)))
 	case opGet:
 		v, err := t.get(op.key, op.snap)
@@ -524,6 +565,16 @@ func (m *modelTarget) write(op modelOp) error {
 		}
 		return nil
 	}
+	if op.kind == opSecondaryDelete {
+		// The model holds each key's newest version only: exactly what a
+		// secondary tombstone looks at.
+		for k, v := range m.cur {
+			if a, ok := modelSecondaryKey([]byte(k), []byte(v)); ok && a >= op.lo && a < op.hi {
+				delete(m.cur, k)
+			}
+		}
+		return nil
+	}
 	apply(op.kind, op.key, op.value)
 	return nil
 }
@@ -622,6 +673,9 @@ type dbRunConfig struct {
 	// asyncIO and optimizeMultiGet set ReadOptions.AsyncIO and
 	// OptimizeMultiGetForIO of every read.
 	asyncIO, optimizeMultiGet bool
+	// secondaryDeletes makes runModelOn generate opSecondaryDelete (the
+	// options must set SecondaryDeleteKey to modelSecondaryKey).
+	secondaryDeletes bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -674,6 +728,8 @@ func (d *dbTarget) write(op modelOp) error {
 		return d.db.SingleDelete(op.key, wo)
 	case opDeleteRange:
 		return d.db.DeleteRange(op.key, op.value, wo)
+	case opSecondaryDelete:
+		return d.db.DeleteBySecondaryRange(op.lo, op.hi, wo)
 	}
 	b := d.db.NewBatch()
 	for _, e := range op.batch {
