@@ -491,6 +491,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	// keys: an L0 compaction takes every L0 file overlapping its inputs.
 	older := newOlderKeys(d.cmp.Compare, v, c.OutputLevel+1)
 	dropped := d.secondaryDroppedInputs(inputs, v, snaps, older)
+	d.stats.secondaryDroppedFiles.Add(uint64(len(dropped)))
 	for _, f := range inputs {
 		if dropped[f] {
 			continue

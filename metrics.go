@@ -25,6 +25,9 @@ type dbStats struct {
 	slowdowns           atomic.Uint64
 	stops               atomic.Uint64
 	stallNanos          atomic.Int64
+	// secondary counts what flushes and compactions did for secondary
+	// tombstones (Metrics.SecondaryDelete).
+	secondaryDroppedFiles, secondaryDropped, secondaryToDelete atomic.Uint64
 }
 
 func (s *dbStats) recordStall(d time.Duration, stop bool) {
@@ -104,6 +107,14 @@ type Metrics struct {
 	IO IOMetrics
 	// Recovery says what Open's WAL replay dropped.
 	Recovery RecoveryMetrics
+	// SecondaryDelete describes DeleteBySecondaryRange's work: the live
+	// secondary tombstones, the compaction inputs dropped whole without
+	// being read, and the Sets flushes and compactions dropped or turned
+	// into point Deletes for them.
+	SecondaryDelete struct {
+		LiveTombstones                         int
+		DroppedFiles, DroppedEntries, ToDelete uint64
+	}
 	// DeletePersistence says how old the tombstones are, against
 	// Options.DeletePersistenceThreshold.
 	DeletePersistence DeletePersistenceMetrics
@@ -195,6 +206,9 @@ func (d *DB) Metrics() *Metrics {
 	}
 	m.DeletePersistence = d.deletePersistenceMetrics(rs)
 	s := &d.stats
+	m.SecondaryDelete.LiveTombstones = len(rs.secondary)
+	m.SecondaryDelete.DroppedFiles = s.secondaryDroppedFiles.Load()
+	m.SecondaryDelete.DroppedEntries, m.SecondaryDelete.ToDelete = s.secondaryDropped.Load(), s.secondaryToDelete.Load()
 	m.Flush.Count, m.Flush.BytesWritten = s.flushes.Load(), s.flushBytes.Load()
 	m.ScanFlushes = s.scanFlushes.Load()
 	m.Compact.Count, m.Compact.TrivialMoves = s.compactions.Load(), s.trivialMoves.Load()
@@ -267,6 +281,10 @@ func (m *Metrics) String() string {
 				p.Threshold, p.FilesPastTTL, p.MemtablesPastTTL)
 		}
 		b.WriteString("\n")
+	}
+	if sd := &m.SecondaryDelete; sd.LiveTombstones > 0 || sd.DroppedFiles+sd.DroppedEntries+sd.ToDelete > 0 {
+		fmt.Fprintf(&b, "secondary deletes: %d live tombstones; %d input tables dropped unread, %d entries dropped, %d turned into deletes\n",
+			sd.LiveTombstones, sd.DroppedFiles, sd.DroppedEntries, sd.ToDelete)
 	}
 	if m.BackgroundError != nil {
 		fmt.Fprintf(&b, "background error: %v\n", m.BackgroundError)

@@ -332,3 +332,76 @@ func TestOpenWithSecondaryTombstoneNeedsKey(t *testing.T) {
 		t.Fatalf("Get(a) after reopen = %v, want ErrNotFound", err)
 	}
 }
+
+// TestSecondaryDeleteDropsWholeTables writes a time series (keys in the
+// order of their timestamps), compacts it to the last level, deletes the
+// older half by timestamp and checks that automatic compactions (picking
+// the covered tables) drop the tables entirely inside the range without
+// reading them, rewrite the one straddling its end, and retire the
+// tombstone; the younger half reads back whole.
+func TestSecondaryDeleteDropsWholeTables(t *testing.T) {
+	fs := vfs.NewMem()
+	o := secondaryOptions(fs)
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	const n = 3000
+	var keys []string
+	want := map[string]string{}
+	for i := range n {
+		k := fmt.Sprintf("id%06d", i)
+		v := tsValue(uint64(1000+i), "sample-payload-of-some-length")
+		if err := db.Put([]byte(k), v, nil); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+		if i >= n/2 {
+			want[k] = string(v)
+		}
+	}
+	if err := db.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := db.Metrics()
+	if err := db.DeleteBySecondaryRange(0, 1000+n/2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, db, nil, keys); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the delete: %d keys, want %d", len(got), len(want))
+	}
+	// A flush wakes the picker; the covered tables go first.
+	if err := db.Put([]byte("zzz"), []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	want["zzz"] = "x"
+	keys = append(keys, "zzz")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return len(db.secondaryTombstones()) == 0 }) {
+		t.Fatalf("the secondary tombstone was never retired:\n%s\n%s", db.Metrics(), db.versionString())
+	}
+	m := db.Metrics()
+	if m.SecondaryDelete.DroppedFiles == 0 {
+		t.Fatalf("no table was dropped whole:\n%s", m)
+	}
+	if read := m.IO.TableBytesRead - before.IO.TableBytesRead; m.SecondaryDelete.DroppedEntries == 0 && read == 0 {
+		t.Fatalf("nothing was compacted:\n%s", m)
+	}
+	var entries uint64
+	for _, l := range m.Levels {
+		entries += l.NumEntries
+	}
+	if entries != uint64(len(want)) {
+		t.Fatalf("tables hold %d entries, want %d:\n%s", entries, len(want), m)
+	}
+	if got := readAll(t, db, nil, keys); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the compactions: %d keys, want %d", len(got), len(want))
+	}
+	db = reopenWith(t, db, fs, secondaryOptions(fs))
+	if got := readAll(t, db, nil, keys); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after reopen: %d keys, want %d", len(got), len(want))
+	}
+}

@@ -164,6 +164,8 @@ func (d *DB) bytesInRange(f *manifest.FileMetadata, start, end []byte) uint64 {
 // dropped. Tombstones dropped above the last level are those dropped early,
 // because nothing older than them could lie below.
 func (d *DB) recordDrops(s compact.Stats, level int) {
+	d.stats.secondaryDropped.Add(uint64(s.DroppedBySecondary))
+	d.stats.secondaryToDelete.Add(uint64(s.SecondaryToDelete))
 	st := d.opts.Statistics
 	if st == nil {
 		return
