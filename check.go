@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -158,10 +159,46 @@ func checkRecordedCounts(path string, m *manifest.FileMetadata, p *sstable.Prope
 	if m.MarkedForCompaction {
 		b.WriteString(", marked for compaction")
 	}
+	if sr := m.Secondary; sr.Known {
+		if err := checkSecondaryProps(path, sr, p.User); err != nil {
+			return "", err
+		}
+		if sr.Count > 0 {
+			fmt.Fprintf(&b, ", secondary attributes [%d, %d] in %d entries", sr.Min, sr.Max, sr.Count)
+		} else {
+			b.WriteString(", no secondary attributes")
+		}
+	}
+	if m.SecondaryApplied > 0 {
+		fmt.Fprintf(&b, ", secondary tombstones applied to @%d", m.SecondaryApplied)
+	}
 	if n := len(p.User); n > 0 {
 		fmt.Fprintf(&b, ", %d user properties", n)
 	}
 	return b.String(), nil
+}
+
+// checkSecondaryProps compares the secondary attribute range the MANIFEST
+// records of a table with the table's properties.
+func checkSecondaryProps(path string, sr manifest.SecondaryRange, user map[string]string) error {
+	got := manifest.SecondaryRange{Known: true}
+	if user[propSecondaryCount] != "" {
+		for _, f := range []struct {
+			name string
+			dst  *uint64
+		}{{propSecondaryMin, &got.Min}, {propSecondaryMax, &got.Max}, {propSecondaryCount, &got.Count}} {
+			v, err := strconv.ParseUint(user[f.name], 10, 64)
+			if err != nil {
+				return base.CorruptionErrorf(path, 0, "table property %s is %q, not a number", f.name, user[f.name])
+			}
+			*f.dst = v
+		}
+	}
+	if got != sr {
+		return base.CorruptionErrorf(path, 0, "the MANIFEST records secondary attributes [%d, %d] in %d entries, the table's properties [%d, %d] in %d",
+			sr.Min, sr.Max, sr.Count, got.Min, got.Max, got.Count)
+	}
+	return nil
 }
 
 // CheckStatus is the verdict of Check on one file.
@@ -431,6 +468,13 @@ func (c *checker) replayManifest(name string) (CheckedFile, *manifest.Version, b
 		nTables += len(files)
 	}
 	cf.Detail = fmt.Sprintf("live; %d records, %d live tables, log number %s", res.Records, nTables, res.LogNum)
+	if ts := res.Version.SecondaryTombstones; len(ts) > 0 {
+		parts := make([]string, len(ts))
+		for i, t := range ts {
+			parts[i] = t.String()
+		}
+		cf.Detail += fmt.Sprintf(", %d live secondary tombstones %s", len(ts), strings.Join(parts, " "))
+	}
 	switch {
 	case err != nil:
 		// A damaged last record: the records before it still say which

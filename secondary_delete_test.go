@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shaledb/shale/internal/manifest"
@@ -404,4 +405,61 @@ func TestSecondaryDeleteDropsWholeTables(t *testing.T) {
 	if got := readAll(t, db, nil, keys); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after reopen: %d keys, want %d", len(got), len(want))
 	}
+}
+
+// TestCheckPrintsSecondaryFields checks that Check reports the live
+// secondary tombstones of the MANIFEST and each table's attribute range
+// and applied tombstone, and compares the range with the table's
+// properties.
+func TestCheckPrintsSecondaryFields(t *testing.T) {
+	fs := vfs.NewMem()
+	o := secondaryOptions(fs)
+	o.DisableAutoCompactions = true
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := db.Put([]byte(fmt.Sprintf("k%02d", i)), tsValue(uint64(100+i), "v"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteBySecondaryRange(100, 105, nil); err != nil {
+		t.Fatal(err)
+	}
+	check := func(wants ...string) {
+		t.Helper()
+		rep, err := Check("/db", secondaryOptions(fs))
+		if err != nil || !rep.OK() {
+			t.Fatalf("Check: %v\n%s", err, rep)
+		}
+		out := rep.String()
+		for _, want := range wants {
+			if strings.HasPrefix(want, "!") {
+				if strings.Contains(out, want[1:]) {
+					t.Errorf("the report has %q:\n%s", want[1:], out)
+				}
+			} else if !strings.Contains(out, want) {
+				t.Errorf("the report lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("secondary attributes [100, 119] in 20 entries", "live secondary tombstones [100,105)@21", "!applied")
+	db, err = Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("secondary attributes [105, 119] in 15 entries", "secondary tombstones applied to @21", "!live secondary")
 }

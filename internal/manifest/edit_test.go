@@ -90,7 +90,20 @@ func randEdit(rng *rand.Rand) *VersionEdit {
 			m.NumDataBlocks, m.NumTombstoneDenseBlocks = randUint(rng), randUint(rng)
 			m.RangeDeletionsBytesEstimate = randUint(rng)
 		}
+		if rng.IntN(2) == 0 {
+			lo, hi := randUint(rng), randUint(rng)
+			m.Secondary = SecondaryRange{Known: true, Min: min(lo, hi), Max: max(lo, hi), Count: randUint(rng)}
+			m.SecondaryApplied = randSeq(rng)
+		}
 		e.NewFiles = append(e.NewFiles, NewFileEntry{Level: rng.IntN(NumLevelsMax), Meta: m})
+	}
+	for range rng.IntN(3) {
+		lo := rng.Uint64N(1 << 40)
+		e.AddedSecondaryTombstones = append(e.AddedSecondaryTombstones,
+			SecondaryTombstone{Lo: lo, Hi: lo + 1 + randUint(rng)%(1<<40), Seq: randSeq(rng)})
+	}
+	for range rng.IntN(3) {
+		e.RetiredSecondaryTombstones = append(e.RetiredSecondaryTombstones, randSeq(rng))
 	}
 	return e
 }
@@ -129,7 +142,8 @@ func metaEqual(a, b *FileMetadata) bool {
 		a.MarkedForCompaction == b.MarkedForCompaction &&
 		a.RawKeySize == b.RawKeySize && a.RawValueSize == b.RawValueSize &&
 		a.NumDataBlocks == b.NumDataBlocks && a.NumTombstoneDenseBlocks == b.NumTombstoneDenseBlocks &&
-		a.RangeDeletionsBytesEstimate == b.RangeDeletionsBytesEstimate
+		a.RangeDeletionsBytesEstimate == b.RangeDeletionsBytesEstimate &&
+		a.Secondary == b.Secondary && a.SecondaryApplied == b.SecondaryApplied
 }
 
 func TestEditRoundTripRandom(t *testing.T) {
@@ -361,5 +375,87 @@ func TestEditCompactionStatsIgnorable(t *testing.T) {
 	var d VersionEdit
 	if err := d.Decode(enc, "M", 0); err != nil || !editsEqual(e, &d) {
 		t.Fatalf("round trip: %v", err)
+	}
+}
+
+// TestEditSecondaryTombstones checks the secondary delete fields: the
+// tombstone tags lack the safe-to-ignore bit (a reader that does not know
+// them must refuse the MANIFEST, not show deleted data again), the table
+// fields carry it, a record without them decodes as before (no range known,
+// nothing applied), and a malformed tombstone is corruption.
+func TestEditSecondaryTombstones(t *testing.T) {
+	for _, tag := range []int{tagSecondaryTombstone, tagRetireSecondary} {
+		if tag&tagSafeToIgnore != 0 {
+			t.Errorf("tag %d is safe to ignore: an older reader would drop secondary tombstones", tag)
+		}
+	}
+	for _, tag := range []int{customSecondaryMin, customSecondaryMax, customSecondaryCount, customSecondaryApplied} {
+		if tag&customSafeToIgnore == 0 {
+			t.Errorf("custom field %d lacks the safe-to-ignore bit", tag)
+		}
+	}
+	// A reader that does not know tag 140 (an older shale) refuses it.
+	enc := (&VersionEdit{AddedSecondaryTombstones: []SecondaryTombstone{{Lo: 1, Hi: 9, Seq: 5}}}).Encode(nil)
+	var d VersionEdit
+	if err := d.Decode(enc, "M", 0); err != nil || len(d.AddedSecondaryTombstones) != 1 || d.AddedSecondaryTombstones[0] != (SecondaryTombstone{Lo: 1, Hi: 9, Seq: 5}) {
+		t.Fatalf("round trip: %+v, %v", d, err)
+	}
+	unknown := append(binary.AppendUvarint(nil, 142), enc[1:]...)
+	if err := d.Decode(unknown, "M", 0); !errors.Is(err, base.ErrCorruption) {
+		t.Fatalf("an unknown tag without the safe-to-ignore bit decoded: %v", err)
+	}
+	empty := (&VersionEdit{AddedSecondaryTombstones: []SecondaryTombstone{{Lo: 9, Hi: 9, Seq: 5}}}).Encode(nil)
+	if err := d.Decode(empty, "M", 0); !errors.Is(err, base.ErrCorruption) {
+		t.Fatalf("an empty secondary range decoded: %v", err)
+	}
+	// The record of TestEditDecodeBeforeCompactionStats: no secondary
+	// fields, so the range is unknown (the table may hold anything).
+	old, _ := hex.DecodeString("1401011a6c6576656c64622e4279746577697365436f6d70617261746f720209030c04ac0267060b802009610105000000000000097a000700000000000005c80102010a030103040101050580e2cfaa0606010101")
+	if err := d.Decode(old, "M", 0); err != nil {
+		t.Fatal(err)
+	}
+	m := d.NewFiles[0].Meta
+	if m.Secondary.Known || m.SecondaryApplied != 0 || !m.MayHoldDeletedBy(SecondaryTombstone{Lo: 0, Hi: 1, Seq: base.SeqNumMax}) {
+		t.Fatalf("a table recorded before secondary ranges reads as %+v, applied %d", m.Secondary, m.SecondaryApplied)
+	}
+	// A known empty range (count 0) round-trips and deletes nothing.
+	known := &VersionEdit{NewFiles: []NewFileEntry{{Level: 1, Meta: &FileMetadata{FileNum: 3,
+		Smallest: base.MakeInternalKey([]byte("a"), 1, base.KindSet), Largest: base.MakeInternalKey([]byte("b"), 2, base.KindSet),
+		SmallestSeq: 1, LargestSeq: 2, Secondary: SecondaryRange{Known: true}}}}}
+	if err := d.Decode(known.Encode(nil), "M", 0); err != nil || !d.NewFiles[0].Meta.Secondary.Known ||
+		d.NewFiles[0].Meta.MayHoldDeletedBy(SecondaryTombstone{Lo: 0, Hi: 100, Seq: 9}) {
+		t.Fatalf("known empty range: %+v, %v", d.NewFiles[0].Meta.Secondary, err)
+	}
+}
+
+// TestApplySecondaryTombstones checks that versions carry the live
+// secondary tombstones in seqnum order, that retirements remove them, and
+// that retiring an unknown one or adding one twice fails.
+func TestApplySecondaryTombstones(t *testing.T) {
+	cmp := base.DefaultComparer
+	v, err := Apply(cmp, 7, nil,
+		&VersionEdit{AddedSecondaryTombstones: []SecondaryTombstone{{Lo: 1, Hi: 5, Seq: 20}}},
+		&VersionEdit{AddedSecondaryTombstones: []SecondaryTombstone{{Lo: 3, Hi: 4, Seq: 10}, {Lo: 0, Hi: 9, Seq: 30}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(v.SecondaryTombstones); got != "[[3,4)@10 [1,5)@20 [0,9)@30]" {
+		t.Fatalf("live tombstones %s", got)
+	}
+	v2, err := Apply(cmp, 7, v, &VersionEdit{RetiredSecondaryTombstones: []base.SeqNum{20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(v2.SecondaryTombstones); got != "[[3,4)@10 [0,9)@30]" {
+		t.Fatalf("after retiring @20: %s", got)
+	}
+	if got := fmt.Sprint(v.SecondaryTombstones); got != "[[3,4)@10 [1,5)@20 [0,9)@30]" {
+		t.Fatalf("the base version changed: %s", got)
+	}
+	if _, err := Apply(cmp, 7, v2, &VersionEdit{RetiredSecondaryTombstones: []base.SeqNum{20}}); err == nil {
+		t.Fatal("retiring a retired tombstone succeeded")
+	}
+	if _, err := Apply(cmp, 7, v2, &VersionEdit{AddedSecondaryTombstones: []SecondaryTombstone{{Lo: 1, Hi: 2, Seq: 10}}}); err == nil {
+		t.Fatal("adding a tombstone twice succeeded")
 	}
 }
