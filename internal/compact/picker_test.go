@@ -60,6 +60,13 @@ func parseFile(t testing.TB, line string) *manifest.FileMetadata {
 		case strings.HasPrefix(fl, "blocks="):
 			b, d, _ := strings.Cut(fl[7:], "/")
 			f.NumDataBlocks, f.NumTombstoneDenseBlocks = parseUint(t, b), parseUint(t, d)
+		case fl == "attr=none":
+			f.Secondary = manifest.SecondaryRange{Known: true}
+		case strings.HasPrefix(fl, "attr="):
+			lo, hi, _ := strings.Cut(fl[5:], "-")
+			f.Secondary = manifest.SecondaryRange{Known: true, Min: parseUint(t, lo), Max: parseUint(t, hi), Count: max(1, f.NumEntries)}
+		case strings.HasPrefix(fl, "applied="):
+			f.SecondaryApplied = base.SeqNum(parseUint(t, fl[8:]))
 		case strings.HasPrefix(fl, "rangedel-bytes="):
 			f.RangeDeletionsBytesEstimate = parseUint(t, fl[15:])
 		default:
@@ -173,7 +180,8 @@ func describeCompensated(v *manifest.Version, p *Picker) string {
 }
 
 // TestPicker runs the scripts of testdata/picker*: "define" draws a
-// version (one "Ln" line per level, then one file per line) and resets the
+// version (one "Ln" line per level, then one file per line; secondary=
+// (lo-hi@seq,...) gives it live secondary tombstones) and resets the
 // Picker; "pick-auto [snapshot=N]" picks with it ("apply" marks the inputs
 // compacting, as the DB does); "pick-manual level= [start=] [end=]";
 // "done" clears every Compacting flag, and "done-inputs" removes the last
@@ -197,6 +205,15 @@ func runPickerScript(t *testing.T, path string) {
 			o = scanOptions(t, td)
 			p = NewPicker(o)
 			v = &manifest.Version{Levels: make([][]*manifest.FileMetadata, o.NumLevels)}
+			if arg, ok := td.Arg("secondary"); ok {
+				for _, s := range arg.Vals {
+					var st manifest.SecondaryTombstone
+					if _, err := fmt.Sscanf(s, "%d-%d@%d", &st.Lo, &st.Hi, &st.Seq); err != nil {
+						td.Fatalf(t, "secondary=%s: want lo-hi@seq", s)
+					}
+					v.SecondaryTombstones = append(v.SecondaryTombstones, st)
+				}
+			}
 			level := -1
 			for _, line := range strings.Split(td.Input, "\n") {
 				line = strings.TrimSpace(line)

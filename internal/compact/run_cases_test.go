@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/itertest"
+	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/rangedel"
 )
 
@@ -51,9 +53,12 @@ func describe(outs []*memOutput) string {
 // notation. Arguments: target= (TargetFileSize, default 1 GiB),
 // snapshots=(...), elide=(points,ranges) (pass ElideTombstone and
 // ElideRangeTombstone, which allow elision for every key but those of
-// below=(...)), and raw (feed the entries in the order written instead of
+// below=(...)), secondary=(lo-hi@seq,...) (secondary tombstones, the
+// attribute of a Set being its value read as a decimal number, none when it
+// is not one), and raw (feed the entries in the order written instead of
 // sorting them). It prints each output (points | tombstones, "(open)" if
-// left open), the Stats, and the error.
+// left open), the Stats (with secondary=, also the secondary counts), and
+// the error.
 func TestRun(t *testing.T) {
 	datadriven.RunTest(t, "testdata/run", func(t *testing.T, td *datadriven.TestData) string {
 		if td.Cmd != "run" {
@@ -66,6 +71,19 @@ func TestRun(t *testing.T) {
 				var s uint64
 				arg.Scan(t, i, &s)
 				o.Snapshots = append(o.Snapshots, base.SeqNum(s))
+			}
+		}
+		if arg, ok := td.Arg("secondary"); ok {
+			for _, v := range arg.Vals {
+				var tomb manifest.SecondaryTombstone
+				if _, err := fmt.Sscanf(v, "%d-%d@%d", &tomb.Lo, &tomb.Hi, &tomb.Seq); err != nil {
+					td.Fatalf(t, "secondary=%s: want lo-hi@seq", v)
+				}
+				o.SecondaryTombstones = append(o.SecondaryTombstones, tomb)
+			}
+			o.SecondaryDeleteKey = func(_, value []byte) (uint64, bool) {
+				n, err := strconv.ParseUint(string(value), 10, 64)
+				return n, err == nil
 			}
 		}
 		var below []string
@@ -135,6 +153,9 @@ func TestRun(t *testing.T) {
 		b.WriteString(describe(outs))
 		fmt.Fprintf(&b, "stats: in=%d out=%d shadowed=%d tombstones=%d range-deleted=%d\n",
 			st.InputEntries, st.OutputEntries, st.DroppedShadowed, st.DroppedTombstones, st.DroppedByRangeDel)
+		if o.SecondaryTombstones != nil {
+			fmt.Fprintf(&b, "secondary: dropped=%d to-delete=%d\n", st.DroppedBySecondary, st.SecondaryToDelete)
+		}
 		if err != nil {
 			if errors.Is(err, base.ErrCorruption) {
 				fmt.Fprintf(&b, "error (ErrCorruption): %v\n", err)
