@@ -3,6 +3,8 @@ package shale
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,8 +30,53 @@ func TestCrashRecoveryDeletePersistence(t *testing.T) {
 	})
 }
 
+// TestCrashRecoverySecondaryDelete is TestCrashRecovery with
+// DeleteBySecondaryRange among the writes (attributes: crashAttr, the
+// number of the write that made a value): each recovered DB holds the
+// state after a prefix of the writes, secondary deletes included, and
+// every secondary delete that returned (a synced write) is in it.
+func TestCrashRecoverySecondaryDelete(t *testing.T) {
+	forEachSeed(t, bySize(3, 2, 30), func(t *testing.T, seed uint64) {
+		runCrashWith(t, seed, func(o *Options) { o.SecondaryDeleteKey = crashAttr }, nil)
+	})
+}
+
 type crashWrite struct {
 	key, value string // value "" = delete
+	// secondary makes the write DeleteBySecondaryRange(lo, hi).
+	secondary bool
+	lo, hi    uint64
+}
+
+// crashAttr is the SecondaryDeleteKey of the crash tests: the number
+// between the first two dashes of a "<key>-<n>-..." value.
+func crashAttr(_, value []byte) (uint64, bool) {
+	_, rest, ok := strings.Cut(string(value), "-")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(num, 10, 64)
+	return n, err == nil
+}
+
+// applyCrashWrite applies w to the model state.
+func applyCrashWrite(state model, w crashWrite) {
+	switch {
+	case w.secondary:
+		for k, v := range state {
+			if a, ok := crashAttr([]byte(k), []byte(v)); ok && a >= w.lo && a < w.hi {
+				delete(state, k)
+			}
+		}
+	case w.value == "":
+		delete(state, w.key)
+	default:
+		state[w.key] = w.value
+	}
 }
 
 func runCrash(t *testing.T, seed uint64) { runCrashWith(t, seed, nil, nil) }
@@ -66,9 +113,18 @@ func runCrashWith(t *testing.T, seed uint64, variant func(*Options), check func(
 		}
 		sync := rng.IntN(3) == 0
 		wo := &WriteOptions{Sync: sync}
-		if w.value == "" {
+		if opts.SecondaryDeleteKey != nil && rng.IntN(100) == 0 {
+			// Of the values written so far, some range by write number.
+			w = crashWrite{secondary: true, lo: uint64(rng.IntN(i + 1))}
+			w.hi = w.lo + uint64(rng.IntN(i/2+10))
+			sync = true // DeleteBySecondaryRange is always synced
+		}
+		switch {
+		case w.secondary:
+			err = db.DeleteBySecondaryRange(w.lo, w.hi, wo)
+		case w.value == "":
 			err = db.Delete([]byte(k), wo)
-		} else {
+		default:
 			err = db.Put([]byte(k), []byte(w.value), wo)
 		}
 		if err != nil {
@@ -113,13 +169,7 @@ func checkCrashState(t *testing.T, ci int, fs *vfs.MemFS, base *Options, writes 
 	// Replay prefixes; the recovered state must match one of at least
 	// lastSynced writes.
 	state := model{}
-	apply := func(w crashWrite) {
-		if w.value == "" {
-			delete(state, w.key)
-		} else {
-			state[w.key] = w.value
-		}
-	}
+	apply := func(w crashWrite) { applyCrashWrite(state, w) }
 	for _, w := range writes[:lastSynced] {
 		apply(w)
 	}

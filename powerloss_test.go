@@ -56,6 +56,23 @@ func TestPowerLossDeletePersistence(t *testing.T) {
 	})
 }
 
+// TestPowerLossSecondaryDelete is TestPowerLoss with DeleteBySecondaryRange
+// among the writes (attributes: crashAttr), so that crashes hit the
+// tombstone's MANIFEST edit, the flushes and compactions applying it and
+// the edits retiring it: every recovered state is a prefix of the writes
+// holding every secondary delete that returned.
+func TestPowerLossSecondaryDelete(t *testing.T) {
+	sample := 1.0
+	if testing.Short() && !stress() {
+		sample = 0.5
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, func(o *Options) {
+			o.SecondaryDeleteKey = crashAttr
+		})
+	})
+}
+
 // plStep is one step of the power-loss workload: a write, or an action.
 type plStep struct {
 	write crashWrite
@@ -85,9 +102,18 @@ type plImage struct {
 	points []plPoint
 }
 
-func plWorkload(rng *rand.Rand, writes int) []plStep {
+// plWorkload returns the steps of numbered writes; with secondary, some
+// writes are DeleteBySecondaryRange over write numbers (crashAttr).
+func plWorkload(rng *rand.Rand, writes int, secondary bool) []plStep {
 	var steps []plStep
 	for i := 0; i < writes; i++ {
+		if secondary && rng.IntN(120) == 0 {
+			w := crashWrite{secondary: true, lo: uint64(rng.IntN(i + 1))}
+			w.hi = w.lo + uint64(rng.IntN(i/2+10))
+			// Always synced: DeleteBySecondaryRange is.
+			steps = append(steps, plStep{write: w, sync: true})
+			continue
+		}
 		k := fmt.Sprintf("k%04d", rng.IntN(300))
 		w := crashWrite{key: k}
 		if rng.IntN(6) > 0 {
@@ -117,11 +143,11 @@ func plWorkload(rng *rand.Rand, writes int) []plStep {
 // failure meant for the foreground call.
 func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64, variants ...func(*Options)) {
 	rng := rand.New(rand.NewPCG(seed, 0x90e7))
-	steps := plWorkload(rng, numWrites)
 	probe := testOptions(nil)
 	for _, v := range variants {
 		v(probe)
 	}
+	steps := plWorkload(rng, numWrites, probe.SecondaryDeleteKey != nil)
 	deadlines := probe.DeletePersistenceThreshold > 0
 	if deadlines {
 		steps = slices.DeleteFunc(steps, func(s plStep) bool { return strings.HasSuffix(s.action, "-fault") })
@@ -214,9 +240,12 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64, vari
 		case "":
 			wo := &WriteOptions{Sync: s.sync}
 			issued.Add(1)
-			if s.write.value == "" {
+			switch {
+			case s.write.secondary:
+				err = db.DeleteBySecondaryRange(s.write.lo, s.write.hi, wo)
+			case s.write.value == "":
 				err = db.Delete([]byte(s.write.key), wo)
-			} else {
+			default:
 				err = db.Put([]byte(s.write.key), []byte(s.write.value), wo)
 			}
 			if err == nil && s.sync {
@@ -384,6 +413,9 @@ func checkPowerLossImage(img *plImage, writes []crashWrite, failed model) string
 	o := testOptions(img.fs)
 	o.Logger = slog.New(slog.DiscardHandler)
 	o.DisableAutoCompactions = true
+	// Needed to open an image holding secondary tombstones; it changes
+	// nothing for the others.
+	o.SecondaryDeleteKey = crashAttr
 	db, err := Open("/db", o)
 	if err != nil {
 		return fmt.Sprintf("%s: reopen: %v\n%s", where, err, img.fs)
@@ -448,6 +480,14 @@ func checkPowerLossImage(img *plImage, writes []crashWrite, failed model) string
 		matches[p] = diff == 0
 		if p == hi {
 			break
+		}
+		if w := writes[p]; w.secondary {
+			for k, v := range state {
+				if a, ok := crashAttr([]byte(k), []byte(v)); ok && a >= w.lo && a < w.hi {
+					set(k, "")
+				}
+			}
+			continue
 		}
 		set(writes[p].key, writes[p].value)
 	}

@@ -15,10 +15,11 @@ import (
 // a seqnum S through the commit pipeline and is equivalent to deleting, at
 // S and atomically, every key whose newest version below S is a Set with
 // such an attribute (older versions never resurface). Snapshots taken
-// before the call still see the entries; reads after it do not. The
-// tombstone is in the MANIFEST when the call returns (it is always
-// durable, whatever wo.Sync says; wo.DisableWAL is ignored). lo == hi is an
-// empty range: nothing is deleted. It fails with ErrInvalidArgument when
+// before the call still see the entries; reads after it do not. It is
+// always a synced write, whatever wo says: when it returns, the tombstone
+// is in the MANIFEST and every write before it in a synced WAL or a table
+// (writes made with DisableWAL excepted). lo == hi is an empty range:
+// nothing is deleted. It fails with ErrInvalidArgument when
 // SecondaryDeleteKey is nil or lo > hi.
 func (d *DB) DeleteBySecondaryRange(lo, hi uint64, wo *WriteOptions) error {
 	if d.opts.SecondaryDeleteKey == nil {
@@ -52,7 +53,17 @@ func (d *DB) commitSecondaryLocked(w *writer) error {
 	d.mu.lastSeq = seq
 	t := *w.secondary
 	t.Seq = seq
+	logw := d.mu.log.w
 	d.mu.Unlock()
+	// The WAL is synced first: once the tombstone is durable, so is every
+	// write before it (older WALs were synced when they were closed), and a
+	// crash leaves a prefix of the writes, never the tombstone without the
+	// entries it was meant to follow.
+	if err := logw.Flush(true); err != nil {
+		d.mu.Lock()
+		d.walFailedLocked(logw, fmt.Errorf("shale: syncing the WAL before secondary tombstone %s: %w", t, err))
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	}
 	edit := &manifest.VersionEdit{AddedSecondaryTombstones: []manifest.SecondaryTombstone{t}}
 	err := d.logAndApply(edit, seq)
 	d.mu.Lock()
