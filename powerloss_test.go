@@ -371,6 +371,8 @@ func crashPhase(stack string) string {
 		{"shale.Open(", "open"},
 		{"(*DB).Close(", "close"},
 		{"(*DB).Resume(", "resume"},
+		{"(*DB).retireSecondaryTombstones(", "secondary tombstone retirement"},
+		{"(*DB).commitSecondaryLocked(", "secondary delete"},
 	} {
 		if strings.Contains(stack, j.fn) {
 			job = j.name

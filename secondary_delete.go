@@ -77,6 +77,8 @@ func (d *DB) commitSecondaryLocked(w *writer) error {
 	d.publishReadStateLocked()
 	d.secondarySeq.Store(uint64(seq))
 	d.visibleSeq.Store(uint64(seq))
+	// The tables the tombstone covers are compacted first.
+	d.maybeScheduleLocked()
 	return nil
 }
 

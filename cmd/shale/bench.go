@@ -205,10 +205,13 @@ var benchSpecs = map[string]benchSpec{
 	// The delete scan of issue 12 (bench_deletescan.go), one fresh
 	// database per variant.
 	"deletescan": {fn: benchDeleteScan, freshDB: true, control: true, ownOutput: true, defaultValueSize: deleteScanValueSize},
+	// Secondary-attribute range deletes of issue 12 item 5
+	// (bench_secondarydelete.go), one fresh database per variant.
+	"secondarydelete": {fn: benchSecondaryDelete, freshDB: true, control: true, ownOutput: true},
 }
 
 // knownBenchmarks lists the benchmark names for help and errors.
-const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio, deletescan"
+const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio, deletescan, secondarydelete"
 
 // benchResult is the merged outcome of one benchmark over its threads.
 type benchResult struct {

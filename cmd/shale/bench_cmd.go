@@ -98,7 +98,18 @@ for compaction once 1,000 of 1,000,000 consecutive entries are
 deletions), with a full CompactRange after the deletes (the first scan
 right after it), and with shale's delete handling off (aware-off:
 DisableDeleteAwareCompaction, MemtableOpScanFlushTrigger -1). After each
-scan it times 10,000 point lookups of deleted keys (us/op).`,
+scan it times 10,000 point lookups of deleted keys (us/op).
+
+
+secondarydelete measures secondary-attribute range deletes (issue 12 item
+5): on a fresh database per variant it writes --num entries of a time
+series (the key an id, the value an 8-byte big-endian timestamp growing
+with each entry, then --value_size-8 bytes), deletes the older half by
+timestamp with one DeleteBySecondaryRange (Options.SecondaryDeleteKey reads
+the timestamp) or, as a RocksDB user would, by iterating over everything
+and deleting each old key, and times each delete and a full scan after it,
+right away and once background compactions are idle, with the blocks the
+scan read. It runs with the ids written in order and shuffled.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
