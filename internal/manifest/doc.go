@@ -45,6 +45,8 @@
 //	                         len | smallest ikey | len | largest ikey |
 //	                         smallest seqnum | largest seqnum |
 //	                         custom field* | 1 (terminator)
+//	140    secondary tombstone lo | hi | seqnum (lo < hi)
+//	141    retired secondary   seqnum (of a live secondary tombstone)
 //	t|8192 unknown, ignored  len | bytes
 //
 // A new-file record ends with custom fields, so fields can be added without
@@ -65,6 +67,12 @@
 //	       estimate                range tombstones delete, estimated
 //	                               when the file was written
 //	84     oldest tombstone time   uvarint (unix nanoseconds; 64|20)
+//	85     secondary attribute min uvarint (64|21)
+//	86     secondary attribute max uvarint (64|22)
+//	87     secondary attribute     uvarint: Sets with an attribute; present
+//	       count                   (even 0) when the range is known
+//	88     secondary applied       seqnum: newest secondary tombstone the
+//	                               writing job applied in full
 //	t|64   unknown, ignored        any
 //
 // Field 84 is field 5 to the nanosecond: both are written, a reader takes 84
@@ -76,7 +84,12 @@
 // lose. Fields 71 to 75 only guide compaction picking, so they carry the
 // 1<<6 bit (71 = 64|7 …): a MANIFEST that holds them opens with a reader
 // that predates them, which is why adding them left the format version at
-// 1; a MANIFEST that predates them reads them as zero.
+// 1; a MANIFEST that predates them reads them as zero. Secondary tombstones
+// (140, 141) are live deletes: they lack the 1<<13 bit, so an older reader
+// refuses a MANIFEST holding them rather than show deleted data. Fields 85
+// to 88 only decide when a secondary tombstone retires and which tables are
+// compacted for one, so they carry the 1<<6 bit; a table without 87 (written
+// before it, or without Options.SecondaryDeleteKey) may hold any attribute.
 //
 // # References
 //
