@@ -46,6 +46,9 @@ type stressConfig struct {
 	deletePolicy string
 	// deletePersistence is Options.DeletePersistenceThreshold (0: off).
 	deletePersistence time.Duration
+	// secondaryDeletes makes writers issue DeleteBySecondaryRange now and
+	// then (stresslog.OpSecondaryDelete).
+	secondaryDeletes bool
 }
 
 // stressDeletePolicies are the values of --delete_policy: the built-in
@@ -114,7 +117,29 @@ func (c *stressConfig) baseOptions() *shale.Options {
 		BlockSize:                      1 << 10,
 		BlockCacheSize:                 1 << 20,
 		DeletePersistenceThreshold:     c.deletePersistence,
+		// Always set: a database holding secondary tombstones needs it to
+		// open, and without them it only records attribute ranges.
+		SecondaryDeleteKey: stressAttr,
 	}
+}
+
+// stressAttr is the secondary attribute of a stress value: the batch that
+// wrote it, as gen<<40 | thread<<32 | seq (stressAttrOf).
+func stressAttr(key, value []byte) (uint64, bool) {
+	k, ok := parseStressKey(key)
+	if !ok {
+		return 0, false
+	}
+	id, named, _ := parseStressValue(k, value)
+	if !named || id.seq >= 1<<32 || id.thread >= 256 || id.gen < 0 || id.gen >= 1<<23 {
+		return 0, false
+	}
+	return stressAttrOf(batchID{id.gen, id.thread, 0}, id.seq), true
+}
+
+// stressAttrOf is the attribute of the values of batch seq of id's writer.
+func stressAttrOf(id batchID, seq uint64) uint64 {
+	return uint64(id.gen)<<40 | uint64(id.thread)<<32 | seq
 }
 
 func (c *stressConfig) validate() error {
@@ -155,6 +180,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--threads", strconv.Itoa(c.threads),
 		"--delete_policy", c.deletePolicy,
 		"--delete_persistence_threshold", c.deletePersistence.String(),
+		"--secondary_deletes=" + strconv.FormatBool(c.secondaryDeletes),
 	}
 }
 
@@ -213,6 +239,8 @@ func registerStressFlags(f interface {
 		"how tables are compacted for their tombstones: default (the built-in tombstone-density policy), collector (a deletion collector too), off (Options.DisableDeleteAwareCompaction), or mixed (each child one of the three in turn)")
 	f.DurationVar(&cfg.deletePersistence, "delete_persistence_threshold", 0,
 		"Options.DeletePersistenceThreshold of the child's database: deleted data leaves the files within this time (0 = off)")
+	f.BoolVar(&cfg.secondaryDeletes, "secondary_deletes", false,
+		"writers also issue DeleteBySecondaryRange over the values of some of their own earlier batches")
 }
 
 func newStressChildCmd() *cobra.Command {
@@ -374,6 +402,13 @@ func (m stressModel) apply(lo uint32, id batchID, ops []stresslog.Op) {
 			for k := op.Key; k < op.Arg; k++ {
 				m[k-lo] = keyState{}
 			}
+		case stresslog.OpSecondaryDelete:
+			for i, s := range m {
+				if s.present && s.id.gen == id.gen && s.id.thread == id.thread &&
+					s.id.seq >= uint64(op.Key) && s.id.seq < uint64(op.Arg) {
+					m[i] = keyState{}
+				}
+			}
 		}
 	}
 }
@@ -496,11 +531,25 @@ func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
 	var ops []stresslog.Op
 	var key, val []byte
 	for seq := uint64(1); ; seq++ {
-		ops = genOps(rng, lo, hi, cfg.valueSize, ops[:0])
+		if cfg.secondaryDeletes && rng.IntN(30) == 0 {
+			first := 1 + rng.Uint64N(seq)
+			ops = append(ops[:0], stresslog.Op{Kind: stresslog.OpSecondaryDelete, Key: uint32(first), Arg: uint32(first + 1 + rng.Uint64N(40))})
+		} else {
+			ops = genOps(rng, lo, hi, cfg.valueSize, ops[:0])
+		}
 		if err := log.Pending(seq, ops); err != nil {
 			return err
 		}
 		id := batchID{gen, t, seq}
+		if op := ops[0]; op.Kind == stresslog.OpSecondaryDelete {
+			if err := db.DeleteBySecondaryRange(stressAttrOf(id, uint64(op.Key)), stressAttrOf(id, uint64(op.Arg)), wo); err != nil {
+				return fmt.Errorf("stress child %d: writer %d: batch %s: %w", gen, t, id, err)
+			}
+			if err := log.Acked(seq); err != nil {
+				return err
+			}
+			continue
+		}
 		b.Reset()
 		for _, op := range ops {
 			key = stressKey(key[:0], op.Key)

@@ -80,6 +80,18 @@ func TestStressKillsDeletePolicies(t *testing.T) {
 	}
 }
 
+// TestStressKillsSecondaryDeletes runs stress with writers issuing
+// DeleteBySecondaryRange over their own earlier batches, so that kills land
+// in the tombstone's commit, in the flushes and compactions applying it and
+// in its retirement.
+func TestStressKillsSecondaryDeletes(t *testing.T) {
+	kills := 4
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 40
+	}
+	runStressTest(t, kills, "--secondary_deletes")
+}
+
 func runStressTest(t *testing.T, kills int, extra ...string) {
 	seed := uint64(time.Now().UnixNano())
 	dir := filepath.Join(testdir.New(t), "stress")

@@ -21,6 +21,10 @@ const (
 	OpDelete OpKind = 2
 	// OpDeleteRange deletes every key in [Key, Arg).
 	OpDeleteRange OpKind = 3
+	// OpSecondaryDelete is DeleteBySecondaryRange over the values the same
+	// writer (of the same generation) put in its batches [Key, Arg): it
+	// deletes every key whose newest value one of those batches wrote.
+	OpSecondaryDelete OpKind = 4
 )
 
 // Op is one operation of a logged batch.
@@ -256,7 +260,7 @@ func (l *Log) apply(p []byte) error {
 			if !ok1 || !ok2 || key > 1<<32-1 || arg > 1<<32-1 {
 				return fmt.Errorf("batch %d: truncated or oversized op", seq)
 			}
-			if kind < OpPut || kind > OpDeleteRange {
+			if kind < OpPut || kind > OpSecondaryDelete {
 				return fmt.Errorf("batch %d: unknown op kind %d", seq, kind)
 			}
 			ops = append(ops, Op{Kind: kind, Key: uint32(key), Arg: uint32(arg)})
