@@ -369,6 +369,9 @@ func (d *DB) recover() error {
 					mem = d.newMemTable(0, need)
 				}
 			}
+			if mem.Empty() {
+				mem.firstSeq = r.seq // WAL records come in seqnum order
+			}
 			tombstones, err := applyBatch(mem.Memtable, rec)
 			if err != nil {
 				if errors.Is(err, ErrCorruption) {
@@ -431,6 +434,7 @@ func (d *DB) recover() error {
 		d.mu.log.num = newLogNum
 		d.mu.log.obsolete = logs
 		d.mu.mem.mutable = d.newMemTable(newLogNum, 0)
+		d.mu.mem.mutable.firstSeq = lastSeq + 1
 	}
 	edit.HasLogNumber = true
 	edit.LogNumber = d.mu.log.num

@@ -38,8 +38,19 @@ func (d *DB) DeleteBySecondaryRange(lo, hi uint64, wo *WriteOptions) error {
 		return base.InvalidArgumentf("shale: DeleteBySecondaryRange lo %d must not be above hi %d", lo, hi)
 	}
 	_ = wo
-	_, err := d.commit(&writer{secondary: &manifest.SecondaryTombstone{Lo: lo, Hi: hi}})
-	return err
+	w, err := d.commit(&writer{secondary: &manifest.SecondaryTombstone{Lo: lo, Hi: hi}})
+	if err != nil || w.rotated == nil {
+		return err
+	}
+	// The memtable holds entries older than the tombstone: it is switched
+	// (and flushed in the background, applying the tombstone), so that the
+	// tombstone can retire once compactions have applied it to the tables,
+	// instead of waiting for the memtable to fill. The delete is done
+	// whatever happens to the switch (a failure stops later writes).
+	if _, err := d.commit(&writer{rotateOnly: w.rotated}); err != nil {
+		d.logger.Warn("switching the memtable after a secondary delete failed", "err", err)
+	}
+	return nil
 }
 
 // commitSecondaryLocked commits the secondary tombstone of w, the leader:
@@ -54,6 +65,9 @@ func (d *DB) commitSecondaryLocked(w *writer) error {
 	t := *w.secondary
 	t.Seq = seq
 	logw := d.mu.log.w
+	if mem := d.mu.mem.mutable; !mem.Empty() {
+		w.rotated = mem // for DeleteBySecondaryRange, which switches it
+	}
 	d.mu.Unlock()
 	// The WAL is synced first: once the tombstone is durable, so is every
 	// write before it (older WALs were synced when they were closed), and a

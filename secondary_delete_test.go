@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -454,4 +455,68 @@ func TestCheckPrintsSecondaryFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("secondary attributes [105, 119] in 15 entries", "secondary tombstones applied to @21", "!live secondary")
+}
+
+// TestSecondaryDeleteOnDBWrittenBefore opens the database of
+// testdata/db-before-compaction-stats (written before tables recorded
+// secondary attribute ranges) with a SecondaryDeleteKey reading the number
+// in its "value-NNNN-old" values, deletes by it, and checks that its old
+// tables, whose ranges are unknown, are compacted until the tombstone
+// retires, with the right keys gone, across a reopen.
+func TestSecondaryDeleteOnDBWrittenBefore(t *testing.T) {
+	const src = "testdata/db-before-compaction-stats"
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("/db", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range names {
+		data, err := os.ReadFile(src + "/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, fs, "/db/"+e.Name(), data)
+	}
+	attr := func(_, value []byte) (uint64, bool) {
+		var n uint64
+		if _, err := fmt.Sscanf(string(value), "value-%04d-old", &n); err != nil {
+			return 0, false
+		}
+		return n, true
+	}
+	o := &Options{FS: fs, WriteBufferSize: 64 << 10, SecondaryDeleteKey: attr}
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	before := readAll(t, db, nil, nil)
+	if err := db.DeleteBySecondaryRange(0, 200, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for k, v := range before {
+		if a, ok := attr(nil, []byte(v)); !ok || a >= 200 {
+			want[k] = v
+		}
+	}
+	if len(want) == len(before) || len(want) == 0 {
+		t.Fatalf("the delete should remove some keys: %d of %d stay", len(want), len(before))
+	}
+	check := func(what string) {
+		t.Helper()
+		if got := readAll(t, db, nil, nil); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: %d keys, want %d", what, len(got), len(want))
+		}
+	}
+	check("after the delete")
+	if !waitFor(func() bool { return len(db.secondaryTombstones()) == 0 }) {
+		t.Fatalf("the tombstone never retired over tables of unknown ranges:\n%s", db.versionString())
+	}
+	check("after the tombstone retired")
+	db = reopenWith(t, db, fs, o)
+	check("after a reopen")
 }
