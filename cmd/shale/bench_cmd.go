@@ -100,7 +100,6 @@ right after it), and with shale's delete handling off (aware-off:
 DisableDeleteAwareCompaction, MemtableOpScanFlushTrigger -1). After each
 scan it times 10,000 point lookups of deleted keys (us/op).
 
-
 secondarydelete measures secondary-attribute range deletes (issue 12 item
 5): on a fresh database per variant it writes --num entries of a time
 series (the key an id, the value an 8-byte big-endian timestamp growing
