@@ -17,6 +17,15 @@ type indexItem struct {
 	handle block.Handle
 }
 
+// blockProps returns the properties of data block i, nil when the table
+// has none.
+func (ix *tableIndex) blockProps(i int) *BlockProps {
+	if ix.props == nil {
+		return nil
+	}
+	return &ix.props[i]
+}
+
 // tableIndex is a table's decoded index block: one item per data block, in
 // file order, and the words that speed up seeks when user keys order
 // bytewise. It never changes once built. The Reader holds it, or with
@@ -32,6 +41,9 @@ type tableIndex struct {
 	dataEnd uint64
 	// size is the memory the index holds: items, separator bytes, words.
 	size int64
+	// props are the data blocks' BlockProps, one per item; nil when the
+	// table has none.
+	props []BlockProps
 }
 
 // seek returns the first item whose separator is >= k, or len(items).
@@ -71,8 +83,21 @@ func (r *Reader) decodeIndex(h block.Handle, b []byte) (*tableIndex, error) {
 	var prevEnd uint64
 	for ok := it.first(); ok; ok = it.next() {
 		bh, n := block.DecodeHandle(it.val)
-		if n <= 0 || n != len(it.val) {
+		if n <= 0 {
 			return nil, r.corruptf(h, "bad block handle in index entry %d", len(ix.items))
+		}
+		// Block properties follow the handle in all entries or in none.
+		if hasProps := n != len(it.val); len(ix.items) == 0 && hasProps {
+			ix.props = []BlockProps{}
+		} else if hasProps != (ix.props != nil) {
+			return nil, r.corruptf(h, "index entry %d: block properties in some entries only", len(ix.items))
+		}
+		if ix.props != nil {
+			p, ok := decodeBlockProps(it.val[n:])
+			if !ok {
+				return nil, r.corruptf(h, "bad block properties in index entry %d", len(ix.items))
+			}
+			ix.props = append(ix.props, p)
 		}
 		if bh.Offset != prevEnd || bh.Length > block.MaxLen || bh.Length+block.TrailerLen > r.metaStart-min(bh.Offset, r.metaStart) {
 			return nil, r.corruptf(h, "index entry %d: data block (offset %d, length %d) out of place", len(ix.items), bh.Offset, bh.Length)
@@ -100,6 +125,7 @@ func (r *Reader) decodeIndex(h block.Handle, b []byte) (*tableIndex, error) {
 		ix.buildWords()
 	}
 	ix.size = int64(unsafe.Sizeof(tableIndex{})) + int64(cap(ix.items))*int64(unsafe.Sizeof(indexItem{})) +
+		int64(cap(ix.props))*int64(unsafe.Sizeof(BlockProps{})) +
 		int64(cap(arena)) + 8*int64(cap(ix.words.words))
 	return ix, nil
 }

@@ -62,6 +62,10 @@ type tableIter struct {
 	prepKey   []byte
 	prepIdx   int
 	prepValid bool
+	// skipBlock and skipped are IterOptions.SkipBlock and Skipped; only
+	// set for an iterator without bounds.
+	skipBlock func(p *BlockProps, lower base.InternalKey, hasLower bool, sep base.InternalKey) bool
+	skipped   *int64
 }
 
 var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
@@ -92,7 +96,33 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	it.idx, it.loaded = 0, -1
 	it.pos = posInvalid
 	it.err = nil
+	it.skipBlock, it.skipped = nil, nil
+	if o.Lower == nil && o.Upper == nil {
+		it.skipBlock, it.skipped = o.SkipBlock, o.Skipped
+	}
 	return it
+}
+
+// skipFrom returns the first data block from i on that SkipBlock does not
+// skip (len(items) when it skips them all).
+func (it *tableIter) skipFrom(i int) int {
+	if it.skipBlock == nil || it.ix.props == nil {
+		return i
+	}
+	items := it.ix.items
+	for ; i < len(items); i++ {
+		var lower base.InternalKey
+		if i > 0 {
+			lower = items[i-1].sep
+		}
+		if !it.skipBlock(&it.ix.props[i], lower, i > 0, items[i].sep) {
+			break
+		}
+		if it.skipped != nil {
+			*it.skipped++
+		}
+	}
+	return i
 }
 
 // needIndex makes sure the iterator has the table's index, reading it when
@@ -190,10 +220,11 @@ func (it *tableIter) settleForward(ok bool) bool {
 		if it.upper != nil && it.cmp(it.ix.items[it.idx].sep.UserKey, it.upper) >= 0 {
 			return it.stop(posAfterLast)
 		}
-		if it.idx+1 >= len(it.ix.items) {
+		next := it.skipFrom(it.idx + 1)
+		if next >= len(it.ix.items) {
 			return it.stop(posAfterLast)
 		}
-		if !it.load(it.idx+1, false) {
+		if !it.load(next, false) {
 			return false
 		}
 		ok = it.data.first()
@@ -349,10 +380,11 @@ func (it *tableIter) First() bool {
 	if !it.needIndex() {
 		return false
 	}
-	if len(it.ix.items) == 0 {
+	first := it.skipFrom(0)
+	if first >= len(it.ix.items) {
 		return it.stop(posAfterLast)
 	}
-	if !it.load(0, false) {
+	if !it.load(first, false) {
 		return false
 	}
 	return it.settleForward(it.data.first())

@@ -84,6 +84,10 @@ type WriterOptions struct {
 	// that test off.
 	NumDeletionsThreshold      int
 	DeletionSizeRatioThreshold float64
+	// BlockAttr, when set, gives Sets a secondary attribute
+	// (shale.Options.SecondaryDeleteKey), and every index entry records
+	// its data block's BlockProps. Default nil: none (the index as before).
+	BlockAttr func(key, value []byte) (uint64, bool)
 }
 
 func (o *WriterOptions) ensureDefaults() {
@@ -190,6 +194,15 @@ type IterOptions struct {
 	// (the Reader's own ReaderOptions.Stats always does): the per-call
 	// counts behind the DB's PerfContext.
 	Stats *ReadStats
+	// SkipBlock, when set, is asked by First and Next before they read a
+	// data block that has BlockProps: true skips it unread, as if it held
+	// no entry. lower is the previous block's separator (the table's first
+	// block: ok false), sep the block's own; every key of the block is
+	// above lower's user key... and at most sep. For compaction inputs,
+	// which move forward only; Seek, Last and Prev never skip.
+	SkipBlock func(p *BlockProps, lower base.InternalKey, hasLower bool, sep base.InternalKey) bool
+	// Skipped, when set, counts the blocks SkipBlock skipped.
+	Skipped *int64
 }
 
 // ReadGroup gathers the reads of the first phase of two-phase seeks of many

@@ -30,6 +30,7 @@ type WriterMetadata struct {
 type indexEntry struct {
 	sep    []byte // encoded internal key
 	handle block.Handle
+	props  BlockProps // with WriterOptions.BlockAttr
 }
 
 // maxPreallocStep bounds one preallocation, whatever TargetFileSize says.
@@ -92,13 +93,16 @@ type Writer struct {
 	index    []indexEntry
 	pending  bool // a data block was flushed; its index entry waits for the next key
 	pendingH block.Handle
-	lastKey  []byte // encoded internal key of the last point entry
-	hasPoint bool
-	hashes   []uint64
-	lastHash []byte // last user key added to hashes
-	compBuf  []byte
-	sepBuf   []byte
-	trailer  block.TrailerWriter
+	// blockProps are the current data block's (WriterOptions.BlockAttr),
+	// pendingProps the flushed block's, waiting for its index entry.
+	blockProps, pendingProps BlockProps
+	lastKey                  []byte // encoded internal key of the last point entry
+	hasPoint                 bool
+	hashes                   []uint64
+	lastHash                 []byte // last user key added to hashes
+	compBuf                  []byte
+	sepBuf                   []byte
+	trailer                  block.TrailerWriter
 
 	rangeDels   blockWriter
 	lastDel     base.InternalKey // owns its bytes
@@ -182,6 +186,9 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	}
 	before := len(w.data.buf)
 	w.data.add(w.lastKey, value)
+	if w.o.BlockAttr != nil {
+		w.blockProps.add(key, value, w.o.BlockAttr)
+	}
 	w.noteSeq(key.SeqNum())
 	w.props.NumEntries++
 	if kind.IsTombstone() {
@@ -220,7 +227,7 @@ func (w *Writer) addIndexEntry(next []byte) {
 	if u != nil && w.cmp(u, last.UserKey) > 0 && (next == nil || w.cmp(u, next) < 0) {
 		sep = base.MakeInternalKey(u, base.SeqNumMax, base.KindMax)
 	}
-	w.index = append(w.index, indexEntry{sep: sep.AppendEncoded(nil), handle: w.pendingH})
+	w.index = append(w.index, indexEntry{sep: sep.AppendEncoded(nil), handle: w.pendingH, props: w.pendingProps})
 	w.pending = false
 }
 
@@ -239,6 +246,7 @@ func (w *Writer) flushData() {
 	w.props.NumDataBlocks++
 	w.props.DataSize += h.Length + block.TrailerLen
 	w.pendingH = h
+	w.pendingProps, w.blockProps = w.blockProps, BlockProps{}
 	w.pending = true
 }
 
@@ -379,6 +387,9 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 	var hb []byte
 	for _, e := range w.index {
 		hb = e.handle.Append(hb[:0])
+		if w.o.BlockAttr != nil {
+			hb = e.props.append(hb)
+		}
 		ib.add(e.sep, hb)
 	}
 	indexH := w.writeBlock(ib.finish(), true)
