@@ -271,6 +271,8 @@ func (d *DB) writerOptions(targetSize int64) sstable.WriterOptions {
 		// EnsureDefaults gave them values; negative ones turn tests off.
 		NumDeletionsThreshold:      d.opts.NumDeletionsThreshold,
 		DeletionSizeRatioThreshold: d.opts.DeletionSizeRatioThreshold,
+		// Per-block attribute ranges let compactions skip deleted blocks.
+		BlockAttr: d.opts.SecondaryDeleteKey,
 	}
 }
 
@@ -492,6 +494,10 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	older := newOlderKeys(d.cmp.Compare, v, c.OutputLevel+1)
 	dropped := d.secondaryDroppedInputs(inputs, v, snaps, older)
 	d.stats.secondaryDroppedFiles.Add(uint64(len(dropped)))
+	// skippedBlocks counts the data blocks of the inputs that secondary
+	// tombstones delete whole, skipped unread.
+	var skippedBlocks int64
+	defer func() { d.stats.secondarySkippedBlocks.Add(uint64(skippedBlocks)) }()
 	for _, f := range inputs {
 		if dropped[f] {
 			continue
@@ -501,7 +507,8 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 			return err
 		}
 		tables = append(tables, t)
-		io := sstable.IterOptions{ReadaheadSize: compactionReadaheadSize}
+		io := sstable.IterOptions{ReadaheadSize: compactionReadaheadSize,
+			SkipBlock: d.secondarySkipBlock(f, inputs, dropped, v, snaps, older), Skipped: &skippedBlocks}
 		if directInputs {
 			df, err := d.fs.Open(d.tablePath(f.FileNum), vfs.DirectIO, vfs.SequentialAccess)
 			if err != nil {
@@ -556,7 +563,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 		"inputs", len(inputs), "outputs", len(metas), "bytes_in", inputBytes, "bytes_out", outBytes,
 		"entries_in", stats.InputEntries, "entries_out", stats.OutputEntries,
 		"dropped_tombstones", stats.DroppedTombstones, "marked_outputs", countMarked(metas),
-		"secondary_dropped_files", len(dropped), "secondary_dropped", stats.DroppedBySecondary, "secondary_to_delete", stats.SecondaryToDelete,
+		"secondary_dropped_files", len(dropped), "secondary_skipped_blocks", skippedBlocks, "secondary_dropped", stats.DroppedBySecondary, "secondary_to_delete", stats.SecondaryToDelete,
 		"duration", time.Since(start))
 	return nil
 }

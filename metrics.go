@@ -27,7 +27,7 @@ type dbStats struct {
 	stallNanos          atomic.Int64
 	// secondary counts what flushes and compactions did for secondary
 	// tombstones (Metrics.SecondaryDelete).
-	secondaryDroppedFiles, secondaryDropped, secondaryToDelete atomic.Uint64
+	secondaryDroppedFiles, secondarySkippedBlocks, secondaryDropped, secondaryToDelete atomic.Uint64
 }
 
 func (s *dbStats) recordStall(d time.Duration, stop bool) {
@@ -108,12 +108,12 @@ type Metrics struct {
 	// Recovery says what Open's WAL replay dropped.
 	Recovery RecoveryMetrics
 	// SecondaryDelete describes DeleteBySecondaryRange's work: the live
-	// secondary tombstones, the compaction inputs dropped whole without
-	// being read, and the Sets flushes and compactions dropped or turned
-	// into point Deletes for them.
+	// secondary tombstones, the compaction inputs and the data blocks of
+	// inputs dropped whole without being read, and the Sets flushes and
+	// compactions dropped or turned into point Deletes for them.
 	SecondaryDelete struct {
-		LiveTombstones                         int
-		DroppedFiles, DroppedEntries, ToDelete uint64
+		LiveTombstones                                        int
+		DroppedFiles, SkippedBlocks, DroppedEntries, ToDelete uint64
 	}
 	// DeletePersistence says how old the tombstones are, against
 	// Options.DeletePersistenceThreshold.
@@ -208,6 +208,7 @@ func (d *DB) Metrics() *Metrics {
 	s := &d.stats
 	m.SecondaryDelete.LiveTombstones = len(rs.secondary)
 	m.SecondaryDelete.DroppedFiles = s.secondaryDroppedFiles.Load()
+	m.SecondaryDelete.SkippedBlocks = s.secondarySkippedBlocks.Load()
 	m.SecondaryDelete.DroppedEntries, m.SecondaryDelete.ToDelete = s.secondaryDropped.Load(), s.secondaryToDelete.Load()
 	m.Flush.Count, m.Flush.BytesWritten = s.flushes.Load(), s.flushBytes.Load()
 	m.ScanFlushes = s.scanFlushes.Load()
@@ -282,9 +283,9 @@ func (m *Metrics) String() string {
 		}
 		b.WriteString("\n")
 	}
-	if sd := &m.SecondaryDelete; sd.LiveTombstones > 0 || sd.DroppedFiles+sd.DroppedEntries+sd.ToDelete > 0 {
-		fmt.Fprintf(&b, "secondary deletes: %d live tombstones; %d input tables dropped unread, %d entries dropped, %d turned into deletes\n",
-			sd.LiveTombstones, sd.DroppedFiles, sd.DroppedEntries, sd.ToDelete)
+	if sd := &m.SecondaryDelete; sd.LiveTombstones > 0 || sd.DroppedFiles+sd.SkippedBlocks+sd.DroppedEntries+sd.ToDelete > 0 {
+		fmt.Fprintf(&b, "secondary deletes: %d live tombstones; %d input tables and %d blocks dropped unread, %d entries dropped, %d turned into deletes\n",
+			sd.LiveTombstones, sd.DroppedFiles, sd.SkippedBlocks, sd.DroppedEntries, sd.ToDelete)
 	}
 	if m.BackgroundError != nil {
 		fmt.Fprintf(&b, "background error: %v\n", m.BackgroundError)

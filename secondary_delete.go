@@ -8,6 +8,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/sstable"
 )
 
 // DeleteBySecondaryRange deletes every entry written before the call whose
@@ -349,5 +350,53 @@ func (d *DB) retireSecondaryTombstones() {
 		}
 		d.publishReadStateLocked()
 		d.logger.Info("retired secondary tombstones", "seqnums", retire)
+	}
+}
+
+// secondarySkipBlock returns the SkipBlock of compaction input f (nil when
+// no secondary tombstone is live): a data block is skipped unread when
+// every entry is a Set with an attribute inside a live tombstone's range,
+// older than it and in its snapshot stripe, no key of the block has
+// versions in the next block (BlockProps.Continues), and no older
+// version of its keys can lie below the output level or in another input
+// not dropped (secondaryDroppedInputs' rules, for the block's key range).
+func (d *DB) secondarySkipBlock(f *manifest.FileMetadata, inputs []*manifest.FileMetadata, dropped map[*manifest.FileMetadata]bool,
+	v *manifest.Version, snaps []base.SeqNum, older *olderKeys) func(*sstable.BlockProps, base.InternalKey, bool, base.InternalKey) bool {
+	tombs := v.SecondaryTombstones
+	if len(tombs) == 0 || d.opts.SecondaryDeleteKey == nil {
+		return nil
+	}
+	cmp := d.cmp.Compare
+	return func(p *sstable.BlockProps, lower base.InternalKey, hasLower bool, sep base.InternalKey) bool {
+		if p.Entries == 0 || p.Attributed != p.Entries || p.Continues {
+			return false
+		}
+		covered := false
+		for _, t := range tombs {
+			if p.AttrMin >= t.Lo && p.AttrMax < t.Hi && p.MaxSeq < t.Seq &&
+				stripeOf(snaps, p.MinSeq) == stripeOf(snaps, t.Seq) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			return false
+		}
+		// The block's user keys lie in [start, end].
+		start, end := f.Smallest.UserKey, sep.UserKey
+		if hasLower {
+			start = lower.UserKey
+		}
+		if older.mayOverlap(v, start, end) {
+			return false
+		}
+		for _, g := range inputs {
+			if g == f || dropped[g] || g.SmallestSeq > p.MaxSeq ||
+				cmp(g.Smallest.UserKey, end) > 0 || cmp(g.Largest.UserKey, start) < 0 {
+				continue
+			}
+			return false
+		}
+		return true
 	}
 }

@@ -367,7 +367,7 @@ func TestSecondaryDeleteDropsWholeTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := db.Metrics()
-	if err := db.DeleteBySecondaryRange(0, 1000+n/2, nil); err != nil {
+	if err := db.DeleteBySecondaryRange(0, 1000+n/2, nil); err != nil { // not at a table's end
 		t.Fatal(err)
 	}
 	if got := readAll(t, db, nil, keys); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -380,6 +380,11 @@ func TestSecondaryDeleteDropsWholeTables(t *testing.T) {
 	m := db.Metrics()
 	if m.SecondaryDelete.DroppedFiles == 0 {
 		t.Fatalf("no table was dropped whole:\n%s", m)
+	}
+	// The table holding the cut keeps its younger blocks and loses its
+	// older ones unread.
+	if m.SecondaryDelete.SkippedBlocks == 0 {
+		t.Fatalf("no data block was skipped:\n%s", m)
 	}
 	if read := m.IO.TableBytesRead - before.IO.TableBytesRead; m.SecondaryDelete.DroppedEntries == 0 && read == 0 {
 		t.Fatalf("nothing was compacted:\n%s", m)
@@ -519,4 +524,53 @@ func TestSecondaryDeleteOnDBWrittenBefore(t *testing.T) {
 	check("after the tombstone retired")
 	db = reopenWith(t, db, fs, o)
 	check("after a reopen")
+}
+
+// TestSecondaryDeleteKeepsDeletesAboveOlderData deletes, by attribute, the
+// newer versions of keys whose older versions (outside the range) lie in
+// the last level, while the newer ones sit in a middle level: the
+// compaction picked for the tombstone writes point Deletes over them (it
+// may neither drop the table nor skip its blocks, since older data lies
+// below), so the older versions never come back.
+func TestSecondaryDeleteKeepsDeletesAboveOlderData(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("/db", secondaryOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	var keys []string
+	for round, ts := range []uint64{5, 50} {
+		for i := range 200 {
+			k := fmt.Sprintf("k%04d", i)
+			if round == 0 {
+				keys = append(keys, k)
+			}
+			if err := db.Put([]byte(k), tsValue(ts, "payload"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			if err := db.CompactRange(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := db.CompactRangeWithOptions(nil, nil, &CompactRangeOptions{ChangeLevel: true, TargetLevel: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.DeleteBySecondaryRange(40, 60, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return len(db.secondaryTombstones()) == 0 }) {
+		t.Fatalf("the tombstone never retired:\n%s", db.versionString())
+	}
+	if got := readAll(t, db, nil, keys); len(got) != 0 {
+		t.Fatalf("%d keys came back (older versions below the deleted ones):\n%s", len(got), db.versionString())
+	}
+	if m := db.Metrics(); m.SecondaryDelete.ToDelete == 0 {
+		t.Fatalf("no Set was turned into a Delete:\n%s", m)
+	}
 }

@@ -104,3 +104,32 @@ func TestBlockPropsSkipBlocks(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestBlockPropsContinues writes many versions of one key, so that they
+// span blocks, and checks that exactly the blocks whose last key has
+// versions in the next block say so.
+func TestBlockPropsContinues(t *testing.T) {
+	var entries []kv
+	for i := range 100 {
+		entries = append(entries, kv{base.MakeInternalKey([]byte("a"), base.SeqNum(1000-i), base.KindSet), []byte(strconv.Itoa(i))})
+	}
+	entries = append(entries, kv{base.MakeInternalKey([]byte("b"), 1, base.KindSet), []byte("1")})
+	path := filepath.Join(testdir.New(t), "t.sst")
+	writeTable(t, path, WriterOptions{BlockSize: 128, BlockAttr: numAttr}, entries, nil)
+	r := openTable(t, path, nil)
+	defer r.Close()
+	ix, err := r.index(r.bf.Source())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ix.props) < 3 {
+		t.Fatalf("%d blocks; the test wants versions of a spanning several", len(ix.props))
+	}
+	for i, p := range ix.props {
+		last := ix.items[i].sep.UserKey
+		want := i+1 < len(ix.props) && string(last) == "a" && ix.props[i+1].MaxSeq >= 901
+		if p.Continues != want {
+			t.Errorf("block %d (last key %q, next block's seqnums %v): Continues = %v", i, last, i+1 < len(ix.props), p.Continues)
+		}
+	}
+}

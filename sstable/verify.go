@@ -109,7 +109,12 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 	i := 0
 	for ok := it.first(); ok; ok = it.next() {
 		bh, n := block.DecodeHandle(it.val)
-		if n <= 0 || n != len(it.val) || i >= len(ix.items) || bh != ix.items[i].handle ||
+		propsOK := n == len(it.val) && ix.props == nil
+		if n > 0 && n < len(it.val) && i < len(ix.props) {
+			p, ok := decodeBlockProps(it.val[n:])
+			propsOK = ok && p == ix.props[i]
+		}
+		if n <= 0 || !propsOK || i >= len(ix.items) || bh != ix.items[i].handle ||
 			base.InternalCompare(r.cmp, it.ikey, ix.items[i].sep) != 0 {
 			return r.corruptf(ft.index, "index entry %d differs from the one read at open", i)
 		}

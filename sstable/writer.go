@@ -227,6 +227,7 @@ func (w *Writer) addIndexEntry(next []byte) {
 	if u != nil && w.cmp(u, last.UserKey) > 0 && (next == nil || w.cmp(u, next) < 0) {
 		sep = base.MakeInternalKey(u, base.SeqNumMax, base.KindMax)
 	}
+	w.pendingProps.Continues = next != nil && w.cmp(last.UserKey, next) == 0
 	w.index = append(w.index, indexEntry{sep: sep.AppendEncoded(nil), handle: w.pendingH, props: w.pendingProps})
 	w.pending = false
 }
