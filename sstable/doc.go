@@ -59,7 +59,12 @@
 //	                  last key of block i <= sep < first key of block i+1
 //	                  (Comparer.Separator, or Successor for the last block,
 //	                  with trailer (SeqNumMax, KindMax) when shortened;
-//	                  otherwise the block's last key), value = block handle
+//	                  otherwise the block's last key), value = block handle,
+//	                  then, in every entry of a table written with
+//	                  WriterOptions.BlockAttr, the block's BlockProps (seven
+//	                  uvarints, see blockprops.go); a reader takes entries
+//	                  with or without them (all alike), an older reader
+//	                  refuses the longer ones as bad block handles
 //	range-del block:  key = internal key (start, seq, RangeDelete),
 //	                  value = end; sorted, fragmented (equal starts have
 //	                  equal ends, seqs descending)
