@@ -152,9 +152,11 @@ func (r *benchRunner) secondaryDeleteRun(t *benchThread, v secondaryDeleteVarian
 	if !idle {
 		state = fmt.Sprintf("background work still running after %v", secondaryDeleteIdleLimit)
 	}
-	fmt.Fprintf(r.out, "secondarydelete : %s : %s; tables %s; %d compactions, %.1f MiB compacted in, %.1f MiB out; %d tables dropped unread, %d live secondary tombstones\n",
+	// Compaction bytes are cumulative over the run and count the inputs
+	// dropped unread too.
+	fmt.Fprintf(r.out, "secondarydelete : %s : %s; tables %s; %d compactions, %.1f MiB compacted in, %.1f MiB out; %d tables and %d blocks dropped unread, %d live secondary tombstones\n",
 		label, state, deleteScanShape(m), m.Compact.Count, float64(m.Compact.BytesRead)/(1<<20), float64(m.Compact.BytesWritten)/(1<<20),
-		m.SecondaryDelete.DroppedFiles, m.SecondaryDelete.LiveTombstones)
+		m.SecondaryDelete.DroppedFiles, m.SecondaryDelete.SkippedBlocks, m.SecondaryDelete.LiveTombstones)
 	return r.secondaryDeleteScan(label, "once compactions are idle")
 }
 
