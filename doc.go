@@ -27,4 +27,10 @@
 // Deleted data: with Options.DeletePersistenceThreshold, every tombstone
 // reaches the bottom level within that time, so the values it deletes are
 // gone from every table and WAL by then (unless a snapshot still sees them).
+//
+// Deletes by a secondary attribute: with Options.SecondaryDeleteKey (say, a
+// timestamp read from the value), DeleteBySecondaryRange deletes every entry
+// written before it whose attribute is in a range, with one synced write;
+// compactions drop the tables and blocks it deletes whole without reading
+// them.
 package shale

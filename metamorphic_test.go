@@ -133,8 +133,8 @@ func runMetaSet(t *testing.T, seed uint64, set metaOptionSet, ops []modelOp, wan
 			"  %s logged:\n            %s\n"+
 			"  %s\n"+
 			"  the lines before it:%s\n"+
-			"  rerun: SHALE_SEED=%d go test -run 'TestMetamorphic/%d/%s$' .",
-			seed, i, op, j, set.describe(), lineAt(got, j), others, lineAt(want, j), lineDiff(lineAt(got, j), lineAt(want, j)), ctx.String(), seed, seed, set.name)
+			"  rerun: SHALE_SEED=%d go test -run '%s/%d/%s$' .",
+			seed, i, op, j, set.describe(), lineAt(got, j), others, lineAt(want, j), lineDiff(lineAt(got, j), lineAt(want, j)), ctx.String(), seed, strings.Split(t.Name(), "/")[0], seed, set.name)
 	}
 	d.countWork()
 	t.Logf("%s: %d log lines equal the model's; %d flushes, %d compactions", set.name, len(got), d.flushes, d.compactions)
