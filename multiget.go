@@ -166,6 +166,22 @@ type mgKey struct {
 	blocked bool
 }
 
+// releaseHeld releases the tables the call holds beside its keys' (opened
+// and last).
+func (m *multiGet) releaseHeld() {
+	for _, t := range m.opened {
+		t.release()
+	}
+	clear(m.opened)
+	for _, l := range m.last {
+		if l.t != nil {
+			l.t.release()
+		}
+	}
+	clear(m.last)
+	m.last = m.last[:0]
+}
+
 func (m *multiGet) reset() {
 	// Every key is resolved, and its table released, before run returns;
 	// this only guards against a path that forgot one.
@@ -174,16 +190,7 @@ func (m *multiGet) reset() {
 			t.release()
 		}
 	}
-	for _, t := range m.opened {
-		t.release()
-	}
-	for _, l := range m.last {
-		if l.t != nil {
-			l.t.release()
-		}
-	}
-	clear(m.last)
-	m.last = m.last[:0]
+	m.releaseHeld()
 	clear(m.keys)
 	m.keys = m.keys[:0]
 	m.order = m.order[:0]
@@ -209,7 +216,12 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 		fail(ErrClosed)
 		return
 	}
-	defer rs.unref()
+	// The tables the call holds go before the read state, whose version
+	// keeps them live: released after it, one could be obsolete already.
+	defer func() {
+		m.releaseHeld()
+		rs.unref()
+	}()
 	m.d, m.rs, m.fn = d, rs, fn
 	m.snap, m.fill = snap, ro.fillCache()
 	m.secondary = d.newSecondaryFilter(rs, snap)
