@@ -95,14 +95,19 @@ func (d *DB) backgroundFlush() {
 		}
 		snaps := d.mu.snapshots.seqs()
 		lastSeq := d.mu.lastSeq
+		// Every snapshot taken from now on sees at least snapSeq.
+		snapSeq := base.SeqNum(d.visibleSeq.Load())
 		// Only this goroutine adds tables to L0, and compactions only move
 		// data already in some table of v: a key no table of v holds has
 		// no older version anywhere but in m.
 		v := d.versions.Current()
 		d.mu.Unlock()
+		if testHookFlushListedSnapshots != nil {
+			testHookFlushListedSnapshots()
+		}
 
 		start := time.Now()
-		metas, err := d.writeLevel0Tables(m, snaps, v)
+		metas, err := d.writeLevel0Tables(m, snaps, snapSeq, v)
 		v.Unref()
 		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog}
 		var bytes uint64
@@ -155,12 +160,17 @@ func (d *DB) tablePath(num base.FileNum) string {
 	return d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeTable, num))
 }
 
+// testHookFlushListedSnapshots, when set by a test, runs in a flush after
+// it listed the snapshots and before it writes the memtable.
+var testHookFlushListedSnapshots func()
+
 // writeLevel0Tables writes a memtable to L0 tables (one, normally). v,
 // when set, holds every table with data older than m (the current version
 // of a flush): tombstones of keys none of its tables holds are dropped,
 // since nothing older than them exists. Recovery passes nil, as the tables
-// it has just written from older WALs are in no version yet.
-func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, v *manifest.Version) ([]*manifest.FileMetadata, error) {
+// it has just written from older WALs are in no version yet. snapshots are
+// the live snapshots, and snapSeq the visible seqnum when they were listed.
+func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version) ([]*manifest.FileMetadata, error) {
 	it := m.NewIter()
 	defer it.Close()
 	ro := compact.RunOptions{
@@ -180,9 +190,18 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, v *manifest
 	}
 	// Recovery passes no version, but its memtables need the tombstones
 	// of the recovered one all the same.
+	// Only the secondary tombstones a snapshot taken after the list
+	// (which sees snapSeq at least) sees: one taken since, below a newer
+	// tombstone, is not in the list, and applying that tombstone would
+	// delete what it sees. Compactions need no such cut: their version is
+	// older than their snapshot list.
 	cur := d.versions.Current()
 	defer cur.Unref()
-	applied := d.setSecondary(&ro, cur.SecondaryTombstones)
+	tombs := cur.SecondaryTombstones
+	for len(tombs) > 0 && tombs[len(tombs)-1].Seq > snapSeq {
+		tombs = tombs[:len(tombs)-1]
+	}
+	applied := d.setSecondary(&ro, tombs)
 	metas, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v, secondaryApplied: applied})
 	if err == nil {
 		d.recordDrops(stats, 0)

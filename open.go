@@ -312,7 +312,7 @@ func (d *DB) recover() error {
 			mem = d.newMemTable(0, 0)
 			return nil
 		}
-		metas, err := d.writeLevel0Tables(mem, nil, nil)
+		metas, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil) // no snapshot exists yet
 		if err != nil {
 			return err
 		}

@@ -574,3 +574,48 @@ func TestSecondaryDeleteKeepsDeletesAboveOlderData(t *testing.T) {
 		t.Fatalf("no Set was turned into a Delete:\n%s", m)
 	}
 }
+
+// TestSecondaryDeleteFlushKeepsSnapshotTakenDuringFlush takes a snapshot
+// and deletes by attribute after a flush listed the live snapshots and
+// before it writes its memtable: the flush must not apply that tombstone,
+// which the snapshot it does not know does not see (its Sets would turn
+// into Deletes the snapshot sees).
+func TestSecondaryDeleteFlushKeepsSnapshotTakenDuringFlush(t *testing.T) {
+	db, err := Open("/db", secondaryOptions(vfs.NewMem()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 100 {
+		if err := db.Put([]byte(fmt.Sprintf("key%04d", i)), tsValue(uint64(i), "value"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var snap *Snapshot
+	var hookErr error
+	testHookFlushListedSnapshots = func() {
+		testHookFlushListedSnapshots = nil // the flushes the delete causes run plain
+		snap = db.NewSnapshot()
+		hookErr = db.DeleteBySecondaryRange(0, 1000, nil)
+	}
+	defer func() { testHookFlushListedSnapshots = nil }()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if hookErr != nil {
+		t.Fatal(hookErr)
+	}
+	defer snap.Release()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		k := fmt.Sprintf("key%04d", i)
+		if v, err := db.Get([]byte(k), &ReadOptions{Snapshot: snap}); err != nil || string(v) != string(tsValue(uint64(i), "value")) {
+			t.Fatalf("%s at the snapshot: %q, %v: the flush applied a tombstone the snapshot does not see", k, v, err)
+		}
+		if _, err := db.Get([]byte(k), nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s now: %v, want ErrNotFound", k, err)
+		}
+	}
+}
