@@ -38,25 +38,5 @@ func TestMetamorphicReseeks(t *testing.T) {
 
 // runMetamorphicOnKeys is runMetamorphic with ops drawn from numKeys keys.
 func runMetamorphicOnKeys(t *testing.T, seed uint64, n, numKeys int, sets []metaOptionSet) {
-	ops := generateOps(seed, n, numKeys)
-	ops = append(ops,
-		modelOp{kind: opIter, steps: []iterStep{{kind: stepScanFwd}}},
-		modelOp{kind: opReopen},
-		modelOp{kind: opIter, steps: []iterStep{{kind: stepScanRev}}},
-	)
-	m := newModelTarget()
-	var want []string
-	wantEnd := make([]int, len(ops))
-	for i, op := range ops {
-		want = runOp(m, op, i, want)
-		wantEnd[i] = len(want)
-	}
-	var matched []string
-	for _, set := range sets {
-		t.Run(set.name, func(t *testing.T) {
-			if runMetaSet(t, seed, set, ops, want, wantEnd, matched) {
-				matched = append(matched, set.name)
-			}
-		})
-	}
+	runMetamorphicOps(t, seed, generateOps(seed, n, numKeys), sets)
 }
