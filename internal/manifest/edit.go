@@ -409,6 +409,11 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 				return NewFileEntry{}, d.errorf("file %s: secondary applied seqnum %d exceeds the 56-bit maximum", m.FileNum, secondaryApplied)
 			}
 			m.SecondaryApplied = base.SeqNum(secondaryApplied)
+			if !m.Secondary.Known && (m.Secondary.Min != 0 || m.Secondary.Max != 0) {
+				// The writer puts the count before the range whenever the
+				// range is known: a range without its count is damage.
+				return NewFileEntry{}, d.errorf("file %s: secondary attribute range without its count", m.FileNum)
+			}
 			if m.Secondary.Min > m.Secondary.Max {
 				return NewFileEntry{}, d.errorf("file %s: secondary attribute min %d > max %d", m.FileNum, m.Secondary.Min, m.Secondary.Max)
 			}
