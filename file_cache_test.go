@@ -391,10 +391,10 @@ func TestMaxOpenFilesBoundsOpenTables(t *testing.T) {
 // cache (the cache's own not counted).
 func tableUsers(db *DB) int {
 	c := db.fileCache
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	n := 0
-	for _, f := range c.m[fileKindTable] {
+	for _, f := range c.cachedLocked(fileKindTable) {
 		n += int(f.refs.Load()) - 1
 	}
 	for f := range c.lingering {
@@ -426,11 +426,11 @@ func tableNums(db *DB) []base.FileNum {
 // cachedTables returns the tables db's file cache holds, sorted.
 func cachedTables(db *DB) []base.FileNum {
 	c := db.fileCache
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var nums []base.FileNum
-	for num := range c.m[fileKindTable] {
-		nums = append(nums, num)
+	for _, f := range c.cachedLocked(fileKindTable) {
+		nums = append(nums, f.num)
 	}
 	slices.Sort(nums)
 	return nums
