@@ -785,3 +785,76 @@ func TestFileCacheReopenedTableFindsItsCachedBlocks(t *testing.T) {
 		t.Fatalf("Get from the reopened table: %d block reads, %d cache hits; want 0 and 1", pc.BlockReads, pc.BlockCacheHits)
 	}
 }
+
+// TestFileCacheLookupsRaceEvictions has four goroutines take and release
+// references to three tables through a cache of 2 entries, so lookups
+// (which take no lock) race with evictions of the entry they found: every
+// reference handed out must be to an open reader that can read its table,
+// and once all are released nothing lingers, the cache holds at most its
+// capacity, and the file system saw no handle used after close. Meant for
+// -race too.
+func TestFileCacheLookupsRaceEvictions(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := newTableFileFS(mem)
+	buildManyTables(t, fs, "/db", 400, 100)
+	opts := testOptions(fs)
+	opts.MaxOpenFiles = 2
+	opts.BlockCacheSize = -1
+	opts.DisableAutoCompactions = true
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three tables through two entries: most lookups hit, and most misses
+	// evict an entry another goroutine has just found.
+	tables := currentTables(db)
+	if len(tables) < 3 {
+		t.Fatalf("only %d tables", len(tables))
+	}
+	tables = tables[:3]
+	rounds := bySize(20000, 5000, 200000)
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for range rounds {
+				m := tables[rng.IntN(len(tables))]
+				f, err := db.fileCache.findTable(m.FileNum)
+				if err != nil {
+					errc <- err
+					return
+				}
+				if rng.IntN(2) == 0 {
+					f.ref() // a second holder, as MultiGet's memo takes
+					f.release()
+				}
+				_, _, _, ok, err := f.reader.GetCounted(m.Smallest.UserKey, base.SeqNumMax, false, nil)
+				f.release()
+				if err != nil || !ok {
+					errc <- fmt.Errorf("table %s: Get(%s) found %v, %v", m.FileNum, m.Smallest.UserKey, ok, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	cached, lingering := db.fileCache.numOpen()
+	if open, _, _ := fs.counts(); cached > 2 || lingering != 0 || open != cached {
+		t.Errorf("after every release: %d cached (capacity 2), %d lingering, %d handles open", cached, lingering, open)
+	}
+	if n := tableUsers(db); n != 0 {
+		t.Errorf("%d references still held", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if open, _, _ := fs.counts(); open != 0 {
+		t.Errorf("%d table handles open after Close", open)
+	}
+	fs.checkMisuse(t)
+}
