@@ -101,7 +101,8 @@
 //
 // With a block cache, a value read through an index is cached under the
 // Reader's cache id and the index offset, as the decoded contents (key and
-// value), so that a hit still checks the key. Sequential reads (Iterator)
+// value) with the record's length and trailer type beside them, so that a
+// hit checks the key and the index as a read from the file does. Sequential reads (Iterator)
 // neither consult nor fill the cache: garbage collection reads each value
 // once.
 package blob

@@ -160,6 +160,9 @@ func (r *Reader) GetCounted(x Index, key []byte, fillCache bool, stats *ReadStat
 	return v, err
 }
 
+// auxLen is the size of what is cached beside a record's contents.
+const auxLen = lengthLen + 1
+
 // checkIndex refuses an index of another file, or one whose record does
 // not lie between the header and the footer.
 func (r *Reader) checkIndex(x Index) error {
@@ -175,11 +178,19 @@ func (r *Reader) checkIndex(x Index) error {
 // cached returns the value of x from the cache, if it is there (ok); a
 // cached record of another key is corruption (err).
 func (r *Reader) cached(x Index, key []byte, src block.Source) (v []byte, ok bool, err error) {
-	b, _, ok := r.bf.Cached(x.handle())
+	b, aux, ok := r.bf.Cached(x.handle())
 	if !ok {
 		return nil, false, nil
 	}
 	r.bf.CountCacheHit(src)
+	// The cold path checks the index against the record's length and
+	// trailer type; a hit checks it against their copy beside the block.
+	if len(aux) != auxLen || uint64(binary.LittleEndian.Uint32(aux)) != x.Size {
+		return nil, true, r.bf.Corruptf(x.handle(), "cached record does not have the size blob index %s says", x)
+	}
+	if code, _ := typeCode(x.Compression); aux[lengthLen] != code {
+		return nil, true, r.bf.Corruptf(x.handle(), "record compression type %d, blob index says %s", aux[lengthLen], x.Compression)
+	}
 	k, v, err := r.splitContents(x.handle(), b)
 	if err != nil {
 		return nil, true, err
@@ -214,7 +225,12 @@ func (r *Reader) decodeRecord(x Index, key, buf []byte, shared, fillCache bool, 
 		return nil, r.keyMismatch(x, k, key)
 	}
 	if fillCache {
-		r.bf.SetCached(h, contents, nil)
+		// aux is the record's length and trailer type, which a hit checks
+		// the index against.
+		aux := make([]byte, auxLen)
+		copy(aux, buf[:lengthLen])
+		aux[lengthLen] = blk[x.Size]
+		r.bf.SetCached(h, contents, aux)
 	}
 	return v, nil
 }
