@@ -469,3 +469,37 @@ func TestIteratorOtherFile(t *testing.T) {
 		t.Fatalf("%d reads of the other handle, %d direct", f.reads, call.DirectReads.Load())
 	}
 }
+
+// TestHotPathsDoNotAllocate: a cached Get and an Add of an uncompressed
+// value allocate nothing.
+func TestHotPathsDoNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	recs := []record{{[]byte("key"), bytes.Repeat([]byte("v"), 4000)}}
+	data, xs, _ := writeBlob(t, WriterOptions{}, recs)
+	r, err := openBytes(data, ReaderOptions{Cache: cache.New(1 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Get(xs[0], recs[0].key); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := r.Get(xs[0], recs[0].key); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("a cached Get allocates %.1f times", n)
+	}
+	w := NewWriter(&discardFile{}, WriterOptions{})
+	value := bytes.Repeat([]byte("x"), 8000)
+	w.Add(recs[0].key, value)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := w.Add(recs[0].key, value); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("Add allocates %.1f times", n)
+	}
+}
