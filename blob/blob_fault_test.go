@@ -19,8 +19,15 @@ import (
 // Close failed before the footer reached it reads as unfinished.
 func TestWriteFaultsSurface(t *testing.T) {
 	rng := newRand(t)
-	// About 3 MiB: a dozen writes of the 256 KiB buffer.
-	recs := randomRecords(rng, 400)
+	// 3.2 MiB that do not compress: a dozen writes of the 256 KiB buffer.
+	recs := make([]record, 400)
+	for i := range recs {
+		v := make([]byte, 8<<10)
+		for j := range v {
+			v[j] = byte(rng.Uint32())
+		}
+		recs[i] = record{[]byte(fmt.Sprint(i)), v}
+	}
 	var rules []errorfs.Rule
 	for k := 1; k <= 6; k++ {
 		rules = append(rules,
@@ -33,7 +40,9 @@ func TestWriteFaultsSurface(t *testing.T) {
 	for _, rule := range rules {
 		name := fmt.Sprintf("%s nth %d nospace %v short %v p %.1f", rule.Op, rule.Nth, rule.NoSpace, rule.ShortWrite, rule.Probability)
 		mem := vfs.NewMem()
-		fs := errorfs.New(mem, rng.Uint64())
+		// A fixed seed: the probabilistic rule fails the same writes in
+		// every run.
+		fs := errorfs.New(mem, 7)
 		f, err := fs.Create("/f.blob")
 		if err != nil {
 			t.Fatal(err)

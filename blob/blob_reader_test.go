@@ -3,6 +3,8 @@ package blob
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/shaledb/shale/cache"
@@ -501,5 +503,89 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("Add allocates %.1f times", n)
+	}
+}
+
+// TestLargeValues round-trips values larger than the writer's buffer and the
+// readahead windows, compressible and not, with every compression.
+func TestLargeValues(t *testing.T) {
+	rng := newRand(t)
+	var recs []record
+	for i := 0; i < 6; i++ {
+		v := make([]byte, 300<<10+rng.IntN(2<<20))
+		if i%2 == 0 {
+			for j := range v {
+				v[j] = byte(rng.Uint32())
+			}
+		} else {
+			for j := range v {
+				v[j] = "abcd"[j/1000%4]
+			}
+		}
+		recs = append(recs, record{[]byte{byte(i)}, v}, record{[]byte("small"), []byte("x")})
+	}
+	for _, c := range []Compression{NoCompression, SnappyCompression, ZstdCompression} {
+		data, xs, _ := writeBlob(t, WriterOptions{Compression: c}, recs)
+		r, err := openBytes(data, ReaderOptions{Cache: cache.New(64 << 20)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range xs {
+			if v, err := r.Get(x, recs[i].key); err != nil || !bytes.Equal(v, recs[i].value) {
+				t.Fatalf("%s: Get %d: %v", c, i, err)
+			}
+		}
+		for _, ra := range []int64{0, 64 << 10} {
+			got, _, err := iterAll(r, IterOptions{ReadaheadSize: ra})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRecords(t, got, recs)
+		}
+	}
+}
+
+// TestConcurrentGets reads one Reader from several goroutines, through a
+// small cache that evicts, and by GetBatches of their own.
+func TestConcurrentGets(t *testing.T) {
+	rng := newRand(t)
+	recs := randomRecords(rng, 300)
+	data, xs, _ := writeBlob(t, WriterOptions{Compression: SnappyCompression}, recs)
+	async := vfs.NewAsyncReader(vfs.AsyncOptions{DisableIOUring: true})
+	defer async.Close()
+	r, err := openBytes(data, ReaderOptions{Cache: cache.New(256 << 10), AsyncReader: async})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		seed := rng.Uint64()
+		go func() {
+			lr := rand.New(rand.NewPCG(seed, 1))
+			b := NewGetBatch(NewReadGroup(async))
+			for k := 0; k < 500; k++ {
+				i := lr.IntN(len(xs))
+				if k%10 == 0 {
+					id := b.Add(r, xs[i], recs[i].key, true)
+					b.Submit()
+					if v, err := b.Result(id); err != nil || !bytes.Equal(v, recs[i].value) {
+						errs <- fmt.Errorf("batch %d: %v", i, err)
+						return
+					}
+					b.Reset()
+					continue
+				}
+				if v, err := r.Get(xs[i], recs[i].key); err != nil || !bytes.Equal(v, recs[i].value) {
+					errs <- fmt.Errorf("Get %d: %v", i, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

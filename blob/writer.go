@@ -146,7 +146,8 @@ func (w *Writer) Add(key, value []byte) (Index, error) {
 	w.count++
 	w.values += uint64(len(value))
 	if cap(w.raw) > 4*writeBufferSize {
-		w.raw = nil // a huge value's buffer is not kept for small ones
+		// A huge value's buffers are not kept for the small ones.
+		w.raw, w.compBuf = nil, nil
 	}
 	return x, nil
 }
