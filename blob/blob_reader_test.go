@@ -116,6 +116,11 @@ func TestGetVerifiesIndexAndKey(t *testing.T) {
 		if _, err := r.Get(other, recs[1].key); !errors.Is(err, base.ErrInvalidArgument) {
 			t.Fatalf("index of file 4: %v, want invalid argument", err)
 		}
+		other = xs[1]
+		other.Compression = DefaultCompression
+		if _, err := r.Get(other, recs[1].key); !errors.Is(err, base.ErrInvalidArgument) {
+			t.Fatalf("index without a stored compression: %v, want invalid argument", err)
+		}
 		bad := map[string]Index{}
 		x := xs[0]
 		x.Compression = NoCompression

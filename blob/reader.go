@@ -163,11 +163,15 @@ func (r *Reader) GetCounted(x Index, key []byte, fillCache bool, stats *ReadStat
 // auxLen is the size of what is cached beside a record's contents.
 const auxLen = lengthLen + 1
 
-// checkIndex refuses an index of another file, or one whose record does
-// not lie between the header and the footer.
+// checkIndex refuses an index of another file or with a compression no
+// record has (an invalid argument: DecodeIndex never returns one), or one
+// whose record does not lie between the header and the footer.
 func (r *Reader) checkIndex(x Index) error {
 	if r.fileNum != 0 && x.FileNum != r.fileNum {
 		return base.InvalidArgumentf("shale: blob index of file %s given to the reader of %s (file %s)", x.FileNum, r.bf.Name(), r.fileNum)
+	}
+	if _, ok := typeCode(x.Compression); !ok {
+		return base.InvalidArgumentf("shale: blob index with compression %s (not none, snappy or zstd)", x.Compression)
 	}
 	if x.Offset < HeaderLen+lengthLen {
 		return r.bf.Corruptf(x.handle(), "blob index offset %d inside the file header", x.Offset)
