@@ -46,6 +46,10 @@ type Iterator struct {
 	count, values uint64
 	done          bool
 	lenBuf        [lengthLen]byte
+	// nextLen is the length of the record at off when haveLen: the read
+	// of the record before fetched it.
+	nextLen uint32
+	haveLen bool
 }
 
 // NewIter returns an Iterator positioned before the first record.
@@ -105,20 +109,35 @@ func (it *Iterator) next() (bool, error) {
 	if r.footOff-it.off < minRecordLen {
 		return false, r.bf.Corruptf(block.Handle{Offset: it.off}, "%d bytes before the footer are too short for a record", r.footOff-it.off)
 	}
-	lb, err := it.read(it.off, lengthLen, it.lenBuf[:])
-	if err != nil {
-		return false, err
+	n := it.nextLen
+	if !it.haveLen {
+		lb, err := it.read(it.off, lengthLen, it.lenBuf[:])
+		if err != nil {
+			return false, err
+		}
+		n = binary.LittleEndian.Uint32(lb)
 	}
-	n := binary.LittleEndian.Uint32(lb)
+	it.haveLen = false
 	h := block.Handle{Offset: it.off + lengthLen, Length: uint64(n)}
 	if err := r.bf.CheckHandle(h, r.footOff); err != nil {
 		return false, err
 	}
-	blk, release, shared, err := it.readBlock(h)
+	// The read of a block also fetches the next record's length, unless
+	// the block is the last: one read per record, not two.
+	total := int(h.Length) + block.TrailerLen
+	span := total
+	if h.End()+lengthLen <= r.footOff {
+		span += lengthLen
+	}
+	blk, release, shared, err := it.readSpan(h.Offset, span)
 	if err != nil {
 		return false, err
 	}
 	defer release()
+	if span > total {
+		it.nextLen, it.haveLen = binary.LittleEndian.Uint32(blk[total:]), true
+		blk = blk[:total]
+	}
 	c, ok := compressionOf(blk[h.Length])
 	if !ok {
 		return false, r.bf.Corruptf(h, "unknown compression type %d", blk[h.Length])
@@ -155,19 +174,19 @@ func (it *Iterator) read(off uint64, n int, buf []byte) ([]byte, error) {
 	return buf[:n], nil
 }
 
-// readBlock reads the block at h with its trailer: from the readahead
-// window, or by a read of its own. shared says the bytes are in reused
-// memory (the window, or pooled direct-IO memory that release gives back).
-func (it *Iterator) readBlock(h block.Handle) (b []byte, release func(), shared bool, err error) {
-	total := int(h.Length) + block.TrailerLen
-	w, err := it.ra.Read(int64(h.Offset), total)
+// readSpan reads the n bytes at off (a block with its trailer, and maybe
+// the next record's length): from the readahead window, or by a read of
+// its own. shared says the bytes are in reused memory (the window, or
+// pooled direct-IO memory that release gives back).
+func (it *Iterator) readSpan(off uint64, n int) (b []byte, release func(), shared bool, err error) {
+	w, err := it.ra.Read(int64(off), n)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("shale: reading ahead in %s at offset %d: %w", it.r.bf.Name(), h.Offset, err)
+		return nil, nil, false, fmt.Errorf("shale: reading ahead in %s at offset %d: %w", it.r.bf.Name(), off, err)
 	}
 	if w != nil {
 		return w, func() {}, true, nil
 	}
-	rr, b, err := it.r.bf.ReadRange(it.src, int64(h.Offset), total)
+	rr, b, err := it.r.bf.ReadRange(it.src, int64(off), n)
 	if err != nil {
 		return nil, nil, false, err
 	}
