@@ -138,13 +138,14 @@ func (it *Iterator) next() (bool, error) {
 		it.nextLen, it.haveLen = binary.LittleEndian.Uint32(blk[total:]), true
 		blk = blk[:total]
 	}
-	c, ok := compressionOf(blk[h.Length])
-	if !ok {
-		return false, r.bf.Corruptf(h, "unknown compression type %d", blk[h.Length])
-	}
 	contents, err := r.bf.DecodeBlock(h, blk, shared, it.src)
 	if err != nil {
 		return false, err
+	}
+	// The checksum covers the type byte, which DecodeBlock knew.
+	c, ok := compressionOf(blk[h.Length])
+	if !ok {
+		return false, r.bf.Corruptf(h, "unknown compression type %d", blk[h.Length])
 	}
 	k, v, err := r.splitContents(h, contents)
 	if err != nil {

@@ -214,12 +214,13 @@ func (r *Reader) decodeRecord(x Index, key, buf []byte, shared, fillCache bool, 
 		return nil, r.bf.Corruptf(h, "record length %d, blob index says %d", n, x.Size)
 	}
 	blk := buf[lengthLen:]
-	if code, _ := typeCode(x.Compression); blk[x.Size] != code {
-		return nil, r.bf.Corruptf(h, "record compression type %d, blob index says %s", blk[x.Size], x.Compression)
-	}
 	contents, err := r.bf.DecodeBlock(h, blk, shared, src)
 	if err != nil {
 		return nil, err
+	}
+	// After the checksum, so that a damaged type byte is reported as such.
+	if code, _ := typeCode(x.Compression); blk[x.Size] != code {
+		return nil, r.bf.Corruptf(h, "record compression type %d, blob index says %s", blk[x.Size], x.Compression)
 	}
 	k, v, err := r.splitContents(h, contents)
 	if err != nil {
