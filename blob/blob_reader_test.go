@@ -56,6 +56,13 @@ func TestGetCachesValues(t *testing.T) {
 		t.Fatalf("%d cache hits, want 100", stats.CacheHits.Load())
 	}
 	id := r.CacheID()
+	// Values are cached under (cache id, index offset), key first.
+	for i, x := range xs {
+		b, ok := c.Get(id, x.Offset)
+		if !ok || !bytes.HasSuffix(b, recs[i].value) || !bytes.Contains(b[:len(b)-len(recs[i].value)], recs[i].key) {
+			t.Fatalf("value %d not cached under (%d, %d)", i, id, x.Offset)
+		}
+	}
 	r.Close()
 	var stats2 ReadStats
 	r2, err := openBytes(data, ReaderOptions{Cache: c, CacheID: id, Stats: &stats2})
