@@ -229,7 +229,7 @@ func (r *Reader) decodeRecord(x Index, key, buf []byte, shared, fillCache bool, 
 	if !bytes.Equal(k, key) {
 		return nil, r.keyMismatch(x, k, key)
 	}
-	if fillCache {
+	if fillCache && r.bf.Cache() != nil {
 		// aux is the record's length and trailer type, which a hit checks
 		// the index against.
 		aux := make([]byte, auxLen)
