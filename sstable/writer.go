@@ -33,49 +33,6 @@ type indexEntry struct {
 	props  BlockProps // with WriterOptions.BlockAttr
 }
 
-// maxPreallocStep bounds one preallocation, whatever TargetFileSize says.
-const maxPreallocStep = 1 << 30
-
-// fileSink is what the Writer's bufio.Writer writes to: it appends to the
-// file, preallocating ahead of the writes and starting writeback every
-// BytesPerSync bytes.
-type fileSink struct {
-	f vfs.File
-	// written is the file size so far; preallocated the end of the space
-	// reserved ahead (a multiple of step); writebackAt the end of the
-	// range whose writeback was last started.
-	written, preallocated, writebackAt int64
-	step, bytesPerSync                 int64
-}
-
-func (s *fileSink) Write(p []byte) (int, error) {
-	end := s.written + int64(len(p))
-	if s.step > 0 && end > s.preallocated {
-		next := (end + s.step - 1) / s.step * s.step
-		if err := s.f.Preallocate(s.preallocated, next-s.preallocated); err != nil {
-			// Preallocation is a hint (as in RocksDB, whose fallocate
-			// failures are ignored): stop reserving, and let the write
-			// itself report a full disk.
-			s.step = 0
-		} else {
-			s.preallocated = next
-		}
-	}
-	n, err := s.f.Write(p)
-	s.written += int64(n)
-	if err != nil {
-		return n, err
-	}
-	if s.bytesPerSync > 0 && s.written-s.writebackAt >= s.bytesPerSync {
-		if err := s.f.StartWriteback(s.writebackAt, s.written-s.writebackAt); err != nil {
-			// Only a hint too: the final sync makes the data durable.
-			s.bytesPerSync = 0
-		}
-		s.writebackAt = s.written
-	}
-	return n, nil
-}
-
 // Writer writes one table. Entries are added in strictly increasing
 // internal key order; Close writes the meta blocks, index and footer.
 // A Writer is not safe for concurrent use.
@@ -84,7 +41,7 @@ type Writer struct {
 	name     string
 	o        WriterOptions
 	cmp      base.Compare
-	sink     fileSink
+	sink     block.Sink
 	out      *bufio.Writer
 	offset   uint64
 	err      error
@@ -130,10 +87,7 @@ func NewWriter(f vfs.File, fileName string, o WriterOptions) *Writer {
 		o:    o,
 		cmp:  o.Comparer.Compare,
 	}
-	w.sink = fileSink{f: f, bytesPerSync: o.BytesPerSync}
-	if o.TargetFileSize > 0 {
-		w.sink.step = min(o.TargetFileSize+o.TargetFileSize/10, maxPreallocStep)
-	}
+	w.sink = block.NewSink(f, o.TargetFileSize, o.BytesPerSync)
 	w.out = bufio.NewWriterSize(&w.sink, 256<<10)
 	w.data.restartInterval = o.BlockRestartInterval
 	w.rangeDels.restartInterval = 1
@@ -422,12 +376,8 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 	if err := w.out.Flush(); err != nil {
 		return nil, err
 	}
-	if w.sink.preallocated > w.sink.written {
-		// Give back the space reserved past the end (fallocate with
-		// KEEP_SIZE holds it until the file is cut to its size).
-		if err := w.f.Truncate(w.sink.written); err != nil {
-			return nil, err
-		}
+	if err := w.sink.Trim(); err != nil {
+		return nil, err
 	}
 	// fdatasync suffices: the file is only appended to, and it makes the
 	// size durable with the data (the metadata a read needs).

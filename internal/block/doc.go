@@ -75,4 +75,10 @@
 // readahead bytes issued and used, cache hits, async requests, coalesced
 // blocks and prefetch hits, in a File's shared stats and in a per-call
 // Source.Stats when set.
+//
+// # Writes
+//
+// Writers of both formats append through a Sink: it preallocates ahead of
+// the writes and starts writeback every BytesPerSync bytes, and Trim gives
+// back what was reserved past the end.
 package block

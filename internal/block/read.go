@@ -190,7 +190,7 @@ func (f *File) ReadResult(off int64, want, n int, err error) error {
 // source it reads the aligned range covering b and copies.
 func (f *File) ReadAt(src Source, b []byte, off int64) error {
 	if src.Align > 1 {
-		rr, raw, err := f.readDirect(src, off, len(b))
+		rr, raw, err := f.ReadRange(src, off, len(b))
 		if err != nil {
 			return err
 		}
@@ -203,10 +203,11 @@ func (f *File) ReadAt(src Source, b []byte, off int64) error {
 	return f.ReadResult(off, len(b), n, err)
 }
 
-// readDirect reads [off, off+n) of a direct-IO source (a RangeRead read
-// with ReadAt). The returned bytes alias rr's pooled memory, which the
-// caller releases when done with them.
-func (f *File) readDirect(src Source, off int64, n int) (rr RangeRead, b []byte, err error) {
+// ReadRange reads [off, off+n) of src as one RangeRead read with ReadAt,
+// counting the read. From a direct-IO source the returned bytes alias rr's
+// pooled memory (rr.Pooled()), which the caller releases when done with
+// them; otherwise they are fresh memory.
+func (f *File) ReadRange(src Source, off int64, n int) (rr RangeRead, b []byte, err error) {
 	rr = NewRangeRead(src, off, n)
 	rr.Req.N, rr.Req.Err = src.File.ReadAt(rr.Req.Buf, rr.Req.Off)
 	f.CountFileRead(src, rr.Req.N)
@@ -240,7 +241,7 @@ func (f *File) ReadBlock(h Handle, limit uint64, ra *readahead.State, src Source
 		buf, shared = w, w != nil
 	}
 	if buf == nil && src.Align > 1 {
-		rr, raw, err := f.readDirect(src, int64(h.Offset), total)
+		rr, raw, err := f.ReadRange(src, int64(h.Offset), total)
 		if err != nil {
 			return nil, err
 		}
