@@ -555,7 +555,7 @@ func collectorNames(fs []TablePropertiesCollectorFactory) string {
 // can read, parsed back by ParseOptionsFile.
 func (o *Options) encodeOptionsFile() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# shale options, written at Open\n[Version]\n  shale_version=%s\n  go_version=%s\n\n[CFOptions \"default\"]\n", Version, runtime.Version())
+	fmt.Fprintf(&b, "# shale options, written at Open and by DB.SetOptions\n[Version]\n  shale_version=%s\n  go_version=%s\n\n[CFOptions \"default\"]\n", Version, runtime.Version())
 	for _, kv := range o.optionsFileFields() {
 		fmt.Fprintf(&b, "  %s=%s\n", kv[0], kv[1])
 	}
