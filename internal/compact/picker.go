@@ -341,6 +341,9 @@ func (p *Picker) SetOptions(o Options) {
 	p.opts = o
 }
 
+// Options returns the options the Picker picks with, defaults filled in.
+func (p *Picker) Options() Options { return p.opts }
+
 // PickAuto picks with a fresh Picker: see (*Picker).PickAuto.
 func PickAuto(v *manifest.Version, o *Options, env PickEnv) *Compaction {
 	return NewPicker(*o).PickAuto(v, env)
