@@ -752,7 +752,7 @@ func (d *dbTarget) changeOptions() error {
 				"level0_stop_writes_trigger":         fmt.Sprint(slowdown + r.IntN(6)),
 			}
 		case 4:
-			return map[string]string{"target_file_size_base": i(4<<10, 32<<10)}
+			return map[string]string{"target_file_size_base": i(4<<10, 32<<10), "target_file_size_multiplier": i(1, 4)}
 		case 5:
 			return map[string]string{"max_bytes_for_level_base": i(16<<10, 128<<10), "max_bytes_for_level_multiplier": i(2, 10)}
 		case 6:

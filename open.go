@@ -235,7 +235,7 @@ func (d *DB) compactOptions() compact.Options {
 		MaxBytesForLevelMultiplier: o.MaxBytesForLevelMultiplier,
 		DynamicLevelBytes:          o.LevelCompactionDynamicLevelBytes,
 		TargetFileSizeBase:         uint64(o.TargetFileSizeBase),
-		TargetFileSizeMultiplier:   1,
+		TargetFileSizeMultiplier:   o.TargetFileSizeMultiplier,
 		L0SlowdownWritesTrigger:    o.Level0SlowdownWritesTrigger,
 		// EnsureDefaults gave it a value: 0 never reaches the picker, whose
 		// own default is the same.

@@ -58,6 +58,10 @@ type Options struct {
 	Level0StopWritesTrigger int
 	// TargetFileSizeBase is the target size of compaction outputs. Default 64 MiB.
 	TargetFileSizeBase int64
+	// TargetFileSizeMultiplier multiplies the target size of compaction
+	// outputs once per level below the base level
+	// (target_file_size_multiplier). Default 1: one size for every level.
+	TargetFileSizeMultiplier int
 	// MaxBytesForLevelBase is the target size of the base level. Default 256 MiB.
 	MaxBytesForLevelBase int64
 	// MaxBytesForLevelMultiplier is the size ratio of adjacent levels. Default 10.
@@ -332,6 +336,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.TargetFileSizeBase == 0 {
 		o.TargetFileSizeBase = 64 * mib
 	}
+	if o.TargetFileSizeMultiplier == 0 {
+		o.TargetFileSizeMultiplier = 1
+	}
 	if o.MaxBytesForLevelBase == 0 {
 		o.MaxBytesForLevelBase = 256 * mib
 	}
@@ -448,6 +455,8 @@ func (o *Options) Validate() error {
 			o.Level0StopWritesTrigger, o.Level0SlowdownWritesTrigger)
 	case o.TargetFileSizeBase < 4*kib:
 		return bad("Options.TargetFileSizeBase must be at least 4 KiB, got %d", o.TargetFileSizeBase)
+	case o.TargetFileSizeMultiplier < 1:
+		return bad("Options.TargetFileSizeMultiplier must be positive, got %d", o.TargetFileSizeMultiplier)
 	case o.MaxBytesForLevelBase < 4*kib:
 		return bad("Options.MaxBytesForLevelBase must be at least 4 KiB, got %d", o.MaxBytesForLevelBase)
 	case o.MaxBytesForLevelMultiplier < 2 || o.MaxBytesForLevelMultiplier > 1000:
@@ -503,6 +512,7 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"level0_slowdown_writes_trigger", itoa(int64(o.Level0SlowdownWritesTrigger))},
 		{"level0_stop_writes_trigger", itoa(int64(o.Level0StopWritesTrigger))},
 		{"target_file_size_base", itoa(o.TargetFileSizeBase)},
+		{"target_file_size_multiplier", itoa(int64(o.TargetFileSizeMultiplier))},
 		{"max_bytes_for_level_base", itoa(o.MaxBytesForLevelBase)},
 		{"max_bytes_for_level_multiplier", strconv.FormatFloat(o.MaxBytesForLevelMultiplier, 'g', -1, 64)},
 		{"level_compaction_dynamic_level_bytes", strconv.FormatBool(o.LevelCompactionDynamicLevelBytes)},
@@ -635,6 +645,8 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		atoi(&o.Level0StopWritesTrigger)
 	case "target_file_size_base":
 		atoi64(&o.TargetFileSizeBase)
+	case "target_file_size_multiplier":
+		atoi(&o.TargetFileSizeMultiplier)
 	case "max_bytes_for_level_base":
 		atoi64(&o.MaxBytesForLevelBase)
 	case "max_bytes_for_level_multiplier":

@@ -68,6 +68,7 @@ var optionSpecs = map[string]optionSpec{
 
 	// Level shape and compaction outputs: read by each pick.
 	"target_file_size_base":          {field: "TargetFileSizeBase"},
+	"target_file_size_multiplier":    {field: "TargetFileSizeMultiplier"},
 	"max_bytes_for_level_base":       {field: "MaxBytesForLevelBase"},
 	"max_bytes_for_level_multiplier": {field: "MaxBytesForLevelMultiplier"},
 	"level_compaction_dynamic_level_bytes": {field: "LevelCompactionDynamicLevelBytes",

@@ -31,6 +31,7 @@ var mutableOptionValues = map[string]string{
 	"level0_slowdown_writes_trigger":       "9",
 	"level0_stop_writes_trigger":           "13",
 	"target_file_size_base":                "16384",
+	"target_file_size_multiplier":          "2",
 	"max_bytes_for_level_base":             "65536",
 	"max_bytes_for_level_multiplier":       "4.5",
 	"max_background_jobs":                  "4",
