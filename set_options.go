@@ -206,7 +206,7 @@ func (d *DB) SetOptions(opts map[string]string) error {
 			return base.InvalidArgumentf("shale: SetOptions: %s cannot change while the DB is open: %s", name, spec.immutable)
 		}
 		if err := next.setOptionsFileField(name, value); err != nil {
-			return base.InvalidArgumentf("shale: SetOptions: %s=%s: %v", name, value, err)
+			return base.InvalidArgumentf("shale: SetOptions: %s=%s: %s", name, value, strings.TrimPrefix(err.Error(), "shale: "))
 		}
 	}
 	next.EnsureDefaults()

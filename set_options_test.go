@@ -240,7 +240,7 @@ func TestSetOptionsRejects(t *testing.T) {
 		{"immutable-with-mutable", map[string]string{"disable_auto_compactions": "true", "use_direct_reads": "true"}, "use_direct_reads cannot change"},
 		{"parse-int", map[string]string{"write_buffer_size": "64M"}, "write_buffer_size=64M"},
 		{"parse-bool", map[string]string{"disable_auto_compactions": "yes"}, "disable_auto_compactions=yes"},
-		{"parse-compression", map[string]string{"compression": "lz4"}, "compression=lz4"},
+		{"parse-compression", map[string]string{"compression": "lz4"}, `SetOptions: compression=lz4: unknown compression "lz4"`},
 		{"parse-duration", map[string]string{"delete_persistence_threshold": "3 days"}, "delete_persistence_threshold=3 days"},
 		{"validate", map[string]string{"write_buffer_size": "100", "disable_auto_compactions": "true"}, "write_buffer_size=100: Options.WriteBufferSize must be at least 4 KiB"},
 		{"validate-block-size", map[string]string{"block_size": "3000"}, "block_size=3000: Options.BlockSize must be a power of two"},
