@@ -164,8 +164,11 @@ func (d *DB) GetOptions() Options {
 // them or none: an unknown name, an option that cannot change while open
 // (the error says why), or a value that does not parse or that Open would
 // refuse returns an error naming the option and changes nothing. Values are
-// written as in the OPTIONS file (a zero value takes the option's default,
-// as a zero Options field does). On success the new values apply to the
+// read as ParseOptionsFile reads them: a zero value takes the option's
+// default, as a zero Options field does, except that 0 turns
+// memtable_op_scan_flush_trigger off and makes
+// max_sequential_skip_in_iterations seek at once, as in RocksDB. On success
+// the new values apply to the
 // flushes, compactions, writes and iterators that start afterwards (the
 // running ones finish with the old ones; write_buffer_size applies to the
 // mutable memtable when lowered and from the next memtable when raised;
