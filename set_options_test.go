@@ -728,3 +728,73 @@ func TestSetOptionsRace(t *testing.T) {
 		}
 	}
 }
+
+// TestSetOptionsPowerLoss crashes after every file-system mutation of a
+// SetOptions and checks each crash: Open succeeds, and the newest OPTIONS
+// file is whole (its checksum line matches) and holds either the old values
+// or the new ones; after SetOptions returns, only the new ones.
+func TestSetOptionsPowerLoss(t *testing.T) {
+	mem := vfs.NewMem()
+	var mu sync.Mutex
+	var clones []*vfs.MemFS
+	recording := atomic.Bool{}
+	cfs := errorfs.NewCrashPointFS(mem, func(errorfs.Mutation) {
+		if recording.Load() {
+			mu.Lock()
+			clones = append(clones, mem.CrashClone())
+			mu.Unlock()
+		}
+	})
+	opts := testOptions(cfs)
+	opts.Logger = discardLogger()
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldValue := optionsFileMap(ptr(db.GetOptions()))["write_buffer_size"]
+	recording.Store(true)
+	if err := db.SetOptions(map[string]string{"write_buffer_size": "65536"}); err != nil {
+		t.Fatal(err)
+	}
+	recording.Store(false)
+	last := mem.CrashClone()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(clones) < 4 {
+		t.Fatalf("SetOptions made %d mutations, want at least create, write, sync and rename", len(clones))
+	}
+	sawNew := false
+	for i, fs := range append(clones, last) {
+		_, data := newestOptionsFile(t, fs, "/db")
+		if err := verifyOptionsChecksum(data); err != nil {
+			t.Fatalf("crash after mutation %d of SetOptions: newest OPTIONS file: %v", i+1, err)
+		}
+		parsed, err := ParseOptionsFile(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := optionsFileMap(parsed)["write_buffer_size"]
+		switch {
+		case got == "65536":
+			sawNew = true
+		case got != oldValue || i == len(clones):
+			t.Fatalf("crash after mutation %d of SetOptions: the newest OPTIONS file has write_buffer_size=%s, want %s or 65536 (65536 once it returned)", i+1, got, oldValue)
+		}
+		o := testOptions(fs)
+		o.Logger = discardLogger()
+		db, err := Open("/db", o)
+		if err != nil {
+			t.Fatalf("crash after mutation %d of SetOptions: Open: %v", i+1, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := countFiles(t, fs, base.FileTypeOptions); n != 1 {
+			t.Fatalf("crash after mutation %d of SetOptions: %d OPTIONS files after Open, want 1", i+1, n)
+		}
+	}
+	if !sawNew {
+		t.Fatal("no crash point kept the new OPTIONS file")
+	}
+}
