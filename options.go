@@ -599,7 +599,10 @@ func verifyOptionsChecksum(data []byte) error {
 }
 
 // ParseOptionsFile reads an OPTIONS file written by Open back into Options.
-// Keys it does not know are ignored, so newer files still parse.
+// Keys it does not know are ignored, so newer files still parse. Besides what
+// shale writes it takes RocksDB's spellings of values: a size suffix k, m, g
+// or t (either case) on integers, as 64M, and RocksDB's compression names
+// (kNoCompression, kSnappyCompression, kZSTD).
 func ParseOptionsFile(data []byte) (*Options, error) {
 	o := &Options{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -627,10 +630,10 @@ func (o *Options) setOptionsFileField(k, v string) error {
 	var err error
 	atoi := func(dst *int) {
 		var n int64
-		n, err = strconv.ParseInt(v, 10, 64)
+		n, err = parseOptionInt(v)
 		*dst = int(n)
 	}
-	atoi64 := func(dst *int64) { *dst, err = strconv.ParseInt(v, 10, 64) }
+	atoi64 := func(dst *int64) { *dst, err = parseOptionInt(v) }
 	atob := func(dst *bool) { *dst, err = strconv.ParseBool(v) }
 	switch k {
 	case "write_buffer_size":
@@ -673,7 +676,11 @@ func (o *Options) setOptionsFileField(k, v string) error {
 	case "pin_l0_filter_and_index_blocks_in_cache":
 		atob(&o.PinL0FilterAndIndexBlocksInCache)
 	case "compression":
-		o.Compression, err = sstable.ParseCompression(v)
+		if c, ok := rocksDBCompressions[v]; ok {
+			o.Compression = c
+		} else {
+			o.Compression, err = sstable.ParseCompression(v)
+		}
 	case "comparator":
 		if v != DefaultComparer.Name {
 			err = fmt.Errorf("comparer %q must be supplied by the program", v)
@@ -727,6 +734,43 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		o.WALRecoveryMode = WALRecoveryMode(m)
 	}
 	return err
+}
+
+// rocksDBCompressions are RocksDB's names of the compressions shale has, as
+// its OPTIONS files and SetOptions calls spell them.
+var rocksDBCompressions = map[string]Compression{
+	"kNoCompression":     NoCompression,
+	"kSnappyCompression": SnappyCompression,
+	"kZSTD":              ZstdCompression,
+}
+
+// parseOptionInt parses an integer option value, with RocksDB's size
+// suffixes: k, m, g or t (either case) multiply by 2^10, 2^20, 2^30, 2^40.
+func parseOptionInt(v string) (int64, error) {
+	shift := 0
+	if n := len(v); n > 1 {
+		switch v[n-1] {
+		case 'k', 'K':
+			shift = 10
+		case 'm', 'M':
+			shift = 20
+		case 'g', 'G':
+			shift = 30
+		case 't', 'T':
+			shift = 40
+		}
+		if shift > 0 {
+			v = v[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || shift == 0 {
+		return n, err
+	}
+	if n > math.MaxInt64>>shift || n < math.MinInt64>>shift {
+		return 0, fmt.Errorf("%s with its size suffix overflows 64 bits", v)
+	}
+	return n << shift, nil
 }
 
 // WriteOptions control a single write.

@@ -238,7 +238,8 @@ func TestSetOptionsRejects(t *testing.T) {
 		{"immutable", map[string]string{"num_levels": "3"}, "num_levels cannot change while the DB is open"},
 		{"immutable-comparator", map[string]string{"comparator": "leveldb.BytewiseComparator"}, "comparator cannot change"},
 		{"immutable-with-mutable", map[string]string{"disable_auto_compactions": "true", "use_direct_reads": "true"}, "use_direct_reads cannot change"},
-		{"parse-int", map[string]string{"write_buffer_size": "64M"}, "write_buffer_size=64M"},
+		{"parse-int", map[string]string{"write_buffer_size": "64MiB"}, "write_buffer_size=64MiB"},
+		{"parse-int-overflow", map[string]string{"target_file_size_base": "9000000000000T"}, "target_file_size_base=9000000000000T"},
 		{"parse-bool", map[string]string{"disable_auto_compactions": "yes"}, "disable_auto_compactions=yes"},
 		{"parse-compression", map[string]string{"compression": "lz4"}, `SetOptions: compression=lz4: unknown compression "lz4"`},
 		{"parse-duration", map[string]string{"delete_persistence_threshold": "3 days"}, "delete_persistence_threshold=3 days"},
@@ -796,5 +797,32 @@ func TestSetOptionsPowerLoss(t *testing.T) {
 	}
 	if !sawNew {
 		t.Fatal("no crash point kept the new OPTIONS file")
+	}
+}
+
+// TestSetOptionsRocksDBValues: values spelled as RocksDB spells them (size
+// suffixes, its compression names) set what they say.
+func TestSetOptionsRocksDBValues(t *testing.T) {
+	db := openSetOptionsDB(t, vfs.NewMem(), nil)
+	if err := db.SetOptions(map[string]string{
+		"write_buffer_size":        "64M",
+		"target_file_size_base":    "32k",
+		"max_bytes_for_level_base": "1G",
+		"compression":              "kZSTD",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o := db.GetOptions()
+	if o.WriteBufferSize != 64<<20 || o.TargetFileSizeBase != 32<<10 || o.MaxBytesForLevelBase != 1<<30 || o.Compression != ZstdCompression {
+		t.Fatalf("got write_buffer_size %d, target_file_size_base %d, max_bytes_for_level_base %d, compression %s",
+			o.WriteBufferSize, o.TargetFileSizeBase, o.MaxBytesForLevelBase, o.Compression)
+	}
+	for v, want := range map[string]Compression{"kNoCompression": NoCompression, "kSnappyCompression": SnappyCompression} {
+		if err := db.SetOptions(map[string]string{"compression": v}); err != nil {
+			t.Fatal(err)
+		}
+		if got := db.GetOptions().Compression; got != want {
+			t.Fatalf("compression=%s: %s, want %s", v, got, want)
+		}
 	}
 }
