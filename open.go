@@ -760,9 +760,10 @@ func (d *DB) Close() error {
 	for _, m := range d.mu.mem.queue {
 		noWAL = noWAL || m.noWAL
 	}
-	needFlush := noWAL && d.mu.bgErr == nil && !d.opts.AvoidFlushDuringShutdown
+	avoidFlush := d.mutableOptions().AvoidFlushDuringShutdown
+	needFlush := noWAL && d.mu.bgErr == nil && !avoidFlush
 	var err error
-	if noWAL && d.opts.AvoidFlushDuringShutdown {
+	if noWAL && avoidFlush {
 		d.logger.Warn("closing without flushing the writes made with WriteOptions.DisableWAL (Options.AvoidFlushDuringShutdown): they are lost")
 	} else if noWAL && d.mu.bgErr != nil {
 		// The memtable cannot be flushed in the read-only state, so the

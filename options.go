@@ -538,6 +538,7 @@ func (o *Options) optionsFileFields() [][2]string {
 		{"disable_io_uring", strconv.FormatBool(o.DisableIOUring)},
 		{"io_uring_sqpoll", strconv.FormatBool(o.IOUringSQPoll)},
 		{"wal_background_writes", strconv.FormatBool(o.WALBackgroundWrites)},
+		{"avoid_flush_during_shutdown", strconv.FormatBool(o.AvoidFlushDuringShutdown)},
 		{"tombstone_dense_compaction_threshold", strconv.FormatFloat(o.TombstoneDenseCompactionThreshold, 'g', -1, 64)},
 		{"num_deletions_threshold", itoa(int64(o.NumDeletionsThreshold))},
 		{"deletion_size_ratio_threshold", strconv.FormatFloat(o.DeletionSizeRatioThreshold, 'g', -1, 64)},
@@ -703,6 +704,8 @@ func (o *Options) setOptionsFileField(k, v string) error {
 		atob(&o.IOUringSQPoll)
 	case "wal_background_writes":
 		atob(&o.WALBackgroundWrites)
+	case "avoid_flush_during_shutdown":
+		atob(&o.AvoidFlushDuringShutdown)
 	case "paranoid_checks":
 		atob(&o.ParanoidChecks)
 	case "tombstone_dense_compaction_threshold":

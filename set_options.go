@@ -111,6 +111,8 @@ var optionSpecs = map[string]optionSpec{
 	"io_uring_sqpoll":  {field: "IOUringSQPoll", immutable: "the async reader is made at Open"},
 	"wal_background_writes": {field: "WALBackgroundWrites",
 		immutable: "it decides what a write without Sync promises, for the life of the WAL writer"},
+	// Read by Close (after any SetOptions under way has returned).
+	"avoid_flush_during_shutdown": {field: "AvoidFlushDuringShutdown"},
 	"table_properties_collectors": {field: "TablePropertiesCollectorFactories",
 		immutable: "collector factories are code the program passes to Open"},
 
@@ -141,9 +143,8 @@ var optionSpecs = map[string]optionSpec{
 // SetOptions cannot change them: CreateIfMissing and ErrorIfExists (Open
 // only), FS, Logger, Statistics, Lock, Clock and SecondaryDeleteKey (objects
 // and functions), DisableDynamicLevelBytes (level_compaction_dynamic_level_
-// bytes), KeepLogFileNum and MaxLogFileSize (the LOG file, opened at Open),
-// and AvoidFlushDuringShutdown (read by Close; mutable in RocksDB, and it
-// would join optionSpecs with an OPTIONS line).
+// bytes), and KeepLogFileNum and MaxLogFileSize (the LOG file, opened at
+// Open).
 
 // mutableOptions returns the current options: read the options SetOptions
 // may change only through it (see above). The result must not be modified.

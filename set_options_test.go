@@ -48,6 +48,7 @@ var mutableOptionValues = map[string]string{
 	"max_sequential_skip_in_iterations":    "3",
 	"memtable_op_scan_flush_trigger":       "50",
 	"delete_persistence_threshold":         "1h0m0s",
+	"avoid_flush_during_shutdown":          "true",
 }
 
 // optionFieldsWithoutName are the Options fields the OPTIONS file does not
@@ -56,7 +57,6 @@ var mutableOptionValues = map[string]string{
 var optionFieldsWithoutName = []string{
 	"CreateIfMissing", "ErrorIfExists", "FS", "Logger", "Statistics", "Lock", "Clock",
 	"SecondaryDeleteKey", "DisableDynamicLevelBytes", "KeepLogFileNum", "MaxLogFileSize",
-	"AvoidFlushDuringShutdown",
 }
 
 // TestOptionSpecsCoverOptionsFile: the registry names exactly the options of
@@ -824,5 +824,40 @@ func TestSetOptionsRocksDBValues(t *testing.T) {
 		if got := db.GetOptions().Compression; got != want {
 			t.Fatalf("compression=%s: %s, want %s", v, got, want)
 		}
+	}
+}
+
+// TestSetOptionsAvoidFlushDuringShutdown: Close follows the value set last:
+// writes that skipped the WAL are flushed, or lost once
+// avoid_flush_during_shutdown is set.
+func TestSetOptionsAvoidFlushDuringShutdown(t *testing.T) {
+	for _, avoid := range []bool{false, true} {
+		t.Run(fmt.Sprint(avoid), func(t *testing.T) {
+			fs := vfs.NewMem()
+			opts := testOptions(fs)
+			opts.Logger = discardLogger()
+			opts.AvoidFlushDuringShutdown = !avoid
+			db, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Put([]byte("k"), []byte("v"), &WriteOptions{DisableWAL: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.SetOptions(map[string]string{"avoid_flush_during_shutdown": fmt.Sprint(avoid)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if db, err = Open("/db", opts); err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			_, err = db.Get([]byte("k"), nil)
+			if avoid && !errors.Is(err, ErrNotFound) || !avoid && err != nil {
+				t.Fatalf("avoid_flush_during_shutdown=%v: Get after reopen: %v", avoid, err)
+			}
+		})
 	}
 }
