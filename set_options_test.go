@@ -59,37 +59,49 @@ var optionFieldsWithoutName = []string{
 	"SecondaryDeleteKey", "DisableDynamicLevelBytes", "KeepLogFileNum", "MaxLogFileSize",
 }
 
-// TestOptionSpecsCoverOptionsFile: the registry names exactly the options of
-// the OPTIONS file, each with an Options field, every Options field is
-// classified, and every mutable option has a test value.
-func TestOptionSpecsCoverOptionsFile(t *testing.T) {
-	o := testOptions(vfs.NewMem()).EnsureDefaults()
-	var fileNames []string
-	for _, kv := range o.optionsFileFields() {
-		fileNames = append(fileNames, kv[0])
-		if _, ok := optionSpecs[kv[0]]; !ok {
-			t.Errorf("OPTIONS file option %s is not in optionSpecs: classify it as mutable or immutable", kv[0])
-		}
-	}
+// TestOptionSpecsCoverOptions: optionSpecs names each option once, each
+// entry's field is the Options field its parse sets, every Options field is
+// classified, and every mutable option has a test value that writes back as
+// it was read.
+func TestOptionSpecsCoverOptions(t *testing.T) {
 	typ := reflect.TypeFor[Options]()
 	classified := map[string]bool{}
 	for _, f := range optionFieldsWithoutName {
 		classified[f] = true
 	}
-	for name, spec := range optionSpecs {
-		if !slices.Contains(fileNames, name) {
-			t.Errorf("optionSpecs names %s, which the OPTIONS file does not record", name)
+	base := testOptions(vfs.NewMem()).EnsureDefaults()
+	for _, spec := range optionSpecs {
+		if optionSpecsByName[spec.name] != &optionSpecs[slices.IndexFunc(optionSpecs, func(s optionSpec) bool { return s.name == spec.name })] {
+			t.Errorf("optionSpecs names %s more than once", spec.name)
 		}
 		if _, ok := typ.FieldByName(spec.field); !ok {
-			t.Errorf("optionSpecs[%s].field %q is not an Options field", name, spec.field)
+			t.Errorf("%s: field %q is not an Options field", spec.name, spec.field)
 		}
 		classified[spec.field] = true
-		_, hasValue := mutableOptionValues[name]
-		if spec.immutable == "" && !hasValue {
-			t.Errorf("mutable option %s has no value in mutableOptionValues", name)
+		value, hasValue := mutableOptionValues[spec.name]
+		switch {
+		case spec.immutable == "" && !hasValue:
+			t.Errorf("mutable option %s has no value in mutableOptionValues", spec.name)
+			continue
+		case spec.immutable != "" && hasValue:
+			t.Errorf("immutable option %s has a value in mutableOptionValues", spec.name)
+			continue
+		case !hasValue:
+			continue
 		}
-		if spec.immutable != "" && hasValue {
-			t.Errorf("immutable option %s has a value in mutableOptionValues", name)
+		o := *base
+		if err := spec.parse(&o, value); err != nil {
+			t.Errorf("%s=%s: %v", spec.name, value, err)
+			continue
+		}
+		if got := spec.format(&o); got != value {
+			t.Errorf("%s=%s is written back as %s", spec.name, value, got)
+		}
+		bv, ov := reflect.ValueOf(*base), reflect.ValueOf(o)
+		for i := range typ.NumField() {
+			if f := typ.Field(i); f.Type.Comparable() && bv.Field(i).Interface() != ov.Field(i).Interface() && f.Name != spec.field {
+				t.Errorf("%s=%s changes Options.%s, not (only) Options.%s", spec.name, value, f.Name, spec.field)
+			}
 		}
 	}
 	for i := range typ.NumField() {
