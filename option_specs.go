@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/sstable"
 )
 
@@ -62,7 +63,13 @@ var optionSpecs = []optionSpec{
 	intOption("level0_stop_writes_trigger", "Level0StopWritesTrigger", func(o *Options) *int { return &o.Level0StopWritesTrigger }),
 	// Level shape and compaction outputs: read by each pick.
 	int64Option("target_file_size_base", "TargetFileSizeBase", func(o *Options) *int64 { return &o.TargetFileSizeBase }),
-	intOption("target_file_size_multiplier", "TargetFileSizeMultiplier", func(o *Options) *int { return &o.TargetFileSizeMultiplier }),
+	withValidate(intOption("target_file_size_multiplier", "TargetFileSizeMultiplier", func(o *Options) *int { return &o.TargetFileSizeMultiplier }),
+		func(o *Options) error {
+			if o.TargetFileSizeMultiplier < 1 {
+				return base.InvalidArgumentf("Options.TargetFileSizeMultiplier must be positive, got %d", o.TargetFileSizeMultiplier)
+			}
+			return nil
+		}),
 	int64Option("max_bytes_for_level_base", "MaxBytesForLevelBase", func(o *Options) *int64 { return &o.MaxBytesForLevelBase }),
 	floatOption("max_bytes_for_level_multiplier", "MaxBytesForLevelMultiplier", func(o *Options) *float64 { return &o.MaxBytesForLevelMultiplier }),
 	{
@@ -207,6 +214,12 @@ var optionSpecsByName = func() map[string]*optionSpec {
 	}
 	return m
 }()
+
+// withValidate returns s with its check for Validate.
+func withValidate(s optionSpec, validate func(*Options) error) optionSpec {
+	s.validate = validate
+	return s
+}
 
 // immutable returns s marked immutable for reason.
 func immutable(s optionSpec, reason string) optionSpec {

@@ -454,8 +454,6 @@ func (o *Options) Validate() error {
 			o.Level0StopWritesTrigger, o.Level0SlowdownWritesTrigger)
 	case o.TargetFileSizeBase < 4*kib:
 		return bad("Options.TargetFileSizeBase must be at least 4 KiB, got %d", o.TargetFileSizeBase)
-	case o.TargetFileSizeMultiplier < 1:
-		return bad("Options.TargetFileSizeMultiplier must be positive, got %d", o.TargetFileSizeMultiplier)
 	case o.MaxBytesForLevelBase < 4*kib:
 		return bad("Options.MaxBytesForLevelBase must be at least 4 KiB, got %d", o.MaxBytesForLevelBase)
 	case o.MaxBytesForLevelMultiplier < 2 || o.MaxBytesForLevelMultiplier > 1000:
