@@ -124,6 +124,9 @@ func TestMutableOptionsReadThroughAccessor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !slices.Contains(files, "set_options.go") {
+		t.Skip("the package's sources are not in the working directory")
+	}
 	fset := token.NewFileSet()
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
