@@ -22,7 +22,8 @@ func (d *DB) maybeScheduleLocked() {
 	if d.mu.closing || d.mu.bgErr != nil {
 		return
 	}
-	if d.opts.DeletePersistenceThreshold > 0 {
+	o := d.mutableOptions()
+	if o.DeletePersistenceThreshold > 0 {
 		// After the picks: the next deadline is one no pick took.
 		defer d.armDeadlineTimerLocked()
 	}
@@ -30,10 +31,10 @@ func (d *DB) maybeScheduleLocked() {
 		d.mu.compact.flushing = true
 		go d.backgroundFlush()
 	}
-	if d.opts.DisableAutoCompactions || d.mu.compact.manual > 0 {
+	if o.DisableAutoCompactions || d.mu.compact.manual > 0 {
 		return
 	}
-	for d.mu.compact.running < d.maxCompactions {
+	for d.mu.compact.running < d.maxCompactions() {
 		v := d.versions.Current()
 		c := d.picker.PickAuto(v, d.pickEnvLocked())
 		if c == nil {
@@ -181,7 +182,7 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq bas
 		TargetFileSize: math.MaxUint64,
 		// A delete's data may lie below however the key was written again
 		// since: its tombstone carries the deadline (delete_persistence.go).
-		KeepShadowedTombstones: d.opts.DeletePersistenceThreshold > 0,
+		KeepShadowedTombstones: d.mutableOptions().DeletePersistenceThreshold > 0,
 	}
 	if v != nil {
 		older := newOlderKeys(d.cmp.Compare, v, 0)
@@ -275,21 +276,22 @@ func (o *tableOutput) Close() error {
 // writerOptions configures the writer of a table expected to reach about
 // targetSize bytes (preallocated in steps of that size).
 func (d *DB) writerOptions(targetSize int64) sstable.WriterOptions {
-	bits := d.opts.BloomBitsPerKey
+	o := d.mutableOptions()
+	bits := o.BloomBitsPerKey
 	if bits < 0 {
 		bits = sstable.NoFilter
 	}
 	return sstable.WriterOptions{
-		BlockSize:            d.opts.BlockSize,
-		BlockRestartInterval: d.opts.BlockRestartInterval,
+		BlockSize:            o.BlockSize,
+		BlockRestartInterval: o.BlockRestartInterval,
 		BloomBitsPerKey:      bits,
-		Compression:          d.opts.Compression,
+		Compression:          o.Compression,
 		Comparer:             d.cmp,
 		TargetFileSize:       targetSize,
-		BytesPerSync:         d.opts.BytesPerSync,
+		BytesPerSync:         o.BytesPerSync,
 		// EnsureDefaults gave them values; negative ones turn tests off.
-		NumDeletionsThreshold:      d.opts.NumDeletionsThreshold,
-		DeletionSizeRatioThreshold: d.opts.DeletionSizeRatioThreshold,
+		NumDeletionsThreshold:      o.NumDeletionsThreshold,
+		DeletionSizeRatioThreshold: o.DeletionSizeRatioThreshold,
 		// Per-block attribute ranges let compactions skip deleted blocks.
 		BlockAttr: d.opts.SecondaryDeleteKey,
 	}
@@ -299,7 +301,7 @@ func (d *DB) writerOptions(targetSize int64) sstable.WriterOptions {
 // reach: its target size, or for a flush (no target) the memtable size.
 func (d *DB) outputTargetSize(target uint64) int64 {
 	if target == 0 || target == math.MaxUint64 {
-		return int64(d.opts.WriteBufferSize)
+		return int64(d.mutableOptions().WriteBufferSize)
 	}
 	return int64(min(target, 1<<40))
 }
@@ -555,7 +557,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 		TargetFileSize:      c.MaxOutputFileSize,
 		Grandparents:        c.Grandparents,
 		// As for a flush (writeLevel0Tables).
-		KeepShadowedTombstones: d.opts.DeletePersistenceThreshold > 0,
+		KeepShadowedTombstones: d.mutableOptions().DeletePersistenceThreshold > 0,
 	}
 	applied := d.setSecondary(&ro, v.SecondaryTombstones)
 	metas, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v, secondaryApplied: applied})

@@ -20,7 +20,9 @@ import (
 // DB is an open database. All methods are safe for concurrent use.
 type DB struct {
 	// Immutable after Open.
-	dirname  string
+	dirname string
+	// opts are the options Open settled on: read the immutable ones here
+	// and the ones SetOptions may change through mutableOptions.
 	opts     *Options
 	fs       vfs.FS
 	cmp      *base.Comparer
@@ -37,14 +39,16 @@ type DB struct {
 	ioReader  vfs.AsyncReader
 	fileCache *fileCache
 	versions  *manifest.VersionSet
-	picker    *compact.Picker
-	// maxCompactions bounds concurrent compactions; one flush may run besides.
-	maxCompactions int
+	// picker is used under d.mu (SetOptions replaces its options).
+	picker *compact.Picker
 	// clock is Options.Clock: tombstone dates and delete persistence
 	// deadlines.
 	clock Clock
 
 	// Atomics.
+	// liveOpts are the current options (set_options.go): Open's, then each
+	// SetOptions's copy; never modified once stored.
+	liveOpts atomic.Pointer[Options]
 	// visibleSeq is the last seqnum readers may see: every entry at or below
 	// it is fully in a memtable. Written by the commit leader only.
 	visibleSeq atomic.Uint64
@@ -78,6 +82,11 @@ type DB struct {
 	// scanFlushCalls counts the flush requests of iterators in progress
 	// (scan_flush.go); Close waits for them.
 	scanFlushCalls sync.WaitGroup
+	// setOptionsMu serializes SetOptions calls, and Close with them.
+	setOptionsMu sync.Mutex
+	// optionsFileNum is the newest OPTIONS file's number (under
+	// setOptionsMu once Open returns).
+	optionsFileNum base.FileNum
 
 	mu struct {
 		sync.Mutex
@@ -129,6 +138,10 @@ type memTable struct {
 	*memtable.Memtable
 	logNum   base.FileNum
 	capacity int
+	// writeBufferSize is Options.WriteBufferSize when the memtable was
+	// made: a raised one applies from the next memtable (capacity was
+	// sized for this one), a lowered one at once.
+	writeBufferSize int
 	// flushed is closed once the memtable is in an L0 table.
 	flushed chan struct{}
 	// noWAL is set (under d.mu) when a write that skipped the WAL went into
@@ -148,13 +161,15 @@ type memTable struct {
 }
 
 func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
-	capacity := d.opts.WriteBufferSize + d.opts.WriteBufferSize/8 + 1<<20
+	size := d.mutableOptions().WriteBufferSize
+	capacity := size + size/8 + 1<<20
 	capacity = max(capacity, minCapacity)
 	return &memTable{
-		Memtable: memtable.New(d.cmp, capacity),
-		logNum:   logNum,
-		capacity: capacity,
-		flushed:  make(chan struct{}),
+		Memtable:        memtable.New(d.cmp, capacity),
+		logNum:          logNum,
+		capacity:        capacity,
+		writeBufferSize: size,
+		flushed:         make(chan struct{}),
 	}
 }
 
@@ -526,13 +541,14 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 		if force && w.rotateOnly != nil && w.rotateOnly != mem {
 			return nil
 		}
+		o := d.mutableOptions()
 		l0 := len(d.readState.val.version.Levels[0])
-		if d.opts.DisableAutoCompactions {
+		if o.DisableAutoCompactions {
 			// As RocksDB: L0 triggers do not stall writes when nothing
 			// would compact L0 away.
 			l0 = 0
 		}
-		if !force && !slowed && l0 >= d.opts.Level0SlowdownWritesTrigger {
+		if !force && !slowed && l0 >= o.Level0SlowdownWritesTrigger {
 			// Slow down by 1 ms per group, as RocksDB's delayed write.
 			d.mu.Unlock()
 			start := time.Now()
@@ -543,13 +559,13 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			continue
 		}
 		used := mem.ApproximateMemoryUsage()
-		if !force && used < d.opts.WriteBufferSize && used+need <= mem.capacity {
+		if !force && used < min(o.WriteBufferSize, mem.writeBufferSize) && used+need <= mem.capacity {
 			return nil
 		}
 		if force && mem.Empty() && !w.newWAL {
 			return nil
 		}
-		if len(d.mu.mem.queue) >= d.opts.MaxWriteBufferNumber-1 || l0 >= d.opts.Level0StopWritesTrigger {
+		if len(d.mu.mem.queue) >= o.MaxWriteBufferNumber-1 || l0 >= o.Level0StopWritesTrigger {
 			d.logger.Info("write stall", "immutable_memtables", len(d.mu.mem.queue), "l0_files", l0)
 			start := time.Now()
 			d.mu.compact.cond.Wait()
@@ -625,7 +641,7 @@ func (d *DB) createWAL(num base.FileNum) (*wal.Writer, error) {
 // WriteBufferSize), so appends and fdatasync rarely allocate.
 func (d *DB) walWriterOptions() wal.WriterOptions {
 	return wal.WriterOptions{
-		PreallocateSize:  min(int64(d.opts.WriteBufferSize), 4<<20),
+		PreallocateSize:  min(int64(d.mutableOptions().WriteBufferSize), 4<<20),
 		BackgroundWrites: d.opts.WALBackgroundWrites,
 	}
 }

@@ -58,7 +58,8 @@ func (d *DB) deadlinesLocked() compact.Deadlines {
 // armDeadlineTimerLocked arms the timer for the next deadline (see above),
 // replacing an armed timer for another time. d.mu is held.
 func (d *DB) armDeadlineTimerLocked() {
-	if d.opts.DeletePersistenceThreshold <= 0 || d.readOnly || d.closed.Load() || d.mu.closing || d.mu.bgErr != nil {
+	o := d.mutableOptions()
+	if o.DeletePersistenceThreshold <= 0 || d.readOnly || d.closed.Load() || d.mu.closing || d.mu.bgErr != nil {
 		return
 	}
 	v := d.versions.Current()
@@ -69,7 +70,7 @@ func (d *DB) armDeadlineTimerLocked() {
 	if m := d.mu.mem.mutable; m.oldestTombstone != 0 && d.mu.deadline.flushRequested != m {
 		next = m.oldestTombstone + int64(dl.Memtable)
 	}
-	if !d.opts.DisableAutoCompactions {
+	if !o.DisableAutoCompactions {
 		for level, files := range v.Levels {
 			for _, f := range files {
 				if at, ok := dl.ExpiresAt(f, level); ok && !f.Compacting && at > now && at < next {
@@ -173,7 +174,7 @@ type DeletePersistenceMetrics struct {
 
 // deletePersistenceMetrics fills m.DeletePersistence for rs.
 func (d *DB) deletePersistenceMetrics(rs *readState) DeletePersistenceMetrics {
-	pm := DeletePersistenceMetrics{Threshold: d.opts.DeletePersistenceThreshold}
+	pm := DeletePersistenceMetrics{Threshold: d.mutableOptions().DeletePersistenceThreshold}
 	co := d.compactOptions()
 	dl := compact.ComputeDeadlines(rs.version, &co)
 	now := d.clock.Now().UnixNano()

@@ -28,6 +28,12 @@
 // reaches the bottom level within that time, so the values it deletes are
 // gone from every table and WAL by then (unless a snapshot still sees them).
 //
+// Options: most of the options that tune flushes, compactions, write stalls
+// and new tables can change while the DB runs, by their RocksDB names, with
+// SetOptions (e.g. {"disable_auto_compactions": "true"} for a bulk load);
+// GetOptions returns the options in force. docs/decisions.md lists which
+// options can change and why the others cannot.
+//
 // Deletes by a secondary attribute: with Options.SecondaryDeleteKey (say, a
 // timestamp read from the value), DeleteBySecondaryRange deletes every entry
 // written before it whose attribute is in a range, with one synced write;

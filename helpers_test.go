@@ -311,3 +311,35 @@ func settle(t *testing.T, d *DB, c *fakeClock) {
 		}
 	}
 }
+
+// newestOptionsFile returns the name and the bytes of the newest OPTIONS
+// file in dir.
+func newestOptionsFile(t *testing.T, fs vfs.FS, dir string) (string, []byte) {
+	t.Helper()
+	var newest string
+	var newestNum base.FileNum
+	for _, name := range listNames(t, fs, dir) {
+		if typ, num, ok := base.ParseFilename(name); ok && typ == base.FileTypeOptions && num >= newestNum {
+			newest, newestNum = name, num
+		}
+	}
+	if newest == "" {
+		t.Fatalf("no OPTIONS file in %s", dir)
+	}
+	return newest, readFile(t, fs, fs.PathJoin(dir, newest))
+}
+
+// optionsFileMap returns what the OPTIONS file would record of o, by name
+// (o may come from ParseOptionsFile, which leaves the comparer nil).
+func optionsFileMap(o *Options) map[string]string {
+	if o.Comparer == nil {
+		c := *o
+		c.Comparer = DefaultComparer
+		o = &c
+	}
+	m := map[string]string{}
+	for _, kv := range o.optionsFileFields() {
+		m[kv[0]] = kv[1]
+	}
+	return m
+}

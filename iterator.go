@@ -40,9 +40,12 @@ type Iterator struct {
 	tables    []*cachedFile
 	tablesBuf [12]*cachedFile
 	// memSteps, while set, reads how far the mutable memtable's iterator
-	// has stepped, memStepsAt as of the last move (noteScan).
-	memSteps   memSteps
-	memStepsAt uint64
+	// has stepped, memStepsAt as of the last move (noteScan);
+	// memStepsLimit is Options.MemtableOpScanFlushTrigger when the
+	// iterator was made.
+	memSteps      memSteps
+	memStepsAt    uint64
+	memStepsLimit uint64
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -138,9 +141,10 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		children = append(children, c)
 	}
 	memIter := rs.mem.NewIter()
-	if ms, ok := memIter.(memSteps); ok && d.opts.MemtableOpScanFlushTrigger > 0 && !d.readOnly &&
+	mo := d.mutableOptions()
+	if ms, ok := memIter.(memSteps); ok && mo.MemtableOpScanFlushTrigger > 0 && !d.readOnly &&
 		!rs.mem.scanFlushRequested.Load() {
-		i.memSteps = ms
+		i.memSteps, i.memStepsLimit = ms, uint64(mo.MemtableOpScanFlushTrigger)
 	}
 	addChild(memIter, rs.mem.RangeTombstones())
 	for j := len(rs.imms) - 1; j >= 0; j-- {
@@ -183,7 +187,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	// Range tombstones are applied by the merge, level by level, so dbiter
 	// needs no checker.
 	opts := dbiter.Options{Cmp: d.cmp, Snapshot: seq, Lower: lower, Upper: upper,
-		Reseek: true, MaxSkip: int32(min(d.opts.maxSequentialSkip(), math.MaxInt32))}
+		Reseek: true, MaxSkip: int32(min(mo.maxSequentialSkip(), math.MaxInt32))}
 	if sf := d.newSecondaryFilter(rs, seq); sf != nil {
 		opts.Secondary = sf
 	}

@@ -157,6 +157,16 @@ func TestModelSecondaryDelete(t *testing.T) {
 	}
 }
 
+// TestModelSetOptions is TestModel with the DB's options changed by
+// SetOptions before some operations (random mutable options, a few at a
+// time: dbTarget.changeOptions) and reopened with the changed ones.
+func TestModelSetOptions(t *testing.T) {
+	ops := bySize(3000, 1500, 20000)
+	forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
+		runModelWith(t, seed, ops, dbRunConfig{setOptions: true, setOptionsSeed: seed})
+	})
+}
+
 // modelKeys is the size of the model tests' key space.
 const modelKeys = 300
 
@@ -231,6 +241,9 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 	}
 	checkAll(t, db, nil, m.cur)
 	d.countWork()
+	if d.cfg.setOptions && d.optionChanges == 0 {
+		t.Fatal("test did not change options")
+	}
 	if d.flushes == 0 || d.compactions == 0 {
 		t.Fatalf("test did not exercise flushes (%d) and compactions (%d):\n%s", d.flushes, d.compactions, db.Metrics())
 	}

@@ -154,6 +154,8 @@ var metamorphicSets = []metaOptionSet{
 		// nothing changes (TestMetamorphicSecondaryDelete runs them).
 		o.SecondaryDeleteKey = modelSecondaryKey
 	}},
+	// SetOptions changes random mutable options before some operations.
+	{name: "set-options-mid-run", set: func(o *Options) {}, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 1}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {
 		o.DisableIOUring = true
@@ -192,6 +194,9 @@ func (s metaOptionSet) describe() string {
 	}
 	if s.cfg.asyncIO {
 		diffs = append(diffs, fmt.Sprintf("ReadOptions.AsyncIO=true, OptimizeMultiGetForIO=%v", s.cfg.optimizeMultiGet))
+	}
+	if s.cfg.setOptions {
+		diffs = append(diffs, fmt.Sprintf("SetOptions of random mutable options before some operations (seed %d)", s.cfg.setOptionsSeed))
 	}
 	if s.cfg.readaheadSize != 0 {
 		diffs = append(diffs, fmt.Sprintf("ReadOptions.ReadaheadSize=%d", s.cfg.readaheadSize))

@@ -449,6 +449,12 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 	line := func(format string, args ...any) {
 		log = append(log, fmt.Sprintf("op %d: ", i)+fmt.Sprintf(format, args...))
 	}
+	if d, ok := t.(*dbTarget); ok {
+		// Only a failure shows: the model changes no options.
+		if err := d.changeOptions(); err != nil {
+			line("before the op: %s", fmtErr(err))
+		}
+	}
 	switch op.kind {
 	case opPut, opDelete, opSingleDelete, opDeleteRange, opBatch, opSecondaryDelete:
 		line("%s -> %s", op, fmtErr(t.write(op)))
@@ -676,6 +682,11 @@ type dbRunConfig struct {
 	// secondaryDeletes makes runModelOn generate opSecondaryDelete (the
 	// options must set SecondaryDeleteKey to modelSecondaryKey).
 	secondaryDeletes bool
+	// setOptions makes the DB change random mutable options with
+	// SetOptions before some operations (changeOptions), from a stream
+	// of setOptionsSeed's; the operations, and so the model, are the same.
+	setOptions     bool
+	setOptionsSeed uint64
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -696,6 +707,10 @@ type dbTarget struct {
 	snaps map[int]*Snapshot
 	// flushes and compactions count background work over every reopen.
 	flushes, compactions uint64
+	// optionsRng draws the changes of cfg.setOptions; optionChanges
+	// counts them.
+	optionsRng    *rand.Rand
+	optionChanges int
 }
 
 func openDBTarget(dir string, opts *Options, cfg dbRunConfig) (*dbTarget, error) {
@@ -703,7 +718,77 @@ func openDBTarget(dir string, opts *Options, cfg dbRunConfig) (*dbTarget, error)
 	if err != nil {
 		return nil, err
 	}
-	return &dbTarget{db: db, dir: dir, opts: opts, cfg: cfg, snaps: map[int]*Snapshot{}}, nil
+	d := &dbTarget{db: db, dir: dir, opts: opts, cfg: cfg, snaps: map[int]*Snapshot{}}
+	if cfg.setOptions {
+		d.optionsRng = rand.New(rand.NewPCG(cfg.setOptionsSeed, 0x5e7095))
+	}
+	return d, nil
+}
+
+// changeOptions, with cfg.setOptions, changes a few random mutable options
+// of the DB before one operation in 30. The values keep the tables small,
+// so that flushes and compactions still run often.
+func (d *dbTarget) changeOptions() error {
+	r := d.optionsRng
+	if r == nil || r.IntN(30) != 0 {
+		return nil
+	}
+	one := func() map[string]string {
+		i := func(lo, hi int) string { return fmt.Sprint(lo + r.IntN(hi-lo+1)) }
+		switch r.IntN(16) {
+		case 0:
+			// Off less often than on, so L0 does not grow for long.
+			return map[string]string{"disable_auto_compactions": fmt.Sprint(r.IntN(3) == 0)}
+		case 1:
+			return map[string]string{"write_buffer_size": i(4<<10, 64<<10)}
+		case 2:
+			return map[string]string{"max_write_buffer_number": i(2, 4)}
+		case 3:
+			trigger := 1 + r.IntN(4)
+			slowdown := trigger + r.IntN(6)
+			return map[string]string{
+				"level0_file_num_compaction_trigger": fmt.Sprint(trigger),
+				"level0_slowdown_writes_trigger":     fmt.Sprint(slowdown),
+				"level0_stop_writes_trigger":         fmt.Sprint(slowdown + r.IntN(6)),
+			}
+		case 4:
+			return map[string]string{"target_file_size_base": i(4<<10, 32<<10), "target_file_size_multiplier": i(1, 4)}
+		case 5:
+			return map[string]string{"max_bytes_for_level_base": i(16<<10, 128<<10), "max_bytes_for_level_multiplier": i(2, 10)}
+		case 6:
+			return map[string]string{"max_background_jobs": i(1, 4)}
+		case 7:
+			return map[string]string{"compression": []string{"none", "snappy", "zstd"}[r.IntN(3)]}
+		case 8:
+			return map[string]string{"block_size": fmt.Sprint(1024 << r.IntN(3)), "block_restart_interval": i(1, 32)}
+		case 9:
+			return map[string]string{"bloom_bits_per_key": i(-1, 14)}
+		case 10:
+			return map[string]string{"bytes_per_sync": i(0, 64<<10)}
+		case 11:
+			return map[string]string{"tombstone_dense_compaction_threshold": fmt.Sprint(r.Float64()),
+				"num_deletions_threshold": i(-1, 100), "deletion_size_ratio_threshold": fmt.Sprint(r.Float64())}
+		case 12:
+			return map[string]string{"disable_delete_aware_compaction": fmt.Sprint(r.IntN(2) == 0)}
+		case 13:
+			return map[string]string{"max_sequential_skip_in_iterations": i(0, 8)}
+		case 14:
+			return map[string]string{"memtable_op_scan_flush_trigger": i(0, 20)}
+		default:
+			return map[string]string{"delete_persistence_threshold": []string{"0s", "30ms"}[r.IntN(2)]}
+		}
+	}
+	change := one()
+	for n := r.IntN(3); n > 0; n-- {
+		for k, v := range one() {
+			change[k] = v
+		}
+	}
+	if err := d.db.SetOptions(change); err != nil {
+		return fmt.Errorf("SetOptions(%v): %w", change, err)
+	}
+	d.optionChanges++
+	return nil
 }
 
 func (d *dbTarget) writeOptions(op modelOp) *WriteOptions {
@@ -796,6 +881,12 @@ func (d *dbTarget) reopen() error {
 		delete(d.snaps, id)
 	}
 	d.countWork()
+	if d.cfg.setOptions {
+		// Reopen with what SetOptions changed, as a program that loads
+		// the latest options does.
+		o := d.db.GetOptions()
+		d.opts = &o
+	}
 	if err := d.db.Close(); err != nil {
 		return err
 	}

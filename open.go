@@ -55,7 +55,7 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 	d.clock = o.Clock
 	d.mu.compact.cond.L = &d.mu
 	d.mu.compact.inProgress = make(map[*compact.Compaction]struct{})
-	d.maxCompactions = max(1, o.MaxBackgroundJobs-max(1, o.MaxBackgroundJobs/4))
+	d.liveOpts.Store(&o)
 
 	if o.CreateIfMissing {
 		if err := d.fs.MkdirAll(dir, 0o755); err != nil {
@@ -176,7 +176,9 @@ func (d *DB) loadForWriting() error {
 	if err := d.recover(); err != nil {
 		return err
 	}
-	return d.writeOptionsFile()
+	num, err := d.writeOptionsFile(d.opts)
+	d.optionsFileNum = num
+	return err
 }
 
 // checkNoDatabaseFiles refuses to create a database in a directory without
@@ -222,8 +224,9 @@ func checkNoDatabaseFiles(fs vfs.FS, dir string) error {
 		strings.Join(found, ", "))
 }
 
+// compactOptions are the picker's options, from the current options.
 func (d *DB) compactOptions() compact.Options {
-	o := d.opts
+	o := d.mutableOptions()
 	return compact.Options{
 		Comparer:                   d.cmp,
 		NumLevels:                  o.NumLevels,
@@ -232,7 +235,7 @@ func (d *DB) compactOptions() compact.Options {
 		MaxBytesForLevelMultiplier: o.MaxBytesForLevelMultiplier,
 		DynamicLevelBytes:          o.LevelCompactionDynamicLevelBytes,
 		TargetFileSizeBase:         uint64(o.TargetFileSizeBase),
-		TargetFileSizeMultiplier:   1,
+		TargetFileSizeMultiplier:   o.TargetFileSizeMultiplier,
 		L0SlowdownWritesTrigger:    o.Level0SlowdownWritesTrigger,
 		// EnsureDefaults gave it a value: 0 never reaches the picker, whose
 		// own default is the same.
@@ -297,7 +300,7 @@ func (d *DB) recover() error {
 	// persistence bound they are taken to be as old as the bound allows,
 	// due now, so the bound holds whatever their age; without one, they
 	// are dated now.
-	replayedTombstoneTime := d.clock.Now().Add(-d.opts.DeletePersistenceThreshold).UnixNano()
+	replayedTombstoneTime := d.clock.Now().Add(-d.mutableOptions().DeletePersistenceThreshold).UnixNano()
 	mem := d.newMemTable(0, 0)
 	var full []*memTable // read-only: replayed memtables kept in memory
 	// flushedThisLog is set when a memtable holding entries of the WAL
@@ -524,23 +527,28 @@ func (d *DB) reuseWAL(num base.FileNum, end int64) (*wal.Writer, error) {
 	return w, nil
 }
 
-// writeOptionsFile records the options in OPTIONS-NNNNNN and removes older
-// OPTIONS files.
-func (d *DB) writeOptionsFile() error {
+// writeOptionsFile records o in a new OPTIONS-NNNNNN and returns its number
+// (Open's sweep and SetOptions remove older ones). On failure it removes
+// what it wrote, so the newest OPTIONS file is still the previous one; only
+// when that removal fails too (after a failed directory sync) may the new
+// file remain.
+func (d *DB) writeOptionsFile(o *Options) (base.FileNum, error) {
 	num := d.versions.NewFileNum()
 	name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeOptions, num))
 	tmp := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeTemp, num))
 	f, err := d.fs.Create(tmp)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("shale: writing %s: %w", name, err)
 	}
-	_, err = f.Write(d.opts.encodeOptionsFile())
+	_, err = f.Write(o.encodeOptionsFile())
 	if err == nil {
 		err = f.Sync()
 	}
 	err = errors.Join(err, f.Close())
+	renamed := false
 	if err == nil {
 		err = d.fs.Rename(tmp, name)
+		renamed = err == nil
 	}
 	if err == nil {
 		// The new name must survive a crash before older OPTIONS files
@@ -548,9 +556,16 @@ func (d *DB) writeOptionsFile() error {
 		err = d.syncDir()
 	}
 	if err != nil {
-		return fmt.Errorf("shale: writing %s: %w", name, err)
+		left := tmp
+		if renamed {
+			left = name
+		}
+		if rmErr := d.fs.Remove(left); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			d.logger.Warn("removing a partly written OPTIONS file failed", "file", left, "err", rmErr)
+		}
+		return 0, fmt.Errorf("shale: writing %s: %w", name, err)
 	}
-	return nil
+	return num, nil
 }
 
 // directIOOptionError is the error of Open when a direct-IO option is set
@@ -727,6 +742,9 @@ func (d *DB) Close() error {
 	if d.closed.Swap(true) {
 		return ErrClosed
 	}
+	// A SetOptions under way finishes first (later ones see closed).
+	d.setOptionsMu.Lock()
+	d.setOptionsMu.Unlock()
 	d.mu.Lock()
 	if n, s := d.openIters.Load(), len(d.mu.snapshots.list); n > 0 || s > 0 {
 		// They pin versions and files; after Close they fail with ErrClosed.
@@ -742,9 +760,10 @@ func (d *DB) Close() error {
 	for _, m := range d.mu.mem.queue {
 		noWAL = noWAL || m.noWAL
 	}
-	needFlush := noWAL && d.mu.bgErr == nil && !d.opts.AvoidFlushDuringShutdown
+	avoidFlush := d.mutableOptions().AvoidFlushDuringShutdown
+	needFlush := noWAL && d.mu.bgErr == nil && !avoidFlush
 	var err error
-	if noWAL && d.opts.AvoidFlushDuringShutdown {
+	if noWAL && avoidFlush {
 		d.logger.Warn("closing without flushing the writes made with WriteOptions.DisableWAL (Options.AvoidFlushDuringShutdown): they are lost")
 	} else if noWAL && d.mu.bgErr != nil {
 		// The memtable cannot be flushed in the read-only state, so the

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +57,10 @@ type Options struct {
 	Level0StopWritesTrigger int
 	// TargetFileSizeBase is the target size of compaction outputs. Default 64 MiB.
 	TargetFileSizeBase int64
+	// TargetFileSizeMultiplier multiplies the target size of compaction
+	// outputs once per level below the base level
+	// (target_file_size_multiplier). Default 1: one size for every level.
+	TargetFileSizeMultiplier int
 	// MaxBytesForLevelBase is the target size of the base level. Default 256 MiB.
 	MaxBytesForLevelBase int64
 	// MaxBytesForLevelMultiplier is the size ratio of adjacent levels. Default 10.
@@ -332,6 +335,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.TargetFileSizeBase == 0 {
 		o.TargetFileSizeBase = 64 * mib
 	}
+	if o.TargetFileSizeMultiplier == 0 {
+		o.TargetFileSizeMultiplier = 1
+	}
 	if o.MaxBytesForLevelBase == 0 {
 		o.MaxBytesForLevelBase = 256 * mib
 	}
@@ -490,53 +496,24 @@ func (o *Options) Validate() error {
 			return bad("Options.TablePropertiesCollectorFactories[%d] is nil", i)
 		}
 	}
+	for _, s := range optionSpecs {
+		if s.validate != nil {
+			if err := s.validate(o); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
-// optionsFileFields lists what the OPTIONS file records, by RocksDB name.
+// optionsFileFields lists what the OPTIONS file records, by RocksDB name, in
+// optionSpecs' order.
 func (o *Options) optionsFileFields() [][2]string {
-	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return [][2]string{
-		{"write_buffer_size", itoa(int64(o.WriteBufferSize))},
-		{"max_write_buffer_number", itoa(int64(o.MaxWriteBufferNumber))},
-		{"level0_file_num_compaction_trigger", itoa(int64(o.Level0FileNumCompactionTrigger))},
-		{"level0_slowdown_writes_trigger", itoa(int64(o.Level0SlowdownWritesTrigger))},
-		{"level0_stop_writes_trigger", itoa(int64(o.Level0StopWritesTrigger))},
-		{"target_file_size_base", itoa(o.TargetFileSizeBase)},
-		{"max_bytes_for_level_base", itoa(o.MaxBytesForLevelBase)},
-		{"max_bytes_for_level_multiplier", strconv.FormatFloat(o.MaxBytesForLevelMultiplier, 'g', -1, 64)},
-		{"level_compaction_dynamic_level_bytes", strconv.FormatBool(o.LevelCompactionDynamicLevelBytes)},
-		{"num_levels", itoa(int64(o.NumLevels))},
-		{"max_background_jobs", itoa(int64(o.MaxBackgroundJobs))},
-		{"block_size", itoa(int64(o.BlockSize))},
-		{"block_restart_interval", itoa(int64(o.BlockRestartInterval))},
-		{"bloom_bits_per_key", itoa(int64(o.BloomBitsPerKey))},
-		{"block_cache_size", itoa(o.BlockCacheSize)},
-		{"max_open_files", itoa(int64(o.MaxOpenFiles))},
-		{"cache_index_and_filter_blocks", strconv.FormatBool(o.CacheIndexAndFilterBlocks)},
-		{"pin_l0_filter_and_index_blocks_in_cache", strconv.FormatBool(o.PinL0FilterAndIndexBlocksInCache)},
-		{"compression", o.Compression.String()},
-		{"comparator", o.Comparer.Name},
-		{"disable_auto_compactions", strconv.FormatBool(o.DisableAutoCompactions)},
-		{"max_manifest_file_size", itoa(o.MaxManifestFileSize)},
-		{"wal_recovery_mode", itoa(int64(o.WALRecoveryMode))},
-		{"paranoid_checks", strconv.FormatBool(o.ParanoidChecks)},
-		{"use_direct_reads", strconv.FormatBool(o.UseDirectReads)},
-		{"use_direct_io_for_flush_and_compaction", strconv.FormatBool(o.UseDirectIOForFlushAndCompaction)},
-		{"max_auto_readahead_size", itoa(o.MaxAutoReadaheadSize)},
-		{"bytes_per_sync", itoa(o.BytesPerSync)},
-		{"disable_io_uring", strconv.FormatBool(o.DisableIOUring)},
-		{"io_uring_sqpoll", strconv.FormatBool(o.IOUringSQPoll)},
-		{"wal_background_writes", strconv.FormatBool(o.WALBackgroundWrites)},
-		{"tombstone_dense_compaction_threshold", strconv.FormatFloat(o.TombstoneDenseCompactionThreshold, 'g', -1, 64)},
-		{"num_deletions_threshold", itoa(int64(o.NumDeletionsThreshold))},
-		{"deletion_size_ratio_threshold", strconv.FormatFloat(o.DeletionSizeRatioThreshold, 'g', -1, 64)},
-		{"disable_delete_aware_compaction", strconv.FormatBool(o.DisableDeleteAwareCompaction)},
-		{"table_properties_collectors", collectorNames(o.TablePropertiesCollectorFactories)},
-		{"max_sequential_skip_in_iterations", itoa(int64(o.maxSequentialSkip()))},
-		{"memtable_op_scan_flush_trigger", itoa(int64(max(o.MemtableOpScanFlushTrigger, 0)))},
-		{"delete_persistence_threshold", o.DeletePersistenceThreshold.String()},
+	fields := make([][2]string, len(optionSpecs))
+	for i, s := range optionSpecs {
+		fields[i] = [2]string{s.name, s.format(o)}
 	}
+	return fields
 }
 
 // collectorNames lists the factories' names for the OPTIONS file, in
@@ -555,7 +532,7 @@ func collectorNames(fs []TablePropertiesCollectorFactory) string {
 // can read, parsed back by ParseOptionsFile.
 func (o *Options) encodeOptionsFile() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# shale options, written at Open\n[Version]\n  shale_version=%s\n  go_version=%s\n\n[CFOptions \"default\"]\n", Version, runtime.Version())
+	fmt.Fprintf(&b, "# shale options, written at Open and by DB.SetOptions\n[Version]\n  shale_version=%s\n  go_version=%s\n\n[CFOptions \"default\"]\n", Version, runtime.Version())
 	for _, kv := range o.optionsFileFields() {
 		fmt.Fprintf(&b, "  %s=%s\n", kv[0], kv[1])
 	}
@@ -589,7 +566,10 @@ func verifyOptionsChecksum(data []byte) error {
 }
 
 // ParseOptionsFile reads an OPTIONS file written by Open back into Options.
-// Keys it does not know are ignored, so newer files still parse.
+// Keys it does not know are ignored, so newer files still parse. Besides what
+// shale writes it takes RocksDB's spellings of values: a size suffix k, m, g
+// or t (either case) on integers, as 64M, and RocksDB's compression names
+// (kNoCompression, kSnappyCompression, kZSTD).
 func ParseOptionsFile(data []byte) (*Options, error) {
 	o := &Options{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -613,108 +593,13 @@ func ParseOptionsFile(data []byte) (*Options, error) {
 	return o, nil
 }
 
+// setOptionsFileField sets the option named k from v as optionSpecs parses
+// it; a name it does not know changes nothing.
 func (o *Options) setOptionsFileField(k, v string) error {
-	var err error
-	atoi := func(dst *int) {
-		var n int64
-		n, err = strconv.ParseInt(v, 10, 64)
-		*dst = int(n)
+	if s, ok := optionSpecsByName[k]; ok {
+		return s.parse(o, v)
 	}
-	atoi64 := func(dst *int64) { *dst, err = strconv.ParseInt(v, 10, 64) }
-	atob := func(dst *bool) { *dst, err = strconv.ParseBool(v) }
-	switch k {
-	case "write_buffer_size":
-		atoi(&o.WriteBufferSize)
-	case "max_write_buffer_number":
-		atoi(&o.MaxWriteBufferNumber)
-	case "level0_file_num_compaction_trigger":
-		atoi(&o.Level0FileNumCompactionTrigger)
-	case "level0_slowdown_writes_trigger":
-		atoi(&o.Level0SlowdownWritesTrigger)
-	case "level0_stop_writes_trigger":
-		atoi(&o.Level0StopWritesTrigger)
-	case "target_file_size_base":
-		atoi64(&o.TargetFileSizeBase)
-	case "max_bytes_for_level_base":
-		atoi64(&o.MaxBytesForLevelBase)
-	case "max_bytes_for_level_multiplier":
-		o.MaxBytesForLevelMultiplier, err = strconv.ParseFloat(v, 64)
-	case "level_compaction_dynamic_level_bytes":
-		atob(&o.LevelCompactionDynamicLevelBytes)
-		o.DisableDynamicLevelBytes = !o.LevelCompactionDynamicLevelBytes
-	case "num_levels":
-		atoi(&o.NumLevels)
-	case "max_background_jobs":
-		atoi(&o.MaxBackgroundJobs)
-	case "block_size":
-		atoi(&o.BlockSize)
-	case "block_restart_interval":
-		atoi(&o.BlockRestartInterval)
-	case "bloom_bits_per_key":
-		atoi(&o.BloomBitsPerKey)
-	case "block_cache_size":
-		atoi64(&o.BlockCacheSize)
-	case "max_open_files":
-		atoi(&o.MaxOpenFiles)
-	case "cache_index_and_filter_blocks":
-		atob(&o.CacheIndexAndFilterBlocks)
-	case "pin_l0_filter_and_index_blocks_in_cache":
-		atob(&o.PinL0FilterAndIndexBlocksInCache)
-	case "compression":
-		o.Compression, err = sstable.ParseCompression(v)
-	case "comparator":
-		if v != DefaultComparer.Name {
-			err = fmt.Errorf("comparer %q must be supplied by the program", v)
-		}
-	case "disable_auto_compactions":
-		atob(&o.DisableAutoCompactions)
-	case "max_manifest_file_size":
-		atoi64(&o.MaxManifestFileSize)
-	case "use_direct_reads":
-		atob(&o.UseDirectReads)
-	case "use_direct_io_for_flush_and_compaction":
-		atob(&o.UseDirectIOForFlushAndCompaction)
-	case "max_auto_readahead_size":
-		atoi64(&o.MaxAutoReadaheadSize)
-	case "bytes_per_sync":
-		atoi64(&o.BytesPerSync)
-	case "disable_io_uring":
-		atob(&o.DisableIOUring)
-	case "io_uring_sqpoll":
-		atob(&o.IOUringSQPoll)
-	case "wal_background_writes":
-		atob(&o.WALBackgroundWrites)
-	case "paranoid_checks":
-		atob(&o.ParanoidChecks)
-	case "tombstone_dense_compaction_threshold":
-		o.TombstoneDenseCompactionThreshold, err = strconv.ParseFloat(v, 64)
-	case "num_deletions_threshold":
-		atoi(&o.NumDeletionsThreshold)
-	case "deletion_size_ratio_threshold":
-		o.DeletionSizeRatioThreshold, err = strconv.ParseFloat(v, 64)
-	case "disable_delete_aware_compaction":
-		atob(&o.DisableDeleteAwareCompaction)
-	case "table_properties_collectors":
-		// Names only: a factory is code the program supplies.
-	case "max_sequential_skip_in_iterations":
-		atoi(&o.MaxSequentialSkipInIterations)
-		if err == nil && o.MaxSequentialSkipInIterations <= 0 {
-			// RocksDB's 0; shale's 0 would mean the default.
-			o.MaxSequentialSkipInIterations = -1
-		}
-	case "memtable_op_scan_flush_trigger":
-		atoi(&o.MemtableOpScanFlushTrigger)
-		if err == nil && o.MemtableOpScanFlushTrigger <= 0 {
-			o.MemtableOpScanFlushTrigger = -1 // RocksDB's 0: off
-		}
-	case "delete_persistence_threshold":
-		o.DeletePersistenceThreshold, err = time.ParseDuration(v)
-	case "wal_recovery_mode":
-		var m int
-		atoi(&m)
-		o.WALRecoveryMode = WALRecoveryMode(m)
-	}
-	return err
+	return nil
 }
 
 // WriteOptions control a single write.

@@ -51,7 +51,7 @@ func (i *Iterator) noteScan(ok bool) bool {
 		return ok
 	}
 	n := i.memSteps.Steps()
-	if n-i.memStepsAt > uint64(i.db.opts.MemtableOpScanFlushTrigger) {
+	if n-i.memStepsAt > i.memStepsLimit {
 		i.db.requestScanFlush(i.rs.mem)
 		i.memSteps = nil // once per iterator
 	}

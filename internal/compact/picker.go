@@ -331,6 +331,19 @@ func NewPicker(o Options) *Picker {
 	return &Picker{opts: o, cursor: make([][]byte, o.NumLevels)}
 }
 
+// SetOptions replaces the options later picks use (the DB's SetOptions),
+// keeping the per-level cursors. NumLevels and Comparer must not change.
+func (p *Picker) SetOptions(o Options) {
+	o.EnsureDefaults()
+	if o.NumLevels != p.opts.NumLevels {
+		panic("compact: Picker.SetOptions cannot change NumLevels")
+	}
+	p.opts = o
+}
+
+// Options returns the options the Picker picks with, defaults filled in.
+func (p *Picker) Options() Options { return p.opts }
+
 // PickAuto picks with a fresh Picker: see (*Picker).PickAuto.
 func PickAuto(v *manifest.Version, o *Options, env PickEnv) *Compaction {
 	return NewPicker(*o).PickAuto(v, env)
