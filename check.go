@@ -172,6 +172,13 @@ func checkRecordedCounts(path string, m *manifest.FileMetadata, p *sstable.Prope
 	if m.SecondaryApplied > 0 {
 		fmt.Fprintf(&b, ", secondary tombstones applied to @%d", m.SecondaryApplied)
 	}
+	if len(m.BlobFiles) > 0 {
+		nums := make([]string, len(m.BlobFiles))
+		for i, n := range m.BlobFiles {
+			nums[i] = n.String()
+		}
+		fmt.Fprintf(&b, ", references blob files %s", strings.Join(nums, " "))
+	}
 	if n := len(p.User); n > 0 {
 		fmt.Fprintf(&b, ", %d user properties", n)
 	}
@@ -474,6 +481,14 @@ func (c *checker) replayManifest(name string) (CheckedFile, *manifest.Version, b
 			parts[i] = t.String()
 		}
 		cf.Detail += fmt.Sprintf(", %d live secondary tombstones %s", len(ts), strings.Join(parts, " "))
+	}
+	if n, total, garbage := res.Version.BlobStats(); n > 0 {
+		parts := make([]string, n)
+		for i, b := range res.Version.BlobFiles {
+			parts[i] = b.String()
+		}
+		cf.Detail += fmt.Sprintf(", %d live blob files of %d bytes, %d of them garbage (number:blobs/bytes) %s",
+			n, total, garbage, strings.Join(parts, " "))
 	}
 	switch {
 	case err != nil:

@@ -98,3 +98,68 @@ func TestCheckReportsDeleteStats(t *testing.T) {
 		t.Fatalf("Check after a wrong count: %s: %v %v\n%s", marked.Name, f.Status, f.Err, rep)
 	}
 }
+
+// TestCheckReportsBlobFiles checks that Check describes the live blob files
+// of the MANIFEST (count, bytes, garbage) and the blob files each table
+// references.
+func TestCheckReportsBlobFiles(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	opts.DisableAutoCompactions = true
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		db.Put([]byte(fmt.Sprintf("k%02d", i)), []byte("v"), nil)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	table := db.GetLiveFilesMetaData()[0]
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Record the table again as pointing into a blob file, as a flush
+	// writing blob files will.
+	vs, err := manifest.Load(manifest.Options{FS: fs, Dir: "/db", NumLevels: opts.NumLevels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := vs.Current()
+	orig := v.Levels[0][0]
+	v.Unref()
+	blobNum := vs.NewFileNum()
+	withRefs := &manifest.FileMetadata{
+		FileNum: orig.FileNum, Size: orig.Size, Smallest: orig.Smallest, Largest: orig.Largest,
+		SmallestSeq: orig.SmallestSeq, LargestSeq: orig.LargestSeq,
+		NumEntries: orig.NumEntries, NumDeletions: orig.NumDeletions, NumRangeDeletions: orig.NumRangeDeletions,
+		RawKeySize: orig.RawKeySize, RawValueSize: orig.RawValueSize, NumDataBlocks: orig.NumDataBlocks,
+		BlobFiles: []base.FileNum{blobNum},
+	}
+	edit := &manifest.VersionEdit{
+		DeletedFiles: map[manifest.DeletedFileEntry]bool{{Level: 0, FileNum: orig.FileNum}: true},
+		NewFiles:     []manifest.NewFileEntry{{Level: 0, Meta: withRefs}},
+		NewBlobFiles: []*manifest.BlobFileMetadata{{FileNum: blobNum, TotalCount: 10, TotalBytes: 1000, Size: 1100}},
+		BlobGarbage:  []manifest.BlobGarbage{{FileNum: blobNum, Count: 1, Bytes: 100}},
+	}
+	if err := vs.LogAndApply(edit); err != nil {
+		t.Fatal(err)
+	}
+	manifestName := base.MakeFilename(base.FileTypeManifest, vs.ManifestFileNum())
+	if err := vs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check("/db", &Options{FS: fs})
+	if err != nil || !rep.OK() {
+		t.Fatalf("Check: %v\n%s", err, rep)
+	}
+	want := fmt.Sprintf("1 live blob files of 1000 bytes, 100 of them garbage (number:blobs/bytes) %s:10/1000(garbage 1/100)", blobNum)
+	if f := fileOf(t, rep, manifestName); !strings.Contains(f.Detail, want) {
+		t.Errorf("MANIFEST detail %q, want %q in it", f.Detail, want)
+	}
+	if f := fileOf(t, rep, table.Name); !strings.Contains(f.Detail, "references blob files "+blobNum.String()) {
+		t.Errorf("table detail %q lacks its blob reference", f.Detail)
+	}
+}

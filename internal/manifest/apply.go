@@ -26,6 +26,8 @@ type versionBuilder struct {
 	addedLevel map[base.FileNum]int
 	// secondary are the live secondary tombstones so far.
 	secondary []SecondaryTombstone
+	// blobs are the blob files so far.
+	blobs blobBuilder
 }
 
 func newVersionBuilder(cmp *base.Comparer, numLevels int, v *Version) (*versionBuilder, error) {
@@ -45,6 +47,7 @@ func newVersionBuilder(cmp *base.Comparer, numLevels int, v *Version) (*versionB
 		return b, nil
 	}
 	b.secondary = v.SecondaryTombstones
+	b.blobs.base = v.BlobFiles
 	for level, files := range v.Levels {
 		if len(files) > 0 && level >= numLevels {
 			return nil, fmt.Errorf("shale: manifest: version has files in L%d but there are only %d levels", level, numLevels)
@@ -112,14 +115,14 @@ func (b *versionBuilder) apply(e *VersionEdit) error {
 		b.added[nf.Level][m.FileNum] = m
 		b.addedLevel[m.FileNum] = nf.Level
 	}
-	return nil
+	return b.blobs.apply(e)
 }
 
 // finish builds the resulting version, checking that L1+ files do not
 // overlap. Unchanged levels share their base's slice (versions are
 // immutable).
 func (b *versionBuilder) finish() (*Version, error) {
-	v := &Version{Levels: make([][]*FileMetadata, b.numLevels), SecondaryTombstones: b.secondary}
+	v := &Version{Levels: make([][]*FileMetadata, b.numLevels), SecondaryTombstones: b.secondary, BlobFiles: b.blobs.finish()}
 	if b.base != nil {
 		v.tracker = b.base.tracker
 	}
@@ -164,13 +167,34 @@ func (b *versionBuilder) finish() (*Version, error) {
 		}
 		v.Levels[level] = files
 	}
+	// Every blob file a table references must be live. Only added tables
+	// can break that, unless blob files were deleted.
+	if b.blobs.deleted > 0 {
+		for level, files := range v.Levels {
+			for _, f := range files {
+				if err := checkBlobRefs(level, f, v.BlobFile); err != nil {
+					return nil, err
+				}
+			}
+		}
+	} else {
+		for level, added := range b.added {
+			for _, f := range added {
+				if err := checkBlobRefs(level, f, v.BlobFile); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	return v, nil
 }
 
 // Apply returns the version that results from applying edits in order to v
 // (nil: the empty version). It fails when an edit deletes a file that is not
 // in the named level, adds a file that is already present, or leaves files of
-// L1 or below overlapping. The result has no references and shares v's
+// L1 or below overlapping; and for blob files, when an edit adds one twice,
+// records garbage in or deletes one that is not live, records garbage past a
+// file's totals, or leaves a table referencing a blob file that is not live. The result has no references and shares v's
 // VersionSet; v is unchanged.
 func Apply(cmp *base.Comparer, numLevels int, v *Version, edits ...*VersionEdit) (*Version, error) {
 	b, err := newVersionBuilder(cmp, numLevels, v)

@@ -10,7 +10,7 @@ import (
 
 // TestCrashAfterEachEdit simulates a power loss after every LogAndApply
 // (including rotations): what survives must load, and must be exactly the
-// state LogAndApply had reported durable.
+// state LogAndApply had reported durable, blob files and garbage included.
 func TestCrashAfterEachEdit(t *testing.T) {
 	fs := vfs.NewMem()
 	if err := fs.MkdirAll("/db", 0o755); err != nil {
@@ -26,9 +26,21 @@ func TestCrashAfterEachEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer vs.Close()
+	var prevBlob base.FileNum
 	for i := range 30 {
 		k := fmt.Sprintf("k%03d", i)
-		e := &VersionEdit{NewFiles: []NewFileEntry{{Level: 1, Meta: tableMeta(vs.NewFileNum(), k, k, base.SeqNum(i+1))}}}
+		// Each table points into a blob file of its own, and each edit
+		// records garbage in the previous blob file, so that rotations
+		// snapshot blob files with garbage.
+		blob := vs.NewFileNum()
+		m := tableMeta(vs.NewFileNum(), k, k, base.SeqNum(i+1))
+		m.BlobFiles = []base.FileNum{blob}
+		e := &VersionEdit{NewFiles: []NewFileEntry{{Level: 1, Meta: m}},
+			NewBlobFiles: []*BlobFileMetadata{{FileNum: blob, TotalCount: 100, TotalBytes: 10000, Size: 10100}}}
+		if prevBlob != 0 {
+			e.BlobGarbage = []BlobGarbage{{FileNum: prevBlob, Count: 1, Bytes: 100}}
+		}
+		prevBlob = blob
 		vs.SetLastSeq(base.SeqNum(i + 1))
 		if err := vs.LogAndApply(e); err != nil {
 			t.Fatal(err)

@@ -44,8 +44,10 @@ func parseKey(s string) (base.InternalKey, error) {
 	return base.MakeInternalKey([]byte(uk), seq, kind), nil
 }
 
-// parseFile parses "<level> <filenum> <smallest> <largest> [size=N]". The
-// seqnum range is the keys' seqnums (ignoring sentinels) unless seqs=a-b.
+// parseFile parses "<level> <filenum> <smallest> <largest> [size=N]
+// [seqs=a-b] [blobs=n,m...]". The seqnum range is the keys' seqnums
+// (ignoring sentinels) unless seqs=a-b; blobs are the blob files the table
+// references.
 func parseFile(fields []string) (int, *FileMetadata, error) {
 	if len(fields) < 4 {
 		return 0, nil, fmt.Errorf("want: level filenum smallest largest [size=N] [seqs=a-b]")
@@ -89,6 +91,14 @@ func parseFile(fields []string) (int, *FileMetadata, error) {
 				return 0, nil, fmt.Errorf("bad seqs %q", v)
 			}
 			m.SmallestSeq, m.LargestSeq = base.SeqNum(x), base.SeqNum(y)
+		case "blobs":
+			for _, n := range strings.Split(v, ",") {
+				x, err := strconv.ParseUint(n, 10, 64)
+				if err != nil {
+					return 0, nil, fmt.Errorf("bad blobs %q", v)
+				}
+				m.BlobFiles = append(m.BlobFiles, base.FileNum(x))
+			}
 		default:
 			return 0, nil, fmt.Errorf("unknown argument %q", f)
 		}
@@ -96,8 +106,9 @@ func parseFile(fields []string) (int, *FileMetadata, error) {
 	return level, m, nil
 }
 
-// parseEdits parses lines of "edit" (starts a new edit), "add <file>" and
-// "del <level> <filenum>".
+// parseEdits parses lines of "edit" (starts a new edit), "add <file>",
+// "del <level> <filenum>", "add-blob <num> <blobs> <bytes>", "garbage <num>
+// <blobs> <bytes>" and "del-blob <num>".
 func parseEdits(input string) ([]*VersionEdit, error) {
 	var edits []*VersionEdit
 	cur := func() *VersionEdit {
@@ -135,6 +146,29 @@ func parseEdits(input string) ([]*VersionEdit, error) {
 				e.DeletedFiles = map[DeletedFileEntry]bool{}
 			}
 			e.DeletedFiles[DeletedFileEntry{Level: level, FileNum: base.FileNum(num)}] = true
+		case "add-blob", "garbage", "del-blob":
+			var nums []uint64
+			for _, f := range fields[1:] {
+				n, err := strconv.ParseUint(f, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("bad %s line %q", fields[0], line)
+				}
+				nums = append(nums, n)
+			}
+			want := map[string]int{"add-blob": 3, "garbage": 3, "del-blob": 1}[fields[0]]
+			if len(nums) != want {
+				return nil, fmt.Errorf("%s takes %d numbers: %q", fields[0], want, line)
+			}
+			e := cur()
+			switch fields[0] {
+			case "add-blob":
+				e.NewBlobFiles = append(e.NewBlobFiles, &BlobFileMetadata{FileNum: base.FileNum(nums[0]),
+					TotalCount: nums[1], TotalBytes: nums[2], Size: nums[2] + 62})
+			case "garbage":
+				e.BlobGarbage = append(e.BlobGarbage, BlobGarbage{FileNum: base.FileNum(nums[0]), Count: nums[1], Bytes: nums[2]})
+			case "del-blob":
+				e.DeletedBlobFiles = append(e.DeletedBlobFiles, base.FileNum(nums[0]))
+			}
 		default:
 			return nil, fmt.Errorf("unknown line %q", line)
 		}
@@ -205,6 +239,20 @@ func TestDataDriven(t *testing.T) {
 					}
 				}
 				return v.String()
+			case "unreferenced-blobs":
+				// The blob files the (single) edit of the input may delete.
+				edits, err := parseEdits(td.Input)
+				if err != nil {
+					td.Fatalf(t, "%v", err)
+				}
+				e := &VersionEdit{}
+				if len(edits) > 0 {
+					e = edits[0]
+				}
+				if got := v.UnreferencedBlobFiles(e); len(got) > 0 {
+					return formatFileNums(got)
+				}
+				return "none"
 			case "check":
 				if err := v.CheckOrdering(cmp.Compare); err != nil {
 					return "error: " + err.Error()

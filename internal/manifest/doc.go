@@ -1,12 +1,14 @@
-// Package manifest owns the description of which tables make up the
-// database: FileMetadata, immutable Versions (files by level) with their
-// reference counts, VersionEdits (deltas between versions) and their
-// encoding, and the VersionSet, which owns the MANIFEST and CURRENT files,
-// the current version, and the file-number, log-number and seqnum counters.
+// Package manifest owns the description of which tables and blob files
+// make up the database: FileMetadata and BlobFileMetadata, immutable
+// Versions (tables by level, and blob files) with their reference counts,
+// VersionEdits (deltas between versions) and their encoding, and the
+// VersionSet, which owns the MANIFEST and CURRENT files, the current
+// version, and the file-number, log-number and seqnum counters.
 //
-// It never reads or writes tables, never deletes them (tables that no
-// referenced version holds are handed to the DB by TakeObsoleteTables), and
-// never picks compactions. All IO goes through vfs.
+// It never reads or writes tables or blob files, never deletes them (files
+// that no referenced version holds are handed to the DB by
+// TakeObsoleteTables and TakeObsoleteBlobFiles), and never picks
+// compactions. All IO goes through vfs.
 //
 // # Files
 //
@@ -17,7 +19,8 @@
 // A MANIFEST is a file of internal/record records (32 KiB blocks, CRC32C per
 // fragment), one encoded VersionEdit per record. The first record of every
 // MANIFEST is a snapshot: format version, comparer name, log number, next
-// file number, last seqnum and every file of the version; later records are
+// file number, last seqnum, every table and every blob file of the version
+// (a blob file's garbage in a 401 record after its 400); later records are
 // deltas. Replay applies them in order; it is the one reader of a MANIFEST,
 // used by Load and by the root package's Check. A torn tail (a crash
 // mid-append) is dropped; damage followed by intact records, and a damaged
@@ -47,7 +50,20 @@
 //	                         custom field* | 1 (terminator)
 //	140    secondary tombstone lo | hi | seqnum (lo < hi)
 //	141    retired secondary   seqnum (of a live secondary tombstone)
+//	400    blob file addition  blobnum | total blobs | total bytes |
+//	                           file size | len | checksum method |
+//	                           len | checksum value |
+//	                           custom field* | 1 (terminator)
+//	401    blob file garbage   blobnum | garbage blobs | garbage bytes |
+//	                           custom field* | 1 (terminator)
+//	402    deleted blob file   blobnum
 //	t|8192 unknown, ignored  len | bytes
+//
+// A blob number is a file number other than 0. The checksum is the whole
+// file's: the method's name ("" when there is none, and then no value) and
+// its value. Garbage (401) adds to the garbage recorded so far for the file;
+// the totals of 400 bound the sum. The custom fields of 400 and 401 follow
+// the rule of a new-file record's (below); none is defined yet.
 //
 // A new-file record ends with custom fields, so fields can be added without
 // a new tag; each is a uvarint tag, a uvarint length and the value:
@@ -58,6 +74,9 @@
 //	4      num range deletions     uvarint
 //	5      oldest tombstone time   uvarint (unix seconds)
 //	6      marked for compaction   one byte, 0 or 1
+//	7      blob references         blobnum | (uvarint difference to the
+//	                               next, at least 1)*: the blob files the
+//	                               table points into, ascending
 //	71     raw key size            uvarint (table property)
 //	72     raw value size          uvarint (table property)
 //	73     num data blocks         uvarint (table property)
@@ -90,14 +109,45 @@
 // to 88 only decide when a secondary tombstone retires and which tables are
 // compacted for one, so they carry the 1<<6 bit; a table without 87 (written
 // before it, or without Options.SecondaryDeleteKey) may hold any attribute.
+// Blob files (400, 401, 402, and field 7) lack both bits: a reader that
+// skipped them would take tables to hold values they only point to, or
+// remove blob files still in use, so an older shale refuses a MANIFEST
+// holding them, while a MANIFEST without them reads as before (format
+// version 1 throughout).
 //
 // # References
 //
 // A Version holds a reference on each of its files while it has references
 // itself. Files are counted by file number, so a file that an edit moves
 // between levels stays live throughout. When a file's count drops to zero it
-// goes on the VersionSet's obsolete list. The VersionSet holds a reference
-// on the current version; readers take their own with Current.
+// goes on the VersionSet's obsolete list. Blob files are counted the same
+// way, by number (versions hold copies of a BlobFileMetadata that differ in
+// garbage), on a list of their own. The VersionSet holds a reference on the
+// current version; readers take their own with Current.
+//
+// # Blob files
+//
+// A blob file is in every version from the edit that adds it (with the
+// flush or compaction that wrote it and the tables pointing into it) to the
+// edit that deletes it. The rule, RocksDB's made exact: an edit deletes
+// the blob files of the version it applies to that no table references
+// once its own table changes are made, other than the blob files it adds
+// itself (the ones just written); Version.UnreferencedBlobFiles computes
+// them. Apply refuses to delete a blob file a table of the result
+// references, and every blob file a table references must be in the
+// version. Once deleted, the file is removed when every version from
+// before the deletion is released (TakeObsoleteBlobFiles), as tables are.
+//
+// Each table records every blob file it references (field 7), not only the
+// oldest, as RocksDB does. With the oldest only, a blob file that no table
+// references any more but that is newer than some table's oldest reference
+// stays until its garbage reaches its total, and a forced GC can only
+// target the tables whose oldest reference is the file, missing the others
+// that point into it. The exact set makes "unreferenced" exact, and lets
+// GC find every table pointing into a file (Version.TablesReferencingBlob).
+// It costs a byte or two per reference: a table written by a flush
+// references one blob file, a compaction output those its inputs'
+// values are in. OldestBlobFile gives RocksDB's number.
 //
 // # Decisions
 //

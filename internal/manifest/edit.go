@@ -28,6 +28,18 @@ const (
 	tagSecondaryTombstone = 140
 	tagRetireSecondary    = 141
 
+	// Blob files: tagBlobFileAddition adds one (number | total blobs | total
+	// bytes | file size | checksum method | checksum value | custom fields),
+	// tagBlobFileGarbage adds garbage to one (number | blobs | bytes |
+	// custom fields), tagDeletedBlobFile removes one (number). The values of
+	// the first two are RocksDB's. None carries tagSafeToIgnore: a reader
+	// that skipped them would find tables referencing unknown blob files, or
+	// would remove blob files still in use, so an older shale refuses a
+	// MANIFEST holding them ("unknown tag").
+	tagBlobFileAddition = 400
+	tagBlobFileGarbage  = 401
+	tagDeletedBlobFile  = 402
+
 	// tagSafeToIgnore marks a top-level tag that a reader which does not know
 	// it may skip; its payload is then a length-prefixed byte string.
 	tagSafeToIgnore = 1 << 13
@@ -41,6 +53,12 @@ const (
 	customNumRangeDeletions   = 4
 	customOldestTombstoneTime = 5
 	customMarkedForCompaction = 6
+
+	// customBlobFiles lists the blob files a table references: the
+	// smallest number, then the uvarint difference to each next one (at
+	// least 1), all in one field. It lacks customSafeToIgnore: a reader
+	// that dropped it would take the blob files for unreferenced.
+	customBlobFiles = 7
 
 	// customSafeToIgnore marks a custom field that a reader which does not
 	// know it may skip; an unknown field without it is corruption.
@@ -143,6 +161,17 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 			dst = appendCustomUvarint(dst, customSecondaryMax, m.Secondary.Max)
 		}
 		dst = appendCustomUvarint(dst, customSecondaryApplied, uint64(m.SecondaryApplied))
+		if len(m.BlobFiles) > 0 {
+			var refs []byte
+			prev := base.FileNum(0)
+			for _, n := range m.BlobFiles {
+				refs = binary.AppendUvarint(refs, uint64(n-prev))
+				prev = n
+			}
+			dst = binary.AppendUvarint(dst, customBlobFiles)
+			dst = binary.AppendUvarint(dst, uint64(len(refs)))
+			dst = append(dst, refs...)
+		}
 		dst = binary.AppendUvarint(dst, customTerminate)
 	}
 	for _, seq := range e.RetiredSecondaryTombstones {
@@ -154,6 +183,29 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, t.Lo)
 		dst = binary.AppendUvarint(dst, t.Hi)
 		dst = binary.AppendUvarint(dst, uint64(t.Seq))
+	}
+	for _, b := range e.NewBlobFiles {
+		dst = binary.AppendUvarint(dst, tagBlobFileAddition)
+		dst = binary.AppendUvarint(dst, uint64(b.FileNum))
+		dst = binary.AppendUvarint(dst, b.TotalCount)
+		dst = binary.AppendUvarint(dst, b.TotalBytes)
+		dst = binary.AppendUvarint(dst, b.Size)
+		dst = binary.AppendUvarint(dst, uint64(len(b.ChecksumMethod)))
+		dst = append(dst, b.ChecksumMethod...)
+		dst = binary.AppendUvarint(dst, uint64(len(b.ChecksumValue)))
+		dst = append(dst, b.ChecksumValue...)
+		dst = binary.AppendUvarint(dst, customTerminate)
+	}
+	for _, g := range e.BlobGarbage {
+		dst = binary.AppendUvarint(dst, tagBlobFileGarbage)
+		dst = binary.AppendUvarint(dst, uint64(g.FileNum))
+		dst = binary.AppendUvarint(dst, g.Count)
+		dst = binary.AppendUvarint(dst, g.Bytes)
+		dst = binary.AppendUvarint(dst, customTerminate)
+	}
+	for _, n := range e.DeletedBlobFiles {
+		dst = binary.AppendUvarint(dst, tagDeletedBlobFile)
+		dst = binary.AppendUvarint(dst, uint64(n))
 	}
 	return dst
 }
@@ -344,6 +396,34 @@ func (e *VersionEdit) Decode(data []byte, fileName string, offset int64) error {
 				return err
 			}
 			e.RetiredSecondaryTombstones = append(e.RetiredSecondaryTombstones, seq)
+		case tagBlobFileAddition:
+			b, err := d.blobFileAddition()
+			if err != nil {
+				return err
+			}
+			e.NewBlobFiles = append(e.NewBlobFiles, b)
+		case tagBlobFileGarbage:
+			num, err := d.blobFileNum("garbage blob file number")
+			if err != nil {
+				return err
+			}
+			g := BlobGarbage{FileNum: num}
+			if g.Count, err = d.uvarint("garbage blob count"); err != nil {
+				return err
+			}
+			if g.Bytes, err = d.uvarint("garbage blob bytes"); err != nil {
+				return err
+			}
+			if err := d.blobCustomFields(num); err != nil {
+				return err
+			}
+			e.BlobGarbage = append(e.BlobGarbage, g)
+		case tagDeletedBlobFile:
+			num, err := d.blobFileNum("deleted blob file number")
+			if err != nil {
+				return err
+			}
+			e.DeletedBlobFiles = append(e.DeletedBlobFiles, num)
 		default:
 			if tag&tagSafeToIgnore == 0 {
 				return d.errorf("unknown tag %d", tag)
@@ -354,6 +434,99 @@ func (e *VersionEdit) Decode(data []byte, fileName string, offset int64) error {
 		}
 	}
 	return nil
+}
+
+// blobFileNum reads a blob file number; 0 is none (OldestBlobFile's "no
+// reference"), so it is corruption.
+func (d *editDecoder) blobFileNum(what string) (base.FileNum, error) {
+	n, err := d.uvarint(what)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, d.errorf("%s 0", what)
+	}
+	return base.FileNum(n), nil
+}
+
+func (d *editDecoder) blobFileAddition() (*BlobFileMetadata, error) {
+	num, err := d.blobFileNum("blob file number")
+	if err != nil {
+		return nil, err
+	}
+	b := &BlobFileMetadata{FileNum: num}
+	if b.TotalCount, err = d.uvarint("total blob count"); err != nil {
+		return nil, err
+	}
+	if b.TotalBytes, err = d.uvarint("total blob bytes"); err != nil {
+		return nil, err
+	}
+	if b.Size, err = d.uvarint("blob file size"); err != nil {
+		return nil, err
+	}
+	method, err := d.bytes("blob file checksum method")
+	if err != nil {
+		return nil, err
+	}
+	value, err := d.bytes("blob file checksum value")
+	if err != nil {
+		return nil, err
+	}
+	if len(method) == 0 && len(value) > 0 {
+		return nil, d.errorf("blob file %s: checksum value without a method", num)
+	}
+	b.ChecksumMethod = string(method)
+	if len(value) > 0 {
+		b.ChecksumValue = append([]byte(nil), value...)
+	}
+	if err := d.blobCustomFields(num); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// blobCustomFields reads the custom fields that end a blob file record, up
+// to the terminator. None is defined yet: ignorable ones are skipped, others
+// are corruption.
+func (d *editDecoder) blobCustomFields(num base.FileNum) error {
+	for {
+		tag, err := d.uvarint("blob custom field tag")
+		if err != nil {
+			return err
+		}
+		if tag == customTerminate {
+			return nil
+		}
+		if _, err := d.bytes("blob custom field"); err != nil {
+			return err
+		}
+		if tag&customSafeToIgnore == 0 {
+			return d.errorf("blob file %s: unknown custom field %d", num, tag)
+		}
+	}
+}
+
+// blobRefs decodes the customBlobFiles field: ascending, non-zero numbers,
+// at least one.
+func (d *editDecoder) blobRefs(table base.FileNum, field []byte) ([]base.FileNum, error) {
+	if len(field) == 0 {
+		return nil, d.errorf("file %s: empty blob reference list", table)
+	}
+	var refs []base.FileNum
+	var prev uint64
+	for len(field) > 0 {
+		delta, n := binary.Uvarint(field)
+		if n <= 0 {
+			return nil, d.errorf("file %s: bad blob reference list", table)
+		}
+		field = field[n:]
+		if delta == 0 || prev+delta < prev {
+			return nil, d.errorf("file %s: blob references not ascending", table)
+		}
+		prev += delta
+		refs = append(refs, base.FileNum(prev))
+	}
+	return refs, nil
 }
 
 func (d *editDecoder) newFile() (NewFileEntry, error) {
@@ -466,6 +639,11 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 				return NewFileEntry{}, d.errorf("file %s: bad marked-for-compaction field", m.FileNum)
 			}
 			m.MarkedForCompaction = field[0] == 1
+			continue
+		case customBlobFiles:
+			if m.BlobFiles, err = d.blobRefs(m.FileNum, field); err != nil {
+				return NewFileEntry{}, err
+			}
 			continue
 		default:
 			if tag&customSafeToIgnore == 0 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,6 +96,9 @@ func randEdit(rng *rand.Rand) *VersionEdit {
 			m.Secondary = SecondaryRange{Known: true, Min: min(lo, hi), Max: max(lo, hi), Count: randUint(rng)}
 			m.SecondaryApplied = randSeq(rng)
 		}
+		if rng.IntN(2) == 0 {
+			m.BlobFiles = randBlobNums(rng)
+		}
 		e.NewFiles = append(e.NewFiles, NewFileEntry{Level: rng.IntN(NumLevelsMax), Meta: m})
 	}
 	for range rng.IntN(3) {
@@ -105,7 +109,40 @@ func randEdit(rng *rand.Rand) *VersionEdit {
 	for range rng.IntN(3) {
 		e.RetiredSecondaryTombstones = append(e.RetiredSecondaryTombstones, randSeq(rng))
 	}
+	for range rng.IntN(3) {
+		b := &BlobFileMetadata{FileNum: randBlobNum(rng), TotalCount: randUint(rng), TotalBytes: randUint(rng), Size: randUint(rng)}
+		switch rng.IntN(3) {
+		case 0:
+			b.ChecksumMethod = "crc32c"
+			b.ChecksumValue = binary.LittleEndian.AppendUint32(nil, rng.Uint32())
+		case 1:
+			b.ChecksumMethod = "xxhash64" // a method whose value is unknown
+		}
+		e.NewBlobFiles = append(e.NewBlobFiles, b)
+	}
+	for range rng.IntN(3) {
+		e.BlobGarbage = append(e.BlobGarbage, BlobGarbage{FileNum: randBlobNum(rng), Count: randUint(rng), Bytes: randUint(rng)})
+	}
+	for range rng.IntN(3) {
+		e.DeletedBlobFiles = append(e.DeletedBlobFiles, randBlobNum(rng))
+	}
 	return e
+}
+
+// randBlobNum returns a blob file number: never 0, which means none.
+func randBlobNum(rng *rand.Rand) base.FileNum {
+	return base.FileNum(max(1, randUint(rng)))
+}
+
+// randBlobNums returns a table's blob references: ascending, distinct, at
+// least one.
+func randBlobNums(rng *rand.Rand) []base.FileNum {
+	nums := []base.FileNum{randBlobNum(rng)}
+	for range rng.IntN(6) {
+		nums = append(nums, randBlobNum(rng))
+	}
+	slices.Sort(nums)
+	return slices.Compact(nums)
 }
 
 // editsEqual compares the persisted content of two edits.
@@ -143,7 +180,8 @@ func metaEqual(a, b *FileMetadata) bool {
 		a.RawKeySize == b.RawKeySize && a.RawValueSize == b.RawValueSize &&
 		a.NumDataBlocks == b.NumDataBlocks && a.NumTombstoneDenseBlocks == b.NumTombstoneDenseBlocks &&
 		a.RangeDeletionsBytesEstimate == b.RangeDeletionsBytesEstimate &&
-		a.Secondary == b.Secondary && a.SecondaryApplied == b.SecondaryApplied
+		a.Secondary == b.Secondary && a.SecondaryApplied == b.SecondaryApplied &&
+		slices.Equal(a.BlobFiles, b.BlobFiles)
 }
 
 func TestEditRoundTripRandom(t *testing.T) {

@@ -142,8 +142,13 @@ func l0Less(a, b *FileMetadata) int {
 
 // CheckOrdering verifies v's invariants: every file has Smallest <= Largest;
 // L0 is sorted newest first (LargestSeq descending, ties FileNum descending);
-// L1 and below are sorted by Smallest and do not overlap in user keys.
+// L1 and below are sorted by Smallest and do not overlap in user keys; blob
+// files are sorted by number, their garbage is within their totals, and
+// every blob file a table references is among them.
 func (v *Version) CheckOrdering(cmp base.Compare) error {
+	if err := v.checkBlobFiles(); err != nil {
+		return err
+	}
 	for level, files := range v.Levels {
 		for i, f := range files {
 			if base.InternalCompare(cmp, f.Smallest, f.Largest) > 0 {
@@ -171,10 +176,13 @@ func (v *Version) CheckOrdering(cmp base.Compare) error {
 	return nil
 }
 
-// String draws v's LSM shape, one line per file, skipping empty levels:
+// String draws v's LSM shape, one line per file, skipping empty levels,
+// then the blob files (count/bytes, and garbage), when there are some:
 //
 //	L0:
-//	  000005:[a#10,SET-c#12,SET]
+//	  000005:[a#10,SET-c#12,SET] blobs=000004
+//	blob files:
+//	  000004:10/4096(garbage 3/1200)
 func (v *Version) String() string {
 	var b strings.Builder
 	for level, files := range v.Levels {
@@ -183,8 +191,30 @@ func (v *Version) String() string {
 		}
 		fmt.Fprintf(&b, "L%d:\n", level)
 		for _, f := range files {
-			fmt.Fprintf(&b, "  %s:[%s-%s]\n", f.FileNum, formatKey(f.Smallest), formatKey(f.Largest))
+			fmt.Fprintf(&b, "  %s:[%s-%s]", f.FileNum, formatKey(f.Smallest), formatKey(f.Largest))
+			if len(f.BlobFiles) > 0 {
+				fmt.Fprintf(&b, " blobs=%s", formatFileNums(f.BlobFiles))
+			}
+			b.WriteByte('\n')
 		}
+	}
+	if len(v.BlobFiles) > 0 {
+		b.WriteString("blob files:\n")
+		for _, bf := range v.BlobFiles {
+			fmt.Fprintf(&b, "  %s\n", bf)
+		}
+	}
+	return b.String()
+}
+
+// formatFileNums joins file numbers with commas.
+func formatFileNums(nums []base.FileNum) string {
+	var b strings.Builder
+	for i, n := range nums {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(n.String())
 	}
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -95,6 +96,9 @@ func FuzzManifestLoad(f *testing.F) {
 				}
 			}
 		}
+		if !reflect.DeepEqual(v.BlobFiles, v2.BlobFiles) {
+			t.Fatalf("reload has blob files %v, want %v", v2.BlobFiles, v.BlobFiles)
+		}
 		if vs2.LastSeq() != vs.LastSeq() || vs2.LogNumber() != vs.LogNumber() || vs2.NewFileNum() <= vs.ManifestFileNum() {
 			t.Fatalf("reload: last seq %d, log %d; want %d, %d", vs2.LastSeq(), vs2.LogNumber(), vs.LastSeq(), vs.LogNumber())
 		}
@@ -102,7 +106,8 @@ func FuzzManifestLoad(f *testing.F) {
 }
 
 // manifestSeed builds a small real MANIFEST: a snapshot and edits that add,
-// move and delete files.
+// move and delete files, add blob files referenced by a table, record
+// garbage and delete a blob file.
 func manifestSeed(t *testing.T) []byte {
 	fs := vfs.NewMem()
 	o := Options{FS: fs, Dir: "/db"}
@@ -122,6 +127,22 @@ func manifestSeed(t *testing.T) []byte {
 		}
 	}
 	e := &VersionEdit{DeletedFiles: map[DeletedFileEntry]bool{{Level: 0, FileNum: nums[0]}: true}, HasLogNumber: true, LogNumber: 9}
+	if err := vs.LogAndApply(e); err != nil {
+		t.Fatal(err)
+	}
+	// A blob file, a table referencing it, its garbage, and a blob file
+	// added and deleted.
+	blob, gone, table := vs.NewFileNum(), vs.NewFileNum(), vs.NewFileNum()
+	vs.SetLastSeq(50)
+	e = &VersionEdit{
+		NewBlobFiles: []*BlobFileMetadata{{FileNum: blob, TotalCount: 5, TotalBytes: 5000, Size: 5100, ChecksumMethod: "crc32c", ChecksumValue: []byte{1, 2, 3, 4}},
+			{FileNum: gone, TotalCount: 1, TotalBytes: 10, Size: 70}},
+		NewFiles: []NewFileEntry{{Level: 0, Meta: blobTable(table, "m", 50, blob)}},
+	}
+	if err := vs.LogAndApply(e); err != nil {
+		t.Fatal(err)
+	}
+	e = &VersionEdit{BlobGarbage: []BlobGarbage{{FileNum: blob, Count: 2, Bytes: 2000}, {FileNum: gone, Count: 1, Bytes: 10}}, DeletedBlobFiles: []base.FileNum{gone}}
 	if err := vs.LogAndApply(e); err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +174,16 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	} else {
 		vs.Close()
 	}
-	// FuzzEditDecode: a few random edits, and one with a new file whose
-	// custom fields are all present.
+	// FuzzEditDecode: a few random edits, one with a new file whose
+	// custom fields are all present, and one with every blob record.
 	rng := rand.New(rand.NewPCG(3, 4))
 	edits := [][]any{{(&VersionEdit{NewFiles: []NewFileEntry{{Level: 2, Meta: tableMeta(12, "a", "b", 6)}}}).Encode(nil)}}
+	edits = append(edits, []any{(&VersionEdit{
+		NewFiles:         []NewFileEntry{{Level: 0, Meta: blobTable(14, "a", 6, 3, 13)}},
+		NewBlobFiles:     []*BlobFileMetadata{{FileNum: 13, TotalCount: 4, TotalBytes: 400, Size: 470, ChecksumMethod: "crc32c", ChecksumValue: []byte{1, 2, 3, 4}}},
+		BlobGarbage:      []BlobGarbage{{FileNum: 3, Count: 1, Bytes: 100}},
+		DeletedBlobFiles: []base.FileNum{2},
+	}).Encode(nil)})
 	for range 3 {
 		edits = append(edits, []any{randEdit(rng).Encode(nil)})
 	}

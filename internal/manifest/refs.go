@@ -11,10 +11,23 @@ import (
 // Counting by file number rather than by *FileMetadata keeps a table that an
 // edit moves between levels (possibly as a fresh FileMetadata) live
 // throughout.
+//
+// Blob files are counted the same way, apart: a blob file is obsolete once
+// no referenced version holds it, which happens only after an edit deleted
+// it (see Version.UnreferencedBlobFiles) and every version from before that
+// edit is released.
 type fileTracker struct {
 	mu       sync.Mutex
 	live     map[base.FileNum]trackedFile
 	obsolete []*FileMetadata
+
+	liveBlobs     map[base.FileNum]trackedBlob
+	obsoleteBlobs []*BlobFileMetadata
+}
+
+type trackedBlob struct {
+	meta *BlobFileMetadata
+	refs int32
 }
 
 type trackedFile struct {
@@ -23,7 +36,7 @@ type trackedFile struct {
 }
 
 func newFileTracker() *fileTracker {
-	return &fileTracker{live: make(map[base.FileNum]trackedFile)}
+	return &fileTracker{live: make(map[base.FileNum]trackedFile), liveBlobs: make(map[base.FileNum]trackedBlob)}
 }
 
 // Ref adds a reference to v. The first reference makes v hold a reference on
@@ -40,7 +53,7 @@ func (v *Version) Ref() {
 		if t != nil {
 			t.ref(f)
 		}
-	})
+	}, (*fileTracker).refBlob)
 }
 
 // Unref drops a reference to v. The last one releases v's references on its
@@ -62,12 +75,12 @@ func (v *Version) Unref() {
 		if t != nil {
 			t.unref(f)
 		}
-	})
+	}, (*fileTracker).unrefBlob)
 }
 
-// forEachFile calls fn on each file of v with v's tracker, locked, or nil
-// when v has none.
-func (v *Version) forEachFile(fn func(t *fileTracker, f *FileMetadata)) {
+// forEachFile calls fn on each table of v with v's tracker, locked, or nil
+// when v has none; and, when v has a tracker, blobFn on each blob file.
+func (v *Version) forEachFile(fn func(t *fileTracker, f *FileMetadata), blobFn func(t *fileTracker, b *BlobFileMetadata)) {
 	t := v.tracker
 	if t != nil {
 		t.mu.Lock()
@@ -77,6 +90,39 @@ func (v *Version) forEachFile(fn func(t *fileTracker, f *FileMetadata)) {
 		for _, f := range files {
 			fn(t, f)
 		}
+	}
+	if t != nil {
+		for _, b := range v.BlobFiles {
+			blobFn(t, b)
+		}
+	}
+}
+
+// refBlob counts one more referenced version holding b; t.mu is held. The
+// first BlobFileMetadata seen for a number is kept: versions hold copies
+// that differ only in garbage.
+func (t *fileTracker) refBlob(b *BlobFileMetadata) {
+	tb := t.liveBlobs[b.FileNum]
+	tb.refs++
+	if tb.meta == nil {
+		tb.meta = b
+	}
+	t.liveBlobs[b.FileNum] = tb
+}
+
+// unrefBlob counts one less referenced version holding b and makes the blob
+// file obsolete when none is left; t.mu is held.
+func (t *fileTracker) unrefBlob(b *BlobFileMetadata) {
+	tb, ok := t.liveBlobs[b.FileNum]
+	if !ok || tb.refs <= 0 {
+		base.AssertionFailedf("manifest: blob file %s unreferenced but not tracked", b.FileNum)
+	}
+	tb.refs--
+	if tb.refs == 0 {
+		delete(t.liveBlobs, b.FileNum)
+		t.obsoleteBlobs = append(t.obsoleteBlobs, tb.meta)
+	} else {
+		t.liveBlobs[b.FileNum] = tb
 	}
 }
 
@@ -123,6 +169,24 @@ func (t *fileTracker) liveFileNums() map[base.FileNum]struct{} {
 	defer t.mu.Unlock()
 	m := make(map[base.FileNum]struct{}, len(t.live))
 	for n := range t.live {
+		m[n] = struct{}{}
+	}
+	return m
+}
+
+func (t *fileTracker) takeObsoleteBlobs() []*BlobFileMetadata {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o := t.obsoleteBlobs
+	t.obsoleteBlobs = nil
+	return o
+}
+
+func (t *fileTracker) liveBlobFileNums() map[base.FileNum]struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := make(map[base.FileNum]struct{}, len(t.liveBlobs))
+	for n := range t.liveBlobs {
 		m[n] = struct{}{}
 	}
 	return m

@@ -34,7 +34,8 @@ type ReplayResult struct {
 	NextFileNum base.FileNum
 	LogNum      base.FileNum
 	LastSeq     base.SeqNum
-	// MaxFileNum is the largest number of a table the edits added.
+	// MaxFileNum is the largest number of a table or blob file the edits
+	// added.
 	MaxFileNum base.FileNum
 	// TornOffset and TornBytes describe the torn tail dropped at the end:
 	// where it begins and how many bytes it holds, trailing zeros not
@@ -117,6 +118,9 @@ func Replay(r io.Reader, fileName string, cmp *base.Comparer, numLevels int) (Re
 		}
 		for _, nf := range e.NewFiles {
 			res.MaxFileNum = max(res.MaxFileNum, nf.Meta.FileNum)
+		}
+		for _, bf := range e.NewBlobFiles {
+			res.MaxFileNum = max(res.MaxFileNum, bf.FileNum)
 		}
 	}
 	// fail reports err, or the damaged last record that may be its cause.

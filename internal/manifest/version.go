@@ -52,6 +52,10 @@ type FileMetadata struct {
 	// flush or compaction writing the file applied in full (with every
 	// lower one): the file holds nothing a tombstone at or below it deletes.
 	SecondaryApplied base.SeqNum
+	// BlobFiles are the blob files the table's blob index entries point
+	// into, ascending and without duplicates; nil when it has none. Every
+	// version holding the table holds these blob files.
+	BlobFiles []base.FileNum
 
 	// runtime
 
@@ -71,7 +75,11 @@ type Version struct {
 	// SecondaryTombstones are the live secondary-attribute range deletes,
 	// by Seq ascending; nil when none (the read path's fast case).
 	SecondaryTombstones []SecondaryTombstone
-	refs                atomic.Int32
+	// BlobFiles are the live blob files, by FileNum ascending; nil when
+	// none. A blob file stays from the edit that adds it to the edit that
+	// deletes it (see UnreferencedBlobFiles).
+	BlobFiles []*BlobFileMetadata
+	refs      atomic.Int32
 
 	// tracker receives this version's file references; nil for a version
 	// that belongs to no VersionSet (file refs are then counted only in
@@ -114,4 +122,11 @@ type VersionEdit struct {
 	// data needs any more. Retirements apply before additions.
 	AddedSecondaryTombstones   []SecondaryTombstone
 	RetiredSecondaryTombstones []base.SeqNum
+	// NewBlobFiles are blob files that become live (with no garbage),
+	// BlobGarbage adds garbage to live ones, and DeletedBlobFiles removes
+	// blob files that no table of the resulting version references. They
+	// apply after the table changes, in that order.
+	NewBlobFiles     []*BlobFileMetadata
+	BlobGarbage      []BlobGarbage
+	DeletedBlobFiles []base.FileNum
 }

@@ -225,6 +225,16 @@ func (vs *VersionSet) snapshotEdit(v *Version, logNum base.FileNum, lastSeq base
 		}
 	}
 	e.AddedSecondaryTombstones = v.SecondaryTombstones
+	// Garbage is recorded apart from the addition, as it was first
+	// recorded.
+	for _, b := range v.BlobFiles {
+		a := *b
+		a.GarbageCount, a.GarbageBytes = 0, 0
+		e.NewBlobFiles = append(e.NewBlobFiles, &a)
+		if b.GarbageCount != 0 || b.GarbageBytes != 0 {
+			e.BlobGarbage = append(e.BlobGarbage, BlobGarbage{FileNum: b.FileNum, Count: b.GarbageCount, Bytes: b.GarbageBytes})
+		}
+	}
 	return e
 }
 
@@ -378,6 +388,9 @@ func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 	for _, nf := range edit.NewFiles {
 		vs.MarkFileNumUsed(nf.Meta.FileNum)
 	}
+	for _, b := range edit.NewBlobFiles {
+		vs.MarkFileNumUsed(b.FileNum)
+	}
 	if edit.HasLogNumber {
 		vs.MarkFileNumUsed(edit.LogNumber)
 	}
@@ -460,6 +473,18 @@ func (vs *VersionSet) TakeObsoleteTables() []*FileMetadata { return vs.tracker.t
 
 // LiveFileNums returns the tables held by any version with references.
 func (vs *VersionSet) LiveFileNums() map[base.FileNum]struct{} { return vs.tracker.liveFileNums() }
+
+// TakeObsoleteBlobFiles returns the blob files that no referenced version
+// holds any more, each once; the caller deletes them.
+func (vs *VersionSet) TakeObsoleteBlobFiles() []*BlobFileMetadata {
+	return vs.tracker.takeObsoleteBlobs()
+}
+
+// LiveBlobFileNums returns the blob files held by any version with
+// references.
+func (vs *VersionSet) LiveBlobFileNums() map[base.FileNum]struct{} {
+	return vs.tracker.liveBlobFileNums()
+}
 
 // Close closes the MANIFEST. It does not release the current version, whose
 // files stay live. LogAndApply after Close returns base.ErrClosed.
