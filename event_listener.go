@@ -20,7 +20,8 @@ import (
 // that far behind loses the newest events, is told how many
 // (OnEventsDropped) and Metrics().DroppedEvents counts them, so a listener
 // that blocks delays only later events, never a write or background job.
-// Close returns once every queued event was delivered.
+// Close returns once every queued event was delivered. A method may call
+// the DB (Metrics, GetLiveFilesMetaData, even Flush), but not Close.
 type EventListener interface {
 	// OnFlushBegin is called when a flush starts writing a memtable.
 	OnFlushBegin(FlushInfo)

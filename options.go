@@ -310,8 +310,10 @@ type Options struct {
 	// RateLimiter bounds the bytes per second flushes and compactions write
 	// to tables, flushes first (RocksDB's rate_limiter,
 	// NewGenericRateLimiter); several DBs may share one. WAL, MANIFEST and
-	// OPTIONS writes are not limited. Default nil: no limit. Not in the
-	// OPTIONS file.
+	// OPTIONS writes are not limited. Close stops the table writes waiting
+	// for tokens (their jobs fail, leaving the data in the WAL or the input
+	// tables), except the flush of writes that skipped the WAL, which it
+	// waits for. Default nil: no limit. Not in the OPTIONS file.
 	RateLimiter *RateLimiter
 }
 
