@@ -16,7 +16,7 @@ import (
 // The DB calls the methods from one goroutine of its own, one at a time and
 // in the order the events happened (a job's begin before its completion),
 // never while it holds a lock and never from a writer's goroutine. The
-// events wait in a queue of eventQueueCapacity (4096); a listener that falls
+// events wait in a queue of 4096; a listener that falls
 // that far behind loses the newest events, is told how many
 // (OnEventsDropped) and Metrics().DroppedEvents counts them, so a listener
 // that blocks delays only later events, never a write or background job.
@@ -56,17 +56,38 @@ type EventListener interface {
 // a default.
 type NoopEventListener struct{}
 
-func (NoopEventListener) OnFlushBegin(FlushInfo)                  {}
-func (NoopEventListener) OnFlushCompleted(FlushInfo)              {}
-func (NoopEventListener) OnCompactionBegin(CompactionInfo)        {}
-func (NoopEventListener) OnCompactionCompleted(CompactionInfo)    {}
-func (NoopEventListener) OnTableFileCreated(TableFileInfo)        {}
-func (NoopEventListener) OnTableFileDeleted(TableFileInfo)        {}
-func (NoopEventListener) OnBlobFileCreated(BlobFileInfo)          {}
-func (NoopEventListener) OnBlobFileDeleted(BlobFileInfo)          {}
+// OnFlushBegin does nothing.
+func (NoopEventListener) OnFlushBegin(FlushInfo) {}
+
+// OnFlushCompleted does nothing.
+func (NoopEventListener) OnFlushCompleted(FlushInfo) {}
+
+// OnCompactionBegin does nothing.
+func (NoopEventListener) OnCompactionBegin(CompactionInfo) {}
+
+// OnCompactionCompleted does nothing.
+func (NoopEventListener) OnCompactionCompleted(CompactionInfo) {}
+
+// OnTableFileCreated does nothing.
+func (NoopEventListener) OnTableFileCreated(TableFileInfo) {}
+
+// OnTableFileDeleted does nothing.
+func (NoopEventListener) OnTableFileDeleted(TableFileInfo) {}
+
+// OnBlobFileCreated does nothing.
+func (NoopEventListener) OnBlobFileCreated(BlobFileInfo) {}
+
+// OnBlobFileDeleted does nothing.
+func (NoopEventListener) OnBlobFileDeleted(BlobFileInfo) {}
+
+// OnStallConditionsChanged does nothing.
 func (NoopEventListener) OnStallConditionsChanged(WriteStallInfo) {}
-func (NoopEventListener) OnBackgroundError(BackgroundErrorInfo)   {}
-func (NoopEventListener) OnEventsDropped(EventsDroppedInfo)       {}
+
+// OnBackgroundError does nothing.
+func (NoopEventListener) OnBackgroundError(BackgroundErrorInfo) {}
+
+// OnEventsDropped does nothing.
+func (NoopEventListener) OnEventsDropped(EventsDroppedInfo) {}
 
 var _ EventListener = NoopEventListener{}
 
@@ -86,6 +107,7 @@ const (
 	FlushReasonRecovery                      // Open, replaying WALs
 )
 
+// String names the reason in words.
 func (r FlushReason) String() string {
 	switch r {
 	case FlushReasonOther:
@@ -170,6 +192,7 @@ const (
 	FileReasonFailedJob                    // deleted: the job that wrote it failed
 )
 
+// String names the reason in words.
 func (r FileReason) String() string {
 	switch r {
 	case FileReasonFlush:
@@ -232,6 +255,7 @@ const (
 	WriteStallStopped
 )
 
+// String names the condition in words.
 func (c WriteStallCondition) String() string {
 	switch c {
 	case WriteStallNormal:
@@ -254,6 +278,7 @@ const (
 	WriteStallCauseL0FileCount                   // the L0 triggers
 )
 
+// String names the cause in words.
 func (c WriteStallCause) String() string {
 	switch c {
 	case WriteStallCauseNone:
@@ -285,6 +310,7 @@ const (
 	BackgroundErrorManifestWrite                       // a MANIFEST edit outside flushes and compactions
 )
 
+// String names the operation in words.
 func (r BackgroundErrorReason) String() string {
 	switch r {
 	case BackgroundErrorFlush:

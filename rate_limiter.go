@@ -25,6 +25,7 @@ const (
 	IOPriorityTotal
 )
 
+// String names the priority: low, high or total.
 func (p IOPriority) String() string {
 	switch p {
 	case IOPriorityLow:
