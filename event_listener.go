@@ -96,15 +96,15 @@ type FlushReason int
 
 // The flush reasons.
 const (
-	FlushReasonOther             FlushReason = iota
-	FlushReasonWriteBufferFull               // the memtable reached Options.WriteBufferSize
-	FlushReasonManual                        // DB.Flush, CompactRange
-	FlushReasonErrorRecovery                 // DB.Resume
-	FlushReasonShutdown                      // Close, for writes that skipped the WAL
-	FlushReasonDeletePersistence             // Options.DeletePersistenceThreshold
-	FlushReasonMemtableScan                  // Options.MemtableOpScanFlushTrigger
-	FlushReasonSecondaryDelete               // DB.DeleteBySecondaryRange
-	FlushReasonRecovery                      // Open, replaying WALs
+	FlushReasonOther             FlushReason = iota // none of the others
+	FlushReasonWriteBufferFull                      // the memtable reached Options.WriteBufferSize
+	FlushReasonManual                               // DB.Flush, CompactRange
+	FlushReasonErrorRecovery                        // DB.Resume
+	FlushReasonShutdown                             // Close, for writes that skipped the WAL
+	FlushReasonDeletePersistence                    // Options.DeletePersistenceThreshold
+	FlushReasonMemtableScan                         // Options.MemtableOpScanFlushTrigger
+	FlushReasonSecondaryDelete                      // DB.DeleteBySecondaryRange
+	FlushReasonRecovery                             // Open, replaying WALs
 )
 
 // String names the reason in words.
