@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -58,12 +59,27 @@ func TestEventListenerJobsAndFiles(t *testing.T) {
 	if err := d.WaitForCompact(nil); err != nil {
 		t.Fatal(err)
 	}
+	// A table past every key moves down unread: a trivial move.
+	for _, k := range []string{"zzz1", "zzz2"} {
+		if err := d.Put([]byte(k), nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.CompactRange([]byte("zzz"), nil); err != nil {
+		t.Fatal(err)
+	}
+	m := d.Metrics()
+	if m.Compact.TrivialMoves == 0 {
+		t.Fatal("CompactRange of a table past every key moved no table")
+	}
 	live := map[uint64]int{} // file number -> level
 	for _, f := range d.GetLiveFilesMetaData() {
 		_, num, _ := base.ParseFilename(f.Name)
 		live[uint64(num)] = f.Level
 	}
-	m := d.Metrics()
+	// Tables stay where the last event put them: created at a level, and
+	// moved by trivial moves.
+	wantLevel := map[uint64]int{}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -117,13 +133,15 @@ func TestEventListenerJobsAndFiles(t *testing.T) {
 				t.Fatalf("event %d: compaction %d completed without a begin before it", i, info.JobID)
 			}
 			done[info.JobID] = true
-			if info.Err != nil || info.BytesRead == 0 || (!info.TrivialMove && info.BytesWritten == 0) {
+			// A trivial move reads and writes nothing.
+			if info.Err != nil || !info.TrivialMove && (info.BytesRead == 0 || info.BytesWritten == 0) {
 				t.Fatalf("compaction %d: %+v", info.JobID, info)
 			}
 			var written uint64
 			for _, n := range info.Outputs {
 				c, ok := created[n]
 				if info.TrivialMove {
+					wantLevel[n] = info.OutputLevel
 					continue
 				}
 				if !ok || c.JobID != info.JobID || c.Level != info.OutputLevel || c.Reason != FileReasonCompaction {
@@ -145,6 +163,7 @@ func TestEventListenerJobsAndFiles(t *testing.T) {
 			}
 			if ev.kind == "TableFileCreated" {
 				created[info.FileNum] = info
+				wantLevel[info.FileNum] = info.Level
 				continue
 			}
 			c, ok := created[info.FileNum]
@@ -171,17 +190,15 @@ func TestEventListenerJobsAndFiles(t *testing.T) {
 			want = append(want, n)
 		}
 	}
-	got := slices.Collect(func(yield func(uint64) bool) {
-		for n := range live {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	got := slices.Sorted(maps.Keys(live))
 	slices.Sort(want)
-	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Fatalf("live tables %v; created and not deleted %v", got, want)
+	}
+	for n, level := range live {
+		if wantLevel[n] != level {
+			t.Fatalf("table %d is in L%d; the events put it in L%d", n, level, wantLevel[n])
+		}
 	}
 	// Every table reported deleted is gone from the directory.
 	for n := range deleted {
