@@ -311,3 +311,13 @@ func TestCloseDuringStarvedCompaction(t *testing.T) {
 		t.Fatalf("%d L0 tables after reopen, want 2", n)
 	}
 }
+
+// BenchmarkRateLimiterRequest measures a request the bucket can grant at
+// once: the cost every table write pays under a limit it stays within.
+func BenchmarkRateLimiterRequest(b *testing.B) {
+	r := NewGenericRateLimiter(1 << 50)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Request(256<<10, IOPriorityLow)
+	}
+}
