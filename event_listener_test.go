@@ -462,3 +462,70 @@ func TestEventListenerOverflow(t *testing.T) {
 		t.Fatalf("the listener was told of %d dropped events, Metrics counts %d", told, dropped)
 	}
 }
+
+// TestEventListenerFailedCompaction: a compaction whose output cannot be
+// written reports the abandoned table and its failure, then the background
+// error, and its inputs stay live.
+func TestEventListenerFailedCompaction(t *testing.T) {
+	ffs := errorfs.New(vfs.NewMem(), 1)
+	l := &recordingListener{}
+	d := openListenerDB(t, ffs, l, func(o *Options) { o.DisableAutoCompactions = true })
+	for round := range 2 {
+		if err := d.Put([]byte("a"), fmt.Appendf(nil, "%d", round), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Put([]byte("z"), nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, PathContains: ".sst"})
+	if err := d.CompactRange(nil, nil); !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("CompactRange with failing table writes: %v", err)
+	}
+	ffs.ClearRules()
+	if err := d.Close(); err != nil && !errors.Is(err, ErrReadOnly) {
+		t.Fatal(err)
+	}
+	var kinds []string
+	var begin, done CompactionInfo
+	var abandoned TableFileInfo
+	var bgErr BackgroundErrorInfo
+	for _, ev := range l.recorded() {
+		if len(kinds) > 0 || ev.kind == "CompactionBegin" {
+			kinds = append(kinds, ev.kind)
+		}
+		switch info := ev.info.(type) {
+		case CompactionInfo:
+			if ev.kind == "CompactionBegin" {
+				begin = info
+			} else {
+				done = info
+			}
+		case TableFileInfo:
+			if len(kinds) > 0 {
+				abandoned = info
+			}
+		case BackgroundErrorInfo:
+			bgErr = info
+		}
+	}
+	want := []string{"CompactionBegin", "TableFileCreated", "CompactionCompleted", "BackgroundError"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("events from the compaction on: %v, want %v", kinds, want)
+	}
+	if begin.JobID != done.JobID || begin.Reason != "manual" || len(begin.Inputs) != 1 || len(begin.Inputs[0].Files) != 2 {
+		t.Fatalf("compaction began as %+v", begin)
+	}
+	if !errors.Is(done.Err, errorfs.ErrInjected) || len(done.Outputs) != 0 || done.BytesWritten != 0 {
+		t.Fatalf("failed compaction reported as %+v", done)
+	}
+	if abandoned.JobID != done.JobID || abandoned.Reason != FileReasonCompaction || !errors.Is(abandoned.Err, errorfs.ErrInjected) {
+		t.Fatalf("abandoned output reported as %+v", abandoned)
+	}
+	if bgErr.Reason != BackgroundErrorCompaction || !errors.Is(bgErr.Err, errorfs.ErrInjected) {
+		t.Fatalf("background error %+v", bgErr)
+	}
+}

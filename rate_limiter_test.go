@@ -222,9 +222,16 @@ func TestRateLimiterOptionValidation(t *testing.T) {
 // write to tables goes through the limiter, flushes at high priority and
 // compactions at low; WAL and MANIFEST bytes do not.
 func TestRateLimiterCountsTableWrites(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) { testRateLimiterCountsTableWrites(t, direct) })
+	}
+}
+
+func testRateLimiterCountsTableWrites(t *testing.T, direct bool) {
 	fs := vfs.NewMem()
 	o := testOptions(fs)
 	o.Logger = discardLogger()
+	o.UseDirectIOForFlushAndCompaction = direct
 	rl := NewGenericRateLimiter(1 << 40) // never waits
 	o.RateLimiter = rl
 	d, err := Open("/db", o)
