@@ -135,6 +135,7 @@ func (d *DB) backgroundFlush() {
 				d.setBackgroundErrorLocked(BackgroundErrorFlush, fmt.Errorf("shale: flush failed: %w", err))
 			}
 			d.mu.compact.flushing = false
+			d.mu.compact.cond.Broadcast() // Close waits for the flush to stop
 			d.mu.Unlock()
 			return
 		}

@@ -329,11 +329,12 @@ func waitForRateWaiters(t *testing.T, r *RateLimiter, pri IOPriority, n int) {
 	}
 }
 
-// drainRateLimiter empties r's bucket: on a clock that does not move, no
-// request gets a token from then on.
+// drainRateLimiter empties r's bucket and puts the next refill a period
+// ahead: on a clock that does not move, no request gets a token from then on.
 func drainRateLimiter(r *RateLimiter) {
 	r.mu.Lock()
 	r.available = 0
+	r.nextRefill = r.clock.Now().Add(r.refillPeriod)
 	r.mu.Unlock()
 }
 

@@ -328,3 +328,43 @@ func BenchmarkRateLimiterRequest(b *testing.B) {
 		r.Request(256<<10, IOPriorityLow)
 	}
 }
+
+// TestCloseDuringStarvedFlush: a flush waiting for tokens that never come
+// does not keep Close from returning; its memtable stays in the WAL, so
+// its writes are there after reopening.
+func TestCloseDuringStarvedFlush(t *testing.T) {
+	fs := vfs.NewMem()
+	o := testOptions(fs)
+	h := &recordingHandler{level: slog.LevelError}
+	o.Logger = slog.New(h)
+	rl := NewGenericRateLimiter(1<<30, rateLimiterClock(newFakeClock(0)))
+	o.RateLimiter = rl
+	d, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drainRateLimiter(rl)
+	if err := d.Put([]byte("k"), []byte("v"), nil); err != nil {
+		t.Fatal(err)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- d.Flush() }()
+	waitForRateWaiters(t, rl, IOPriorityHigh, 1)
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-flushed; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Flush during Close: %v, want ErrClosed", err)
+	}
+	if h.saw("background error") {
+		t.Fatal("the stopped flush set a background error")
+	}
+	d, err = Open("/db", testOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if v, err := d.Get([]byte("k"), nil); err != nil || string(v) != "v" {
+		t.Fatalf("Get after reopen: %q, %v", v, err)
+	}
+}
