@@ -196,6 +196,20 @@ func TestRateLimiterSetBytesPerSecond(t *testing.T) {
 	}
 }
 
+func TestRateLimiterRefillPeriod(t *testing.T) {
+	r, c := newTestRateLimiter(RateLimiterRefillPeriod(time.Second))
+	if q := r.SingleBurstBytes(); q != 1000 {
+		t.Fatalf("quantum %d, want 1000 (1000 B/s, 1 s)", q)
+	}
+	r.Request(1000, IOPriorityLow)
+	done := requestAsync(r, 1, IOPriorityLow)
+	waitForRateWaiters(t, r, IOPriorityLow, 1)
+	c.Advance(999 * time.Millisecond)
+	waitForRateWaiters(t, r, IOPriorityLow, 1)
+	c.Advance(time.Millisecond)
+	<-done
+}
+
 func TestRateLimiterCancelledWait(t *testing.T) {
 	r, _ := newTestRateLimiter()
 	r.Request(100, IOPriorityLow)
