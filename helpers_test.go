@@ -329,6 +329,18 @@ func waitForRateWaiters(t *testing.T, r *RateLimiter, pri IOPriority, n int) {
 	}
 }
 
+// assertRateWaiters checks that n requests of priority pri wait in r now
+// (after a fake clock's Advance, whose refill has run when it returns).
+func assertRateWaiters(t *testing.T, r *RateLimiter, pri IOPriority, n int) {
+	t.Helper()
+	r.mu.Lock()
+	got := len(r.queues[priIndex(pri)])
+	r.mu.Unlock()
+	if got != n {
+		t.Fatalf("%d %s-priority requests wait, want %d", got, pri, n)
+	}
+}
+
 // drainRateLimiter empties r's bucket and puts the next refill a period
 // ahead: on a clock that does not move, no request gets a token from then on.
 func drainRateLimiter(r *RateLimiter) {

@@ -53,7 +53,7 @@ func TestRateLimiterRefills(t *testing.T) {
 	}
 	// Just short of the refill nothing moves.
 	c.Advance(99 * time.Millisecond)
-	waitForRateWaiters(t, r, IOPriorityLow, 1)
+	assertRateWaiters(t, r, IOPriorityLow, 1)
 	c.Advance(time.Millisecond)
 	<-done
 	// 70 bytes are left of the refill: a request up to that passes at once.
@@ -128,7 +128,7 @@ func TestRateLimiterServesHighPriorityFirst(t *testing.T) {
 				firstPri, secondPri = IOPriorityLow, IOPriorityHigh
 			}
 			<-first
-			waitForRateWaiters(t, r, secondPri, 1)
+			assertRateWaiters(t, r, secondPri, 1)
 			if isDone(second) {
 				t.Fatalf("the %s-priority request was served with the %s one from one quantum", secondPri, firstPri)
 			}
@@ -205,7 +205,7 @@ func TestRateLimiterRefillPeriod(t *testing.T) {
 	done := requestAsync(r, 1, IOPriorityLow)
 	waitForRateWaiters(t, r, IOPriorityLow, 1)
 	c.Advance(999 * time.Millisecond)
-	waitForRateWaiters(t, r, IOPriorityLow, 1)
+	assertRateWaiters(t, r, IOPriorityLow, 1)
 	c.Advance(time.Millisecond)
 	<-done
 }
