@@ -127,8 +127,9 @@ func TestRateLimiterServesHighPriorityFirst(t *testing.T) {
 				first, second = low, high
 				firstPri, secondPri = IOPriorityLow, IOPriorityHigh
 			}
-			<-first
+			assertRateWaiters(t, r, firstPri, 0)
 			assertRateWaiters(t, r, secondPri, 1)
+			<-first
 			if isDone(second) {
 				t.Fatalf("the %s-priority request was served with the %s one from one quantum", secondPri, firstPri)
 			}
@@ -151,11 +152,14 @@ func TestRateLimiterStarvesLowWhileHighWaits(t *testing.T) {
 	high := requestAsync(r, 200, IOPriorityHigh) // two quanta: refills 2 and 4
 	waitForRateWaiters(t, r, IOPriorityHigh, 1)
 	c.Advance(100 * time.Millisecond) // refill 2: high
+	assertRateWaiters(t, r, IOPriorityLow, 1)
 	waitForRateWaiters(t, r, IOPriorityHigh, 1)
 	if isDone(low) || r.TotalBytesThrough(IOPriorityLow) != 0 {
 		t.Fatal("refill 2 served low priority while high waited")
 	}
 	c.Advance(100 * time.Millisecond) // refill 3: the low priority's turn
+	assertRateWaiters(t, r, IOPriorityLow, 0)
+	assertRateWaiters(t, r, IOPriorityHigh, 1)
 	<-low
 	if isDone(high) {
 		t.Fatal("refill 3 served both")
