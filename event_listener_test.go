@@ -302,9 +302,16 @@ func TestEventListenerMemtableStall(t *testing.T) {
 			}
 		}
 	}()
-	for ev := range l.events {
-		if ev.kind == "StallConditionsChanged" {
-			break
+wait:
+	for {
+		select {
+		case ev := <-l.events:
+			if ev.kind == "StallConditionsChanged" {
+				break wait
+			}
+		case err := <-writes:
+			close(release)
+			t.Fatalf("the writes ended (%v) before any stall", err)
 		}
 	}
 	close(release)
