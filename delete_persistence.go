@@ -134,7 +134,7 @@ func (d *DB) deadlineReached(gen uint64) {
 	}
 	// Through the commit queue, as Flush, but without waiting for the
 	// flush: rotation is all that only the commit leader may do.
-	_, err := d.commit(&writer{rotateOnly: m})
+	_, err := d.commit(&writer{rotateOnly: m, flushReason: FlushReasonDeletePersistence})
 	d.mu.Lock()
 	if st.flushRequested == m {
 		st.flushRequested = nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
@@ -51,6 +52,7 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 		readOnly:   readOnly,
 		obsoleteCh: make(chan struct{}, 1),
 		closeCh:    make(chan struct{}),
+		bgCancel:   make(chan struct{}),
 	}
 	d.clock = o.Clock
 	d.mu.compact.cond.L = &d.mu
@@ -84,6 +86,10 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 	}
 	if err := d.openInfoLog(); err != nil {
 		return nil, err
+	}
+	if o.EventListener != nil && !readOnly {
+		// Before recovery: its flushes and the sweep at Open are events too.
+		d.events = newEventQueue(o.EventListener, d.logger)
 	}
 	if o.BlockCacheSize > 0 {
 		d.blockCache = cache.New(o.BlockCacheSize)
@@ -315,7 +321,18 @@ func (d *DB) recover() error {
 			mem = d.newMemTable(0, 0)
 			return nil
 		}
-		metas, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil) // no snapshot exists yet
+		jobID := d.newJobID()
+		start := time.Now()
+		d.eventFlushBegin(FlushInfo{JobID: jobID, Reason: FlushReasonRecovery})
+		metas, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil, jobID) // no snapshot exists yet
+		if d.events != nil {
+			var bytes uint64
+			for _, m := range metas {
+				bytes += m.Size
+			}
+			d.eventFlushCompleted(FlushInfo{JobID: jobID, Reason: FlushReasonRecovery, Outputs: fileNums(metas),
+				BytesWritten: bytes, Duration: time.Since(start), Err: err})
+		}
 		if err != nil {
 			return err
 		}
@@ -661,8 +678,16 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 		num base.FileNum
 	}
 	var victims []victim
+	// sizes are the sizes of the obsolete tables, for the listener.
+	var sizes map[base.FileNum]uint64
 	for _, f := range d.versions.TakeObsoleteTables() {
 		victims = append(victims, victim{base.FileTypeTable, f.FileNum})
+		if d.events != nil {
+			if sizes == nil {
+				sizes = make(map[base.FileNum]uint64)
+			}
+			sizes[f.FileNum] = f.Size
+		}
 	}
 	d.mu.Lock()
 	for _, n := range d.mu.log.obsolete {
@@ -716,10 +741,28 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 			d.fileCache.evictObsolete(fileKindTable, v.num)
 		}
 		name := d.fs.PathJoin(d.dirname, base.MakeFilename(v.t, v.num))
-		if err := d.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		var info TableFileInfo
+		if v.t == base.FileTypeTable && d.events != nil {
+			info = TableFileInfo{FileNum: uint64(v.num), Path: name, Reason: FileReasonObsolete}
+			size, known := sizes[v.num]
+			if !known {
+				// Found by the sweep at Open: the MANIFEST does not know it.
+				info.Reason = FileReasonOrphan
+				if fi, err := d.fs.Stat(name); err == nil {
+					size = uint64(fi.Size())
+				}
+			}
+			info.Size = size
+		}
+		err := d.fs.Remove(name)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			d.logger.Warn("removing obsolete file failed", "file", name, "err", err)
 		} else if err == nil {
 			d.logger.Info("removed obsolete file", "file", base.MakeFilename(v.t, v.num))
+		}
+		if info.Path != "" && !errors.Is(err, os.ErrNotExist) {
+			info.Err = err
+			d.eventTableDeleted(info)
 		}
 	}
 }
@@ -773,10 +816,11 @@ func (d *DB) Close() error {
 	}
 	d.mu.Unlock()
 	if needFlush {
-		err = d.flushAndWait(&writer{closing: true})
+		err = d.flushAndWait(&writer{closing: true, flushReason: FlushReasonShutdown})
 	}
 	d.mu.Lock()
 	d.mu.closing = true
+	close(d.bgCancel) // table writes stop waiting for the rate limiter
 	d.stopDeadlineTimerLocked()
 	d.mu.compact.cond.Broadcast()
 	// Background jobs stop before the WAL and tables are closed.
@@ -811,6 +855,9 @@ func (d *DB) Close() error {
 
 // closeResources releases what Open acquired; safe on a half-opened DB.
 func (d *DB) closeResources() error {
+	if d.events != nil {
+		d.events.close() // every event is delivered before Close returns
+	}
 	var err error
 	if w := d.mu.log.w; w != nil { // Open failed after starting the WAL
 		d.mu.log.w = nil

@@ -304,6 +304,20 @@ type Options struct {
 	// open without it. Default nil: DeleteBySecondaryRange fails. Not in the
 	// OPTIONS file (a function, like Clock).
 	SecondaryDeleteKey func(key, value []byte) (attr uint64, ok bool)
+	// EventListener is told of flushes, compactions, table files created
+	// and deleted, write stall changes and background errors (RocksDB's
+	// listeners), from a goroutine of the DB's own, in order, and never so
+	// that a slow listener holds up writes (see EventListener). Default nil:
+	// none. Not in the OPTIONS file.
+	EventListener EventListener
+	// RateLimiter bounds the bytes per second flushes and compactions write
+	// to tables, flushes first (RocksDB's rate_limiter,
+	// NewGenericRateLimiter); several DBs may share one. WAL, MANIFEST and
+	// OPTIONS writes are not limited. Close stops the table writes waiting
+	// for tokens (their jobs fail, leaving the data in the WAL or the input
+	// tables), except the flush of writes that skipped the WAL, which it
+	// waits for. Default nil: no limit. Not in the OPTIONS file.
+	RateLimiter *RateLimiter
 }
 
 const (
@@ -490,6 +504,8 @@ func (o *Options) Validate() error {
 		return bad("Options.DeletionSizeRatioThreshold must be at most 1 (negative turns it off), got %g", o.DeletionSizeRatioThreshold)
 	case o.DeletePersistenceThreshold < 0:
 		return bad("Options.DeletePersistenceThreshold must be >= 0 (0 turns it off), got %v", o.DeletePersistenceThreshold)
+	case o.RateLimiter != nil && o.RateLimiter.BytesPerSecond() <= 0:
+		return bad("Options.RateLimiter must have a positive rate (NewGenericRateLimiter), got %d bytes per second (nil means no limit)", o.RateLimiter.BytesPerSecond())
 	}
 	for i, f := range o.TablePropertiesCollectorFactories {
 		if f == nil {

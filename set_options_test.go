@@ -57,6 +57,7 @@ var mutableOptionValues = map[string]string{
 var optionFieldsWithoutName = []string{
 	"CreateIfMissing", "ErrorIfExists", "FS", "Logger", "Statistics", "Lock", "Clock",
 	"SecondaryDeleteKey", "DisableDynamicLevelBytes", "KeepLogFileNum", "MaxLogFileSize",
+	"EventListener", "RateLimiter",
 }
 
 // TestOptionSpecsCoverOptions: optionSpecs names each option once, each
