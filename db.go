@@ -582,6 +582,13 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			return nil
 		}
 		if len(d.mu.mem.queue) >= o.MaxWriteBufferNumber-1 || l0 >= o.Level0StopWritesTrigger {
+			if d.closed.Load() && !w.closing {
+				// Close is waiting for the writers to leave before it stops
+				// the background jobs this stall waits for (a flush held
+				// back by the rate limiter may take minutes): nothing of
+				// this group has reached the WAL or a memtable yet.
+				return ErrClosed
+			}
 			d.logger.Info("write stall", "immutable_memtables", len(d.mu.mem.queue), "l0_files", l0)
 			d.noteWriteStallLocked(true)
 			start := time.Now()

@@ -494,7 +494,10 @@ func (d *DB) noteWriteStallLocked(memFull bool) {
 		l0 = 0 // as makeRoomLocked: the L0 triggers do not stall
 	}
 	if !memFull {
-		memFull = d.mu.mem.mutable != nil && d.mu.mem.mutable.ApproximateMemoryUsage() >= o.WriteBufferSize
+		// As makeRoomLocked: a memtable is full at the lower of its own
+		// size and the current option (SetOptions may have raised it).
+		mem := d.mu.mem.mutable
+		memFull = mem != nil && mem.ApproximateMemoryUsage() >= min(o.WriteBufferSize, mem.writeBufferSize)
 	}
 	cond, cause := WriteStallNormal, WriteStallCauseNone
 	switch {

@@ -231,8 +231,11 @@ func checkNoDatabaseFiles(fs vfs.FS, dir string) error {
 }
 
 // compactOptions are the picker's options, from the current options.
-func (d *DB) compactOptions() compact.Options {
-	o := d.mutableOptions()
+func (d *DB) compactOptions() compact.Options { return d.compactOptionsOf(d.mutableOptions()) }
+
+// compactOptionsOf is compactOptions for the options o, for a caller that
+// reads other fields of the same options too.
+func (d *DB) compactOptionsOf(o *Options) compact.Options {
 	return compact.Options{
 		Comparer:                   d.cmp,
 		NumLevels:                  o.NumLevels,
@@ -789,6 +792,7 @@ func (d *DB) Close() error {
 	d.setOptionsMu.Lock()
 	d.setOptionsMu.Unlock()
 	d.mu.Lock()
+	d.mu.compact.cond.Broadcast() // writers stalled in makeRoomLocked see closed
 	if n, s := d.openIters.Load(), len(d.mu.snapshots.list); n > 0 || s > 0 {
 		// They pin versions and files; after Close they fail with ErrClosed.
 		d.logger.Warn("closing with open iterators or unreleased snapshots", "iterators", n, "snapshots", s)

@@ -470,7 +470,7 @@ func (o *Options) Validate() error {
 		return bad("Options.TargetFileSizeBase must be at least 4 KiB, got %d", o.TargetFileSizeBase)
 	case o.MaxBytesForLevelBase < 4*kib:
 		return bad("Options.MaxBytesForLevelBase must be at least 4 KiB, got %d", o.MaxBytesForLevelBase)
-	case o.MaxBytesForLevelMultiplier < 2 || o.MaxBytesForLevelMultiplier > 1000:
+	case !(o.MaxBytesForLevelMultiplier >= 2 && o.MaxBytesForLevelMultiplier <= 1000): // NaN fails too
 		return bad("Options.MaxBytesForLevelMultiplier must be between 2 and 1000, got %g", o.MaxBytesForLevelMultiplier)
 	case o.NumLevels < 2 || o.NumLevels > manifest.NumLevelsMax:
 		return bad("Options.NumLevels must be between 2 and %d, got %d", manifest.NumLevelsMax, o.NumLevels)

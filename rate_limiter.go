@@ -128,7 +128,12 @@ func NewGenericRateLimiter(bytesPerSec int64, opts ...RateLimiterOption) *RateLi
 	return r
 }
 
-// quantumFor is the refill of one period at rate bytesPerSec (at least 1).
+// maxQuantum bounds a refill, so that the bucket (under two quanta) never
+// overflows however high the rate.
+const maxQuantum = math.MaxInt64 / 4
+
+// quantumFor is the refill of one period at rate bytesPerSec (at least 1,
+// at most maxQuantum).
 func (r *RateLimiter) quantumFor(bytesPerSec int64) int64 {
 	if bytesPerSec <= 0 {
 		return 0
@@ -137,9 +142,12 @@ func (r *RateLimiter) quantumFor(bytesPerSec int64) int64 {
 	var q int64
 	if bytesPerSec <= math.MaxInt64/period {
 		q = bytesPerSec * period / int64(time.Second)
+	} else if f := float64(bytesPerSec) * r.refillPeriod.Seconds(); f < maxQuantum {
+		q = int64(f)
 	} else {
-		q = int64(float64(bytesPerSec) * r.refillPeriod.Seconds())
+		q = maxQuantum
 	}
+	q = min(q, maxQuantum)
 	return max(q, 1)
 }
 

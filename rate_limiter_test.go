@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -384,5 +385,73 @@ func TestCloseDuringStarvedFlush(t *testing.T) {
 	defer d.Close()
 	if v, err := d.Get([]byte("k"), nil); err != nil || string(v) != "v" {
 		t.Fatalf("Get after reopen: %q, %v", v, err)
+	}
+}
+
+// TestRateLimiterHugeRateQuantum: a rate near MaxInt64 gives a quantum that
+// large too, not one overflowed to a byte per refill period.
+func TestRateLimiterHugeRateQuantum(t *testing.T) {
+	for _, p := range []time.Duration{time.Second, 2 * time.Second} {
+		r := NewGenericRateLimiter(math.MaxInt64, RateLimiterRefillPeriod(p))
+		if q := r.SingleBurstBytes(); q < 1<<40 {
+			t.Errorf("rate MaxInt64, period %v: quantum %d bytes", p, q)
+		}
+	}
+	r := NewGenericRateLimiter(1<<30, RateLimiterRefillPeriod(time.Second))
+	if err := r.SetBytesPerSecond(math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if q := r.SingleBurstBytes(); q < 1<<40 {
+		t.Errorf("SetBytesPerSecond(MaxInt64), period 1s: quantum %d bytes", q)
+	}
+}
+
+// TestCloseWithWriterStalledBehindStarvedFlush: Close returns while a
+// writer is stalled on the memtable limit behind a flush the rate limiter
+// starves; the stalled writer fails with ErrClosed.
+func TestCloseWithWriterStalledBehindStarvedFlush(t *testing.T) {
+	fs := vfs.NewMem()
+	o := testOptions(fs)
+	o.MaxWriteBufferNumber = 2
+	o.DisableAutoCompactions = true
+	rl := NewGenericRateLimiter(1<<30, rateLimiterClock(newFakeClock(0)))
+	o.RateLimiter = rl
+	d, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drainRateLimiter(rl)
+	val := make([]byte, 1<<10)
+	writeErr := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			if err := d.Put([]byte{byte(i >> 8), byte(i)}, val, nil); err != nil {
+				writeErr <- err
+				return
+			}
+		}
+	}()
+	waitForRateWaiters(t, rl, IOPriorityHigh, 1) // the first flush is starved
+	// Wait until the writer is stalled (a second memtable full).
+	for {
+		d.mu.Lock()
+		stalled := len(d.mu.mem.queue) >= 1 && d.mu.mem.mutable.ApproximateMemoryUsage() >= o.WriteBufferSize
+		d.mu.Unlock()
+		if stalled {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		t.Logf("Close returned %v", err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close hangs: a writer stalled on the memtable limit waits for a flush the rate limiter starves, and bgCancel is closed only after the writers leave")
+	}
+	if err := <-writeErr; !errors.Is(err, ErrClosed) {
+		t.Errorf("stalled writer: %v, want ErrClosed", err)
 	}
 }

@@ -878,3 +878,18 @@ func TestSetOptionsAvoidFlushDuringShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestSetOptionsRefusesNaNMultiplier: NaN fails the range check of
+// max_bytes_for_level_multiplier (else OPTIONS and GetOptions would say NaN
+// while the picker ran with 10).
+func TestSetOptionsRefusesNaNMultiplier(t *testing.T) {
+	d, err := Open("/db", testOptions(vfs.NewMem()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.SetOptions(map[string]string{"max_bytes_for_level_multiplier": "NaN"}); err == nil {
+		o := d.GetOptions()
+		t.Fatalf("SetOptions accepted NaN: GetOptions says %v, the picker uses %v", o.MaxBytesForLevelMultiplier, d.picker.Options().MaxBytesForLevelMultiplier)
+	}
+}
