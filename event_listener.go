@@ -15,7 +15,11 @@ import (
 //
 // The DB calls the methods from one goroutine of its own, one at a time and
 // in the order the events happened (a job's begin before its completion),
-// never while it holds a lock and never from a writer's goroutine. The
+// never while it holds a lock and never from a writer's goroutine. One
+// exception to the order: a job's completion is queued just after its
+// version is installed, so a compaction that picked the job's outputs in
+// between may be reported as begun first (to be fixed by queueing it at
+// the install itself). The
 // events wait in a queue of 4096; a listener that falls
 // that far behind loses the newest events, is told how many
 // (OnEventsDropped) and Metrics().DroppedEvents counts them, so a listener
