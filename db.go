@@ -322,6 +322,10 @@ type writer struct {
 	secondary *manifest.SecondaryTombstone
 	// flushReason is why a flush request (batch nil) flushes.
 	flushReason FlushReason
+	// syncOnly makes a request (batch nil) that only syncs the WAL, so that
+	// every write before it is durable: an empty DeleteBySecondaryRange,
+	// which is a synced write all the same.
+	syncOnly bool
 }
 
 var defaultWriteOptions WriteOptions
@@ -395,11 +399,24 @@ func (d *DB) commit(w *writer) (*writer, error) {
 	// group stays valid while d.mu is released in makeRoomLocked: other
 	// writers only append to d.mu.writers, never touching its first
 	// len(group) elements.
-	err := d.makeRoomLocked(w.batch == nil && w.secondary == nil, need, w)
-	if err == nil && w.batch != nil {
-		err = d.commitGroupLocked(group)
-	} else if err == nil && w.secondary != nil {
-		err = d.commitSecondaryLocked(w)
+	var err error
+	switch {
+	case w.syncOnly:
+		if d.mu.bgErr != nil {
+			err = fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
+		} else {
+			err = d.syncWALLocked("an empty secondary delete")
+		}
+	case w.batch != nil:
+		if err = d.makeRoomLocked(false, need, w); err == nil {
+			err = d.commitGroupLocked(group)
+		}
+	case w.secondary != nil:
+		if err = d.makeRoomLocked(false, need, w); err == nil {
+			err = d.commitSecondaryLocked(w)
+		}
+	default: // a flush request
+		err = d.makeRoomLocked(true, need, w)
 	}
 	// Pop the group and hand leadership on.
 	d.mu.writers = d.mu.writers[len(group):]

@@ -31,10 +31,9 @@ func (d *DB) DeleteBySecondaryRange(lo, hi uint64, wo *WriteOptions) error {
 	}
 	switch {
 	case lo == hi:
-		if d.readOnly {
-			return errOpenedReadOnly
-		}
-		return d.checkOpen()
+		// Nothing to delete, but a synced write all the same.
+		_, err := d.commit(&writer{syncOnly: true})
+		return err
 	case lo > hi:
 		return base.InvalidArgumentf("shale: DeleteBySecondaryRange lo %d must not be above hi %d", lo, hi)
 	}
@@ -65,20 +64,17 @@ func (d *DB) commitSecondaryLocked(w *writer) error {
 	d.mu.lastSeq = seq
 	t := *w.secondary
 	t.Seq = seq
-	logw := d.mu.log.w
 	if mem := d.mu.mem.mutable; !mem.Empty() {
 		w.rotated = mem // for DeleteBySecondaryRange, which switches it
 	}
-	d.mu.Unlock()
 	// The WAL is synced first: once the tombstone is durable, so is every
 	// write before it (older WALs were synced when they were closed), and a
 	// crash leaves a prefix of the writes, never the tombstone without the
 	// entries it was meant to follow.
-	if err := logw.Flush(true); err != nil {
-		d.mu.Lock()
-		d.walFailedLocked(logw, fmt.Errorf("shale: syncing the WAL before secondary tombstone %s: %w", t, err))
-		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	if err := d.syncWALLocked("secondary tombstone " + t.String()); err != nil {
+		return err
 	}
+	d.mu.Unlock()
 	edit := &manifest.VersionEdit{AddedSecondaryTombstones: []manifest.SecondaryTombstone{t}}
 	err := d.logAndApply(edit, seq)
 	d.mu.Lock()
@@ -94,6 +90,22 @@ func (d *DB) commitSecondaryLocked(w *writer) error {
 	d.visibleSeq.Store(uint64(seq))
 	// The tables the tombstone covers are compacted first.
 	d.maybeScheduleLocked()
+	return nil
+}
+
+// syncWALLocked syncs the current WAL, so that every write committed before
+// is durable, for what (named in the error). d.mu is held on entry and exit
+// but released for the IO; the caller leads the commit queue. A failure
+// stops writes (walFailedLocked) and returns ErrReadOnly.
+func (d *DB) syncWALLocked(what string) error {
+	logw := d.mu.log.w
+	d.mu.Unlock()
+	err := logw.Flush(true)
+	d.mu.Lock()
+	if err != nil {
+		d.walFailedLocked(logw, fmt.Errorf("shale: syncing the WAL before %s: %w", what, err))
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	}
 	return nil
 }
 
