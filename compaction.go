@@ -161,6 +161,10 @@ func (d *DB) tablePath(num base.FileNum) string {
 	return d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeTable, num))
 }
 
+func (d *DB) blobPath(num base.FileNum) string {
+	return d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeBlob, num))
+}
+
 // testHookFlushListedSnapshots, when set by a test, runs in a flush after
 // it listed the snapshots and before it writes the memtable.
 var testHookFlushListedSnapshots func()

@@ -34,6 +34,9 @@ type DB struct {
 	// recovery is what Open's WAL replay dropped (Metrics().Recovery).
 	recovery   RecoveryMetrics
 	blockCache *cache.Cache
+	// blobCache caches blob values: blockCache unless Options.BlobCacheSize
+	// gives blob values a cache of their own.
+	blobCache *cache.Cache
 	// ioReader issues the batched reads of the read path (io_uring on
 	// Linux); it outlives every reader of the DB's tables.
 	ioReader  vfs.AsyncReader

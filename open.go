@@ -90,6 +90,10 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 	} else {
 		d.blockCache = cache.New(0)
 	}
+	d.blobCache = d.blockCache
+	if o.BlobCacheSize > 0 {
+		d.blobCache = cache.New(o.BlobCacheSize)
+	}
 	d.ioReader = vfs.NewAsyncReader(vfs.AsyncOptions{
 		DisableIOUring: o.DisableIOUring,
 		SQPoll:         o.IOUringSQPoll,
@@ -664,6 +668,9 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 	for _, f := range d.versions.TakeObsoleteTables() {
 		victims = append(victims, victim{base.FileTypeTable, f.FileNum})
 	}
+	for _, b := range d.versions.TakeObsoleteBlobFiles() {
+		victims = append(victims, victim{base.FileTypeBlob, b.FileNum})
+	}
 	d.mu.Lock()
 	for _, n := range d.mu.log.obsolete {
 		victims = append(victims, victim{base.FileTypeLog, n})
@@ -677,6 +684,7 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 	d.mu.Unlock()
 	if full {
 		live := d.versions.LiveFileNums()
+		liveBlobs := d.versions.LiveBlobFileNums()
 		names, _ := d.fs.List(d.dirname)
 		var optionsFiles []base.FileNum
 		for _, name := range names {
@@ -687,6 +695,12 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 			switch t {
 			case base.FileTypeTable:
 				if _, ok := live[num]; !ok {
+					victims = append(victims, victim{t, num})
+				}
+			case base.FileTypeBlob:
+				// Blob files the MANIFEST does not know: left by a flush or
+				// compaction that failed or crashed before its edit.
+				if _, ok := liveBlobs[num]; !ok {
 					victims = append(victims, victim{t, num})
 				}
 			case base.FileTypeLog:
@@ -712,8 +726,11 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 	slices.SortFunc(victims, func(a, b victim) int { return cmp.Compare(a.num, b.num) })
 	victims = slices.Compact(victims)
 	for _, v := range victims {
-		if v.t == base.FileTypeTable {
+		switch v.t {
+		case base.FileTypeTable:
 			d.fileCache.evictObsolete(fileKindTable, v.num)
+		case base.FileTypeBlob:
+			d.fileCache.evictObsolete(fileKindBlob, v.num)
 		}
 		name := d.fs.PathJoin(d.dirname, base.MakeFilename(v.t, v.num))
 		if err := d.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
