@@ -108,16 +108,17 @@ func (d *DB) backgroundFlush() {
 		}
 
 		start := time.Now()
-		metas, err := d.writeLevel0Tables(m, snaps, snapSeq, v)
+		metas, blobs, err := d.writeLevel0Tables(m, snaps, snapSeq, v)
 		v.Unref()
-		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog}
+		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog, NewBlobFiles: blobs}
 		var bytes uint64
 		for _, meta := range metas {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: meta})
 			bytes += meta.Size
 		}
 		if err == nil {
-			err = d.logAndApply(edit, lastSeq)
+			d.versions.SetLastSeq(lastSeq)
+			err = d.logAndApplyDeletingBlobs(edit)
 		}
 		d.mu.Lock()
 		if err != nil {
@@ -175,7 +176,7 @@ var testHookFlushListedSnapshots func()
 // since nothing older than them exists. Recovery passes nil, as the tables
 // it has just written from older WALs are in no version yet. snapshots are
 // the live snapshots, and snapSeq the visible seqnum when they were listed.
-func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version) ([]*manifest.FileMetadata, error) {
+func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version) ([]*manifest.FileMetadata, []*manifest.BlobFileMetadata, error) {
 	it := m.NewIter()
 	defer it.Close()
 	ro := compact.RunOptions{
@@ -207,11 +208,11 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq bas
 		tombs = tombs[:len(tombs)-1]
 	}
 	applied := d.setSecondary(&ro, tombs)
-	metas, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v, secondaryApplied: applied})
+	metas, blobs, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v, secondaryApplied: applied})
 	if err == nil {
 		d.recordDrops(stats, 0)
 	}
-	return metas, err
+	return metas, blobs, err
 }
 
 // tableJob describes the tables one flush or compaction writes.
@@ -228,6 +229,9 @@ type tableJob struct {
 	older *manifest.Version
 	// secondaryApplied is the outputs' FileMetadata.SecondaryApplied.
 	secondaryApplied base.SeqNum
+	// blobs, when set, is the job's blob side; runToTables makes one
+	// otherwise.
+	blobs *blobOutput
 }
 
 // tableOutput adapts an sstable.Writer to compact.OutputWriter.
@@ -244,9 +248,13 @@ type tableOutput struct {
 	// secondary collects the attribute range (nil without
 	// Options.SecondaryDeleteKey).
 	secondary *secondaryCollector
+	// blobs is the job's blob side (blob_files.go); blobRefs the blob
+	// files the table's entries point into, ascending.
+	blobs    *blobOutput
+	blobRefs []base.FileNum
 }
 
-func (o *tableOutput) Add(k base.InternalKey, v []byte) error { return o.w.Add(k, v) }
+func (o *tableOutput) Add(k base.InternalKey, v []byte) error { return o.blobs.add(o, k, v) }
 func (o *tableOutput) AddRangeTombstone(start, end []byte, seq base.SeqNum) error {
 	if o.keepRangeDels {
 		if n := len(o.rangeDels); n == 0 || !bytes.Equal(o.rangeDels[n-1][0], start) {
@@ -311,9 +319,15 @@ func (d *DB) outputTargetSize(target uint64) int64 {
 }
 
 // runToTables runs a flush or compaction into new tables and returns their
-// metadata; on error it removes every table it created.
-func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileMetadata, compact.Stats, error) {
+// metadata and that of the blob files it wrote; on error it removes every
+// table and blob file it created. job.blobs, when set, is the job's blob
+// side (a compaction's counts the references it writes).
+func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileMetadata, []*manifest.BlobFileMetadata, compact.Stats, error) {
 	var outs []*tableOutput
+	blobs := job.blobs
+	if blobs == nil {
+		blobs = d.newBlobOutput(d.mutableOptions(), job.level, job.flush)
+	}
 	var createOpts []vfs.OpenOption
 	if d.opts.UseDirectIOForFlushAndCompaction {
 		createOpts = append(createOpts, vfs.DirectIO)
@@ -326,7 +340,7 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		if err != nil {
 			return nil, err
 		}
-		o := &tableOutput{fileNum: num, keepRangeDels: job.older != nil}
+		o := &tableOutput{fileNum: num, keepRangeDels: job.older != nil, blobs: blobs}
 		owo := wo
 		if fs := d.opts.TablePropertiesCollectorFactories; len(fs) > 0 {
 			ctx := TablePropertiesCollectorContext{Level: job.level, Flush: job.flush}
@@ -349,6 +363,11 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		return o, nil
 	}
 	stats, err := compact.Run(ro)
+	if err == nil {
+		// Synced by Close, like the tables: the directory sync then makes
+		// both durable before the edit that adds them.
+		err = blobs.finish()
+	}
 	if err == nil && len(outs) > 0 {
 		err = d.syncDir()
 	}
@@ -359,7 +378,8 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 			}
 			_ = d.fs.Remove(d.tablePath(o.fileNum))
 		}
-		return nil, stats, err
+		blobs.abort()
+		return nil, nil, stats, err
 	}
 	metas := make([]*manifest.FileMetadata, 0, len(outs))
 	for _, o := range outs {
@@ -380,6 +400,7 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 			RawValueSize:            m.Props.RawValueSize,
 			NumDataBlocks:           m.Props.NumDataBlocks,
 			NumTombstoneDenseBlocks: m.Props.NumTombstoneDenseBlocks,
+			BlobFiles:               o.blobRefs,
 		}
 		if fm.NumDeletions > 0 {
 			fm.OldestTombstoneTime = job.tombstoneTime
@@ -396,14 +417,16 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 	if d.opts.ParanoidChecks {
 		if err := d.verifyNewTables(metas); err != nil {
 			d.removeOutputs(metas)
-			return nil, stats, err
+			blobs.abort()
+			return nil, nil, stats, err
 		}
 	}
 	if err := d.openNewTables(metas, job.level); err != nil {
 		d.removeOutputs(metas)
-		return nil, stats, err
+		blobs.abort()
+		return nil, nil, stats, err
 	}
-	return metas, stats, nil
+	return metas, blobs.files, stats, nil
 }
 
 // openNewTables opens the tables a flush or compaction wrote, one at a
@@ -551,9 +574,12 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	}
 	merged := mergeiter.New(d.cmp.Compare, iters...)
 	iters = nil // merged owns and closes them; directFiles outlive it
+	// The blob references read and written give the garbage (blob_files.go).
+	blobRefs := &blobRefCounter{InternalIterator: merged, read: map[base.FileNum]blobRefCount{}}
+	blobs := d.newBlobOutput(d.mutableOptions(), c.OutputLevel, false)
 	ro := compact.RunOptions{
 		Cmp:                 d.cmp,
-		Input:               merged,
+		Input:               blobRefs,
 		RangeDels:           rangedel.Fragment(d.cmp.Compare, tombstones),
 		Snapshots:           snaps,
 		ElideTombstone:      func(k []byte) bool { return !older.mayHold(k) },
@@ -564,14 +590,18 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 		KeepShadowedTombstones: d.mutableOptions().DeletePersistenceThreshold > 0,
 	}
 	applied := d.setSecondary(&ro, v.SecondaryTombstones)
-	metas, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v, secondaryApplied: applied})
+	metas, newBlobs, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v,
+		secondaryApplied: applied, blobs: blobs})
 	err = errors.Join(err, merged.Close())
 	releaseTables()
 	if err != nil {
 		d.removeOutputs(metas)
+		d.removeBlobMetas(newBlobs)
 		return err
 	}
 	d.recordDrops(stats, c.OutputLevel)
+	edit.NewBlobFiles = newBlobs
+	edit.BlobGarbage = blobGarbage(blobRefs.read, blobs.written)
 	var outBytes uint64
 	for _, m := range metas {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
@@ -617,9 +647,10 @@ func holdsSecondaryDeleted(v *manifest.Version, files []*manifest.FileMetadata) 
 	return false
 }
 
-// applyVersionEdit logs the edit and publishes the new version to readers.
+// applyVersionEdit logs the edit, with the deletion of the blob files it
+// leaves unreferenced, and publishes the new version to readers.
 func (d *DB) applyVersionEdit(edit *manifest.VersionEdit) error {
-	if err := d.versions.LogAndApply(edit); err != nil {
+	if err := d.logAndApplyDeletingBlobs(edit); err != nil {
 		return err
 	}
 	d.mu.Lock()

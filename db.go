@@ -79,6 +79,10 @@ type DB struct {
 	// only once the files obsolete at its start are gone, including those
 	// a concurrent call took first.
 	obsoleteMu sync.Mutex
+	// blobEditMu serializes the edits of flushes and compactions from the
+	// computation of the blob files they delete to their apply
+	// (logAndApplyDeletingBlobs).
+	blobEditMu sync.Mutex
 	// deadlineCalls counts the armed delete persistence timers and their
 	// calls in progress (delete_persistence.go); Close waits for them.
 	deadlineCalls sync.WaitGroup

@@ -319,10 +319,11 @@ func (d *DB) recover() error {
 			mem = d.newMemTable(0, 0)
 			return nil
 		}
-		metas, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil) // no snapshot exists yet
+		metas, blobs, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil) // no snapshot exists yet
 		if err != nil {
 			return err
 		}
+		edit.NewBlobFiles = append(edit.NewBlobFiles, blobs...)
 		for _, m := range metas {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: m})
 		}

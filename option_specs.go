@@ -41,7 +41,6 @@ type optionSpec struct {
 // optionSpecs are the options of the OPTIONS file, in the file's order.
 // Mutable options are read through DB.mutableOptions (set_options.go); an
 // immutable one says why it cannot change.
-//
 var optionSpecs = []optionSpec{
 	// Write path and memtables. A changed write_buffer_size applies to the
 	// mutable memtable at once when lowered (the next write rotates it if
