@@ -328,7 +328,9 @@ func (d *DB) readBlobValue(key, idx []byte, fillCache bool, stats *blob.ReadStat
 
 // checkTableBlobRefs reads every blob index of table r (at path, recording
 // the blob references refs) and reads its value back through open (the
-// reader of a live blob file; an error for one that is not live). It
+// reader of a live blob file; an error for one that is not live; nil,
+// without error, for one the caller has already found damaged, whose
+// indexes are then not read). It
 // returns the number of blob indexes and the first error: an index that
 // does not decode, that names a blob file the table does not record or
 // that is not live (a dangling reference), or whose value does not read
@@ -352,8 +354,8 @@ func checkTableBlobRefs(path string, r *sstable.Reader, refs []base.FileNum, ope
 			break
 		}
 		var br *blob.Reader
-		if br, err = open(x.FileNum); err != nil {
-			break
+		if br, err = open(x.FileNum); err != nil || br == nil {
+			continue
 		}
 		_, err = br.GetCounted(x, k.UserKey, false, nil)
 	}

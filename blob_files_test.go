@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -168,5 +171,329 @@ func TestModelBlobFiles(t *testing.T) {
 				runModelWith(t, seed, ops, cfg, v.set)
 			})
 		})
+	}
+}
+
+// TestCrashRecoveryBlobFiles is TestCrashRecovery with blob files on: each
+// crash clone recovers a prefix of the writes holding every acknowledged
+// one, and no table of the recovered version holds a blob index that does
+// not read back from a live blob file (checkCrashState checks both).
+func TestCrashRecoveryBlobFiles(t *testing.T) {
+	forEachSeed(t, bySize(3, 2, 30), func(t *testing.T, seed uint64) {
+		runCrashWith(t, seed, func(o *Options) {
+			o.Logger = discardLogger()
+			setBlobTestOptions(o)
+		}, nil)
+	})
+}
+
+// TestPowerLossBlobFiles is TestPowerLoss with blob files on: crashes after
+// every mutation, blob file writes (by flushes, and with separation from
+// L1 on by compactions), syncs and the edits adding and deleting blob
+// files among them; every recovered image holds a prefix of
+// the writes with every acknowledged one, and its tables no dangling blob
+// index (checkPowerLossImage).
+func TestPowerLossBlobFiles(t *testing.T) {
+	sample := 1.0
+	if testing.Short() && !stress() {
+		sample = 0.5
+	}
+	for _, level := range []int{0, 1} {
+		// From L1 on, compactions write the blob files.
+		t.Run(fmt.Sprintf("starting-level-%d", level), func(t *testing.T) {
+			forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+				runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, func(o *Options) {
+					setBlobTestOptions(o)
+					o.BlobFileStartingLevel = level
+				})
+			})
+		})
+	}
+}
+
+// writeBlobDB writes n keys with blob values to a DB in /db on fs and
+// flushes them; the DB is returned open.
+func writeBlobDB(t *testing.T, fs vfs.FS, opts *Options, n int) *DB {
+	t.Helper()
+	d, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := d.Put([]byte(fmt.Sprintf("k%05d", i)), blobTestValue(i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// blobFileNums lists the blob files on disk.
+func blobFileNums(t *testing.T, fs vfs.FS) []base.FileNum {
+	t.Helper()
+	var nums []base.FileNum
+	for _, name := range listNames(t, fs, "/db") {
+		if ft, num, ok := base.ParseFilename(name); ok && ft == base.FileTypeBlob {
+			nums = append(nums, num)
+		}
+	}
+	return nums
+}
+
+// TestBlobFilesDeletedOnceUnreferenced: after a full compaction that
+// overwrote half the keys, the old blob files stay (the other half still
+// points into them) and hold as garbage exactly the overwritten values;
+// after one that overwrote every key, the old blob files are gone from the
+// MANIFEST and from disk, and only the new ones remain.
+func TestBlobFilesDeletedOnceUnreferenced(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobTestOptions(mem)
+	opts.DisableAutoCompactions = true
+	const n = 200
+	d := writeBlobDB(t, mem, opts, n)
+	old := blobFileNums(t, mem)
+	if len(old) < 2 {
+		t.Fatalf("want several blob files, got %v", old)
+	}
+	overwrite := func(from, step int) {
+		t.Helper()
+		for i := from; i < n; i += step {
+			if err := d.Put([]byte(fmt.Sprintf("k%05d", i)), append(blobTestValue(i), "-new"...), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.CompactRange(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		d.deleteObsoleteFiles(false)
+	}
+	overwrite(0, 2)
+	v := d.versions.Current()
+	var garbage uint64
+	for _, num := range old {
+		b := v.BlobFile(num)
+		if b == nil {
+			t.Fatalf("blob file %s deleted while half its values are live", num)
+		}
+		garbage += b.GarbageCount
+		if b.GarbageBytes == 0 || b.GarbageBytes >= b.TotalBytes {
+			t.Errorf("blob file %s: garbage %d of %d bytes", num, b.GarbageBytes, b.TotalBytes)
+		}
+	}
+	v.Unref()
+	if garbage != n/2 {
+		t.Errorf("old blob files hold %d garbage values, want %d (the overwritten ones)", garbage, n/2)
+	}
+	checkBlobReferences(t, d)
+
+	overwrite(1, 2)
+	v = d.versions.Current()
+	for _, num := range old {
+		if v.BlobFile(num) != nil {
+			t.Errorf("blob file %s still live after every value in it was overwritten", num)
+		}
+	}
+	v.Unref()
+	for _, num := range blobFileNums(t, mem) {
+		if slices.Contains(old, num) {
+			t.Errorf("blob file %s still on disk after every value in it was overwritten", num)
+		}
+	}
+	if got := checkBlobReferences(t, d); got != n {
+		t.Errorf("tables hold %d blob indexes, want %d", got, n)
+	}
+	for i := range n {
+		got, err := d.Get([]byte(fmt.Sprintf("k%05d", i)), nil)
+		if want := append(blobTestValue(i), "-new"...); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("Get(k%05d) = %q, %v", i, got, err)
+		}
+	}
+	// The sweep at Open removes blob files the MANIFEST does not know.
+	writeFile(t, mem, "/db/"+base.MakeFilename(base.FileTypeBlob, 999999), []byte("left by a crashed flush"))
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if slices.Contains(blobFileNums(t, mem), 999999) {
+		t.Error("Open left a blob file the MANIFEST does not know")
+	}
+}
+
+// blobReadCountingFS counts the reads of .blob files.
+type blobReadCountingFS struct {
+	vfs.FS
+	reads atomic.Int64
+}
+
+func (fs *blobReadCountingFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.Open(name, opts...)
+	if err != nil || !strings.HasSuffix(name, ".blob") {
+		return f, err
+	}
+	return &blobReadCountingFile{File: f, reads: &fs.reads}, nil
+}
+
+type blobReadCountingFile struct {
+	vfs.File
+	reads *atomic.Int64
+}
+
+func (f *blobReadCountingFile) ReadAt(p []byte, off int64) (int, error) {
+	f.reads.Add(1)
+	return f.File.ReadAt(p, off)
+}
+
+// TestBlobFilesKeyOnlyScanReadsNoBlobFile: iterators read a blob value only
+// when Value is called. A scan of keys, Seeks and SeekForPrevs, forward and
+// backward, read no blob file (blob files are opened, header and footer
+// read, when first needed only); reading the values then does, and a second
+// Value at the same key reads nothing more.
+func TestBlobFilesKeyOnlyScanReadsNoBlobFile(t *testing.T) {
+	fs := &blobReadCountingFS{FS: vfs.NewMem()}
+	opts := blobTestOptions(fs)
+	opts.DisableAutoCompactions = true
+	opts.BlockCacheSize = -1 // no value served from a cache
+	const n = 200
+	d := writeBlobDB(t, fs, opts, n)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open("/db", opts) // blob files closed, nothing cached
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	fs.reads.Store(0)
+	for _, async := range []bool{false, true} {
+		it := d.NewIterator(&ReadOptions{AsyncIO: async})
+		keys := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			keys++
+		}
+		for ok := it.Last(); ok; ok = it.Prev() {
+			keys++
+		}
+		for i := 0; i < n; i += 13 {
+			it.Seek([]byte(fmt.Sprintf("k%05d", i)))
+			it.SeekForPrev([]byte(fmt.Sprintf("k%05d", i)))
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if keys != 2*n {
+			t.Fatalf("scans saw %d keys, want %d", keys, 2*n)
+		}
+		if got := fs.reads.Load(); got != 0 {
+			t.Fatalf("async %v: key-only scans and seeks read blob files %d times", async, got)
+		}
+	}
+	it := d.NewIterator(nil)
+	defer it.Close()
+	if !it.Seek([]byte("k00100")) {
+		t.Fatal("Seek found nothing")
+	}
+	if v := it.Value(); !bytes.Equal(v, blobTestValue(100)) {
+		t.Fatalf("Value = %q", v)
+	}
+	after := fs.reads.Load()
+	if after == 0 {
+		t.Fatal("Value read no blob file (the counting file system counts nothing)")
+	}
+	if v := it.Value(); !bytes.Equal(v, blobTestValue(100)) || fs.reads.Load() != after {
+		t.Fatalf("a second Value at the same key read again (%d reads, then %d)", after, fs.reads.Load())
+	}
+}
+
+// flipByteAt flips the bits of one byte of a file.
+func flipByteAt(t *testing.T, fs vfs.FS, name string, off int64) {
+	t.Helper()
+	b := readFile(t, fs, name)
+	b[off] ^= 0x5a
+	writeFile(t, fs, name, b)
+}
+
+// TestBlobFilesCorruptionDetected: a byte flipped anywhere in a blob file
+// is reported by Check (the blob file damaged) and by VerifyChecksum, and
+// a Get or iterator reading a value through it returns an error matching
+// ErrCorruption, never another value; reads of values elsewhere still
+// succeed.
+func TestBlobFilesCorruptionDetected(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobTestOptions(mem)
+	opts.DisableAutoCompactions = true
+	opts.BlockCacheSize = -1
+	const n = 5
+	d := writeBlobDB(t, mem, opts, n)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nums := blobFileNums(t, mem)
+	if len(nums) != 1 {
+		t.Fatalf("want one blob file, got %v", nums)
+	}
+	name := "/db/" + base.MakeFilename(base.FileTypeBlob, nums[0])
+	clean := readFile(t, mem, name)
+	rep, err := Check("/db", &Options{FS: mem})
+	if err != nil || !rep.OK() {
+		t.Fatalf("clean database: %v\n%s", err, rep)
+	}
+	if !strings.Contains(rep.String(), "5 blob indexes read back") {
+		t.Errorf("Check does not say it read the blob indexes:\n%s", rep)
+	}
+	for off := range int64(len(clean)) {
+		writeFile(t, mem, name, clean)
+		flipByteAt(t, mem, name, off)
+		rep, err := Check("/db", &Options{FS: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.OK() {
+			t.Fatalf("byte %d flipped: Check found nothing\n%s", off, rep)
+		}
+		d, err := Open("/db", opts)
+		if err != nil {
+			t.Fatalf("byte %d flipped: Open: %v", off, err)
+		}
+		if err := d.VerifyChecksum(); !errors.Is(err, ErrCorruption) {
+			t.Errorf("byte %d flipped: VerifyChecksum = %v", off, err)
+		}
+		bad := 0
+		for i := range n {
+			got, err := d.Get([]byte(fmt.Sprintf("k%05d", i)), nil)
+			switch {
+			case err == nil && !bytes.Equal(got, blobTestValue(i)):
+				t.Fatalf("byte %d flipped: Get(k%05d) returned wrong data %q", off, i, got)
+			case err != nil && !errors.Is(err, ErrCorruption):
+				t.Fatalf("byte %d flipped: Get(k%05d): %v, not corruption", off, i, err)
+			case err != nil:
+				bad++
+			}
+		}
+		it := d.NewIterator(nil)
+		seen := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			if v := it.Value(); v != nil {
+				if !bytes.Equal(v, blobTestValue(seen)) {
+					t.Fatalf("byte %d flipped: iterator returned wrong data %q at %s", off, v, it.Key())
+				}
+				seen++
+			}
+		}
+		itErr := it.Close()
+		if bad > 0 && !errors.Is(itErr, ErrCorruption) {
+			t.Fatalf("byte %d flipped: %d Gets failed, the iterator's error is %v", off, bad, itErr)
+		}
+		if bad == 0 && itErr != nil {
+			t.Fatalf("byte %d flipped: every Get succeeded, the iterator failed: %v", off, itErr)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

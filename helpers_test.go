@@ -353,14 +353,25 @@ func setBlobTestOptions(o *Options) {
 	o.BlobFileSize = 4 << 10
 }
 
-// checkBlobReferences checks the blob invariants of d's current version and
+// checkBlobReferences checks the blob invariants of d's current version
+// (verifyBlobReferences) and returns the number of blob indexes its tables
+// hold.
+func checkBlobReferences(t *testing.T, d *DB) int {
+	t.Helper()
+	n, err := verifyBlobReferences(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// verifyBlobReferences checks the blob invariants of d's current version and
 // returns the number of blob indexes its tables hold: every blob index of
 // every live table points into a live blob file that the table records and
 // reads back as its key's value (no dangling reference), every live blob
 // file is on disk and referenced by some table (an edit deletes the blob
 // files it leaves unreferenced).
-func checkBlobReferences(t *testing.T, d *DB) int {
-	t.Helper()
+func verifyBlobReferences(d *DB) (int, error) {
 	v := d.versions.Current()
 	defer v.Unref()
 	held := map[base.FileNum]*cachedFile{}
@@ -388,23 +399,25 @@ func checkBlobReferences(t *testing.T, d *DB) int {
 		for _, f := range files {
 			tf, err := d.fileCache.findTable(f.FileNum)
 			if err != nil {
-				t.Fatal(err)
+				return n, err
 			}
 			m, err := checkTableBlobRefs(d.tablePath(f.FileNum), tf.reader, f.BlobFiles, open)
 			tf.release()
 			if err != nil {
-				t.Fatalf("L%d table %s: %v", level, f.FileNum, err)
+				return n, fmt.Errorf("L%d table %s: %w", level, f.FileNum, err)
 			}
 			n += m
 		}
 	}
 	for _, b := range v.BlobFiles {
 		if len(v.TablesReferencingBlob(b.FileNum)) == 0 {
-			t.Errorf("live blob file %s is referenced by no table", b.FileNum)
+			return n, fmt.Errorf("live blob file %s is referenced by no table", b.FileNum)
 		}
-		if _, err := d.fs.Stat(d.blobPath(b.FileNum)); err != nil {
-			t.Errorf("live blob file %s: %v", b.FileNum, err)
+		if fi, err := d.fs.Stat(d.blobPath(b.FileNum)); err != nil {
+			return n, fmt.Errorf("live blob file %s: %w", b.FileNum, err)
+		} else if uint64(fi.Size()) != b.Size {
+			return n, fmt.Errorf("live blob file %s holds %d bytes, the MANIFEST records %d", b.FileNum, fi.Size(), b.Size)
 		}
 	}
-	return n
+	return n, nil
 }
