@@ -282,6 +282,9 @@ func TestBlobFilesDeletedOnceUnreferenced(t *testing.T) {
 			t.Errorf("blob file %s: garbage %d of %d bytes", num, b.GarbageBytes, b.TotalBytes)
 		}
 	}
+	if m := d.Metrics(); m.Blob.Files != len(v.BlobFiles) || m.Blob.GarbageBytes == 0 || m.Blob.GarbageBytes >= m.Blob.TotalBytes {
+		t.Errorf("Metrics().Blob = %+v with %d live blob files", m.Blob, len(v.BlobFiles))
+	}
 	v.Unref()
 	if garbage != n/2 {
 		t.Errorf("old blob files hold %d garbage values, want %d (the overwritten ones)", garbage, n/2)
@@ -495,5 +498,36 @@ func TestBlobFilesCorruptionDetected(t *testing.T) {
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBlobFilesPrepopulateBlobCache: with PrepopulateBlobCache, the values a
+// flush writes are in the cache, and reading them reads no blob file;
+// without it, reads after the flush read the blob files.
+func TestBlobFilesPrepopulateBlobCache(t *testing.T) {
+	for _, prepopulate := range []bool{false, true} {
+		t.Run(fmt.Sprint(prepopulate), func(t *testing.T) {
+			fs := &blobReadCountingFS{FS: vfs.NewMem()}
+			opts := blobTestOptions(fs)
+			opts.DisableAutoCompactions = true
+			opts.PrepopulateBlobCache = prepopulate
+			const n = 100
+			d := writeBlobDB(t, fs, opts, n)
+			defer d.Close()
+			fs.reads.Store(0)
+			before := d.Metrics().Blob.Reads
+			for i := range n {
+				if got, err := d.Get([]byte(fmt.Sprintf("k%05d", i)), nil); err != nil || !bytes.Equal(got, blobTestValue(i)) {
+					t.Fatalf("Get(k%05d) = %q, %v", i, got, err)
+				}
+			}
+			reads, counted := fs.reads.Load(), d.Metrics().Blob.Reads-before
+			if prepopulate && (reads != 0 || counted != 0) {
+				t.Errorf("prepopulated: Gets read blob files %d times (Metrics: %d)", reads, counted)
+			}
+			if !prepopulate && (reads < n || counted < n) {
+				t.Errorf("not prepopulated: Gets read blob files %d times (Metrics: %d), want at least %d", reads, counted, n)
+			}
+		})
 	}
 }

@@ -116,6 +116,9 @@ func (d *DB) backgroundFlush() {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: meta})
 			bytes += meta.Size
 		}
+		for _, b := range blobs {
+			bytes += b.Size
+		}
 		if err == nil {
 			d.versions.SetLastSeq(lastSeq)
 			err = d.logAndApplyDeletingBlobs(edit)
@@ -603,6 +606,9 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	edit.NewBlobFiles = newBlobs
 	edit.BlobGarbage = blobGarbage(blobRefs.read, blobs.written)
 	var outBytes uint64
+	for _, b := range newBlobs {
+		outBytes += b.Size
+	}
 	for _, m := range metas {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
 		outBytes += m.Size

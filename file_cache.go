@@ -82,6 +82,8 @@ type fileCache struct {
 	// and keeps its counts at close (attach/detach): readers count once, and
 	// a Statistics shared by several DBs does not mix their Metrics.
 	stats *sstable.ReadStats
+	// blobStats counts the reads of blob files (Metrics().Blob).
+	blobStats *blob.ReadStats
 }
 
 // fileIndexShards is the number of maps the index of each file kind is
@@ -134,7 +136,7 @@ type cachedFile struct {
 // open whatever Options.MaxOpenFiles says: it opened them through pinned
 // handles at load, and a writer beside it may have removed them since.
 func newFileCache(d *DB) *fileCache {
-	c := &fileCache{d: d, stats: new(sstable.ReadStats), lingering: map[*cachedFile]struct{}{}}
+	c := &fileCache{d: d, stats: new(sstable.ReadStats), blobStats: new(blob.ReadStats), lingering: map[*cachedFile]struct{}{}}
 	if n := d.opts.MaxOpenFiles; n > 0 && !d.readOnly {
 		c.capacity = n
 	}
@@ -472,7 +474,7 @@ func (c *fileCache) openBlob(t *cachedFile) error {
 		Cache:                d.blobCache,
 		CacheID:              t.cacheID,
 		AsyncReader:          d.ioReader,
-		Stats:                &c.stats.ReadStats,
+		Stats:                c.blobStats,
 		MaxAutoReadaheadSize: d.opts.MaxAutoReadaheadSize,
 	})
 	if err != nil {

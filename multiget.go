@@ -38,7 +38,10 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 // ReadOptions: without AsyncIO one table at a time, all its missing blocks in
 // one batch (RocksDB's default); with AsyncIO one batch per level (each L0
 // file being its own level); with AsyncIO and OptimizeMultiGetForIO one batch
-// for every key's next candidate table across all levels.
+// for every key's next candidate table across all levels. Keys whose
+// value is in a blob file are answered once every table lookup is done:
+// with AsyncIO their values are read as one batch of reads across blob
+// files, else one after another.
 func (d *DB) MultiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
 	st := d.opts.Statistics
 	var start time.Time
