@@ -214,11 +214,14 @@ func (b *blobOutput) prepopulateCache(num base.FileNum) {
 func (b *blobOutput) finish() error { return b.finishFile() }
 
 // abort stops the job's blob writing and removes every blob file it
-// started.
+// started (closing those PrepopulateBlobCache opened).
 func (b *blobOutput) abort() {
 	if b.w != nil {
 		b.w.Abort()
 		b.w = nil
+	}
+	for _, n := range b.created {
+		b.d.fileCache.evictObsolete(fileKindBlob, n)
 	}
 	b.d.removeBlobFiles(b.created)
 	b.files, b.created = nil, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // blobTestOptions are testOptions with setBlobTestOptions.
@@ -527,6 +528,86 @@ func TestBlobFilesPrepopulateBlobCache(t *testing.T) {
 			}
 			if !prepopulate && (reads < n || counted < n) {
 				t.Errorf("not prepopulated: Gets read blob files %d times (Metrics: %d), want at least %d", reads, counted, n)
+			}
+		})
+	}
+}
+
+// TestBlobFilesReadOnly: a read-only DB reads blob values (its blob files
+// pinned and opened at load like its tables), by Get, MultiGet and
+// iterators.
+func TestBlobFilesReadOnly(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobTestOptions(mem)
+	const n = 100
+	d := writeBlobDB(t, mem, opts, n)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenForReadOnly("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for i := range n {
+		k := []byte(fmt.Sprintf("k%05d", i))
+		if got, err := ro.Get(k, nil); err != nil || !bytes.Equal(got, blobTestValue(i)) {
+			t.Fatalf("Get(%s) = %q, %v", k, got, err)
+		}
+	}
+	vals, errs := ro.MultiGet([][]byte{[]byte("k00003"), []byte("k00042")}, &ReadOptions{AsyncIO: true})
+	if errs[0] != nil || errs[1] != nil || !bytes.Equal(vals[0], blobTestValue(3)) || !bytes.Equal(vals[1], blobTestValue(42)) {
+		t.Fatalf("MultiGet = %q, %v", vals, errs)
+	}
+	it := ro.NewIterator(nil)
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if !bytes.Equal(it.Value(), blobTestValue(i)) {
+			t.Fatalf("iterator at %s: %q", it.Key(), it.Value())
+		}
+		i++
+	}
+	if err := it.Close(); err != nil || i != n {
+		t.Fatalf("iterator saw %d keys: %v", i, err)
+	}
+}
+
+// TestBlobFilesWriteFaults fails a flush's blob file creation, writes or
+// sync: the flush fails (the DB goes read-only, reads still work), no blob
+// file of the failed flush stays on disk, and after Resume the flush
+// succeeds and every value reads back from blob files. MinBlobSize 0
+// separates every value.
+func TestBlobFilesWriteFaults(t *testing.T) {
+	for _, op := range []errorfs.Op{errorfs.OpCreate, errorfs.OpWrite, errorfs.OpSync} {
+		t.Run(fmt.Sprint(op), func(t *testing.T) {
+			ffs, _, db := openFaultDB(t, vfs.NewMem(), func(o *Options) {
+				setBlobTestOptions(o)
+				o.MinBlobSize = 0
+				o.DisableAutoCompactions = true
+			})
+			defer db.Close()
+			putRange(t, db, 0, 300, nil)
+			ffs.AddRule(errorfs.Rule{Op: op, PathContains: ".blob"})
+			if err := db.Flush(); !errors.Is(err, ErrReadOnly) {
+				t.Fatalf("Flush with failing blob file %s: %v", op, err)
+			}
+			if ffs.Injected() == 0 {
+				t.Fatal("no fault injected")
+			}
+			expectRange(t, db, 0, 300)
+			ffs.ClearRules()
+			if nums := blobFileNums(t, ffs); len(nums) > 0 {
+				t.Errorf("the failed flush left blob files %v", nums)
+			}
+			if err := db.Resume(); err != nil {
+				t.Fatalf("Resume: %v", err)
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			expectRange(t, db, 0, 300)
+			if got := checkBlobReferences(t, db); got != 300 {
+				t.Errorf("tables hold %d blob indexes, want 300", got)
 			}
 		})
 	}

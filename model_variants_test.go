@@ -182,6 +182,12 @@ var metamorphicSets = []metaOptionSet{
 	{name: "blob-files-async-io", set: setBlobTestOptions, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
 	{name: "blob-files-set-options-mid-run", set: setBlobTestOptions, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 2}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
+	{name: "osfs-blob-files-direct", set: func(o *Options) {
+		// Blob values read with direct IO (aligned reads of records).
+		setBlobTestOptions(o)
+		o.UseDirectReads = true
+		o.UseDirectIOForFlushAndCompaction = true
+	}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {
 		o.DisableIOUring = true
 		o.UseDirectReads = true
