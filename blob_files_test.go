@@ -612,3 +612,18 @@ func TestBlobFilesWriteFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentStressBlobFiles is TestConcurrentStress with blob files on:
+// readers (Gets, MultiGets, iterators, snapshots) race flushes writing blob
+// files and compactions deleting them, and every invariant of the stress
+// test holds; at the end no table holds a dangling blob index.
+func TestConcurrentStressBlobFiles(t *testing.T) {
+	d := stressDuration(t)
+	forEachSeed(t, 1, func(t *testing.T, seed uint64) {
+		runConcurrentStress(t, seed, vfs.NewMem(), "/db", d, func(o *Options) {
+			setBlobTestOptions(o)
+			o.MinBlobSize = 0
+			o.MaxOpenFiles = 8 // blob files and tables evicted while read
+		})
+	})
+}
