@@ -627,3 +627,117 @@ func TestConcurrentStressBlobFiles(t *testing.T) {
 		})
 	})
 }
+
+// TestBlobFilesStartingLevel: with BlobFileStartingLevel 1, a flush keeps
+// values inline (no blob file), and the compaction into L1 separates them:
+// afterwards every value is in a blob file and reads back.
+func TestBlobFilesStartingLevel(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobTestOptions(mem)
+	opts.DisableAutoCompactions = true
+	opts.BlobFileStartingLevel = 1
+	const n = 200
+	d := writeBlobDB(t, mem, opts, n)
+	defer d.Close()
+	if got := len(blobFileNums(t, mem)); got != 0 {
+		t.Fatalf("a flush to L0 below BlobFileStartingLevel 1 wrote %d blob files", got)
+	}
+	if got := checkBlobReferences(t, d); got != 0 {
+		t.Fatalf("L0 tables hold %d blob indexes", got)
+	}
+	if err := d.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkBlobReferences(t, d); got != n {
+		t.Fatalf("after the compaction, tables hold %d blob indexes, want %d", got, n)
+	}
+	for i := range n {
+		if got, err := d.Get([]byte(fmt.Sprintf("k%05d", i)), nil); err != nil || !bytes.Equal(got, blobTestValue(i)) {
+			t.Fatalf("Get(k%05d) = %q, %v", i, got, err)
+		}
+	}
+}
+
+// TestBlobFilesSetOptions: SetOptions turns blob files off (the next flush
+// keeps values inline, the blob values written before still read back) and
+// on again (the next flush separates), and changes MinBlobSize.
+func TestBlobFilesSetOptions(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobTestOptions(mem)
+	opts.DisableAutoCompactions = true
+	d := writeBlobDB(t, mem, opts, 50)
+	defer d.Close()
+	want := 50
+	step := func(change map[string]string, from, to, wantIndexes int) {
+		t.Helper()
+		if err := d.SetOptions(change); err != nil {
+			t.Fatal(err)
+		}
+		for i := from; i < to; i++ {
+			if err := d.Put([]byte(fmt.Sprintf("k%05d", i)), blobTestValue(i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got := checkBlobReferences(t, d); got != wantIndexes {
+			t.Fatalf("after %v: tables hold %d blob indexes, want %d", change, got, wantIndexes)
+		}
+		for i := range to {
+			if got, err := d.Get([]byte(fmt.Sprintf("k%05d", i)), nil); err != nil || !bytes.Equal(got, blobTestValue(i)) {
+				t.Fatalf("after %v: Get(k%05d) = %q, %v", change, i, got, err)
+			}
+		}
+	}
+	step(map[string]string{"enable_blob_files": "false"}, 50, 100, want)
+	want += 50
+	step(map[string]string{"enable_blob_files": "true"}, 100, 150, want)
+	// blobTestValue(i) is 52 + i%50 bytes long: 76 or more for 26 of the 50.
+	step(map[string]string{"min_blob_size": "76"}, 150, 200, want+26)
+}
+
+// TestBlobFilesMultiGetBatch: with AsyncIO, MultiGet reads the blob values
+// of its keys, across blob files, through the async reader (one read each,
+// submitted together); without it, one by one and not through it.
+func TestBlobFilesMultiGetBatch(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobTestOptions(mem)
+	opts.DisableAutoCompactions = true
+	opts.BlobCacheSize = 1 // blob values are not cached; table blocks are
+	const n = 200
+	d := writeBlobDB(t, mem, opts, n)
+	defer d.Close()
+	var keys [][]byte
+	for i := 0; i < n; i += 25 {
+		keys = append(keys, []byte(fmt.Sprintf("k%05d", i)))
+	}
+	v := d.versions.Current()
+	nfiles := len(v.BlobFiles)
+	v.Unref()
+	for _, async := range []bool{false, true} {
+		ro := &ReadOptions{AsyncIO: async}
+		d.MultiGet(keys, ro) // table blocks into the block cache
+		before, blobReads := d.Metrics().IO.ReadsSubmitted, d.Metrics().Blob.Reads
+		vals, errs := d.MultiGet(keys, ro)
+		for j := range keys {
+			if errs[j] != nil || !bytes.Equal(vals[j], blobTestValue(j*25)) {
+				t.Fatalf("async %v: MultiGet %s = %q, %v", async, keys[j], vals[j], errs[j])
+			}
+		}
+		submitted, read := d.Metrics().IO.ReadsSubmitted-before, d.Metrics().Blob.Reads-blobReads
+		if read != uint64(len(keys)) {
+			t.Errorf("async %v: %d blob reads for %d keys", async, read, len(keys))
+		}
+		if want := uint64(0); async {
+			if submitted != uint64(len(keys)) {
+				t.Errorf("async: %d reads through the async reader for %d blob values", submitted, len(keys))
+			}
+		} else if submitted != want {
+			t.Errorf("sync: %d reads through the async reader", submitted)
+		}
+	}
+	if nfiles < 4 {
+		t.Errorf("the keys' values lie in %d blob files; want several", nfiles)
+	}
+}
