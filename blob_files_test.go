@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -739,5 +740,49 @@ func TestBlobFilesMultiGetBatch(t *testing.T) {
 	}
 	if nfiles < 4 {
 		t.Errorf("the keys' values lie in %d blob files; want several", nfiles)
+	}
+}
+
+// TestBlobFilesParanoidChecksAtOpen: with ParanoidChecks, Open refuses a
+// database whose live blob file is shorter than the MANIFEST records, or
+// missing (ErrCorruption); without, Open succeeds and reads of its values
+// fail: ErrCorruption, or the file system's not-exist error for a missing
+// file, as for a missing table.
+func TestBlobFilesParanoidChecksAtOpen(t *testing.T) {
+	for _, damage := range []string{"truncated", "missing"} {
+		t.Run(damage, func(t *testing.T) {
+			mem := vfs.NewMem()
+			opts := blobTestOptions(mem)
+			opts.DisableAutoCompactions = true
+			d := writeBlobDB(t, mem, opts, 20)
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			name := "/db/" + base.MakeFilename(base.FileTypeBlob, blobFileNums(t, mem)[0])
+			if damage == "missing" {
+				if err := mem.Remove(name); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				b := readFile(t, mem, name)
+				writeFile(t, mem, name, b[:len(b)-1])
+			}
+			paranoid := *opts
+			paranoid.ParanoidChecks = true
+			if d, err := Open("/db", &paranoid); !errors.Is(err, ErrCorruption) {
+				if err == nil {
+					d.Close()
+				}
+				t.Fatalf("Open with ParanoidChecks: %v", err)
+			}
+			d, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if _, err := d.Get([]byte("k00000"), nil); !errors.Is(err, ErrCorruption) && !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("Get through the %s blob file: %v", damage, err)
+			}
+		})
 	}
 }

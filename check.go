@@ -83,10 +83,22 @@ func (d *DB) checkTableSize(f *manifest.FileMetadata) error {
 
 // checkLiveTables is Options.ParanoidChecks at Open: every live table must
 // exist, have the size the MANIFEST records and open (footer, index,
-// filter, properties and range-del blocks pass their checksums).
+// filter, properties and range-del blocks pass their checksums), and every
+// live blob file must exist, have the size the MANIFEST records and open
+// (header and footer).
 func (d *DB) checkLiveTables() error {
 	v := d.versions.Current()
 	defer v.Unref()
+	for _, b := range v.BlobFiles {
+		if err := d.checkBlobFileSize(b); err != nil {
+			return err
+		}
+		f, err := d.fileCache.findBlob(b.FileNum)
+		if err != nil {
+			return err
+		}
+		f.release()
+	}
 	for _, files := range v.Levels {
 		for _, f := range files {
 			if err := d.checkTableSize(f); err != nil {
@@ -97,6 +109,47 @@ func (d *DB) checkLiveTables() error {
 				return err
 			}
 			t.release()
+		}
+	}
+	return nil
+}
+
+// checkBlobFileSize compares a live blob file's size on disk with the
+// MANIFEST's.
+func (d *DB) checkBlobFileSize(b *manifest.BlobFileMetadata) error {
+	name := d.blobPath(b.FileNum)
+	fi, err := d.fs.Stat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w (%w)", base.CorruptionErrorf(name, 0, "live blob file is missing"), err)
+	}
+	if err != nil {
+		return fmt.Errorf("shale: checking %s: %w", name, err)
+	}
+	if uint64(fi.Size()) != b.Size {
+		return base.CorruptionErrorf(name, fi.Size(), "blob file is %d bytes, the MANIFEST says %d", fi.Size(), b.Size)
+	}
+	return nil
+}
+
+// verifyNewBlobFiles is Options.ParanoidChecks for the blob files a flush
+// or compaction wrote: each is read back whole from the file system and
+// its checksum verified before it is installed.
+func (d *DB) verifyNewBlobFiles(metas []*manifest.BlobFileMetadata) error {
+	for _, m := range metas {
+		if err := d.checkBlobFileSize(m); err != nil {
+			return err
+		}
+		name := d.blobPath(m.FileNum)
+		f, err := d.fs.Open(name, vfs.SequentialAccess)
+		if err != nil {
+			return fmt.Errorf("shale: opening %s: %w", name, err)
+		}
+		r, err := blob.NewReader(f, blob.ReaderOptions{FileNum: m.FileNum, FileName: name})
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(r.VerifyFileChecksum(), r.Close()); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -418,7 +418,7 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		metas = append(metas, fm)
 	}
 	if d.opts.ParanoidChecks {
-		if err := d.verifyNewTables(metas); err != nil {
+		if err := errors.Join(d.verifyNewBlobFiles(blobs.files), d.verifyNewTables(metas)); err != nil {
 			d.removeOutputs(metas)
 			blobs.abort()
 			return nil, nil, stats, err

@@ -180,6 +180,10 @@ var metamorphicSets = []metaOptionSet{
 		o.BlobFileStartingLevel = 1
 	}},
 	{name: "blob-files-async-io", set: setBlobTestOptions, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
+	{name: "blob-files-paranoid-checks", set: func(o *Options) {
+		setBlobTestOptions(o)
+		o.ParanoidChecks = true
+	}},
 	{name: "blob-files-set-options-mid-run", set: setBlobTestOptions, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 2}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
 	{name: "osfs-blob-files-direct", set: func(o *Options) {
