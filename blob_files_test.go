@@ -527,6 +527,9 @@ func TestBlobFilesPrepopulateBlobCache(t *testing.T) {
 			if prepopulate && (reads != 0 || counted != 0) {
 				t.Errorf("prepopulated: Gets read blob files %d times (Metrics: %d)", reads, counted)
 			}
+			if hits := d.Metrics().Blob.CacheHits; prepopulate && hits < n {
+				t.Errorf("prepopulated: %d blob cache hits for %d Gets", hits, n)
+			}
 			if !prepopulate && (reads < n || counted < n) {
 				t.Errorf("not prepopulated: Gets read blob files %d times (Metrics: %d), want at least %d", reads, counted, n)
 			}
