@@ -85,6 +85,12 @@ type blobOutput struct {
 	// put in the cache once their file is finished.
 	prepopulate bool
 	fresh       []prepopulated
+	// flush says the job is a flush (its writes go first through
+	// Options.RateLimiter); jobID and reason are what the listener is told
+	// of its blob files.
+	flush  bool
+	jobID  int
+	reason FileReason
 }
 
 // prepopulated is a value a flush wrote, for the blob cache.
@@ -96,7 +102,7 @@ type prepopulated struct {
 // newBlobOutput returns the blob side of a job writing to level (flush for
 // a flush), with the options o the job started with.
 func (d *DB) newBlobOutput(o *Options, level int, flush bool) *blobOutput {
-	b := &blobOutput{d: d, written: map[base.FileNum]blobRefCount{}}
+	b := &blobOutput{d: d, written: map[base.FileNum]blobRefCount{}, flush: flush}
 	// SecondaryDeleteKey reads Set values, which a blob index is not.
 	b.separate = o.EnableBlobFiles && level >= o.BlobFileStartingLevel && d.opts.SecondaryDeleteKey == nil
 	b.minSize, b.fileSize = o.MinBlobSize, o.BlobFileSize
@@ -144,6 +150,14 @@ func (b *blobOutput) write(key, value []byte) (blob.Index, error) {
 		f, err := b.d.fs.Create(name)
 		if err != nil {
 			return blob.Index{}, err
+		}
+		if rl := b.d.opts.RateLimiter; rl != nil {
+			// As the job's tables: flushes first.
+			pri := IOPriorityLow
+			if b.flush {
+				pri = IOPriorityHigh
+			}
+			f = &rateLimitedFile{File: f, limiter: rl, pri: pri, cancel: b.d.bgCancel}
 		}
 		b.created = append(b.created, num)
 		wo := b.wo
@@ -214,8 +228,9 @@ func (b *blobOutput) prepopulateCache(num base.FileNum) {
 func (b *blobOutput) finish() error { return b.finishFile() }
 
 // abort stops the job's blob writing and removes every blob file it
-// started (closing those PrepopulateBlobCache opened).
-func (b *blobOutput) abort() {
+// started (closing those PrepopulateBlobCache opened); the listener is told
+// they were created with err, and so removed.
+func (b *blobOutput) abort(err error) {
 	if b.w != nil {
 		b.w.Abort()
 		b.w = nil
@@ -224,7 +239,22 @@ func (b *blobOutput) abort() {
 		b.d.fileCache.evictObsolete(fileKindBlob, n)
 	}
 	b.d.removeBlobFiles(b.created)
+	for _, n := range b.created {
+		b.d.eventBlobCreated(BlobFileInfo{JobID: b.jobID, FileNum: uint64(n), Path: b.d.blobPath(n), Reason: b.reason, Err: err})
+	}
 	b.files, b.created = nil, nil
+}
+
+func (d *DB) eventBlobCreated(info BlobFileInfo) {
+	if d.events != nil {
+		d.events.push(func(l EventListener) { l.OnBlobFileCreated(info) })
+	}
+}
+
+func (d *DB) eventBlobDeleted(info BlobFileInfo) {
+	if d.events != nil {
+		d.events.push(func(l EventListener) { l.OnBlobFileDeleted(info) })
+	}
 }
 
 // removeBlobFiles removes blob files that no edit has added.
@@ -234,10 +264,15 @@ func (d *DB) removeBlobFiles(nums []base.FileNum) {
 	}
 }
 
-// removeBlobMetas removes the blob files of metas, which no edit added.
-func (d *DB) removeBlobMetas(metas []*manifest.BlobFileMetadata) {
+// removeBlobMetas removes the blob files of metas, which job jobID wrote
+// and no edit added (its job failed after writing them), and tells the
+// listener.
+func (d *DB) removeBlobMetas(jobID int, metas []*manifest.BlobFileMetadata) {
 	for _, m := range metas {
-		_ = d.fs.Remove(d.blobPath(m.FileNum))
+		d.fileCache.evictObsolete(fileKindBlob, m.FileNum)
+		name := d.blobPath(m.FileNum)
+		err := d.fs.Remove(name)
+		d.eventBlobDeleted(BlobFileInfo{JobID: jobID, FileNum: uint64(m.FileNum), Path: name, Size: m.Size, Reason: FileReasonFailedJob, Err: err})
 	}
 }
 

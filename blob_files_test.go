@@ -789,3 +789,69 @@ func TestBlobFilesParanoidChecksAtOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestEventListenerBlobFiles: the listener hears of every blob file a flush
+// writes (with the flush's job, and its size), and of every blob file
+// removed once unreferenced (obsolete, with its size); the blob files
+// reported created and not deleted are the live ones.
+func TestEventListenerBlobFiles(t *testing.T) {
+	fs := vfs.NewMem()
+	l := &recordingListener{}
+	d := openListenerDB(t, fs, l, func(o *Options) {
+		setBlobTestOptions(o)
+		o.DisableAutoCompactions = true
+	})
+	for round := range 3 {
+		for i := range 100 {
+			if err := d.Put([]byte(fmt.Sprintf("k%05d", i)), append(blobTestValue(i), byte('a'+round)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.deleteObsoleteFiles(false)
+	v := d.versions.Current()
+	live := map[uint64]uint64{}
+	for _, b := range v.BlobFiles {
+		live[uint64(b.FileNum)] = b.Size
+	}
+	v.Unref()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	flushJobs := map[int]bool{}
+	for _, f := range ofKind[FlushInfo](l, "FlushCompleted") {
+		flushJobs[f.JobID] = true
+	}
+	created := map[uint64]BlobFileInfo{}
+	for _, c := range ofKind[BlobFileInfo](l, "BlobFileCreated") {
+		if c.Err != nil || c.Reason != FileReasonFlush || !flushJobs[c.JobID] || c.Size == 0 || !strings.HasSuffix(c.Path, ".blob") {
+			t.Errorf("blob file created: %+v", c)
+		}
+		created[c.FileNum] = c
+	}
+	deleted := ofKind[BlobFileInfo](l, "BlobFileDeleted")
+	if len(deleted) == 0 {
+		t.Fatal("no blob file reported deleted after every value was overwritten twice")
+	}
+	for _, del := range deleted {
+		c, ok := created[del.FileNum]
+		if !ok || del.Err != nil || del.Reason != FileReasonObsolete || del.Size != c.Size {
+			t.Errorf("blob file deleted: %+v (created: %+v)", del, c)
+		}
+		delete(created, del.FileNum)
+	}
+	if len(created) != len(live) {
+		t.Errorf("%d blob files reported created and not deleted, %d live", len(created), len(live))
+	}
+	for num, c := range created {
+		if size, ok := live[num]; !ok || size != c.Size {
+			t.Errorf("blob file %d reported created (%d bytes) and not deleted is not live (live: %v)", num, c.Size, live)
+		}
+	}
+}

@@ -108,7 +108,9 @@ func (d *DB) backgroundFlush() {
 		}
 
 		start := time.Now()
-		metas, blobs, err := d.writeLevel0Tables(m, snaps, snapSeq, v)
+		jobID := d.newJobID()
+		d.eventFlushBegin(FlushInfo{JobID: jobID, Reason: m.flushReason, WALNum: uint64(m.logNum)})
+		metas, blobs, err := d.writeLevel0Tables(m, snaps, snapSeq, v, jobID)
 		v.Unref()
 		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog, NewBlobFiles: blobs}
 		var bytes uint64
@@ -123,13 +125,22 @@ func (d *DB) backgroundFlush() {
 			d.versions.SetLastSeq(lastSeq)
 			err = d.logAndApplyDeletingBlobs(edit)
 		}
+		if d.events != nil {
+			d.eventFlushCompleted(FlushInfo{JobID: jobID, Reason: m.flushReason, WALNum: uint64(m.logNum),
+				Outputs: fileNums(metas), BytesWritten: bytes, Duration: time.Since(start), Err: err})
+		}
 		d.mu.Lock()
 		if err != nil {
 			// Outputs stay: a failed MANIFEST write may still have made the
 			// edit durable, and then they are live on disk. The next Open
 			// removes whatever the recovered version does not reference.
-			d.setBackgroundErrorLocked(fmt.Errorf("shale: flush failed: %w", err))
+			// A flush Close stopped (waiting for the rate limiter) leaves
+			// its memtable to the WAL, and the DB without an error.
+			if !d.mu.closing || !errors.Is(err, errRateLimitCancelled) {
+				d.setBackgroundErrorLocked(BackgroundErrorFlush, fmt.Errorf("shale: flush failed: %w", err))
+			}
 			d.mu.compact.flushing = false
+			d.mu.compact.cond.Broadcast() // Close waits for the flush to stop
 			d.mu.Unlock()
 			return
 		}
@@ -155,10 +166,22 @@ func (d *DB) logAndApply(edit *manifest.VersionEdit, lastSeq base.SeqNum) error 
 	return d.versions.LogAndApply(edit)
 }
 
-func (d *DB) removeOutputs(metas []*manifest.FileMetadata) {
+// removeOutputs removes the tables of a job that failed after writing them.
+func (d *DB) removeOutputs(jobID int, metas []*manifest.FileMetadata) {
 	for _, m := range metas {
-		_ = d.fs.Remove(d.tablePath(m.FileNum))
+		name := d.tablePath(m.FileNum)
+		err := d.fs.Remove(name)
+		d.eventTableDeleted(TableFileInfo{JobID: jobID, FileNum: uint64(m.FileNum), Path: name, Size: m.Size, Reason: FileReasonFailedJob, Err: err})
 	}
+}
+
+// fileNums lists the numbers of tables.
+func fileNums(metas []*manifest.FileMetadata) []uint64 {
+	nums := make([]uint64, len(metas))
+	for i, m := range metas {
+		nums[i] = uint64(m.FileNum)
+	}
+	return nums
 }
 
 func (d *DB) tablePath(num base.FileNum) string {
@@ -178,8 +201,9 @@ var testHookFlushListedSnapshots func()
 // of a flush): tombstones of keys none of its tables holds are dropped,
 // since nothing older than them exists. Recovery passes nil, as the tables
 // it has just written from older WALs are in no version yet. snapshots are
-// the live snapshots, and snapSeq the visible seqnum when they were listed.
-func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version) ([]*manifest.FileMetadata, []*manifest.BlobFileMetadata, error) {
+// the live snapshots, and snapSeq the visible seqnum when they were listed;
+// jobID numbers the flush for the listener.
+func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version, jobID int) ([]*manifest.FileMetadata, []*manifest.BlobFileMetadata, error) {
 	it := m.NewIter()
 	defer it.Close()
 	ro := compact.RunOptions{
@@ -211,7 +235,12 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq bas
 		tombs = tombs[:len(tombs)-1]
 	}
 	applied := d.setSecondary(&ro, tombs)
-	metas, blobs, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v, secondaryApplied: applied})
+	reason := FileReasonFlush
+	if v == nil {
+		reason = FileReasonRecovery
+	}
+	metas, blobs, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v, secondaryApplied: applied,
+		jobID: jobID, reason: reason})
 	if err == nil {
 		d.recordDrops(stats, 0)
 	}
@@ -232,6 +261,9 @@ type tableJob struct {
 	older *manifest.Version
 	// secondaryApplied is the outputs' FileMetadata.SecondaryApplied.
 	secondaryApplied base.SeqNum
+	// jobID and reason are what the listener is told of the tables.
+	jobID  int
+	reason FileReason
 	// blobs, when set, is the job's blob side; runToTables makes one
 	// otherwise.
 	blobs *blobOutput
@@ -331,6 +363,7 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 	if blobs == nil {
 		blobs = d.newBlobOutput(d.mutableOptions(), job.level, job.flush)
 	}
+	blobs.jobID, blobs.reason = job.jobID, job.reason
 	var createOpts []vfs.OpenOption
 	if d.opts.UseDirectIOForFlushAndCompaction {
 		createOpts = append(createOpts, vfs.DirectIO)
@@ -342,6 +375,14 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		f, err := d.fs.Create(name, createOpts...)
 		if err != nil {
 			return nil, err
+		}
+		if rl := d.opts.RateLimiter; rl != nil {
+			// Flushes first: they are what stalled writers wait for.
+			pri := IOPriorityLow
+			if job.flush {
+				pri = IOPriorityHigh
+			}
+			f = &rateLimitedFile{File: f, limiter: rl, pri: pri, cancel: d.bgCancel}
 		}
 		o := &tableOutput{fileNum: num, keepRangeDels: job.older != nil, blobs: blobs}
 		owo := wo
@@ -380,8 +421,10 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 				o.w.Abort()
 			}
 			_ = d.fs.Remove(d.tablePath(o.fileNum))
+			d.eventTableCreated(TableFileInfo{JobID: job.jobID, FileNum: uint64(o.fileNum), Path: d.tablePath(o.fileNum),
+				Level: job.level, Reason: job.reason, Err: err})
 		}
-		blobs.abort()
+		blobs.abort(err)
 		return nil, nil, stats, err
 	}
 	metas := make([]*manifest.FileMetadata, 0, len(outs))
@@ -419,17 +462,35 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 	}
 	if d.opts.ParanoidChecks {
 		if err := errors.Join(d.verifyNewBlobFiles(blobs.files), d.verifyNewTables(metas)); err != nil {
-			d.removeOutputs(metas)
-			blobs.abort()
+			d.abandonTables(job, metas, err)
+			blobs.abort(err)
 			return nil, nil, stats, err
 		}
 	}
 	if err := d.openNewTables(metas, job.level); err != nil {
-		d.removeOutputs(metas)
-		blobs.abort()
+		d.abandonTables(job, metas, err)
+		blobs.abort(err)
 		return nil, nil, stats, err
 	}
+	for _, m := range metas {
+		d.eventTableCreated(TableFileInfo{JobID: job.jobID, FileNum: uint64(m.FileNum), Path: d.tablePath(m.FileNum),
+			Level: job.level, Size: m.Size, Reason: job.reason})
+	}
+	for _, b := range blobs.files {
+		d.eventBlobCreated(BlobFileInfo{JobID: job.jobID, FileNum: uint64(b.FileNum), Path: d.blobPath(b.FileNum),
+			Size: b.Size, Reason: job.reason})
+	}
 	return metas, blobs.files, stats, nil
+}
+
+// abandonTables removes the tables of a job that found them unusable: the
+// listener is told they were created with err (and so removed).
+func (d *DB) abandonTables(job tableJob, metas []*manifest.FileMetadata, err error) {
+	for _, m := range metas {
+		_ = d.fs.Remove(d.tablePath(m.FileNum))
+		d.eventTableCreated(TableFileInfo{JobID: job.jobID, FileNum: uint64(m.FileNum), Path: d.tablePath(m.FileNum),
+			Level: job.level, Reason: job.reason, Err: err})
+	}
 }
 
 // openNewTables opens the tables a flush or compaction wrote, one at a
@@ -461,7 +522,7 @@ func (d *DB) backgroundCompaction(c *compact.Compaction, v *manifest.Version) {
 	d.mu.Lock()
 	d.finishCompactionLocked(c)
 	if err != nil && !d.mu.closing {
-		d.setBackgroundErrorLocked(fmt.Errorf("shale: compaction L%d->L%d failed: %w", c.Level, c.OutputLevel, err))
+		d.setBackgroundErrorLocked(BackgroundErrorCompaction, fmt.Errorf("shale: compaction L%d->L%d failed: %w", c.Level, c.OutputLevel, err))
 	}
 	d.maybeScheduleLocked()
 	d.mu.Unlock()
@@ -469,8 +530,30 @@ func (d *DB) backgroundCompaction(c *compact.Compaction, v *manifest.Version) {
 }
 
 // runCompaction merges the inputs of c into new tables of c.OutputLevel (or
-// moves the single input file there) and installs the result.
+// moves the single input file there) and installs the result, telling the
+// listener of its begin and end.
 func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
+	start := time.Now()
+	info := CompactionInfo{JobID: d.newJobID(), Reason: c.Reason, InputLevel: c.Level, OutputLevel: c.OutputLevel}
+	if d.events == nil {
+		return d.runCompactionJob(c, v, &info)
+	}
+	levels := [2]int{c.Level, c.OutputLevel}
+	for i, files := range c.Inputs {
+		if len(files) > 0 {
+			info.Inputs = append(info.Inputs, LevelFiles{Level: levels[i], Files: fileNums(files)})
+		}
+	}
+	d.eventCompactionBegin(info)
+	err := d.runCompactionJob(c, v, &info)
+	info.Duration, info.Err = time.Since(start), err
+	d.eventCompactionCompleted(info)
+	return err
+}
+
+// runCompactionJob is runCompaction's work; it fills in what info reports
+// of the result.
+func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *CompactionInfo) error {
 	start := time.Now()
 	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
 	levels := [2]int{c.Level, c.OutputLevel}
@@ -502,9 +585,11 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	}
 	if c.IsTrivialMove() {
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
+		info.TrivialMove = true
 		if err := d.applyVersionEdit(edit); err != nil {
 			return err
 		}
+		info.Outputs = []uint64{uint64(c.Inputs[0][0].FileNum)}
 		d.stats.trivialMoves.Add(1)
 		d.logger.Info("trivial move", "file", c.Inputs[0][0].FileNum, "from", c.Level, "to", c.OutputLevel)
 		return nil
@@ -594,12 +679,13 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	}
 	applied := d.setSecondary(&ro, v.SecondaryTombstones)
 	metas, newBlobs, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v,
-		secondaryApplied: applied, blobs: blobs})
+		secondaryApplied: applied, jobID: info.JobID, reason: FileReasonCompaction, blobs: blobs})
 	err = errors.Join(err, merged.Close())
 	releaseTables()
+	info.InputEntries, info.OutputEntries = uint64(stats.InputEntries), uint64(stats.OutputEntries)
 	if err != nil {
-		d.removeOutputs(metas)
-		d.removeBlobMetas(newBlobs)
+		d.removeOutputs(info.JobID, metas)
+		d.removeBlobMetas(info.JobID, newBlobs)
 		return err
 	}
 	d.recordDrops(stats, c.OutputLevel)
@@ -620,6 +706,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	d.stats.compactions.Add(1)
 	d.stats.compactBytesRead.Add(inputBytes)
 	d.stats.compactBytesWritten.Add(outBytes)
+	info.Outputs, info.BytesRead, info.BytesWritten = fileNums(metas), inputBytes, outBytes
 	d.logger.Info("compacted", "reason", c.Reason, "from", c.Level, "to", c.OutputLevel,
 		"inputs", len(inputs), "outputs", len(metas), "bytes_in", inputBytes, "bytes_out", outBytes,
 		"entries_in", stats.InputEntries, "entries_out", stats.OutputEntries,
@@ -759,7 +846,10 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 		d.mu.Lock()
 		d.finishCompactionLocked(c)
 		if err != nil {
-			d.setBackgroundErrorLocked(fmt.Errorf("shale: manual compaction failed: %w", err))
+			if d.mu.closing && errors.Is(err, errRateLimitCancelled) {
+				return ErrClosed
+			}
+			d.setBackgroundErrorLocked(BackgroundErrorCompaction, fmt.Errorf("shale: manual compaction failed: %w", err))
 			return err
 		}
 		if c.OutputLevel > level {

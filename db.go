@@ -47,6 +47,12 @@ type DB struct {
 	// clock is Options.Clock: tombstone dates and delete persistence
 	// deadlines.
 	clock Clock
+	// events delivers to Options.EventListener (nil without one, and for a
+	// read-only DB).
+	events *eventQueue
+	// bgCancel is closed when Close begins stopping background jobs: table
+	// writes waiting for Options.RateLimiter give up.
+	bgCancel chan struct{}
 
 	// Atomics.
 	// liveOpts are the current options (set_options.go): Open's, then each
@@ -94,6 +100,8 @@ type DB struct {
 	// optionsFileNum is the newest OPTIONS file's number (under
 	// setOptionsMu once Open returns).
 	optionsFileNum base.FileNum
+	// jobIDs numbers flushes and compactions for the listener.
+	jobIDs atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -134,6 +142,8 @@ type DB struct {
 		secondaryRetiring bool
 		// bgErr, once set, makes the DB read-only until Resume.
 		bgErr error
+		// stall is the write stall condition last reported to the listener.
+		stall WriteStallInfo
 		// resuming holds writes back while Resume flushes the memtables.
 		resuming bool
 		closing  bool
@@ -165,6 +175,8 @@ type memTable struct {
 	// scanFlushRequested is set once an iterator asked for its flush
 	// (Options.MemtableOpScanFlushTrigger).
 	scanFlushRequested atomic.Bool
+	// flushReason is why the memtable was made immutable (set under d.mu).
+	flushReason FlushReason
 }
 
 func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
@@ -242,6 +254,7 @@ func (d *DB) publishReadStateLocked() {
 	if old != nil {
 		old.unref()
 	}
+	d.noteWriteStallLocked(false)
 }
 
 func (d *DB) signalObsolete() {
@@ -314,6 +327,8 @@ type writer struct {
 	// secondary is the tombstone of a DeleteBySecondaryRange request
 	// (batch nil), which commits alone.
 	secondary *manifest.SecondaryTombstone
+	// flushReason is why a flush request (batch nil) flushes.
+	flushReason FlushReason
 }
 
 var defaultWriteOptions WriteOptions
@@ -477,7 +492,7 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 	}
 	if err != nil {
 		// The memtable may now hold part of the group: stop writes.
-		d.setBackgroundErrorLocked(fmt.Errorf("shale: commit of seqnums %d..%d failed: %w", first, last, err))
+		d.setBackgroundErrorLocked(BackgroundErrorWrite, fmt.Errorf("shale: commit of seqnums %d..%d failed: %w", first, last, err))
 		return d.mu.bgErr
 	}
 	d.visibleSeq.Store(uint64(last))
@@ -557,6 +572,7 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 		}
 		if !force && !slowed && l0 >= o.Level0SlowdownWritesTrigger {
 			// Slow down by 1 ms per group, as RocksDB's delayed write.
+			d.noteWriteStallLocked(false)
 			d.mu.Unlock()
 			start := time.Now()
 			time.Sleep(time.Millisecond)
@@ -573,13 +589,25 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			return nil
 		}
 		if len(d.mu.mem.queue) >= o.MaxWriteBufferNumber-1 || l0 >= o.Level0StopWritesTrigger {
+			if d.closed.Load() && !w.closing {
+				// Close is waiting for the writers to leave before it stops
+				// the background jobs this stall waits for (a flush held
+				// back by the rate limiter may take minutes): nothing of
+				// this group has reached the WAL or a memtable yet.
+				return ErrClosed
+			}
 			d.logger.Info("write stall", "immutable_memtables", len(d.mu.mem.queue), "l0_files", l0)
+			d.noteWriteStallLocked(true)
 			start := time.Now()
 			d.mu.compact.cond.Wait()
 			d.stats.recordStall(time.Since(start), true)
 			continue
 		}
-		if err := d.rotateMemtableLocked(need, w.newWAL); err != nil {
+		reason := FlushReasonWriteBufferFull
+		if force {
+			reason = w.flushReason
+		}
+		if err := d.rotateMemtableLocked(need, w.newWAL, reason); err != nil {
 			return err
 		}
 		if force {
@@ -591,7 +619,7 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 
 // rotateMemtableLocked makes the mutable memtable immutable, starts a new WAL
 // and a new memtable, and schedules a flush. Only the commit leader calls it.
-func (d *DB) rotateMemtableLocked(need int, resuming bool) error {
+func (d *DB) rotateMemtableLocked(need int, resuming bool, reason FlushReason) error {
 	newLogNum := d.versions.NewFileNum()
 	oldLog := d.mu.log.w
 	d.mu.Unlock()
@@ -605,9 +633,10 @@ func (d *DB) rotateMemtableLocked(need int, resuming bool) error {
 		if newLog != nil {
 			newLog.Close()
 		}
-		d.setBackgroundErrorLocked(fmt.Errorf("shale: switching to WAL %s: %w", newLogNum, err))
+		d.setBackgroundErrorLocked(BackgroundErrorWrite, fmt.Errorf("shale: switching to WAL %s: %w", newLogNum, err))
 		return d.mu.bgErr
 	}
+	d.mu.mem.mutable.flushReason = reason
 	d.mu.log.w = newLog
 	d.mu.log.num = newLogNum
 	d.mu.mem.queue = append(d.mu.mem.queue, d.mu.mem.mutable)
@@ -620,7 +649,7 @@ func (d *DB) rotateMemtableLocked(need int, resuming bool) error {
 		// when Resume is what asked for the new WAL (the WAL had failed).
 		d.logger.Warn("closing the previous WAL failed", "err", closeErr)
 		if !resuming {
-			d.setBackgroundErrorLocked(fmt.Errorf("shale: closing WAL: %w", closeErr))
+			d.setBackgroundErrorLocked(BackgroundErrorWrite, fmt.Errorf("shale: closing WAL: %w", closeErr))
 			return d.mu.bgErr
 		}
 	}
@@ -672,14 +701,16 @@ func (d *DB) walFailedLocked(w *wal.Writer, err error) {
 		return
 	}
 	d.mu.log.failed = w
-	d.setBackgroundErrorLocked(err)
+	d.setBackgroundErrorLocked(BackgroundErrorWrite, err)
 }
 
-// setBackgroundErrorLocked puts the DB in the read-only error state.
-func (d *DB) setBackgroundErrorLocked(err error) {
+// setBackgroundErrorLocked puts the DB in the read-only error state; reason
+// is the operation that failed.
+func (d *DB) setBackgroundErrorLocked(reason BackgroundErrorReason, err error) {
 	if d.mu.bgErr == nil {
 		d.mu.bgErr = err
 		d.logger.Error("background error; writes stop until Resume", "err", err)
+		d.eventBackgroundErrorLocked(reason, err)
 	}
 	d.mu.compact.cond.Broadcast()
 }
@@ -705,7 +736,7 @@ func (d *DB) Resume() error {
 	// The error is cleared when this request leads the commit queue (in
 	// makeRoomLocked): writers queued before it fail fast with ErrReadOnly
 	// instead of waiting ahead of it for a Resume that cannot lead.
-	err := d.flushAndWait(&writer{newWAL: true})
+	err := d.flushAndWait(&writer{newWAL: true, flushReason: FlushReasonErrorRecovery})
 	d.mu.Lock()
 	d.mu.resuming = false
 	d.mu.compact.cond.Broadcast()
@@ -717,7 +748,7 @@ func (d *DB) Resume() error {
 // Flush flushes the mutable memtable to an L0 table and waits until every
 // memtable written before the call is in a table.
 func (d *DB) Flush() error {
-	return d.flushAndWait(&writer{})
+	return d.flushAndWait(&writer{flushReason: FlushReasonManual})
 }
 
 // flushAndWait sends a flush request through the commit queue and waits

@@ -134,7 +134,7 @@ func (d *DB) deadlineReached(gen uint64) {
 	}
 	// Through the commit queue, as Flush, but without waiting for the
 	// flush: rotation is all that only the commit leader may do.
-	_, err := d.commit(&writer{rotateOnly: m})
+	_, err := d.commit(&writer{rotateOnly: m, flushReason: FlushReasonDeletePersistence})
 	d.mu.Lock()
 	if st.flushRequested == m {
 		st.flushRequested = nil
@@ -174,8 +174,9 @@ type DeletePersistenceMetrics struct {
 
 // deletePersistenceMetrics fills m.DeletePersistence for rs.
 func (d *DB) deletePersistenceMetrics(rs *readState) DeletePersistenceMetrics {
-	pm := DeletePersistenceMetrics{Threshold: d.mutableOptions().DeletePersistenceThreshold}
-	co := d.compactOptions()
+	o := d.mutableOptions() // once: the threshold and the deadlines agree
+	pm := DeletePersistenceMetrics{Threshold: o.DeletePersistenceThreshold}
+	co := d.compactOptionsOf(o)
 	dl := compact.ComputeDeadlines(rs.version, &co)
 	now := d.clock.Now().UnixNano()
 	oldest := int64(0)

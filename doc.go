@@ -39,4 +39,10 @@
 // written before it whose attribute is in a range, with one synced write;
 // compactions drop the tables and blocks it deletes whole without reading
 // them.
+//
+// Background work: Options.EventListener is told of flushes, compactions,
+// table files, write stalls and background errors, from a goroutine of its
+// own so that a slow listener never holds up writes. Options.RateLimiter
+// (NewGenericRateLimiter) bounds the bytes per second flushes and
+// compactions write, flushes first.
 package shale

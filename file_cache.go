@@ -89,7 +89,7 @@ type fileCache struct {
 // fileIndexShards is the number of maps the index of each file kind is
 // split into: an insert or eviction copies one of them, about
 // 1/fileIndexShards of the cached entries.
-const fileIndexShards = 32
+const fileIndexShards = 1024
 
 // fileKind is the kind of file an entry of the file cache reads.
 type fileKind uint8
@@ -448,10 +448,20 @@ func (c *fileCache) open(t *cachedFile) error {
 	if err != nil {
 		return err // NewReader has closed f
 	}
-	t.reader = r
+	var rangeDels *rangedel.List
 	if spans := r.RangeTombstones(); len(spans) > 0 {
-		t.rangeDels = rangedel.NewList(d.cmp.Compare, spans)
+		rangeDels = rangedel.NewList(d.cmp.Compare, spans)
 	}
+	// The reader is published under mu, so that close either sees it (and
+	// closes it) or came first, and then this open closes it: a Get that
+	// missed the cache just before Close leaks no file.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		_ = r.Close()
+		return ErrClosed
+	}
+	t.reader, t.rangeDels = r, rangeDels
 	return nil
 }
 

@@ -858,3 +858,45 @@ func TestFileCacheLookupsRaceEvictions(t *testing.T) {
 	}
 	fs.checkMisuse(t)
 }
+
+// TestFileCacheOpenRacingCloseClosesReader: a Get that misses the file
+// cache just before Close adds the entry, Close passes it unopened, then the
+// Get opens the table: that open must close its reader and fail.
+func TestFileCacheOpenRacingCloseClosesReader(t *testing.T) {
+	fs := newTableFileFS(vfs.NewMem())
+	o := testOptions(fs)
+	o.DisableAutoCompactions = true
+	o.MaxOpenFiles = 1
+	d, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		d.Put([]byte(k), []byte("v"), nil)
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l0 := d.versions.Current().Levels[0]
+	num := l0[len(l0)-1].FileNum // the older table: evicted by the newer one
+	if d.fileCache.lookup(fileKindTable, num) != nil {
+		t.Skip("table still cached")
+	}
+	// findTable's miss path, up to its once.Do:
+	f, err := d.fileCache.insert(fileKindTable, num)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// ... and the rest of findTable, after Close:
+	f.once.Do(func() { f.err = d.fileCache.open(f); f.ready.Store(f.err == nil) })
+	if !errors.Is(f.err, ErrClosed) {
+		t.Errorf("open after Close: %v, want ErrClosed", f.err)
+	}
+	f.release()
+	if open, _, _ := fs.counts(); open != 0 {
+		t.Fatalf("%d table handles open after Close (the reader opened by a findTable racing Close is never closed)", open)
+	}
+}

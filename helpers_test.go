@@ -421,3 +421,108 @@ func verifyBlobReferences(d *DB) (int, error) {
 	}
 	return n, nil
 }
+
+// waitForRateWaiters returns once n requests of priority pri wait in r.
+func waitForRateWaiters(t *testing.T, r *RateLimiter, pri IOPriority, n int) {
+	t.Helper()
+	for {
+		r.mu.Lock()
+		got := len(r.queues[priIndex(pri)])
+		r.mu.Unlock()
+		if got == n {
+			return
+		}
+		if got > n {
+			t.Fatalf("%d %s-priority requests wait, want %d", got, pri, n)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// assertRateWaiters checks that n requests of priority pri wait in r now
+// (after a fake clock's Advance, whose refill has run when it returns).
+func assertRateWaiters(t *testing.T, r *RateLimiter, pri IOPriority, n int) {
+	t.Helper()
+	r.mu.Lock()
+	got := len(r.queues[priIndex(pri)])
+	r.mu.Unlock()
+	if got != n {
+		t.Fatalf("%d %s-priority requests wait, want %d", got, pri, n)
+	}
+}
+
+// drainRateLimiter empties r's bucket and puts the next refill a period
+// ahead: on a clock that does not move, no request gets a token from then on.
+func drainRateLimiter(r *RateLimiter) {
+	r.mu.Lock()
+	r.available = 0
+	r.nextRefill = r.clock.Now().Add(r.refillPeriod)
+	r.mu.Unlock()
+}
+
+// recordedEvent is one event a recordingListener received.
+type recordedEvent struct {
+	kind string // the method's name without "On"
+	info any
+}
+
+// recordingListener records every event, in order. When block is set, each
+// call first waits until block is closed. Every event is also sent to
+// events, if set, without ever blocking on it.
+type recordingListener struct {
+	block  chan struct{}
+	events chan recordedEvent
+
+	mu  sync.Mutex
+	got []recordedEvent
+}
+
+func (l *recordingListener) record(kind string, info any) {
+	if l.block != nil {
+		<-l.block
+	}
+	ev := recordedEvent{kind, info}
+	l.mu.Lock()
+	l.got = append(l.got, ev)
+	l.mu.Unlock()
+	if l.events != nil {
+		select {
+		case l.events <- ev:
+		default:
+		}
+	}
+}
+
+// recorded returns the events so far.
+func (l *recordingListener) recorded() []recordedEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got)
+}
+
+// ofKind returns the infos of the recorded events of one kind, in order.
+func ofKind[T any](l *recordingListener, kind string) []T {
+	var out []T
+	for _, ev := range l.recorded() {
+		if ev.kind == kind {
+			out = append(out, ev.info.(T))
+		}
+	}
+	return out
+}
+
+func (l *recordingListener) OnFlushBegin(i FlushInfo)           { l.record("FlushBegin", i) }
+func (l *recordingListener) OnFlushCompleted(i FlushInfo)       { l.record("FlushCompleted", i) }
+func (l *recordingListener) OnCompactionBegin(i CompactionInfo) { l.record("CompactionBegin", i) }
+func (l *recordingListener) OnCompactionCompleted(i CompactionInfo) {
+	l.record("CompactionCompleted", i)
+}
+func (l *recordingListener) OnTableFileCreated(i TableFileInfo) { l.record("TableFileCreated", i) }
+func (l *recordingListener) OnTableFileDeleted(i TableFileInfo) { l.record("TableFileDeleted", i) }
+func (l *recordingListener) OnBlobFileCreated(i BlobFileInfo)   { l.record("BlobFileCreated", i) }
+func (l *recordingListener) OnBlobFileDeleted(i BlobFileInfo)   { l.record("BlobFileDeleted", i) }
+func (l *recordingListener) OnStallConditionsChanged(i WriteStallInfo) {
+	l.record("StallConditionsChanged", i)
+}
+func (l *recordingListener) OnBackgroundError(i BackgroundErrorInfo) { l.record("BackgroundError", i) }
+func (l *recordingListener) OnEventsDropped(i EventsDroppedInfo)     { l.record("EventsDropped", i) }

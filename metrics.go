@@ -130,6 +130,9 @@ type Metrics struct {
 	// DeletePersistence says how old the tombstones are, against
 	// Options.DeletePersistenceThreshold.
 	DeletePersistence DeletePersistenceMetrics
+	// DroppedEvents counts the events Options.EventListener lost by falling
+	// too far behind (EventListener.OnEventsDropped).
+	DroppedEvents uint64
 }
 
 // RecoveryMetrics describes the WAL records Open dropped: a torn or damaged
@@ -196,6 +199,9 @@ func (d *DB) Metrics() *Metrics {
 	m.NumIterators = int(d.openIters.Load())
 	m.BackgroundError = d.mu.bgErr
 	d.mu.Unlock()
+	if d.events != nil {
+		m.DroppedEvents = d.events.totalDropped.Load()
+	}
 	m.Recovery = d.recovery // set by Open, never changed after
 	m.Recovery.Losses = slices.Clone(d.recovery.Losses)
 	for level, files := range v.Levels {

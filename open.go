@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
@@ -51,6 +52,7 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 		readOnly:   readOnly,
 		obsoleteCh: make(chan struct{}, 1),
 		closeCh:    make(chan struct{}),
+		bgCancel:   make(chan struct{}),
 	}
 	d.clock = o.Clock
 	d.mu.compact.cond.L = &d.mu
@@ -84,6 +86,10 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 	}
 	if err := d.openInfoLog(); err != nil {
 		return nil, err
+	}
+	if o.EventListener != nil && !readOnly {
+		// Before recovery: its flushes and the sweep at Open are events too.
+		d.events = newEventQueue(o.EventListener, d.logger)
 	}
 	if o.BlockCacheSize > 0 {
 		d.blockCache = cache.New(o.BlockCacheSize)
@@ -229,8 +235,11 @@ func checkNoDatabaseFiles(fs vfs.FS, dir string) error {
 }
 
 // compactOptions are the picker's options, from the current options.
-func (d *DB) compactOptions() compact.Options {
-	o := d.mutableOptions()
+func (d *DB) compactOptions() compact.Options { return d.compactOptionsOf(d.mutableOptions()) }
+
+// compactOptionsOf is compactOptions for the options o, for a caller that
+// reads other fields of the same options too.
+func (d *DB) compactOptionsOf(o *Options) compact.Options {
 	return compact.Options{
 		Comparer:                   d.cmp,
 		NumLevels:                  o.NumLevels,
@@ -319,7 +328,21 @@ func (d *DB) recover() error {
 			mem = d.newMemTable(0, 0)
 			return nil
 		}
-		metas, blobs, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil) // no snapshot exists yet
+		jobID := d.newJobID()
+		start := time.Now()
+		d.eventFlushBegin(FlushInfo{JobID: jobID, Reason: FlushReasonRecovery})
+		metas, blobs, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil, jobID) // no snapshot exists yet
+		if d.events != nil {
+			var bytes uint64
+			for _, m := range metas {
+				bytes += m.Size
+			}
+			for _, b := range blobs {
+				bytes += b.Size
+			}
+			d.eventFlushCompleted(FlushInfo{JobID: jobID, Reason: FlushReasonRecovery, Outputs: fileNums(metas),
+				BytesWritten: bytes, Duration: time.Since(start), Err: err})
+		}
 		if err != nil {
 			return err
 		}
@@ -666,11 +689,26 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 		num base.FileNum
 	}
 	var victims []victim
+	// sizes are the sizes of the obsolete tables and blob files, for the
+	// listener (file numbers are unique across kinds).
+	var sizes map[base.FileNum]uint64
 	for _, f := range d.versions.TakeObsoleteTables() {
 		victims = append(victims, victim{base.FileTypeTable, f.FileNum})
+		if d.events != nil {
+			if sizes == nil {
+				sizes = make(map[base.FileNum]uint64)
+			}
+			sizes[f.FileNum] = f.Size
+		}
 	}
 	for _, b := range d.versions.TakeObsoleteBlobFiles() {
 		victims = append(victims, victim{base.FileTypeBlob, b.FileNum})
+		if d.events != nil {
+			if sizes == nil {
+				sizes = make(map[base.FileNum]uint64)
+			}
+			sizes[b.FileNum] = b.Size
+		}
 	}
 	d.mu.Lock()
 	for _, n := range d.mu.log.obsolete {
@@ -734,10 +772,32 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 			d.fileCache.evictObsolete(fileKindBlob, v.num)
 		}
 		name := d.fs.PathJoin(d.dirname, base.MakeFilename(v.t, v.num))
-		if err := d.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		var info TableFileInfo
+		if (v.t == base.FileTypeTable || v.t == base.FileTypeBlob) && d.events != nil {
+			info = TableFileInfo{FileNum: uint64(v.num), Path: name, Reason: FileReasonObsolete}
+			size, known := sizes[v.num]
+			if !known {
+				// Found by the sweep at Open: the MANIFEST does not know it.
+				info.Reason = FileReasonOrphan
+				if fi, err := d.fs.Stat(name); err == nil {
+					size = uint64(fi.Size())
+				}
+			}
+			info.Size = size
+		}
+		err := d.fs.Remove(name)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			d.logger.Warn("removing obsolete file failed", "file", name, "err", err)
 		} else if err == nil {
 			d.logger.Info("removed obsolete file", "file", base.MakeFilename(v.t, v.num))
+		}
+		if info.Path != "" && !errors.Is(err, os.ErrNotExist) {
+			info.Err = err
+			if v.t == base.FileTypeBlob {
+				d.eventBlobDeleted(BlobFileInfo{FileNum: info.FileNum, Path: info.Path, Size: info.Size, Reason: info.Reason, Err: err})
+			} else {
+				d.eventTableDeleted(info)
+			}
 		}
 	}
 }
@@ -764,6 +824,7 @@ func (d *DB) Close() error {
 	d.setOptionsMu.Lock()
 	d.setOptionsMu.Unlock()
 	d.mu.Lock()
+	d.mu.compact.cond.Broadcast() // writers stalled in makeRoomLocked see closed
 	if n, s := d.openIters.Load(), len(d.mu.snapshots.list); n > 0 || s > 0 {
 		// They pin versions and files; after Close they fail with ErrClosed.
 		d.logger.Warn("closing with open iterators or unreleased snapshots", "iterators", n, "snapshots", s)
@@ -791,10 +852,11 @@ func (d *DB) Close() error {
 	}
 	d.mu.Unlock()
 	if needFlush {
-		err = d.flushAndWait(&writer{closing: true})
+		err = d.flushAndWait(&writer{closing: true, flushReason: FlushReasonShutdown})
 	}
 	d.mu.Lock()
 	d.mu.closing = true
+	close(d.bgCancel) // table writes stop waiting for the rate limiter
 	d.stopDeadlineTimerLocked()
 	d.mu.compact.cond.Broadcast()
 	// Background jobs stop before the WAL and tables are closed.
@@ -829,6 +891,9 @@ func (d *DB) Close() error {
 
 // closeResources releases what Open acquired; safe on a half-opened DB.
 func (d *DB) closeResources() error {
+	if d.events != nil {
+		d.events.close() // every event is delivered before Close returns
+	}
 	var err error
 	if w := d.mu.log.w; w != nil { // Open failed after starting the WAL
 		d.mu.log.w = nil

@@ -218,8 +218,9 @@ var optionSpecs = []optionSpec{
 
 // Options fields the OPTIONS file does not record have no name, so
 // SetOptions cannot change them: CreateIfMissing and ErrorIfExists (Open
-// only), FS, Logger, Statistics, Lock, Clock and SecondaryDeleteKey (objects
-// and functions), DisableDynamicLevelBytes (level_compaction_dynamic_level_
+// only), FS, Logger, Statistics, Lock, Clock, SecondaryDeleteKey,
+// EventListener and RateLimiter (objects and functions; a rate limiter's
+// rate changes through its SetBytesPerSecond), DisableDynamicLevelBytes (level_compaction_dynamic_level_
 // bytes), and KeepLogFileNum and MaxLogFileSize (the LOG file, opened at
 // Open).
 

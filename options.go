@@ -304,6 +304,20 @@ type Options struct {
 	// open without it. Default nil: DeleteBySecondaryRange fails. Not in the
 	// OPTIONS file (a function, like Clock).
 	SecondaryDeleteKey func(key, value []byte) (attr uint64, ok bool)
+	// EventListener is told of flushes, compactions, table files created
+	// and deleted, write stall changes and background errors (RocksDB's
+	// listeners), from a goroutine of the DB's own, in order, and never so
+	// that a slow listener holds up writes (see EventListener). Default nil:
+	// none. Not in the OPTIONS file.
+	EventListener EventListener
+	// RateLimiter bounds the bytes per second flushes and compactions write
+	// to tables and blob files, flushes first (RocksDB's rate_limiter,
+	// NewGenericRateLimiter); several DBs may share one. WAL, MANIFEST and
+	// OPTIONS writes are not limited. Close stops the table writes waiting
+	// for tokens (their jobs fail, leaving the data in the WAL or the input
+	// tables), except the flush of writes that skipped the WAL, which it
+	// waits for. Default nil: no limit. Not in the OPTIONS file.
+	RateLimiter *RateLimiter
 
 	// Key-value separation (blob files). Every one of these but
 	// BlobCacheSize can change while the DB is open (SetOptions): each
@@ -533,7 +547,7 @@ func (o *Options) Validate() error {
 		return bad("Options.TargetFileSizeBase must be at least 4 KiB, got %d", o.TargetFileSizeBase)
 	case o.MaxBytesForLevelBase < 4*kib:
 		return bad("Options.MaxBytesForLevelBase must be at least 4 KiB, got %d", o.MaxBytesForLevelBase)
-	case o.MaxBytesForLevelMultiplier < 2 || o.MaxBytesForLevelMultiplier > 1000:
+	case !(o.MaxBytesForLevelMultiplier >= 2 && o.MaxBytesForLevelMultiplier <= 1000): // NaN fails too
 		return bad("Options.MaxBytesForLevelMultiplier must be between 2 and 1000, got %g", o.MaxBytesForLevelMultiplier)
 	case o.NumLevels < 2 || o.NumLevels > manifest.NumLevelsMax:
 		return bad("Options.NumLevels must be between 2 and %d, got %d", manifest.NumLevelsMax, o.NumLevels)
@@ -567,6 +581,8 @@ func (o *Options) Validate() error {
 		return bad("Options.DeletionSizeRatioThreshold must be at most 1 (negative turns it off), got %g", o.DeletionSizeRatioThreshold)
 	case o.DeletePersistenceThreshold < 0:
 		return bad("Options.DeletePersistenceThreshold must be >= 0 (0 turns it off), got %v", o.DeletePersistenceThreshold)
+	case o.RateLimiter != nil && o.RateLimiter.BytesPerSecond() <= 0:
+		return bad("Options.RateLimiter must have a positive rate (NewGenericRateLimiter), got %d bytes per second (nil means no limit)", o.RateLimiter.BytesPerSecond())
 	case o.MinBlobSize < 0:
 		return bad("Options.MinBlobSize must be >= 0, got %d", o.MinBlobSize)
 	case o.BlobFileSize < 0:

@@ -33,7 +33,7 @@ func (d *DB) requestScanFlush(m *memTable) {
 	go func() {
 		defer d.scanFlushCalls.Done()
 		d.stats.scanFlushes.Add(1)
-		_, err := d.commit(&writer{rotateOnly: m})
+		_, err := d.commit(&writer{rotateOnly: m, flushReason: FlushReasonMemtableScan})
 		d.mu.Lock()
 		if err != nil && !d.mu.closing {
 			d.logger.Warn("flushing a memtable an iterator found costly to scan failed", "err", err)

@@ -48,7 +48,7 @@ func (d *DB) DeleteBySecondaryRange(lo, hi uint64, wo *WriteOptions) error {
 	// tombstone can retire once compactions have applied it to the tables,
 	// instead of waiting for the memtable to fill. The delete is done
 	// whatever happens to the switch (a failure stops later writes).
-	if _, err := d.commit(&writer{rotateOnly: w.rotated}); err != nil {
+	if _, err := d.commit(&writer{rotateOnly: w.rotated, flushReason: FlushReasonSecondaryDelete}); err != nil {
 		d.logger.Warn("switching the memtable after a secondary delete failed", "err", err)
 	}
 	return nil
@@ -85,7 +85,7 @@ func (d *DB) commitSecondaryLocked(w *writer) error {
 	if err != nil {
 		// The edit may be durable: stop writes until Resume, so that what
 		// readers see now cannot differ from what a reopen shows.
-		d.setBackgroundErrorLocked(fmt.Errorf("shale: recording secondary tombstone %s: %w", t, err))
+		d.setBackgroundErrorLocked(BackgroundErrorManifestWrite, fmt.Errorf("shale: recording secondary tombstone %s: %w", t, err))
 		return fmt.Errorf("%w: %w", ErrReadOnly, err)
 	}
 	d.mu.secondaryLast = seq
@@ -345,7 +345,7 @@ func (d *DB) retireSecondaryTombstones() {
 		err := d.versions.LogAndApply(&manifest.VersionEdit{RetiredSecondaryTombstones: retire})
 		d.mu.Lock()
 		if err != nil {
-			d.setBackgroundErrorLocked(fmt.Errorf("shale: retiring secondary tombstones: %w", err))
+			d.setBackgroundErrorLocked(BackgroundErrorManifestWrite, fmt.Errorf("shale: retiring secondary tombstones: %w", err))
 			return
 		}
 		d.publishReadStateLocked()

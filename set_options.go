@@ -111,6 +111,7 @@ func (d *DB) SetOptions(opts map[string]string) error {
 	// scheduled for the new triggers (and auto compactions turned on).
 	d.mu.compact.cond.Broadcast()
 	d.maybeScheduleLocked()
+	d.noteWriteStallLocked(false) // the stall bounds may have moved
 	d.mu.Unlock()
 
 	old := d.optionsFileNum

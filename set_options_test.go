@@ -67,6 +67,7 @@ var mutableOptionValues = map[string]string{
 var optionFieldsWithoutName = []string{
 	"CreateIfMissing", "ErrorIfExists", "FS", "Logger", "Statistics", "Lock", "Clock",
 	"SecondaryDeleteKey", "DisableDynamicLevelBytes", "KeepLogFileNum", "MaxLogFileSize",
+	"EventListener", "RateLimiter",
 }
 
 // TestOptionSpecsCoverOptions: optionSpecs names each option once, each
@@ -885,5 +886,20 @@ func TestSetOptionsAvoidFlushDuringShutdown(t *testing.T) {
 				t.Fatalf("avoid_flush_during_shutdown=%v: Get after reopen: %v", avoid, err)
 			}
 		})
+	}
+}
+
+// TestSetOptionsRefusesNaNMultiplier: NaN fails the range check of
+// max_bytes_for_level_multiplier (else OPTIONS and GetOptions would say NaN
+// while the picker ran with 10).
+func TestSetOptionsRefusesNaNMultiplier(t *testing.T) {
+	d, err := Open("/db", testOptions(vfs.NewMem()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.SetOptions(map[string]string{"max_bytes_for_level_multiplier": "NaN"}); err == nil {
+		o := d.GetOptions()
+		t.Fatalf("SetOptions accepted NaN: GetOptions says %v, the picker uses %v", o.MaxBytesForLevelMultiplier, d.picker.Options().MaxBytesForLevelMultiplier)
 	}
 }

@@ -67,6 +67,10 @@ type benchConfig struct {
 	multireadBatchSize   int   // reads per batch of randread_batch
 	compressionSet       bool  // --compression_type was given (scan_direct defaults to none)
 
+	// rateLimiterBytesPerSec bounds flush and compaction writes
+	// (Options.RateLimiter; db_bench meaning: 0 is no limit).
+	rateLimiterBytesPerSec int64
+
 	// The async read path (issue 5); see bench_async.go.
 	asyncIO               bool  // ReadOptions.AsyncIO
 	optimizeMultiGetForIO bool  // ReadOptions.OptimizeMultiGetForIO
@@ -445,6 +449,9 @@ func (r *benchRunner) options() (*shale.Options, error) {
 	}
 	if o.BytesPerSync == 0 {
 		o.BytesPerSync = -1
+	}
+	if n := r.cfg.rateLimiterBytesPerSec; n > 0 {
+		o.RateLimiter = shale.NewGenericRateLimiter(n)
 	}
 	// db_bench's 0 means "none" where shale's zero means "default".
 	if o.BloomBitsPerKey <= 0 {

@@ -185,6 +185,7 @@ scan read. It runs with the ids written in order and shuffled.`,
 	f.Int64Var(&cfg.readaheadSize, "readahead_size", 0, "bytes iterators read ahead from each table (ReadOptions.ReadaheadSize; 0 = automatic)")
 	f.Int64Var(&cfg.maxAutoReadaheadSize, "max_auto_readahead_size", cfg.maxAutoReadaheadSize, "cap of automatic iterator readahead in bytes (0 = no automatic readahead)")
 	f.Int64Var(&cfg.bytesPerSync, "bytes_per_sync", 0, "start writeback of SST files every this many bytes (0 = off)")
+	f.Int64Var(&cfg.rateLimiterBytesPerSec, "rate_limiter_bytes_per_sec", 0, "bound flush and compaction writes to this many bytes per second (0 = no limit)")
 	f.BoolVar(&cfg.disableIOUring, "disable_io_uring", false, "read batches with concurrent preads instead of io_uring")
 	f.BoolVar(&cfg.ioUringSQPoll, "io_uring_sqpoll", false, "give the io_uring a kernel thread polling its submission queue (costs a core)")
 	f.BoolVar(&cfg.ioStats, "io_stats", false, "print the DB's IO metrics (Metrics().IO) after each benchmark")

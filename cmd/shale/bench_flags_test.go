@@ -20,7 +20,8 @@ func TestBenchDBBenchFlagsReachOptions(t *testing.T) {
 		"--level0_slowdown_writes_trigger", "9", "--level0_stop_writes_trigger", "17",
 		"--max_background_jobs", "5", "--max_write_buffer_number", "4", "--disable_wal",
 		"--open_files", "500", "--compression_ratio", "0.25", "--stats_interval_seconds", "7",
-		"--use_existing_keys", "--use_existing_db", "--readwritepercent", "35", "--reads", "12")
+		"--use_existing_keys", "--use_existing_db", "--readwritepercent", "35", "--reads", "12",
+		"--rate_limiter_bytes_per_sec", "1048576")
 	got := fmt.Sprintf("%d %d %g %d %d %d %d %d %v %d %g %v %v %d %d %v", cfg.targetFileSizeBase, cfg.maxBytesForLevelBase,
 		cfg.maxBytesForLevelMultiplier, cfg.level0FileNumCompactionTrigger, cfg.level0SlowdownWritesTrigger,
 		cfg.level0StopWritesTrigger, cfg.maxBackgroundJobs, cfg.maxWriteBufferNumber, cfg.disableWAL, cfg.openFiles,
@@ -38,6 +39,9 @@ func TestBenchDBBenchFlagsReachOptions(t *testing.T) {
 		o.MaxBackgroundJobs, o.MaxWriteBufferNumber, o.MaxOpenFiles)
 	if want := "8388608 33554432 8.5 3 9 17 5 4 500"; got != want {
 		t.Fatalf("Options got %s\n        want %s", got, want)
+	}
+	if o.RateLimiter == nil || o.RateLimiter.BytesPerSecond() != 1<<20 {
+		t.Errorf("--rate_limiter_bytes_per_sec 1048576: Options.RateLimiter %v", o.RateLimiter)
 	}
 	if err := o.EnsureDefaults().Validate(); err != nil {
 		t.Fatalf("the flags make invalid Options: %v", err)
@@ -98,6 +102,7 @@ func TestBenchDBBenchFlagErrors(t *testing.T) {
 		{func(c *benchConfig) { c.compressionRatio = math.Inf(1) }, "--compression_ratio must be a fraction >= 0"},
 		{func(c *benchConfig) { c.statsInterval = -time.Second }, "--stats_interval_seconds must be >= 0, got -1"},
 		{func(c *benchConfig) { c.readWritePercent = 101 }, "--readwritepercent must be between 0 and 100, got 101"},
+		{func(c *benchConfig) { c.rateLimiterBytesPerSec = -1 }, "--rate_limiter_bytes_per_sec must be >= 0 (0: no limit), got -1"},
 		{func(c *benchConfig) { c.disableWAL, c.sync = true, true }, "--sync and --disable_wal exclude each other"},
 		{func(c *benchConfig) { c.disableWAL, c.benchmarks = true, []string{"fillsync"} }, "fillsync syncs every write's WAL record, which --disable_wal turns off"},
 		{func(c *benchConfig) { c.useExistingKeys = true }, "--use_existing_keys needs --use_existing_db"},

@@ -307,6 +307,8 @@ func (c *benchConfig) validateWorkloadFlags() error {
 		return fmt.Errorf("--compression_ratio must be a fraction >= 0 (1 or more: incompressible), got %g", c.compressionRatio)
 	case c.statsInterval < 0:
 		return fmt.Errorf("--stats_interval_seconds must be >= 0, got %d", int64(c.statsInterval.Seconds()))
+	case c.rateLimiterBytesPerSec < 0:
+		return fmt.Errorf("--rate_limiter_bytes_per_sec must be >= 0 (0: no limit), got %d", c.rateLimiterBytesPerSec)
 	case c.readWritePercent < 0 || c.readWritePercent > 100:
 		return fmt.Errorf("--readwritepercent must be between 0 and 100, got %d", c.readWritePercent)
 	case c.disableWAL && c.sync:

@@ -118,6 +118,7 @@ var benchOptionFlags = map[string]string{
 	"UseDirectIOForFlushAndCompaction": "--use_direct_io_for_flush_and_compaction",
 	"MaxAutoReadaheadSize":             "--max_auto_readahead_size",
 	"BytesPerSync":                     "--bytes_per_sync",
+	"RateLimiter":                      "--rate_limiter_bytes_per_sec",
 	"DisableIOUring":                   "--disable_io_uring",
 	"IOUringSQPoll":                    "--io_uring_sqpoll",
 	"WALBackgroundWrites":              "--wal_background_writes",

@@ -17,26 +17,72 @@ import (
 // it (see Version.UnreferencedBlobFiles) and every version from before that
 // edit is released.
 type fileTracker struct {
-	mu       sync.Mutex
-	live     map[base.FileNum]trackedFile
-	obsolete []*FileMetadata
-
-	liveBlobs     map[base.FileNum]trackedBlob
-	obsoleteBlobs []*BlobFileMetadata
+	mu     sync.Mutex
+	tables liveFiles[*FileMetadata]
+	blobs  liveFiles[*BlobFileMetadata]
 }
 
-type trackedBlob struct {
-	meta *BlobFileMetadata
-	refs int32
+// liveFiles counts the referenced versions holding each file of one kind
+// (the tracker's mu is held) and collects the files no longer held.
+type liveFiles[M any] struct {
+	live     map[base.FileNum]trackedFile[M]
+	obsolete []M
 }
 
-type trackedFile struct {
-	meta *FileMetadata
+type trackedFile[M any] struct {
+	meta M
 	refs int32
 }
 
 func newFileTracker() *fileTracker {
-	return &fileTracker{live: make(map[base.FileNum]trackedFile), liveBlobs: make(map[base.FileNum]trackedBlob)}
+	return &fileTracker{
+		tables: liveFiles[*FileMetadata]{live: make(map[base.FileNum]trackedFile[*FileMetadata])},
+		blobs:  liveFiles[*BlobFileMetadata]{live: make(map[base.FileNum]trackedFile[*BlobFileMetadata])},
+	}
+}
+
+// ref counts one more referenced version holding file num (m). The first
+// metadata seen for a number is kept: versions may hold copies (a table an
+// edit moved, a blob file with more garbage).
+func (l *liveFiles[M]) ref(num base.FileNum, m M) {
+	tf, ok := l.live[num]
+	if !ok {
+		tf.meta = m
+	}
+	tf.refs++
+	l.live[num] = tf
+}
+
+// unref counts one less referenced version holding file num and makes it
+// obsolete when none is left.
+func (l *liveFiles[M]) unref(num base.FileNum) {
+	tf, ok := l.live[num]
+	if !ok || tf.refs <= 0 {
+		base.AssertionFailedf("manifest: file %s unreferenced but not tracked", num)
+	}
+	tf.refs--
+	if tf.refs == 0 {
+		delete(l.live, num)
+		l.obsolete = append(l.obsolete, tf.meta)
+	} else {
+		l.live[num] = tf
+	}
+}
+
+// take returns the files made obsolete since the last call.
+func (l *liveFiles[M]) take() []M {
+	o := l.obsolete
+	l.obsolete = nil
+	return o
+}
+
+// nums returns the numbers of the live files.
+func (l *liveFiles[M]) nums() map[base.FileNum]struct{} {
+	m := make(map[base.FileNum]struct{}, len(l.live))
+	for n := range l.live {
+		m[n] = struct{}{}
+	}
+	return m
 }
 
 // Ref adds a reference to v. The first reference makes v hold a reference on
@@ -51,9 +97,9 @@ func (v *Version) Ref() {
 	v.forEachFile(func(t *fileTracker, f *FileMetadata) {
 		f.refs.Add(1)
 		if t != nil {
-			t.ref(f)
+			t.tables.ref(f.FileNum, f)
 		}
-	}, (*fileTracker).refBlob)
+	}, func(t *fileTracker, b *BlobFileMetadata) { t.blobs.ref(b.FileNum, b) })
 }
 
 // Unref drops a reference to v. The last one releases v's references on its
@@ -73,9 +119,9 @@ func (v *Version) Unref() {
 			base.AssertionFailedf("manifest: file %s refs dropped below zero", f.FileNum)
 		}
 		if t != nil {
-			t.unref(f)
+			t.tables.unref(f.FileNum)
 		}
-	}, (*fileTracker).unrefBlob)
+	}, func(t *fileTracker, b *BlobFileMetadata) { t.blobs.unref(b.FileNum) })
 }
 
 // forEachFile calls fn on each table of v with v's tracker, locked, or nil
@@ -98,60 +144,6 @@ func (v *Version) forEachFile(fn func(t *fileTracker, f *FileMetadata), blobFn f
 	}
 }
 
-// refBlob counts one more referenced version holding b; t.mu is held. The
-// first BlobFileMetadata seen for a number is kept: versions hold copies
-// that differ only in garbage.
-func (t *fileTracker) refBlob(b *BlobFileMetadata) {
-	tb := t.liveBlobs[b.FileNum]
-	tb.refs++
-	if tb.meta == nil {
-		tb.meta = b
-	}
-	t.liveBlobs[b.FileNum] = tb
-}
-
-// unrefBlob counts one less referenced version holding b and makes the blob
-// file obsolete when none is left; t.mu is held.
-func (t *fileTracker) unrefBlob(b *BlobFileMetadata) {
-	tb, ok := t.liveBlobs[b.FileNum]
-	if !ok || tb.refs <= 0 {
-		base.AssertionFailedf("manifest: blob file %s unreferenced but not tracked", b.FileNum)
-	}
-	tb.refs--
-	if tb.refs == 0 {
-		delete(t.liveBlobs, b.FileNum)
-		t.obsoleteBlobs = append(t.obsoleteBlobs, tb.meta)
-	} else {
-		t.liveBlobs[b.FileNum] = tb
-	}
-}
-
-// ref counts one more referenced version holding f; t.mu is held.
-func (t *fileTracker) ref(f *FileMetadata) {
-	tf := t.live[f.FileNum]
-	tf.refs++
-	if tf.meta == nil {
-		tf.meta = f
-	}
-	t.live[f.FileNum] = tf
-}
-
-// unref counts one less referenced version holding f and makes the table
-// obsolete when none is left; t.mu is held.
-func (t *fileTracker) unref(f *FileMetadata) {
-	tf, ok := t.live[f.FileNum]
-	if !ok || tf.refs <= 0 {
-		base.AssertionFailedf("manifest: file %s unreferenced but not tracked", f.FileNum)
-	}
-	tf.refs--
-	if tf.refs == 0 {
-		delete(t.live, f.FileNum)
-		t.obsolete = append(t.obsolete, tf.meta)
-	} else {
-		t.live[f.FileNum] = tf
-	}
-}
-
 // Refs returns the current number of references to v; for tests and
 // invariant checks.
 func (v *Version) Refs() int32 { return v.refs.Load() }
@@ -159,35 +151,23 @@ func (v *Version) Refs() int32 { return v.refs.Load() }
 func (t *fileTracker) takeObsolete() []*FileMetadata {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	o := t.obsolete
-	t.obsolete = nil
-	return o
+	return t.tables.take()
 }
 
 func (t *fileTracker) liveFileNums() map[base.FileNum]struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m := make(map[base.FileNum]struct{}, len(t.live))
-	for n := range t.live {
-		m[n] = struct{}{}
-	}
-	return m
+	return t.tables.nums()
 }
 
 func (t *fileTracker) takeObsoleteBlobs() []*BlobFileMetadata {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	o := t.obsoleteBlobs
-	t.obsoleteBlobs = nil
-	return o
+	return t.blobs.take()
 }
 
 func (t *fileTracker) liveBlobFileNums() map[base.FileNum]struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m := make(map[base.FileNum]struct{}, len(t.liveBlobs))
-	for n := range t.liveBlobs {
-		m[n] = struct{}{}
-	}
-	return m
+	return t.blobs.nums()
 }
