@@ -855,3 +855,34 @@ func TestEventListenerBlobFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestFileCacheBlobOpenRacingCloseClosesReader: a blob read that misses the
+// file cache just before Close adds the entry, Close passes it unopened,
+// then the read opens the blob file: that open closes its reader and fails
+// with ErrClosed, as a table's does.
+func TestFileCacheBlobOpenRacingCloseClosesReader(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobTestOptions(mem)
+	opts.DisableAutoCompactions = true
+	d := writeBlobDB(t, mem, opts, 10)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	num := blobFileNums(t, mem)[0]
+	f, err := d.fileCache.insert(fileKindBlob, num) // findBlob's miss path, up to its once.Do
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.once.Do(func() { f.err = d.fileCache.open(f); f.ready.Store(f.err == nil) })
+	if !errors.Is(f.err, ErrClosed) || f.blobReader != nil {
+		t.Errorf("open after Close: %v (reader kept: %v), want ErrClosed", f.err, f.blobReader != nil)
+	}
+	f.release()
+}

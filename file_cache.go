@@ -490,6 +490,13 @@ func (c *fileCache) openBlob(t *cachedFile) error {
 	if err != nil {
 		return err // NewReader has closed f
 	}
+	// Published under mu, as a table reader is (see open).
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		_ = r.Close()
+		return ErrClosed
+	}
 	t.blobReader = r
 	return nil
 }
