@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/wal"
@@ -22,7 +23,8 @@ import (
 // VerifyChecksum reads every block of every live table from disk (not from
 // the block cache) and checks its checksum and structure, as RocksDB's
 // DB::VerifyChecksum; it also checks each table's size against the
-// MANIFEST. Every damaged table is reported: the result matches
+// MANIFEST, and the whole-file checksum of every live blob file. Every
+// damaged file is reported: the result matches
 // ErrCorruption and names each file and offset. Memtables and the WAL are
 // not checked (see Check).
 func (d *DB) VerifyChecksum() error {
@@ -50,6 +52,16 @@ func (d *DB) VerifyChecksum() error {
 			}
 		}
 	}
+	for _, b := range rs.version.BlobFiles {
+		f, err := d.fileCache.findBlob(b.FileNum)
+		if err == nil {
+			err = f.blobReader.VerifyFileChecksum()
+			f.release()
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -71,10 +83,22 @@ func (d *DB) checkTableSize(f *manifest.FileMetadata) error {
 
 // checkLiveTables is Options.ParanoidChecks at Open: every live table must
 // exist, have the size the MANIFEST records and open (footer, index,
-// filter, properties and range-del blocks pass their checksums).
+// filter, properties and range-del blocks pass their checksums), and every
+// live blob file must exist, have the size the MANIFEST records and open
+// (header and footer).
 func (d *DB) checkLiveTables() error {
 	v := d.versions.Current()
 	defer v.Unref()
+	for _, b := range v.BlobFiles {
+		if err := d.checkBlobFileSize(b); err != nil {
+			return err
+		}
+		f, err := d.fileCache.findBlob(b.FileNum)
+		if err != nil {
+			return err
+		}
+		f.release()
+	}
 	for _, files := range v.Levels {
 		for _, f := range files {
 			if err := d.checkTableSize(f); err != nil {
@@ -85,6 +109,47 @@ func (d *DB) checkLiveTables() error {
 				return err
 			}
 			t.release()
+		}
+	}
+	return nil
+}
+
+// checkBlobFileSize compares a live blob file's size on disk with the
+// MANIFEST's.
+func (d *DB) checkBlobFileSize(b *manifest.BlobFileMetadata) error {
+	name := d.blobPath(b.FileNum)
+	fi, err := d.fs.Stat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w (%w)", base.CorruptionErrorf(name, 0, "live blob file is missing"), err)
+	}
+	if err != nil {
+		return fmt.Errorf("shale: checking %s: %w", name, err)
+	}
+	if uint64(fi.Size()) != b.Size {
+		return base.CorruptionErrorf(name, fi.Size(), "blob file is %d bytes, the MANIFEST says %d", fi.Size(), b.Size)
+	}
+	return nil
+}
+
+// verifyNewBlobFiles is Options.ParanoidChecks for the blob files a flush
+// or compaction wrote: each is read back whole from the file system and
+// its checksum verified before it is installed.
+func (d *DB) verifyNewBlobFiles(metas []*manifest.BlobFileMetadata) error {
+	for _, m := range metas {
+		if err := d.checkBlobFileSize(m); err != nil {
+			return err
+		}
+		name := d.blobPath(m.FileNum)
+		f, err := d.fs.Open(name, vfs.SequentialAccess)
+		if err != nil {
+			return fmt.Errorf("shale: opening %s: %w", name, err)
+		}
+		r, err := blob.NewReader(f, blob.ReaderOptions{FileNum: m.FileNum, FileName: name})
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(r.VerifyFileChecksum(), r.Close()); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -257,7 +322,7 @@ type CheckedFile struct {
 }
 
 // CheckReport is the result of Check: one entry per file, in the order
-// CURRENT, MANIFEST, tables, WALs, OPTIONS, others.
+// CURRENT, MANIFEST, tables, blob files, WALs, OPTIONS, others.
 type CheckReport struct {
 	Dir   string
 	Files []CheckedFile
@@ -304,8 +369,10 @@ func (r *CheckReport) String() string {
 // Check verifies the database in dir without opening it, so it works on a
 // database that does not open: it reads CURRENT, every record of the live
 // MANIFEST (replaying it into a version), every block of every live table,
-// every record of every WAL not yet in tables, and parses the OPTIONS
-// files. o supplies the FS, Comparer and WALRecoveryMode (nil: defaults).
+// every live blob file (its whole-file checksum, and the value behind every
+// blob index of every live table, so that a dangling or damaged reference
+// is found), every record of every WAL not yet in tables, and parses the
+// OPTIONS files. o supplies the FS, Comparer and WALRecoveryMode (nil: defaults).
 // Open never reads OPTIONS files (it writes a fresh one), so damage there
 // does not stop Open; Check reports it.
 //
@@ -328,7 +395,7 @@ func Check(dir string, o *Options) (*CheckReport, error) {
 		return nil, fmt.Errorf("shale: check: listing %s: %w", dir, err)
 	}
 	slices.Sort(names)
-	var manifests, tables, logs, options []base.FileNum
+	var manifests, tables, blobs, logs, options []base.FileNum
 	hasCurrent := false
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
@@ -341,6 +408,8 @@ func Check(dir string, o *Options) (*CheckReport, error) {
 			manifests = append(manifests, num)
 		case t == base.FileTypeTable:
 			tables = append(tables, num)
+		case t == base.FileTypeBlob:
+			blobs = append(blobs, num)
 		case t == base.FileTypeLog:
 			logs = append(logs, num)
 		case t == base.FileTypeOptions:
@@ -359,6 +428,7 @@ func Check(dir string, o *Options) (*CheckReport, error) {
 
 	v, logNum := c.checkCurrentAndManifest(hasCurrent, manifests)
 	c.checkTables(v, tables)
+	c.checkBlobFiles(v, blobs)
 	c.checkWALs(logs, logNum, v != nil)
 	for _, num := range options {
 		c.checkOptions(base.MakeFilename(base.FileTypeOptions, num))
@@ -707,4 +777,142 @@ func (c *checker) checkOptions(name string) {
 		cf.Detail = "checksum matches, parses and validates"
 	}
 	c.add(cf)
+}
+
+// checkBlobFiles verifies every live blob file of v (size, footer, the
+// whole-file checksum, the count the MANIFEST records), then reads the
+// value behind every blob index of every live table: a value that does not
+// read back damages its blob file, an index into a blob file that is not
+// live, or that its table does not record, damages the table. Blob files
+// not in v are obsolete; without a usable MANIFEST (v nil) each is only
+// checked by itself.
+func (c *checker) checkBlobFiles(v *manifest.Version, present []base.FileNum) {
+	readers := map[base.FileNum]*blob.Reader{}
+	defer func() {
+		for _, r := range readers {
+			_ = r.Close()
+		}
+	}()
+	entry := map[base.FileNum]int{} // blob file -> its index in c.rep.Files
+	nums := slices.Clone(present)
+	if v != nil {
+		for _, b := range v.BlobFiles {
+			if !slices.Contains(nums, b.FileNum) {
+				nums = append(nums, b.FileNum)
+			}
+		}
+	}
+	slices.Sort(nums)
+	for _, num := range nums {
+		name := base.MakeFilename(base.FileTypeBlob, num)
+		path := c.path(name)
+		cf := CheckedFile{Name: name, Kind: "blob file"}
+		var meta *manifest.BlobFileMetadata
+		if v != nil {
+			if meta = v.BlobFile(num); meta == nil {
+				cf.Size, cf.Status, cf.Detail = c.size(name), CheckSkipped, "not live (Open removes it)"
+				c.add(cf)
+				continue
+			}
+		}
+		r, err := c.openBlob(path, num)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			cf.Status = CheckDamaged
+			cf.Err = fmt.Errorf("%w (%w)", base.CorruptionErrorf(path, 0, "live blob file is missing"), err)
+		case err != nil:
+			cf.Size, cf.Status, cf.Err = c.size(name), CheckDamaged, err
+		default:
+			p := r.Properties()
+			cf.Size = int64(p.Size)
+			if err := r.VerifyFileChecksum(); err != nil {
+				cf.Status, cf.Err = CheckDamaged, err
+			} else if meta != nil && (p.Size != meta.Size || p.Count != meta.TotalCount) {
+				cf.Status = CheckDamaged
+				cf.Err = base.CorruptionErrorf(path, 0, "blob file of %d bytes with %d blobs, the MANIFEST says %d bytes and %d blobs",
+					p.Size, p.Count, meta.Size, meta.TotalCount)
+			} else {
+				cf.Status = CheckOK
+				readers[num] = r
+				if meta != nil {
+					cf.Detail = fmt.Sprintf("%d blobs of %d bytes", meta.TotalCount, meta.TotalBytes)
+					if meta.GarbageCount > 0 {
+						cf.Detail += fmt.Sprintf(", garbage %d/%d", meta.GarbageCount, meta.GarbageBytes)
+					}
+				} else {
+					cf.Detail = "checksums ok; liveness unknown (MANIFEST unusable)"
+				}
+			}
+			if cf.Status != CheckOK {
+				_ = r.Close()
+			}
+		}
+		entry[num] = len(c.rep.Files)
+		c.add(cf)
+	}
+	if v == nil {
+		return
+	}
+	// The references: each live table's blob indexes, read back.
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if len(f.BlobFiles) == 0 {
+				continue
+			}
+			tpath := c.path(base.MakeFilename(base.FileTypeTable, f.FileNum))
+			tf, err := c.fs.Open(tpath, vfs.SequentialAccess)
+			if err != nil {
+				continue // checkTables reported it
+			}
+			tr, err := sstable.NewReader(tf, sstable.ReaderOptions{Comparer: c.opts.Comparer, FileName: tpath})
+			if err != nil {
+				continue // checkTables reported it
+			}
+			var blamed base.FileNum
+			n, err := checkTableBlobRefs(tpath, tr, f.BlobFiles, func(num base.FileNum) (*blob.Reader, error) {
+				blamed = num
+				if v.BlobFile(num) == nil {
+					return nil, base.CorruptionErrorf(tpath, 0, "blob index into blob file %s, which is not live (dangling reference)", num)
+				}
+				// nil when the file is damaged or missing: its entry says so.
+				return readers[num], nil
+			})
+			_ = tr.Close()
+			if err == nil {
+				if i, ok := c.findEntry(base.MakeFilename(base.FileTypeTable, f.FileNum)); ok && c.rep.Files[i].Status == CheckOK {
+					c.rep.Files[i].Detail += fmt.Sprintf(", %d blob indexes read back", n)
+				}
+				continue
+			}
+			// A value that does not read back from a live blob file damages
+			// that file; anything else is the table's.
+			i, ok := entry[blamed]
+			if !ok || v.BlobFile(blamed) == nil || readers[blamed] == nil {
+				i, ok = c.findEntry(base.MakeFilename(base.FileTypeTable, f.FileNum))
+			}
+			if ok {
+				e := &c.rep.Files[i]
+				e.Status, e.Err = CheckDamaged, errors.Join(e.Err, err)
+			}
+		}
+	}
+}
+
+// findEntry returns the index of the report's entry for name.
+func (c *checker) findEntry(name string) (int, bool) {
+	for i := range c.rep.Files {
+		if c.rep.Files[i].Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// openBlob opens the blob file at path without a cache.
+func (c *checker) openBlob(path string, num base.FileNum) (*blob.Reader, error) {
+	f, err := c.fs.Open(path, vfs.SequentialAccess)
+	if err != nil {
+		return nil, err
+	}
+	return blob.NewReader(f, blob.ReaderOptions{FileNum: num, FileName: path})
 }

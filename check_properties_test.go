@@ -101,7 +101,7 @@ func TestCheckReportsDeleteStats(t *testing.T) {
 
 // TestCheckReportsBlobFiles checks that Check describes the live blob files
 // of the MANIFEST (count, bytes, garbage) and the blob files each table
-// references.
+// references, and reports a live blob file that is missing.
 func TestCheckReportsBlobFiles(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := testOptions(fs)
@@ -152,8 +152,14 @@ func TestCheckReportsBlobFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := Check("/db", &Options{FS: fs})
-	if err != nil || !rep.OK() {
+	if err != nil {
 		t.Fatalf("Check: %v\n%s", err, rep)
+	}
+	// The blob file was only recorded, never written: Check reports it
+	// missing (TestBlobFilesCorruptionDetected checks real ones).
+	if f := fileOf(t, rep, base.MakeFilename(base.FileTypeBlob, blobNum)); f.Status != CheckDamaged || !errors.Is(f.Err, ErrCorruption) ||
+		!strings.Contains(f.Err.Error(), "live blob file is missing") {
+		t.Errorf("blob file recorded but not written: %s %v, want damaged: missing", f.Status, f.Err)
 	}
 	want := fmt.Sprintf("1 live blob files of 1000 bytes, 100 of them garbage (number:blobs/bytes) %s:10/1000(garbage 1/100)", blobNum)
 	if f := fileOf(t, rep, manifestName); !strings.Contains(f.Detail, want) {

@@ -110,16 +110,20 @@ func (d *DB) backgroundFlush() {
 		start := time.Now()
 		jobID := d.newJobID()
 		d.eventFlushBegin(FlushInfo{JobID: jobID, Reason: m.flushReason, WALNum: uint64(m.logNum)})
-		metas, err := d.writeLevel0Tables(m, snaps, snapSeq, v, jobID)
+		metas, blobs, err := d.writeLevel0Tables(m, snaps, snapSeq, v, jobID)
 		v.Unref()
-		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog}
+		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog, NewBlobFiles: blobs}
 		var bytes uint64
 		for _, meta := range metas {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: meta})
 			bytes += meta.Size
 		}
+		for _, b := range blobs {
+			bytes += b.Size
+		}
 		if err == nil {
-			err = d.logAndApply(edit, lastSeq)
+			d.versions.SetLastSeq(lastSeq)
+			err = d.logAndApplyDeletingBlobs(edit)
 		}
 		if d.events != nil {
 			d.eventFlushCompleted(FlushInfo{JobID: jobID, Reason: m.flushReason, WALNum: uint64(m.logNum),
@@ -184,6 +188,10 @@ func (d *DB) tablePath(num base.FileNum) string {
 	return d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeTable, num))
 }
 
+func (d *DB) blobPath(num base.FileNum) string {
+	return d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeBlob, num))
+}
+
 // testHookFlushListedSnapshots, when set by a test, runs in a flush after
 // it listed the snapshots and before it writes the memtable.
 var testHookFlushListedSnapshots func()
@@ -195,7 +203,7 @@ var testHookFlushListedSnapshots func()
 // it has just written from older WALs are in no version yet. snapshots are
 // the live snapshots, and snapSeq the visible seqnum when they were listed;
 // jobID numbers the flush for the listener.
-func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version, jobID int) ([]*manifest.FileMetadata, error) {
+func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version, jobID int) ([]*manifest.FileMetadata, []*manifest.BlobFileMetadata, error) {
 	it := m.NewIter()
 	defer it.Close()
 	ro := compact.RunOptions{
@@ -231,12 +239,12 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq bas
 	if v == nil {
 		reason = FileReasonRecovery
 	}
-	metas, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v, secondaryApplied: applied,
+	metas, blobs, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v, secondaryApplied: applied,
 		jobID: jobID, reason: reason})
 	if err == nil {
 		d.recordDrops(stats, 0)
 	}
-	return metas, err
+	return metas, blobs, err
 }
 
 // tableJob describes the tables one flush or compaction writes.
@@ -256,6 +264,9 @@ type tableJob struct {
 	// jobID and reason are what the listener is told of the tables.
 	jobID  int
 	reason FileReason
+	// blobs, when set, is the job's blob side; runToTables makes one
+	// otherwise.
+	blobs *blobOutput
 }
 
 // tableOutput adapts an sstable.Writer to compact.OutputWriter.
@@ -272,9 +283,13 @@ type tableOutput struct {
 	// secondary collects the attribute range (nil without
 	// Options.SecondaryDeleteKey).
 	secondary *secondaryCollector
+	// blobs is the job's blob side (blob_files.go); blobRefs the blob
+	// files the table's entries point into, ascending.
+	blobs    *blobOutput
+	blobRefs []base.FileNum
 }
 
-func (o *tableOutput) Add(k base.InternalKey, v []byte) error { return o.w.Add(k, v) }
+func (o *tableOutput) Add(k base.InternalKey, v []byte) error { return o.blobs.add(o, k, v) }
 func (o *tableOutput) AddRangeTombstone(start, end []byte, seq base.SeqNum) error {
 	if o.keepRangeDels {
 		if n := len(o.rangeDels); n == 0 || !bytes.Equal(o.rangeDels[n-1][0], start) {
@@ -339,9 +354,16 @@ func (d *DB) outputTargetSize(target uint64) int64 {
 }
 
 // runToTables runs a flush or compaction into new tables and returns their
-// metadata; on error it removes every table it created.
-func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileMetadata, compact.Stats, error) {
+// metadata and that of the blob files it wrote; on error it removes every
+// table and blob file it created. job.blobs, when set, is the job's blob
+// side (a compaction's counts the references it writes).
+func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileMetadata, []*manifest.BlobFileMetadata, compact.Stats, error) {
 	var outs []*tableOutput
+	blobs := job.blobs
+	if blobs == nil {
+		blobs = d.newBlobOutput(d.mutableOptions(), job.level, job.flush)
+	}
+	blobs.jobID, blobs.reason = job.jobID, job.reason
 	var createOpts []vfs.OpenOption
 	if d.opts.UseDirectIOForFlushAndCompaction {
 		createOpts = append(createOpts, vfs.DirectIO)
@@ -362,7 +384,7 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 			}
 			f = &rateLimitedFile{File: f, limiter: rl, pri: pri, cancel: d.bgCancel}
 		}
-		o := &tableOutput{fileNum: num, keepRangeDels: job.older != nil}
+		o := &tableOutput{fileNum: num, keepRangeDels: job.older != nil, blobs: blobs}
 		owo := wo
 		if fs := d.opts.TablePropertiesCollectorFactories; len(fs) > 0 {
 			ctx := TablePropertiesCollectorContext{Level: job.level, Flush: job.flush}
@@ -385,6 +407,11 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		return o, nil
 	}
 	stats, err := compact.Run(ro)
+	if err == nil {
+		// Synced by Close, like the tables: the directory sync then makes
+		// both durable before the edit that adds them.
+		err = blobs.finish()
+	}
 	if err == nil && len(outs) > 0 {
 		err = d.syncDir()
 	}
@@ -397,7 +424,8 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 			d.eventTableCreated(TableFileInfo{JobID: job.jobID, FileNum: uint64(o.fileNum), Path: d.tablePath(o.fileNum),
 				Level: job.level, Reason: job.reason, Err: err})
 		}
-		return nil, stats, err
+		blobs.abort(err)
+		return nil, nil, stats, err
 	}
 	metas := make([]*manifest.FileMetadata, 0, len(outs))
 	for _, o := range outs {
@@ -418,6 +446,7 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 			RawValueSize:            m.Props.RawValueSize,
 			NumDataBlocks:           m.Props.NumDataBlocks,
 			NumTombstoneDenseBlocks: m.Props.NumTombstoneDenseBlocks,
+			BlobFiles:               o.blobRefs,
 		}
 		if fm.NumDeletions > 0 {
 			fm.OldestTombstoneTime = job.tombstoneTime
@@ -432,20 +461,26 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		metas = append(metas, fm)
 	}
 	if d.opts.ParanoidChecks {
-		if err := d.verifyNewTables(metas); err != nil {
+		if err := errors.Join(d.verifyNewBlobFiles(blobs.files), d.verifyNewTables(metas)); err != nil {
 			d.abandonTables(job, metas, err)
-			return nil, stats, err
+			blobs.abort(err)
+			return nil, nil, stats, err
 		}
 	}
 	if err := d.openNewTables(metas, job.level); err != nil {
 		d.abandonTables(job, metas, err)
-		return nil, stats, err
+		blobs.abort(err)
+		return nil, nil, stats, err
 	}
 	for _, m := range metas {
 		d.eventTableCreated(TableFileInfo{JobID: job.jobID, FileNum: uint64(m.FileNum), Path: d.tablePath(m.FileNum),
 			Level: job.level, Size: m.Size, Reason: job.reason})
 	}
-	return metas, stats, nil
+	for _, b := range blobs.files {
+		d.eventBlobCreated(BlobFileInfo{JobID: job.jobID, FileNum: uint64(b.FileNum), Path: d.blobPath(b.FileNum),
+			Size: b.Size, Reason: job.reason})
+	}
+	return metas, blobs.files, stats, nil
 }
 
 // abandonTables removes the tables of a job that found them unusable: the
@@ -627,9 +662,12 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	}
 	merged := mergeiter.New(d.cmp.Compare, iters...)
 	iters = nil // merged owns and closes them; directFiles outlive it
+	// The blob references read and written give the garbage (blob_files.go).
+	blobRefs := &blobRefCounter{InternalIterator: merged, read: map[base.FileNum]blobRefCount{}}
+	blobs := d.newBlobOutput(d.mutableOptions(), c.OutputLevel, false)
 	ro := compact.RunOptions{
 		Cmp:                 d.cmp,
-		Input:               merged,
+		Input:               blobRefs,
 		RangeDels:           rangedel.Fragment(d.cmp.Compare, tombstones),
 		Snapshots:           snaps,
 		ElideTombstone:      func(k []byte) bool { return !older.mayHold(k) },
@@ -640,17 +678,23 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 		KeepShadowedTombstones: d.mutableOptions().DeletePersistenceThreshold > 0,
 	}
 	applied := d.setSecondary(&ro, v.SecondaryTombstones)
-	metas, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v, secondaryApplied: applied,
-		jobID: info.JobID, reason: FileReasonCompaction})
+	metas, newBlobs, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v,
+		secondaryApplied: applied, jobID: info.JobID, reason: FileReasonCompaction, blobs: blobs})
 	err = errors.Join(err, merged.Close())
 	releaseTables()
 	info.InputEntries, info.OutputEntries = uint64(stats.InputEntries), uint64(stats.OutputEntries)
 	if err != nil {
 		d.removeOutputs(info.JobID, metas)
+		d.removeBlobMetas(info.JobID, newBlobs)
 		return err
 	}
 	d.recordDrops(stats, c.OutputLevel)
+	edit.NewBlobFiles = newBlobs
+	edit.BlobGarbage = blobGarbage(blobRefs.read, blobs.written)
 	var outBytes uint64
+	for _, b := range newBlobs {
+		outBytes += b.Size
+	}
 	for _, m := range metas {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
 		outBytes += m.Size
@@ -696,9 +740,10 @@ func holdsSecondaryDeleted(v *manifest.Version, files []*manifest.FileMetadata) 
 	return false
 }
 
-// applyVersionEdit logs the edit and publishes the new version to readers.
+// applyVersionEdit logs the edit, with the deletion of the blob files it
+// leaves unreferenced, and publishes the new version to readers.
 func (d *DB) applyVersionEdit(edit *manifest.VersionEdit) error {
-	if err := d.versions.LogAndApply(edit); err != nil {
+	if err := d.logAndApplyDeletingBlobs(edit); err != nil {
 		return err
 	}
 	d.mu.Lock()

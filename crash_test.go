@@ -158,6 +158,9 @@ func checkCrashState(t *testing.T, ci int, fs *vfs.MemFS, base *Options, writes 
 		t.Fatalf("crash %d: reopen: %v\n%s", ci, err, fs)
 	}
 	defer db.Close()
+	if _, err := verifyBlobReferences(db); err != nil {
+		t.Fatalf("crash %d: after recovery: %v", ci, err)
+	}
 	got := model{}
 	it := db.NewIterator(nil)
 	for ok := it.First(); ok; ok = it.Next() {

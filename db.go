@@ -34,6 +34,9 @@ type DB struct {
 	// recovery is what Open's WAL replay dropped (Metrics().Recovery).
 	recovery   RecoveryMetrics
 	blockCache *cache.Cache
+	// blobCache caches blob values: blockCache unless Options.BlobCacheSize
+	// gives blob values a cache of their own.
+	blobCache *cache.Cache
 	// ioReader issues the batched reads of the read path (io_uring on
 	// Linux); it outlives every reader of the DB's tables.
 	ioReader  vfs.AsyncReader
@@ -82,6 +85,10 @@ type DB struct {
 	// only once the files obsolete at its start are gone, including those
 	// a concurrent call took first.
 	obsoleteMu sync.Mutex
+	// blobEditMu serializes the edits of flushes and compactions from the
+	// computation of the blob files they delete to their apply
+	// (logAndApplyDeletingBlobs).
+	blobEditMu sync.Mutex
 	// deadlineCalls counts the armed delete persistence timers and their
 	// calls in progress (delete_persistence.go); Close waits for them.
 	deadlineCalls sync.WaitGroup

@@ -40,9 +40,10 @@ type EventListener interface {
 	OnTableFileCreated(TableFileInfo)
 	// OnTableFileDeleted is called for each table file removed.
 	OnTableFileDeleted(TableFileInfo)
-	// OnBlobFileCreated is called for each blob file written (none are yet).
+	// OnBlobFileCreated is called for each blob file a flush or compaction
+	// wrote (with Err set, and the file removed, when its job failed).
 	OnBlobFileCreated(BlobFileInfo)
-	// OnBlobFileDeleted is called for each blob file removed (none are yet).
+	// OnBlobFileDeleted is called for each blob file removed.
 	OnBlobFileDeleted(BlobFileInfo)
 	// OnStallConditionsChanged is called when writes become delayed,
 	// stopped or normal again (RocksDB's OnStallConditionsChanged).
@@ -166,12 +167,13 @@ type CompactionInfo struct {
 	// Outputs are the numbers of the tables written to OutputLevel (the
 	// moved table for a trivial move).
 	Outputs []uint64
-	// BytesRead and BytesWritten are the table bytes read and written.
+	// BytesRead and BytesWritten are the bytes of the input tables read
+	// and of the tables and blob files written.
 	BytesRead, BytesWritten uint64
 	// InputEntries and OutputEntries count the entries merged and kept.
 	InputEntries, OutputEntries uint64
 	// BlobBytesRelocated counts the blob bytes garbage collection rewrote
-	// (0: there are no blob files yet).
+	// (0 until garbage collection relocates values: not built yet).
 	BlobBytesRelocated uint64
 	Duration           time.Duration
 	Err                error

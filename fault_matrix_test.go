@@ -51,6 +51,8 @@ type faultCase struct {
 	job  string
 	want faultWant
 	nth  int // the rule fails the nth match (default 1)
+	// blobs runs the case with blob files on (every value separated).
+	blobs bool
 }
 
 func (c faultCase) background() bool {
@@ -176,13 +178,50 @@ func faultVariants(op errorfs.Op) []faultVariant {
 // acknowledged write, nothing else but writes whose call failed, and no
 // file the MANIFEST does not reference. The default run takes one variant
 // per case (seeded); SHALE_STRESS=1 runs every variant at Nth = 1..3.
-func TestFaultMatrix(t *testing.T) {
+func TestFaultMatrix(t *testing.T) { runFaultMatrix(t, faultMatrix) }
+
+// faultMatrixBlobFiles are the cases of blob files, run with blob files on
+// (every value separated): flushes write them, reads open and read them,
+// compactions delete them.
+var faultMatrixBlobFiles = []faultCase{
+	{op: errorfs.OpCreate, kind: "blob", pattern: "*.blob", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpWrite, kind: "blob", pattern: "*.blob", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpSync, kind: "blob", pattern: "*.blob", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpPreallocate, kind: "blob", pattern: "*.blob", job: "flush", want: wantTolerated},
+	{op: errorfs.OpStartWriteback, kind: "blob", pattern: "*.blob", job: "flush", want: wantTolerated},
+	{op: errorfs.OpTruncate, kind: "blob", pattern: "*.blob", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpRead, kind: "blob", pattern: "*.blob", job: "get", want: wantReadError},
+	{op: errorfs.OpRead, kind: "blob", pattern: "*.blob", job: "get", want: wantReadError, nth: 3},
+	{op: errorfs.OpOpen, kind: "blob", pattern: "*.blob", job: "get", want: wantReadError},
+	{op: errorfs.OpRead, kind: "blob", pattern: "*.blob", job: "iterator", want: wantReadError, nth: 3},
+	{op: errorfs.OpOpen, kind: "blob", pattern: "*.blob", job: "iterator", want: wantReadError},
+	{op: errorfs.OpRemove, kind: "blob", pattern: "*.blob", job: "cleanup", want: wantTolerated},
+	// The table side of the same jobs, with blob indexes in the tables.
+	{op: errorfs.OpSync, kind: "SST", pattern: "*.sst", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpWrite, kind: "SST", pattern: "*.sst", job: "compaction", want: wantReadOnly, nth: 3},
+	{op: errorfs.OpSync, kind: "MANIFEST", pattern: "MANIFEST-*", job: "flush", want: wantReadOnly},
+	{op: errorfs.OpSync, kind: "MANIFEST", pattern: "MANIFEST-*", job: "compaction", want: wantReadOnly, nth: 3},
+}
+
+// TestFaultMatrixBlobFiles is TestFaultMatrix over faultMatrixBlobFiles:
+// every fault in a blob file's write fails its flush and leaves nothing
+// behind once recovered, every fault in a blob read fails that read only,
+// and no blob file is left that the MANIFEST does not know.
+func TestFaultMatrixBlobFiles(t *testing.T) {
+	cases := slices.Clone(faultMatrixBlobFiles)
+	for i := range cases {
+		cases[i].blobs = true
+	}
+	runFaultMatrix(t, cases)
+}
+
+func runFaultMatrix(t *testing.T, matrix []faultCase) {
 	seed := modelSeed(t)
 	t.Logf("seed %d (rerun with SHALE_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0xfa17))
 	injected := map[errorfs.Op]int{}
 	cases := 0
-	for _, c := range faultMatrix {
+	for _, c := range matrix {
 		variants := faultVariants(c.op)
 		nths := []int{0}
 		if stress() {
@@ -228,10 +267,14 @@ type faultHarness struct {
 	next         int
 }
 
-func newFaultHarness(t *testing.T) *faultHarness {
+func newFaultHarness(t *testing.T, blobs bool) *faultHarness {
 	mem := vfs.NewMem()
 	ffs := errorfs.New(mem, 1)
 	opts := testOptions(ffs)
+	if blobs {
+		setBlobTestOptions(opts)
+		opts.MinBlobSize = 0
+	}
 	opts.Logger = slog.New(slog.DiscardHandler)
 	opts.BytesPerSync = 2 << 10 // exercise StartWriteback
 	opts.BlockCacheSize = -1    // reads reach the files
@@ -362,6 +405,7 @@ func checkNoOrphans(t *testing.T, db *DB, fs vfs.FS) {
 		t.Fatal(err)
 	}
 	live := db.versions.LiveFileNums()
+	liveBlobs := db.versions.LiveBlobFileNums()
 	for _, name := range names {
 		typ, num, ok := base.ParseFilename(name)
 		if !ok {
@@ -371,6 +415,9 @@ func checkNoOrphans(t *testing.T, db *DB, fs vfs.FS) {
 		switch typ {
 		case base.FileTypeTable:
 			_, isLive := live[num]
+			bad = !isLive
+		case base.FileTypeBlob:
+			_, isLive := liveBlobs[num]
 			bad = !isLive
 		case base.FileTypeManifest:
 			bad = num != db.versions.ManifestFileNum()
@@ -397,7 +444,7 @@ func waitFor(cond func() bool) bool {
 }
 
 func runFaultCase(t *testing.T, c faultCase, v faultVariant) (errorfs.Op, int) {
-	h := newFaultHarness(t)
+	h := newFaultHarness(t, c.blobs)
 	defer func() {
 		if h.db != nil {
 			h.db.Close()
@@ -509,13 +556,21 @@ func runFaultCase(t *testing.T, c faultCase, v faultVariant) (errorfs.Op, int) {
 		} else {
 			it := h.db.NewIterator(nil)
 			for ok := it.First(); ok; ok = it.Next() {
+				_ = it.Value() // a blob value is read only when asked for
 			}
 			err = it.Close()
 		}
 	case "cleanup":
 		arm()
 		for i := 0; i < 40 && h.ffs.Injected() == 0; i++ {
-			if err = h.putN(30); err == nil {
+			if err = h.putN(30); err == nil && c.blobs {
+				// Blob files become obsolete once every value in them is
+				// overwritten.
+				for k, n := 0, h.next; k < n && err == nil; k++ {
+					err = h.putKey(k, false)
+				}
+			}
+			if err == nil {
 				err = h.db.CompactRange(nil, nil)
 			}
 			if err != nil {

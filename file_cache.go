@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shaledb/shale/blob"
+	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/rangedel"
@@ -16,8 +18,8 @@ import (
 )
 
 // fileCache keeps open readers of the DB's files, keyed by kind and file
-// number: tables today, blob files once they exist (issue 13). It holds at
-// most capacity of them (Options.MaxOpenFiles; 0 is no bound), opens a file
+// number: tables and blob files. It holds at most capacity of them, of both
+// kinds together (Options.MaxOpenFiles; 0 is no bound), opens a file
 // on first use and opens it again after it was evicted.
 //
 // References. An entry holds one reference for the cache while it is in
@@ -80,6 +82,8 @@ type fileCache struct {
 	// and keeps its counts at close (attach/detach): readers count once, and
 	// a Statistics shared by several DBs does not mix their Metrics.
 	stats *sstable.ReadStats
+	// blobStats counts the reads of blob files (Metrics().Blob).
+	blobStats *blob.ReadStats
 }
 
 // fileIndexShards is the number of maps the index of each file kind is
@@ -92,6 +96,7 @@ type fileKind uint8
 
 const (
 	fileKindTable fileKind = iota
+	fileKindBlob
 	numFileKinds
 )
 
@@ -123,13 +128,15 @@ type cachedFile struct {
 
 	reader    *sstable.Reader
 	rangeDels *rangedel.List // nil when the table has none
+	// blobReader reads a blob file (fileKindBlob).
+	blobReader *blob.Reader
 }
 
 // newFileCache returns the DB's file cache. A read-only DB keeps every table
 // open whatever Options.MaxOpenFiles says: it opened them through pinned
 // handles at load, and a writer beside it may have removed them since.
 func newFileCache(d *DB) *fileCache {
-	c := &fileCache{d: d, stats: new(sstable.ReadStats), lingering: map[*cachedFile]struct{}{}}
+	c := &fileCache{d: d, stats: new(sstable.ReadStats), blobStats: new(blob.ReadStats), lingering: map[*cachedFile]struct{}{}}
 	if n := d.opts.MaxOpenFiles; n > 0 && !d.readOnly {
 		c.capacity = n
 	}
@@ -145,7 +152,19 @@ func newFileCache(d *DB) *fileCache {
 // findTable returns the open table num with a reference the caller must
 // release, opening it if needed.
 func (c *fileCache) findTable(num base.FileNum) (*cachedFile, error) {
-	f := c.lookup(fileKindTable, num)
+	return c.find(fileKindTable, num)
+}
+
+// findBlob returns the open blob file num (its blobReader) with a
+// reference the caller must release, opening it if needed.
+func (c *fileCache) findBlob(num base.FileNum) (*cachedFile, error) {
+	return c.find(fileKindBlob, num)
+}
+
+// find returns the open file (kind, num) with a reference, opening it if
+// needed.
+func (c *fileCache) find(kind fileKind, num base.FileNum) (*cachedFile, error) {
+	f := c.lookup(kind, num)
 	if f != nil && !f.tryRef() {
 		f = nil // evicted since the lookup: insert finds or adds the new entry
 	}
@@ -157,7 +176,7 @@ func (c *fileCache) findTable(num base.FileNum) (*cachedFile, error) {
 		}
 	} else {
 		var err error
-		if f, err = c.insert(fileKindTable, num); err != nil {
+		if f, err = c.insert(kind, num); err != nil {
 			return nil, err
 		}
 	}
@@ -202,8 +221,8 @@ func (c *fileCache) insert(kind fileKind, num base.FileNum) (*cachedFile, error)
 		return f, nil
 	}
 	id := c.ids[kind][num]
-	if id == 0 && c.d.blockCache != nil {
-		id = c.d.blockCache.NewID()
+	if bc := c.d.cacheOf(kind); id == 0 && bc != nil {
+		id = bc.NewID()
 		c.ids[kind][num] = id
 	}
 	f = &cachedFile{cache: c, kind: kind, num: num, cacheID: id}
@@ -368,17 +387,31 @@ func (c *fileCache) closeFile(f *cachedFile) {
 
 // closeReader closes f's file unless that was done already.
 func (f *cachedFile) closeReader() error {
-	if f.reader == nil || f.closed.Swap(true) {
+	if f.reader == nil && f.blobReader == nil || f.closed.Swap(true) {
 		return nil
+	}
+	if f.blobReader != nil {
+		return f.blobReader.Close()
 	}
 	return f.reader.Close()
 }
 
 func (k fileKind) String() string {
-	if k == fileKindTable {
+	switch k {
+	case fileKindTable:
 		return "table"
+	case fileKindBlob:
+		return "blob file"
 	}
 	return fmt.Sprintf("fileKind(%d)", uint8(k))
+}
+
+// cacheOf returns the cache of the blocks or values of files of kind.
+func (d *DB) cacheOf(kind fileKind) *cache.Cache {
+	if kind == fileKindBlob {
+		return d.blobCache
+	}
+	return d.blockCache
 }
 
 // tableOpenOptions open tables for random access (advise_random_on_open):
@@ -387,6 +420,9 @@ var tableOpenOptions = []vfs.OpenOption{vfs.RandomAccess}
 
 func (c *fileCache) open(t *cachedFile) error {
 	d := c.d
+	if t.kind == fileKindBlob {
+		return c.openBlob(t)
+	}
 	name := d.tablePath(t.num)
 	flags := tableOpenOptions
 	if d.opts.UseDirectReads {
@@ -429,6 +465,42 @@ func (c *fileCache) open(t *cachedFile) error {
 	return nil
 }
 
+// openBlob opens the blob file of t, for random reads as tables are.
+func (c *fileCache) openBlob(t *cachedFile) error {
+	d := c.d
+	name := d.blobPath(t.num)
+	flags := tableOpenOptions
+	if d.opts.UseDirectReads {
+		flags = []vfs.OpenOption{vfs.RandomAccess, vfs.DirectIO}
+	}
+	c.opens.Add(1)
+	f, err := d.fs.Open(name, flags...)
+	if err != nil {
+		return err
+	}
+	r, err := blob.NewReader(f, blob.ReaderOptions{
+		FileNum:              t.num,
+		FileName:             name,
+		Cache:                d.blobCache,
+		CacheID:              t.cacheID,
+		AsyncReader:          d.ioReader,
+		Stats:                c.blobStats,
+		MaxAutoReadaheadSize: d.opts.MaxAutoReadaheadSize,
+	})
+	if err != nil {
+		return err // NewReader has closed f
+	}
+	// Published under mu, as a table reader is (see open).
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		_ = r.Close()
+		return ErrClosed
+	}
+	t.blobReader = r
+	return nil
+}
+
 // maxParallelOpens bounds the goroutines of openTables: opening a table is
 // a few reads, and more in flight than this gains little on one device.
 const maxParallelOpens = 8
@@ -460,9 +532,9 @@ func (c *fileCache) openTables(nums []base.FileNum) (files []*cachedFile, errs [
 	return files, errs
 }
 
-// evictObsolete drops a table that no version references any more: its
-// reader (closed now, as nobody can hold a reference to a file no version
-// has) and its blocks in the block cache.
+// evictObsolete drops a table or blob file that no version references any
+// more: its reader (closed now, as nobody can hold a reference to a file no
+// version has) and its blocks or values in the cache.
 func (c *fileCache) evictObsolete(kind fileKind, num base.FileNum) {
 	c.mu.Lock()
 	f := c.lookup(kind, num)
@@ -478,8 +550,8 @@ func (c *fileCache) evictObsolete(kind fileKind, num base.FileNum) {
 		}
 		f.release() // closes the reader, which unpins its blocks
 	}
-	if id != 0 {
-		c.d.blockCache.EvictID(id)
+	if bc := c.d.cacheOf(kind); id != 0 && bc != nil {
+		bc.EvictID(id)
 	}
 }
 

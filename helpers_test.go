@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
@@ -342,6 +343,83 @@ func optionsFileMap(o *Options) map[string]string {
 		m[kv[0]] = kv[1]
 	}
 	return m
+}
+
+// setBlobTestOptions turns blob files on with small sizes: every value of at
+// least 10 bytes separated, blob files rolled at 4 KiB.
+func setBlobTestOptions(o *Options) {
+	o.EnableBlobFiles = true
+	o.MinBlobSize = 10
+	o.BlobFileSize = 4 << 10
+}
+
+// checkBlobReferences checks the blob invariants of d's current version
+// (verifyBlobReferences) and returns the number of blob indexes its tables
+// hold.
+func checkBlobReferences(t *testing.T, d *DB) int {
+	t.Helper()
+	n, err := verifyBlobReferences(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// verifyBlobReferences checks the blob invariants of d's current version and
+// returns the number of blob indexes its tables hold: every blob index of
+// every live table points into a live blob file that the table records and
+// reads back as its key's value (no dangling reference), every live blob
+// file is on disk and referenced by some table (an edit deletes the blob
+// files it leaves unreferenced).
+func verifyBlobReferences(d *DB) (int, error) {
+	v := d.versions.Current()
+	defer v.Unref()
+	held := map[base.FileNum]*cachedFile{}
+	defer func() {
+		for _, f := range held {
+			f.release()
+		}
+	}()
+	open := func(num base.FileNum) (*blob.Reader, error) {
+		if v.BlobFile(num) == nil {
+			return nil, fmt.Errorf("blob file %s is not live", num)
+		}
+		if f := held[num]; f != nil {
+			return f.blobReader, nil
+		}
+		f, err := d.fileCache.findBlob(num)
+		if err != nil {
+			return nil, err
+		}
+		held[num] = f
+		return f.blobReader, nil
+	}
+	n := 0
+	for level, files := range v.Levels {
+		for _, f := range files {
+			tf, err := d.fileCache.findTable(f.FileNum)
+			if err != nil {
+				return n, err
+			}
+			m, err := checkTableBlobRefs(d.tablePath(f.FileNum), tf.reader, f.BlobFiles, open)
+			tf.release()
+			if err != nil {
+				return n, fmt.Errorf("L%d table %s: %w", level, f.FileNum, err)
+			}
+			n += m
+		}
+	}
+	for _, b := range v.BlobFiles {
+		if len(v.TablesReferencingBlob(b.FileNum)) == 0 {
+			return n, fmt.Errorf("live blob file %s is referenced by no table", b.FileNum)
+		}
+		if fi, err := d.fs.Stat(d.blobPath(b.FileNum)); err != nil {
+			return n, fmt.Errorf("live blob file %s: %w", b.FileNum, err)
+		} else if uint64(fi.Size()) != b.Size {
+			return n, fmt.Errorf("live blob file %s holds %d bytes, the MANIFEST records %d", b.FileNum, fi.Size(), b.Size)
+		}
+	}
+	return n, nil
 }
 
 // waitForRateWaiters returns once n requests of priority pri wait in r.

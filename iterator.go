@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/dbiter"
 	"github.com/shaledb/shale/internal/invariants"
@@ -46,6 +47,17 @@ type Iterator struct {
 	memSteps      memSteps
 	memStepsAt    uint64
 	memStepsLimit uint64
+	// The value of a key whose entry is a blob index is read when Value
+	// is first called at that key (so key-only scans and seeks never read
+	// blob files), and kept until the next move: blobValue, once
+	// blobResolved. blobErr is the error of such a read, which stops the
+	// iterator. blobFile is the blob file read last, with a reference
+	// released at Close; fillCache is ReadOptions.FillCache.
+	blobValue    []byte
+	blobResolved bool
+	blobErr      error
+	blobFile     *cachedFile
+	fillCache    bool
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -78,7 +90,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	if async && d.ioReader != nil {
 		group = sstable.NewReadGroup(d.ioReader)
 	}
-	i := &Iterator{db: d, rs: rs, perf: ro.perfContext(), statistics: d.opts.Statistics, group: group}
+	i := &Iterator{db: d, rs: rs, perf: ro.perfContext(), statistics: d.opts.Statistics, group: group, fillCache: ro.fillCache()}
 	i.tables = i.tablesBuf[:0]
 	d.openIters.Add(1)
 	fill := ro.fillCache()
@@ -230,7 +242,16 @@ func overlapsBounds(cmp base.Compare, smallest, largest, lower, upper []byte) bo
 // usable reports whether the iterator may move: not closed, and its DB not
 // closed either. After DB.Close the table files are closed, and a read
 // through one could reach a descriptor since reused by another file.
-func (i *Iterator) usable() bool { return i.it != nil && !i.closed && !i.db.closed.Load() }
+func (i *Iterator) usable() bool {
+	return i.it != nil && !i.closed && !i.db.closed.Load() && i.blobErr == nil
+}
+
+// moved is what every positioning method returns through: the blob value
+// of the key left is forgotten.
+func (i *Iterator) moved(ok bool) bool {
+	i.blobResolved, i.blobValue = false, nil
+	return i.noteScan(ok)
+}
 
 // The positioning methods record their latency in Options.Statistics
 // (db.seek.micros for Seek, SeekForPrev, First and Last; db.next.micros
@@ -242,10 +263,10 @@ func (i *Iterator) First() bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.noteScan(i.it.First())
+		return i.moved(i.it.First())
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.noteScan(i.it.First())
+	return i.moved(i.it.First())
 }
 
 // Last moves to the last key.
@@ -254,10 +275,10 @@ func (i *Iterator) Last() bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.noteScan(i.it.Last())
+		return i.moved(i.it.Last())
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.noteScan(i.it.Last())
+	return i.moved(i.it.Last())
 }
 
 // Seek moves to the first key >= key.
@@ -266,10 +287,10 @@ func (i *Iterator) Seek(key []byte) bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.noteScan(i.it.SeekGE(key))
+		return i.moved(i.it.SeekGE(key))
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.noteScan(i.it.SeekGE(key))
+	return i.moved(i.it.SeekGE(key))
 }
 
 // SeekForPrev moves to the last key <= key.
@@ -278,10 +299,10 @@ func (i *Iterator) SeekForPrev(key []byte) bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.noteScan(i.it.SeekForPrev(key))
+		return i.moved(i.it.SeekForPrev(key))
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.noteScan(i.it.SeekForPrev(key))
+	return i.moved(i.it.SeekForPrev(key))
 }
 
 // Next moves to the next key.
@@ -290,10 +311,10 @@ func (i *Iterator) Next() bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.noteScan(i.it.Next())
+		return i.moved(i.it.Next())
 	}
 	defer i.statistics.record(HistogramNextMicros, time.Now())
-	return i.noteScan(i.it.Next())
+	return i.moved(i.it.Next())
 }
 
 // Prev moves to the previous key.
@@ -302,10 +323,10 @@ func (i *Iterator) Prev() bool {
 		return false
 	}
 	if i.statistics == nil {
-		return i.noteScan(i.it.Prev())
+		return i.moved(i.it.Prev())
 	}
 	defer i.statistics.record(HistogramNextMicros, time.Now())
-	return i.noteScan(i.it.Prev())
+	return i.moved(i.it.Prev())
 }
 
 // Stats returns the counts of the work this iterator did so far: the
@@ -334,18 +355,54 @@ func (i *Iterator) Key() []byte {
 	return i.it.Key()
 }
 
-// Value returns the current value; valid until the iterator moves.
+// Value returns the current value; valid until the iterator moves. A
+// value kept in a blob file is read by the first call at each key; if that
+// read fails, Value returns nil, the iterator is no longer valid, and Err
+// returns the error.
 func (i *Iterator) Value() []byte {
 	if !i.Valid() {
 		return nil
 	}
-	return i.it.Value()
+	if i.it.Kind() != base.KindBlobIndex {
+		return i.it.Value()
+	}
+	if !i.blobResolved {
+		v, err := i.readBlob()
+		if err != nil {
+			i.blobErr = err
+			return nil
+		}
+		i.blobValue, i.blobResolved = v, true
+	}
+	return i.blobValue
+}
+
+// readBlob reads the value the current key's blob index locates.
+func (i *Iterator) readBlob() ([]byte, error) {
+	x, err := blob.DecodeIndex("blob index of key", i.it.Value())
+	if err != nil {
+		return nil, err
+	}
+	if f := i.blobFile; f == nil || f.num != x.FileNum {
+		if f != nil {
+			i.blobFile = nil
+			f.release()
+		}
+		if f, err = i.db.fileCache.findBlob(x.FileNum); err != nil {
+			return nil, err
+		}
+		i.blobFile = f
+	}
+	return i.blobFile.blobReader.GetCounted(x, i.it.Key(), i.fillCache, &i.stats.ReadStats)
 }
 
 // Err returns the error that stopped iteration, if any.
 func (i *Iterator) Err() error {
 	if i.err != nil {
 		return i.err
+	}
+	if i.blobErr != nil {
+		return i.blobErr
 	}
 	if i.closed || i.db.closed.Load() {
 		return ErrClosed
@@ -366,8 +423,11 @@ func (i *Iterator) Close() error {
 		return i.err
 	}
 	err := i.it.Close() // closes the table iterators, which count their last reads
-	i.group.Close()     // after the table iterators, which wait for their reads
-	i.releaseTables()   // once nothing reads them; before the version goes
+	if err == nil {
+		err = i.blobErr
+	}
+	i.group.Close()   // after the table iterators, which wait for their reads
+	i.releaseTables() // once nothing reads them; before the version goes
 	i.perf.addReadStats(&i.stats)
 	i.perf.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
 	if i.statistics != nil {
@@ -385,8 +445,13 @@ func (i *Iterator) Close() error {
 	return err
 }
 
-// releaseTables drops the iterator's references to its tables.
+// releaseTables drops the iterator's references to its tables and blob
+// file.
 func (i *Iterator) releaseTables() {
+	if f := i.blobFile; f != nil {
+		i.blobFile = nil
+		f.release()
+	}
 	for j, t := range i.tables {
 		if t != nil {
 			t.release()

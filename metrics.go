@@ -103,6 +103,18 @@ type Metrics struct {
 	Tombstones uint64
 	// BackgroundError is the error that made the DB read-only, if any.
 	BackgroundError error
+	// Blob describes the live blob files (Options.EnableBlobFiles): their
+	// number, Size on disk, TotalBytes (their records' bytes) and
+	// GarbageBytes (records no table references any more, as compactions
+	// recorded them), the reads of blob values from their files (Reads,
+	// BytesRead; not in IO's table counts) and the values found in the blob
+	// cache instead (CacheHits). Flush and Compact BytesWritten include the
+	// blob files written, so WriteAmp counts them.
+	Blob struct {
+		Files                          int
+		Size, TotalBytes, GarbageBytes uint64
+		Reads, BytesRead, CacheHits    uint64
+	}
 	// IO counts the reads of the read path.
 	IO IOMetrics
 	// Recovery says what Open's WAL replay dropped.
@@ -243,6 +255,12 @@ func (d *DB) Metrics() *Metrics {
 	cached, lingering := d.fileCache.numOpen()
 	m.FileCache.Open, m.FileCache.Capacity = cached+lingering, d.fileCache.capacity
 	m.FileCache.Opens, m.FileCache.Evictions = d.fileCache.opens.Load(), d.fileCache.evictions.Load()
+	m.Blob.Files, m.Blob.TotalBytes, m.Blob.GarbageBytes = v.BlobStats()
+	for _, b := range v.BlobFiles {
+		m.Blob.Size += b.Size
+	}
+	bs := d.fileCache.blobStats
+	m.Blob.Reads, m.Blob.BytesRead, m.Blob.CacheHits = bs.FileReads.Load(), bs.BytesRead.Load(), bs.CacheHits.Load()
 	return m
 }
 
@@ -278,6 +296,10 @@ func (m *Metrics) String() string {
 	}
 	fmt.Fprintf(&b, "open tables: %d (%s), %d opens, %d evictions\n", m.FileCache.Open, capacity, m.FileCache.Opens, m.FileCache.Evictions)
 	fmt.Fprintf(&b, "snapshots: %d, open iterators: %d, tombstones in tables: %d\n", m.NumSnapshots, m.NumIterators, m.Tombstones)
+	if m.Blob.Files > 0 || m.Blob.Reads > 0 {
+		fmt.Fprintf(&b, "blob files: %d (%s), garbage %s of %s; blob reads: %d (%s), %d cache hits\n", m.Blob.Files, humanBytes(m.Blob.Size),
+			humanBytes(m.Blob.GarbageBytes), humanBytes(m.Blob.TotalBytes), m.Blob.Reads, humanBytes(m.Blob.BytesRead), m.Blob.CacheHits)
+	}
 	fmt.Fprintf(&b, "table reads: %d (%s, %d direct), blocks read: %d, readahead: %s issued, %s used\n",
 		m.IO.TableReads, humanBytes(m.IO.TableBytesRead), m.IO.DirectReads, m.IO.BlockReads,
 		humanBytes(m.IO.ReadaheadBytesIssued), humanBytes(m.IO.ReadaheadBytesUsed))

@@ -240,6 +240,9 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 		t.Fatal(err)
 	}
 	checkAll(t, db, nil, m.cur)
+	if n := checkBlobReferences(t, db); d.cfg.wantBlobIndexes && n == 0 {
+		t.Fatal("blob files are on, but no table holds a blob index")
+	}
 	d.countWork()
 	if d.cfg.setOptions && d.optionChanges == 0 {
 		t.Fatal("test did not change options")

@@ -156,7 +156,42 @@ var metamorphicSets = []metaOptionSet{
 	}},
 	// SetOptions changes random mutable options before some operations.
 	{name: "set-options-mid-run", set: func(o *Options) {}, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 1}},
+	// Key-value separation: values in blob files, read by every kind of
+	// read, passed through compactions, their files deleted once no table
+	// references them.
+	{name: "blob-files-tiny", set: func(o *Options) {
+		setBlobTestOptions(o)
+		o.WriteBufferSize = 4 << 10
+		o.TargetFileSizeBase = 4 << 10
+	}},
+	{name: "blob-files-min-100-zstd-4-files-nocache", set: func(o *Options) {
+		// Inline and separated values mixed; blob files and tables
+		// evicted from 4 open files and read again, every value from disk.
+		setBlobTestOptions(o)
+		o.MinBlobSize = 100
+		o.BlobCompression = ZstdCompression
+		o.MaxOpenFiles = 4
+		o.BlockCacheSize = -1
+	}},
+	{name: "blob-files-starting-level-1", set: func(o *Options) {
+		// Flushes keep values inline; compactions into L1 and below
+		// separate them.
+		setBlobTestOptions(o)
+		o.BlobFileStartingLevel = 1
+	}},
+	{name: "blob-files-async-io", set: setBlobTestOptions, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
+	{name: "blob-files-paranoid-checks", set: func(o *Options) {
+		setBlobTestOptions(o)
+		o.ParanoidChecks = true
+	}},
+	{name: "blob-files-set-options-mid-run", set: setBlobTestOptions, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 2}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
+	{name: "osfs-blob-files-direct", set: func(o *Options) {
+		// Blob values read with direct IO (aligned reads of records).
+		setBlobTestOptions(o)
+		o.UseDirectReads = true
+		o.UseDirectIOForFlushAndCompaction = true
+	}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {
 		o.DisableIOUring = true
 		o.UseDirectReads = true

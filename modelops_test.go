@@ -687,6 +687,9 @@ type dbRunConfig struct {
 	// of setOptionsSeed's; the operations, and so the model, are the same.
 	setOptions     bool
 	setOptionsSeed uint64
+	// wantBlobIndexes makes runModelOn fail when no table holds a blob
+	// index at the end (blob files on, and never turned off).
+	wantBlobIndexes bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -735,7 +738,7 @@ func (d *dbTarget) changeOptions() error {
 	}
 	one := func() map[string]string {
 		i := func(lo, hi int) string { return fmt.Sprint(lo + r.IntN(hi-lo+1)) }
-		switch r.IntN(16) {
+		switch r.IntN(18) {
 		case 0:
 			// Off less often than on, so L0 does not grow for long.
 			return map[string]string{"disable_auto_compactions": fmt.Sprint(r.IntN(3) == 0)}
@@ -774,6 +777,13 @@ func (d *dbTarget) changeOptions() error {
 			return map[string]string{"max_sequential_skip_in_iterations": i(0, 8)}
 		case 14:
 			return map[string]string{"memtable_op_scan_flush_trigger": i(0, 20)}
+		case 15:
+			// Blob files turned on and off, so tables hold inline values,
+			// blob indexes, or both.
+			return map[string]string{"enable_blob_files": fmt.Sprint(r.IntN(2) == 0), "min_blob_size": i(0, 200)}
+		case 16:
+			return map[string]string{"blob_file_size": i(1<<10, 16<<10), "blob_file_starting_level": i(0, 2),
+				"blob_compression_type": []string{"none", "snappy", "zstd"}[r.IntN(3)], "prepopulate_blob_cache": fmt.Sprint(r.IntN(2) == 0)}
 		default:
 			return map[string]string{"delete_persistence_threshold": []string{"0s", "30ms"}[r.IntN(2)]}
 		}

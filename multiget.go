@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/sstable"
@@ -37,7 +38,10 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 // ReadOptions: without AsyncIO one table at a time, all its missing blocks in
 // one batch (RocksDB's default); with AsyncIO one batch per level (each L0
 // file being its own level); with AsyncIO and OptimizeMultiGetForIO one batch
-// for every key's next candidate table across all levels.
+// for every key's next candidate table across all levels. Keys whose
+// value is in a blob file are answered once every table lookup is done:
+// with AsyncIO their values are read as one batch of reads across blob
+// files, else one after another.
 func (d *DB) MultiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
 	st := d.opts.Statistics
 	var start time.Time
@@ -127,11 +131,23 @@ type multiGet struct {
 	opened   map[base.FileNum]*cachedFile
 	// blocked counts the keys waiting for a table to be opened.
 	blocked int
+	// blobKeys are the keys whose entry is a blob index (the encoded index
+	// copied into blobIdx), resolved once every table lookup is done
+	// (blobValues).
+	blobKeys []mgBlob
+	blobIdx  []byte
 	// last holds, per source position, the table the latest key found
 	// open there, with a reference of the call: the sorted keys of one
 	// file take their references from it rather than from the file cache,
 	// whose lock each lookup would otherwise take.
 	last []mgLast
+}
+
+// mgBlob is a key of a MultiGet answered by a blob index, whose index is
+// blobIdx[start:end]. (keys does not grow once sorted, so k stays valid.)
+type mgBlob struct {
+	k          *mgKey
+	start, end int
 }
 
 // mgLast is one entry of multiGet.last.
@@ -198,6 +214,8 @@ func (m *multiGet) reset() {
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
 	m.secondary = nil
+	clear(m.blobKeys)
+	m.blobKeys, m.blobIdx = m.blobKeys[:0], m.blobIdx[:0]
 	m.d, m.rs, m.fn, m.found, m.deleted, m.openErrs, m.opened, m.blocked, m.extra = nil, nil, nil, 0, 0, nil, nil, 0, nil
 }
 
@@ -237,6 +255,66 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 		}
 	}
 	m.tables(ro.multiGetMode())
+	if len(m.blobKeys) > 0 {
+		m.blobValues(ro.asyncIO())
+	}
+}
+
+// blobValues resolves the keys answered by blob indexes: with async, all
+// their values as one batch of reads through the DB's async reader (a
+// blob.GetBatch over one ReadGroup, across blob files); else one by one.
+func (m *multiGet) blobValues(async bool) {
+	d := m.d
+	var bs *blob.ReadStats
+	if m.extra != nil {
+		bs = &m.extra.ReadStats
+	}
+	if !async || d.ioReader == nil || len(m.blobKeys) == 1 {
+		for _, b := range m.blobKeys {
+			k := b.k
+			v, err := d.readBlobValue(k.key, m.blobIdx[b.start:b.end], m.fill, bs)
+			m.resolve(k, v, err)
+		}
+		return
+	}
+	batch := blob.NewGetBatch(blob.NewReadGroup(d.ioReader))
+	batch.Stats = bs
+	ids := make([]int, len(m.blobKeys))
+	errs := make([]error, len(m.blobKeys))
+	files := map[base.FileNum]*cachedFile{}
+	defer func() {
+		batch.Reset() // waits for reads in flight before their files go
+		for _, f := range files {
+			f.release()
+		}
+	}()
+	for j, b := range m.blobKeys {
+		k := b.k
+		x, err := blob.DecodeIndex("blob index of key", m.blobIdx[b.start:b.end])
+		if err != nil {
+			ids[j], errs[j] = -1, err
+			continue
+		}
+		f := files[x.FileNum]
+		if f == nil {
+			if f, err = d.fileCache.findBlob(x.FileNum); err != nil {
+				ids[j], errs[j] = -1, err
+				continue
+			}
+			files[x.FileNum] = f
+		}
+		ids[j] = batch.Add(f.blobReader, x, k.key, m.fill)
+	}
+	batch.Submit()
+	for j, b := range m.blobKeys {
+		k := b.k
+		if ids[j] < 0 {
+			m.resolve(k, nil, errs[j])
+			continue
+		}
+		v, err := batch.Result(ids[j])
+		m.resolve(k, v, err)
+	}
 }
 
 // sortKeys fills keys and order with the distinct keys of ks in order.
@@ -275,6 +353,14 @@ func (m *multiGet) resolveEntry(k *mgKey, value []byte, kind base.Kind, seq base
 	if !entryVisible(kind, seq, k.maxTomb) || m.secondary.deletes(k.key, value, kind, seq) {
 		m.deleted++
 		m.resolve(k, nil, ErrNotFound)
+		return
+	}
+	if kind == base.KindBlobIndex {
+		// Done with the tables; the value is read after them.
+		k.done = true
+		start := len(m.blobIdx)
+		m.blobIdx = append(m.blobIdx, value...)
+		m.blobKeys = append(m.blobKeys, mgBlob{k: k, start: start, end: len(m.blobIdx)})
 		return
 	}
 	m.resolve(k, value, nil)

@@ -96,6 +96,10 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 	} else {
 		d.blockCache = cache.New(0)
 	}
+	d.blobCache = d.blockCache
+	if o.BlobCacheSize > 0 {
+		d.blobCache = cache.New(o.BlobCacheSize)
+	}
 	d.ioReader = vfs.NewAsyncReader(vfs.AsyncOptions{
 		DisableIOUring: o.DisableIOUring,
 		SQPoll:         o.IOUringSQPoll,
@@ -327,11 +331,14 @@ func (d *DB) recover() error {
 		jobID := d.newJobID()
 		start := time.Now()
 		d.eventFlushBegin(FlushInfo{JobID: jobID, Reason: FlushReasonRecovery})
-		metas, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil, jobID) // no snapshot exists yet
+		metas, blobs, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil, jobID) // no snapshot exists yet
 		if d.events != nil {
 			var bytes uint64
 			for _, m := range metas {
 				bytes += m.Size
+			}
+			for _, b := range blobs {
+				bytes += b.Size
 			}
 			d.eventFlushCompleted(FlushInfo{JobID: jobID, Reason: FlushReasonRecovery, Outputs: fileNums(metas),
 				BytesWritten: bytes, Duration: time.Since(start), Err: err})
@@ -339,6 +346,7 @@ func (d *DB) recover() error {
 		if err != nil {
 			return err
 		}
+		edit.NewBlobFiles = append(edit.NewBlobFiles, blobs...)
 		for _, m := range metas {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: m})
 		}
@@ -681,7 +689,8 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 		num base.FileNum
 	}
 	var victims []victim
-	// sizes are the sizes of the obsolete tables, for the listener.
+	// sizes are the sizes of the obsolete tables and blob files, for the
+	// listener (file numbers are unique across kinds).
 	var sizes map[base.FileNum]uint64
 	for _, f := range d.versions.TakeObsoleteTables() {
 		victims = append(victims, victim{base.FileTypeTable, f.FileNum})
@@ -690,6 +699,15 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 				sizes = make(map[base.FileNum]uint64)
 			}
 			sizes[f.FileNum] = f.Size
+		}
+	}
+	for _, b := range d.versions.TakeObsoleteBlobFiles() {
+		victims = append(victims, victim{base.FileTypeBlob, b.FileNum})
+		if d.events != nil {
+			if sizes == nil {
+				sizes = make(map[base.FileNum]uint64)
+			}
+			sizes[b.FileNum] = b.Size
 		}
 	}
 	d.mu.Lock()
@@ -705,6 +723,7 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 	d.mu.Unlock()
 	if full {
 		live := d.versions.LiveFileNums()
+		liveBlobs := d.versions.LiveBlobFileNums()
 		names, _ := d.fs.List(d.dirname)
 		var optionsFiles []base.FileNum
 		for _, name := range names {
@@ -715,6 +734,12 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 			switch t {
 			case base.FileTypeTable:
 				if _, ok := live[num]; !ok {
+					victims = append(victims, victim{t, num})
+				}
+			case base.FileTypeBlob:
+				// Blob files the MANIFEST does not know: left by a flush or
+				// compaction that failed or crashed before its edit.
+				if _, ok := liveBlobs[num]; !ok {
 					victims = append(victims, victim{t, num})
 				}
 			case base.FileTypeLog:
@@ -740,12 +765,15 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 	slices.SortFunc(victims, func(a, b victim) int { return cmp.Compare(a.num, b.num) })
 	victims = slices.Compact(victims)
 	for _, v := range victims {
-		if v.t == base.FileTypeTable {
+		switch v.t {
+		case base.FileTypeTable:
 			d.fileCache.evictObsolete(fileKindTable, v.num)
+		case base.FileTypeBlob:
+			d.fileCache.evictObsolete(fileKindBlob, v.num)
 		}
 		name := d.fs.PathJoin(d.dirname, base.MakeFilename(v.t, v.num))
 		var info TableFileInfo
-		if v.t == base.FileTypeTable && d.events != nil {
+		if (v.t == base.FileTypeTable || v.t == base.FileTypeBlob) && d.events != nil {
 			info = TableFileInfo{FileNum: uint64(v.num), Path: name, Reason: FileReasonObsolete}
 			size, known := sizes[v.num]
 			if !known {
@@ -765,7 +793,11 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 		}
 		if info.Path != "" && !errors.Is(err, os.ErrNotExist) {
 			info.Err = err
-			d.eventTableDeleted(info)
+			if v.t == base.FileTypeBlob {
+				d.eventBlobDeleted(BlobFileInfo{FileNum: info.FileNum, Path: info.Path, Size: info.Size, Reason: info.Reason, Err: err})
+			} else {
+				d.eventTableDeleted(info)
+			}
 		}
 	}
 }

@@ -41,14 +41,6 @@ type optionSpec struct {
 // optionSpecs are the options of the OPTIONS file, in the file's order.
 // Mutable options are read through DB.mutableOptions (set_options.go); an
 // immutable one says why it cannot change.
-//
-// The blob options of issue 13 join here with one entry each once their
-// Options fields exist: enable_blob_files, min_blob_size, blob_file_size,
-// blob_compression_type, enable_blob_garbage_collection,
-// blob_garbage_collection_age_cutoff, blob_garbage_collection_force_threshold,
-// blob_compaction_readahead_size, blob_file_starting_level (all mutable, as
-// in RocksDB: each flush and compaction reads them when it starts) and
-// prepopulate_blob_cache (mutable too), after delete_persistence_threshold.
 var optionSpecs = []optionSpec{
 	// Write path and memtables. A changed write_buffer_size applies to the
 	// mutable memtable at once when lowered (the next write rotates it if
@@ -197,6 +189,31 @@ var optionSpecs = []optionSpec{
 			}
 		},
 	},
+	// Key-value separation: each flush and compaction reads these when it
+	// starts, as in RocksDB, where all but blob_cache are mutable.
+	boolOption("enable_blob_files", "EnableBlobFiles", func(o *Options) *bool { return &o.EnableBlobFiles }),
+	int64Option("min_blob_size", "MinBlobSize", func(o *Options) *int64 { return &o.MinBlobSize }),
+	int64Option("blob_file_size", "BlobFileSize", func(o *Options) *int64 { return &o.BlobFileSize }),
+	{
+		name: "blob_compression_type", field: "BlobCompression",
+		format: func(o *Options) string { return o.BlobCompression.String() },
+		parse: func(o *Options, v string) (err error) {
+			if c, ok := rocksDBCompressions[v]; ok {
+				o.BlobCompression = c
+				return nil
+			}
+			o.BlobCompression, err = sstable.ParseCompression(v)
+			return err
+		},
+	},
+	boolOption("enable_blob_garbage_collection", "EnableBlobGarbageCollection", func(o *Options) *bool { return &o.EnableBlobGarbageCollection }),
+	floatOption("blob_garbage_collection_age_cutoff", "BlobGarbageCollectionAgeCutoff", func(o *Options) *float64 { return &o.BlobGarbageCollectionAgeCutoff }),
+	floatOption("blob_garbage_collection_force_threshold", "BlobGarbageCollectionForceThreshold", func(o *Options) *float64 { return &o.BlobGarbageCollectionForceThreshold }),
+	int64Option("blob_compaction_readahead_size", "BlobCompactionReadaheadSize", func(o *Options) *int64 { return &o.BlobCompactionReadaheadSize }),
+	intOption("blob_file_starting_level", "BlobFileStartingLevel", func(o *Options) *int { return &o.BlobFileStartingLevel }),
+	immutable(int64Option("blob_cache", "BlobCacheSize", func(o *Options) *int64 { return &o.BlobCacheSize }),
+		"the blob cache is made at Open, as the block cache is"),
+	boolOption("prepopulate_blob_cache", "PrepopulateBlobCache", func(o *Options) *bool { return &o.PrepopulateBlobCache }),
 }
 
 // Options fields the OPTIONS file does not record have no name, so

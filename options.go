@@ -311,14 +311,76 @@ type Options struct {
 	// none. Not in the OPTIONS file.
 	EventListener EventListener
 	// RateLimiter bounds the bytes per second flushes and compactions write
-	// to tables, flushes first (RocksDB's rate_limiter,
+	// to tables and blob files, flushes first (RocksDB's rate_limiter,
 	// NewGenericRateLimiter); several DBs may share one. WAL, MANIFEST and
 	// OPTIONS writes are not limited. Close stops the table writes waiting
 	// for tokens (their jobs fail, leaving the data in the WAL or the input
 	// tables), except the flush of writes that skipped the WAL, which it
 	// waits for. Default nil: no limit. Not in the OPTIONS file.
 	RateLimiter *RateLimiter
+
+	// Key-value separation (blob files). Every one of these but
+	// BlobCacheSize can change while the DB is open (SetOptions): each
+	// flush and compaction reads them when it starts.
+
+	// EnableBlobFiles (enable_blob_files) writes the values of at least
+	// MinBlobSize bytes that flushes and compactions output to blob files,
+	// leaving a blob index in the table. Values already in blob files stay
+	// there when it is turned off. Values are kept inline while
+	// SecondaryDeleteKey is set (it reads Set values, which a blob index is
+	// not). Default false.
+	EnableBlobFiles bool
+	// MinBlobSize (min_blob_size) is the smallest value that goes to a blob
+	// file. Default 0: every non-empty value, as in RocksDB.
+	MinBlobSize int64
+	// BlobFileSize (blob_file_size) is the size at which a flush or
+	// compaction finishes its blob file and starts another. Default 256 MiB.
+	BlobFileSize int64
+	// BlobCompression (blob_compression_type) compresses the values of
+	// blob files written from now on; each value records its own. Default
+	// (the zero value) NoCompression, RocksDB's default.
+	BlobCompression Compression
+	// EnableBlobGarbageCollection (enable_blob_garbage_collection) lets
+	// compactions relocate the live values of the oldest blob files.
+	// Default false. (Recorded and settable; relocation is not built yet.)
+	EnableBlobGarbageCollection bool
+	// BlobGarbageCollectionAgeCutoff (blob_garbage_collection_age_cutoff) is
+	// the fraction of blob files, oldest first, whose values GC relocates,
+	// from 0 to 1. Default (0) 0.25.
+	BlobGarbageCollectionAgeCutoff float64
+	// BlobGarbageCollectionForceThreshold
+	// (blob_garbage_collection_force_threshold) is the garbage ratio of the
+	// oldest blob files past which compactions of the tables referencing
+	// them are forced, from 0 to 1. Default (0) 1.0, which is off.
+	BlobGarbageCollectionForceThreshold float64
+	// BlobCompactionReadaheadSize (blob_compaction_readahead_size) is the
+	// readahead of compactions reading blob files front to back (GC).
+	// Default (0) 2 MiB, not RocksDB's 0: such a read visits every record of
+	// a file in order, and a window as large as compaction_readahead_size's
+	// makes one read of many small records instead of one read each.
+	// Negative turns readahead off.
+	BlobCompactionReadaheadSize int64
+	// BlobFileStartingLevel (blob_file_starting_level) is the first level
+	// whose outputs separate values: flushes (to L0) write blob files only
+	// when it is 0, and compactions into this level or deeper separate the
+	// values still inline. Default 0.
+	BlobFileStartingLevel int
+	// BlobCacheSize (blob_cache) is the capacity of a cache of blob values
+	// apart from the block cache, in bytes. Default 0: blob values are
+	// cached in the block cache. Fixed at Open.
+	BlobCacheSize int64
+	// PrepopulateBlobCache (prepopulate_blob_cache, kFlushOnly) puts the
+	// values a flush writes to blob files into the blob cache, as hot data.
+	// Default false.
+	PrepopulateBlobCache bool
 }
+
+// defaultBlobFileSize is Options.BlobFileSize's default (RocksDB's).
+const defaultBlobFileSize = 256 * mib
+
+// defaultBlobCompactionReadahead is Options.BlobCompactionReadaheadSize's
+// default.
+const defaultBlobCompactionReadahead = 2 * mib
 
 const (
 	kib = 1 << 10
@@ -435,6 +497,21 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.Clock == nil {
 		o.Clock = SystemClock
 	}
+	if o.BlobFileSize == 0 {
+		o.BlobFileSize = defaultBlobFileSize
+	}
+	if o.BlobCompression == sstable.DefaultCompression {
+		o.BlobCompression = NoCompression
+	}
+	if o.BlobGarbageCollectionAgeCutoff == 0 {
+		o.BlobGarbageCollectionAgeCutoff = 0.25
+	}
+	if o.BlobGarbageCollectionForceThreshold == 0 {
+		o.BlobGarbageCollectionForceThreshold = 1
+	}
+	if o.BlobCompactionReadaheadSize == 0 {
+		o.BlobCompactionReadaheadSize = defaultBlobCompactionReadahead
+	}
 	return o
 }
 
@@ -506,6 +583,20 @@ func (o *Options) Validate() error {
 		return bad("Options.DeletePersistenceThreshold must be >= 0 (0 turns it off), got %v", o.DeletePersistenceThreshold)
 	case o.RateLimiter != nil && o.RateLimiter.BytesPerSecond() <= 0:
 		return bad("Options.RateLimiter must have a positive rate (NewGenericRateLimiter), got %d bytes per second (nil means no limit)", o.RateLimiter.BytesPerSecond())
+	case o.MinBlobSize < 0:
+		return bad("Options.MinBlobSize must be >= 0, got %d", o.MinBlobSize)
+	case o.BlobFileSize < 0:
+		return bad("Options.BlobFileSize must be positive, got %d", o.BlobFileSize)
+	case o.BlobCompression != NoCompression && o.BlobCompression != SnappyCompression && o.BlobCompression != ZstdCompression:
+		return bad("Options.BlobCompression must be none, snappy or zstd, got %d", int(o.BlobCompression))
+	case !(o.BlobGarbageCollectionAgeCutoff >= 0 && o.BlobGarbageCollectionAgeCutoff <= 1):
+		return bad("Options.BlobGarbageCollectionAgeCutoff must be between 0 and 1, got %g", o.BlobGarbageCollectionAgeCutoff)
+	case !(o.BlobGarbageCollectionForceThreshold >= 0 && o.BlobGarbageCollectionForceThreshold <= 1):
+		return bad("Options.BlobGarbageCollectionForceThreshold must be between 0 and 1, got %g", o.BlobGarbageCollectionForceThreshold)
+	case o.BlobFileStartingLevel < 0:
+		return bad("Options.BlobFileStartingLevel must be >= 0, got %d", o.BlobFileStartingLevel)
+	case o.BlobCacheSize < 0:
+		return bad("Options.BlobCacheSize must be >= 0 (0 shares the block cache), got %d", o.BlobCacheSize)
 	}
 	for i, f := range o.TablePropertiesCollectorFactories {
 		if f == nil {

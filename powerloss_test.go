@@ -384,6 +384,8 @@ func crashPhase(stack string) string {
 		{"manifest.setCurrent(", "CURRENT replacement"},
 		{"(*VersionSet).switchManifestLocked(", "MANIFEST rotation"},
 		{"(*VersionSet).LogAndApply(", "MANIFEST edit"},
+		{"blob.(*Writer).", "blob file write"},
+		{"(*blobOutput).", "blob file write"},
 		{"sstable.", "table write"},
 		{"(*DB).runToTables(", "table write"},
 		{"(*DB).writeOptionsFile(", "OPTIONS"},
@@ -423,6 +425,9 @@ func checkPowerLossImage(img *plImage, writes []crashWrite, failed model) string
 		return fmt.Sprintf("%s: reopen: %v\n%s", where, err, img.fs)
 	}
 	defer db.Close()
+	if _, err := verifyBlobReferences(db); err != nil {
+		return fmt.Sprintf("%s: after recovery: %v\n%s", where, err, img.fs)
+	}
 	v := db.versions.Current()
 	for level, files := range v.Levels {
 		for _, f := range files {

@@ -242,15 +242,28 @@ func TestRateLimiterOptionValidation(t *testing.T) {
 // compactions at low; WAL and MANIFEST bytes do not.
 func TestRateLimiterCountsTableWrites(t *testing.T) {
 	for _, direct := range []bool{false, true} {
-		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) { testRateLimiterCountsTableWrites(t, direct) })
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) { testRateLimiterCountsTableWrites(t, direct, nil) })
+	}
+	// Blob files written by flushes (high priority), and with separation
+	// from L1 on by compactions (low priority), count as their tables do.
+	for _, level := range []int{0, 1} {
+		t.Run(fmt.Sprintf("blob-files-from-L%d", level), func(t *testing.T) {
+			testRateLimiterCountsTableWrites(t, false, func(o *Options) {
+				setBlobTestOptions(o)
+				o.BlobFileStartingLevel = level
+			})
+		})
 	}
 }
 
-func testRateLimiterCountsTableWrites(t *testing.T, direct bool) {
+func testRateLimiterCountsTableWrites(t *testing.T, direct bool, set func(*Options)) {
 	fs := vfs.NewMem()
 	o := testOptions(fs)
 	o.Logger = discardLogger()
 	o.UseDirectIOForFlushAndCompaction = direct
+	if set != nil {
+		set(o)
+	}
 	rl := NewGenericRateLimiter(1 << 40) // never waits
 	o.RateLimiter = rl
 	d, err := Open("/db", o)
@@ -271,6 +284,9 @@ func testRateLimiterCountsTableWrites(t *testing.T, direct bool) {
 		t.Fatal(err)
 	}
 	m := d.Metrics()
+	if o.EnableBlobFiles && m.Blob.Files == 0 {
+		t.Fatal("blob files on, but none is live")
+	}
 	if m.Flush.BytesWritten == 0 || m.Compact.BytesWritten == 0 {
 		t.Fatalf("the workload wrote %d bytes by flushes, %d by compactions; want both", m.Flush.BytesWritten, m.Compact.BytesWritten)
 	}

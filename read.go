@@ -3,6 +3,7 @@ package shale
 import (
 	"time"
 
+	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/sstable"
@@ -62,6 +63,14 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, bool, error) {
 		if !entryVisible(kind, seq, maxTomb) || sf.deletes(key, value, kind, seq) {
 			return nil, true, ErrNotFound
+		}
+		if kind == base.KindBlobIndex {
+			var bs *blob.ReadStats
+			if stats != nil {
+				bs = &stats.ReadStats
+			}
+			v, err := d.readBlobValue(key, value, fillCache, bs)
+			return v, false, err
 		}
 		return value, false, nil
 	}

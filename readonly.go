@@ -145,7 +145,8 @@ func (d *DB) resetReadOnlyLoad() {
 	d.visibleSeq.Store(0)
 }
 
-// openLiveTables opens every table of the current version, a few at a time.
+// openLiveTables opens every table and blob file of the current version, a
+// few at a time.
 func (d *DB) openLiveTables() error {
 	v := d.versions.Current()
 	defer v.Unref()
@@ -172,6 +173,22 @@ func (d *DB) openLiveTables() error {
 				t.release() // the cache keeps it: a read-only DB has no bound
 			})
 		}
+	}
+	for _, b := range v.BlobFiles {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f, err := d.fileCache.findBlob(b.FileNum)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				return
+			}
+			f.release()
+		})
 	}
 	wg.Wait()
 	return first
@@ -235,7 +252,7 @@ func (p *pinnedFS) pin() {
 		if !ok {
 			continue
 		}
-		if t != base.FileTypeTable && t != base.FileTypeLog {
+		if t != base.FileTypeTable && t != base.FileTypeLog && t != base.FileTypeBlob {
 			p.others[num] = true
 			continue
 		}
@@ -244,7 +261,7 @@ func (p *pinnedFS) pin() {
 			continue
 		}
 		var opts []vfs.OpenOption
-		if t == base.FileTypeTable {
+		if t == base.FileTypeTable || t == base.FileTypeBlob {
 			opts = tableOpenOptions
 		}
 		f, err := p.FS.Open(path, opts...)

@@ -252,10 +252,13 @@ func step(it *Iterator, reverse bool) bool {
 	return it.Next()
 }
 
-func runConcurrentStress(t *testing.T, seed uint64, fs vfs.FS, dir string, d time.Duration) {
+func runConcurrentStress(t *testing.T, seed uint64, fs vfs.FS, dir string, d time.Duration, variants ...func(*Options)) {
 	opts := testOptions(fs)
 	opts.MaxBackgroundJobs = 3
 	opts.MaxWriteBufferNumber = 4
+	for _, v := range variants {
+		v(opts)
+	}
 	db, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -359,6 +362,11 @@ func runConcurrentStress(t *testing.T, seed uint64, fs vfs.FS, dir string, d tim
 		}
 		if err := checkGroups(got, nil, true); err != nil {
 			t.Fatalf("%s: %v", when, err)
+		}
+		if n, err := verifyBlobReferences(db); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		} else if opts.EnableBlobFiles && n == 0 {
+			t.Fatalf("%s: blob files are on, but no table holds a blob index", when)
 		}
 	}
 	checkStressFinal(db, "after the run")

@@ -160,6 +160,25 @@ func (r *Reader) GetCounted(x Index, key []byte, fillCache bool, stats *ReadStat
 	return v, err
 }
 
+// AddToCache caches value as the value of key that x (returned by the
+// Writer of this file) locates, without reading the file: a flush's
+// prepopulation of the blob cache with what it has just written. It does
+// nothing without a cache or for an index of another file.
+func (r *Reader) AddToCache(x Index, key, value []byte) {
+	if r.bf.Cache() == nil || r.checkIndex(x) != nil {
+		return
+	}
+	code, _ := typeCode(x.Compression)
+	contents := make([]byte, 0, uvarintLen(uint64(len(key)))+len(key)+len(value))
+	contents = binary.AppendUvarint(contents, uint64(len(key)))
+	contents = append(contents, key...)
+	contents = append(contents, value...)
+	aux := make([]byte, auxLen)
+	binary.LittleEndian.PutUint32(aux, uint32(x.Size))
+	aux[lengthLen] = code
+	r.bf.SetCached(x.handle(), contents, aux)
+}
+
 // auxLen is the size of what is cached beside a record's contents.
 const auxLen = lengthLen + 1
 

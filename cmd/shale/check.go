@@ -19,8 +19,9 @@ func newCheckCmd() *cobra.Command {
 		Short: "Verify every checksum of every live file of a database and report what is damaged",
 		Long: `check verifies a database without opening it, so it also works on one that
 does not open: CURRENT, every record of the live MANIFEST, every block of
-every live table, every record of the WALs not yet in tables, and the
-OPTIONS files. It prints one line per file: ok, recoverable (a torn tail
+every live table, every live blob file (its checksum, and the value behind
+every blob index of every live table), every record of the WALs not yet in
+tables, and the OPTIONS files. It prints one line per file: ok, recoverable (a torn tail
 that Open drops, as after a crash), DAMAGED (with the error, file and
 offset) or skipped (obsolete, temporary or not a shale file).
 

@@ -49,6 +49,10 @@ type stressConfig struct {
 	// secondaryDeletes makes writers issue DeleteBySecondaryRange now and
 	// then (stresslog.OpSecondaryDelete).
 	secondaryDeletes bool
+	// enableBlobFiles and minBlobSize are Options.EnableBlobFiles and
+	// MinBlobSize of the child's database.
+	enableBlobFiles bool
+	minBlobSize     int64
 }
 
 // stressDeletePolicies are the values of --delete_policy: the built-in
@@ -117,10 +121,27 @@ func (c *stressConfig) baseOptions() *shale.Options {
 		BlockSize:                      1 << 10,
 		BlockCacheSize:                 1 << 20,
 		DeletePersistenceThreshold:     c.deletePersistence,
-		// Always set: a database holding secondary tombstones needs it to
-		// open, and without them it only records attribute ranges.
-		SecondaryDeleteKey: stressAttr,
+		// Set unless blob files are on without secondary deletes (values
+		// stay inline while it is set): a database holding secondary
+		// tombstones needs it to open, and without them it only records
+		// attribute ranges.
+		SecondaryDeleteKey: c.secondaryDeleteKey(),
+		EnableBlobFiles:    c.enableBlobFiles,
+		MinBlobSize:        c.minBlobSize,
+		// Small, so that blob files roll and compactions delete them at
+		// kill time.
+		BlobFileSize: int64(max(c.writeBufferSize/4, 4<<10)),
 	}
+}
+
+// secondaryDeleteKey is the child's Options.SecondaryDeleteKey: none when
+// blob files are on and writers issue no secondary deletes, so that values
+// go to blob files.
+func (c *stressConfig) secondaryDeleteKey() func(key, value []byte) (uint64, bool) {
+	if c.enableBlobFiles && !c.secondaryDeletes {
+		return nil
+	}
+	return stressAttr
 }
 
 // stressAttr is the secondary attribute of a stress value: the batch that
@@ -162,6 +183,8 @@ func (c *stressConfig) validate() error {
 		return fmt.Errorf("stress: --delete_policy must be one of %s, got %q", strings.Join(stressDeletePolicies, ", "), c.deletePolicy)
 	case c.deletePersistence < 0:
 		return fmt.Errorf("stress: --delete_persistence_threshold must not be negative, got %v", c.deletePersistence)
+	case c.minBlobSize < 0:
+		return fmt.Errorf("stress: --min_blob_size must not be negative, got %d", c.minBlobSize)
 	}
 	return nil
 }
@@ -181,6 +204,8 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--delete_policy", c.deletePolicy,
 		"--delete_persistence_threshold", c.deletePersistence.String(),
 		"--secondary_deletes=" + strconv.FormatBool(c.secondaryDeletes),
+		"--enable_blob_files=" + strconv.FormatBool(c.enableBlobFiles),
+		"--min_blob_size", strconv.FormatInt(c.minBlobSize, 10),
 	}
 }
 
@@ -241,6 +266,10 @@ func registerStressFlags(f interface {
 		"Options.DeletePersistenceThreshold of the child's database: deleted data leaves the files within this time (0 = off)")
 	f.BoolVar(&cfg.secondaryDeletes, "secondary_deletes", false,
 		"writers also issue DeleteBySecondaryRange over the values of some of their own earlier batches")
+	f.BoolVar(&cfg.enableBlobFiles, "enable_blob_files", false,
+		"Options.EnableBlobFiles of the child's database: values go to blob files (kept inline with --secondary_deletes)")
+	f.Int64Var(&cfg.minBlobSize, "min_blob_size", 0,
+		"Options.MinBlobSize of the child's database: the smallest value put in a blob file (0 = every non-empty value)")
 }
 
 func newStressChildCmd() *cobra.Command {

@@ -92,6 +92,18 @@ func TestStressKillsSecondaryDeletes(t *testing.T) {
 	runStressTest(t, kills, "--secondary_deletes")
 }
 
+// TestStressKillsBlobFiles runs stress with blob files on, so that kills
+// land in blob file writes and syncs, the edits adding blob files and those
+// deleting them, and the removal of obsolete ones; every reopen reads the
+// acknowledged values back from blob files.
+func TestStressKillsBlobFiles(t *testing.T) {
+	kills := 4
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 40
+	}
+	runStressTest(t, kills, "--enable_blob_files", "--min_blob_size", "32")
+}
+
 func runStressTest(t *testing.T, kills int, extra ...string) {
 	seed := uint64(time.Now().UnixNano())
 	dir := filepath.Join(testdir.New(t), "stress")

@@ -315,7 +315,7 @@ func (r *runner) run() error {
 			valid = it.Next()
 			if valid {
 				next := it.Key()
-				if r.cmp(next.UserKey, r.curKey) == 0 && next.Kind() == base.KindSet &&
+				if r.cmp(next.UserKey, r.curKey) == 0 && (next.Kind() == base.KindSet || next.Kind() == base.KindBlobIndex) &&
 					next.Trailer < prevTrailer && r.stripe(next.SeqNum()) == st {
 					r.stats.InputEntries++
 					r.stats.DroppedShadowed++

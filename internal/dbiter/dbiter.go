@@ -35,8 +35,9 @@ type Options struct {
 	// means none.
 	Secondary SecondaryChecker
 	// ValueResolver turns the value of a Merge or BlobIndex entry into the
-	// user value; nil returns it unchanged. TODO: merge operands and blob
-	// references will be resolved here.
+	// user value when the iterator positions; nil returns it unchanged (Kind
+	// tells the caller what it holds). The DB's iterators pass none and
+	// resolve blob indexes only when Value is called.
 	ValueResolver func(kind base.Kind, value []byte) ([]byte, error)
 	// Reseek turns on seeking past long runs of versions of one user key,
 	// after MaxSkip of them, RocksDB's max_sequential_skip_in_iterations:
@@ -101,6 +102,8 @@ type Iter struct {
 	childValid bool
 	key        []byte
 	value      []byte
+	// kind is the kind of the entry that decided the current key.
+	kind base.Kind
 	// keyBuf owns the current user key: the child's key memory changes as
 	// it moves, and moving it is how Next and Prev find the neighbours.
 	keyBuf []byte
@@ -218,7 +221,7 @@ func (i *Iter) findNextEntry(ok, skipping bool) bool {
 					if err != nil {
 						return i.fail(err)
 					}
-					i.key, i.value, i.pos = i.keyBuf, v, posForward
+					i.key, i.value, i.kind, i.pos = i.keyBuf, v, kind, posForward
 					return true
 				}
 				i.stats.DeleteSkipped++
@@ -422,7 +425,7 @@ func (i *Iter) decide(seq base.SeqNum, kind base.Kind) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	i.key, i.value, i.pos = i.keyBuf, v, posReverse
+	i.key, i.value, i.kind, i.pos = i.keyBuf, v, kind, posReverse
 	return true, nil
 }
 
@@ -550,6 +553,12 @@ func (i *Iter) Key() []byte { return i.key }
 
 // Value returns the current value, nil when not Valid.
 func (i *Iter) Value() []byte { return i.value }
+
+// Kind returns the kind of the entry that decided the current key: Set,
+// Merge or BlobIndex. Without a ValueResolver, a BlobIndex's Value is the
+// blob index itself, which the caller may resolve when it needs the value
+// (the DB's iterators do, lazily).
+func (i *Iter) Kind() base.Kind { return i.kind }
 
 // Error returns the error that stopped iteration, if any.
 func (i *Iter) Error() error { return i.err }
