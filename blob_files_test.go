@@ -388,6 +388,9 @@ func TestBlobFilesKeyOnlyScanReadsNoBlobFile(t *testing.T) {
 			it.Seek([]byte(fmt.Sprintf("k%05d", i)))
 			it.SeekForPrev([]byte(fmt.Sprintf("k%05d", i)))
 		}
+		if s := it.Stats(); s.BlobReadCount != 0 || s.BlobCacheHitCount != 0 {
+			t.Fatalf("async %v: key-only scans and seeks count %d blob reads, %d blob cache hits", async, s.BlobReadCount, s.BlobCacheHitCount)
+		}
 		if err := it.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -412,6 +415,24 @@ func TestBlobFilesKeyOnlyScanReadsNoBlobFile(t *testing.T) {
 	}
 	if v := it.Value(); !bytes.Equal(v, blobTestValue(100)) || fs.reads.Load() != after {
 		t.Fatalf("a second Value at the same key read again (%d reads, then %d)", after, fs.reads.Load())
+	}
+	if s := it.Stats(); s.BlobReadCount != 1 || s.BlobReadBytes == 0 {
+		t.Errorf("iterator Stats after one Value: %d blob reads of %d bytes, want 1", s.BlobReadCount, s.BlobReadBytes)
+	}
+	// Get and MultiGet count their blob reads in ReadOptions.PerfContext.
+	var pc PerfContext
+	if _, err := d.Get([]byte("k00007"), &ReadOptions{PerfContext: &pc}); err != nil {
+		t.Fatal(err)
+	}
+	if pc.BlobReadCount != 1 || pc.BlobReadBytes == 0 {
+		t.Errorf("Get: PerfContext counts %d blob reads of %d bytes, want 1", pc.BlobReadCount, pc.BlobReadBytes)
+	}
+	for _, async := range []bool{false, true} {
+		pc = PerfContext{}
+		d.MultiGet([][]byte{[]byte("k00011"), []byte("k00150")}, &ReadOptions{PerfContext: &pc, AsyncIO: async, SkipFillCache: true})
+		if pc.BlobReadCount != 2 {
+			t.Errorf("MultiGet (async %v): PerfContext counts %d blob reads, want 2", async, pc.BlobReadCount)
+		}
 	}
 }
 

@@ -30,6 +30,8 @@ type Iterator struct {
 	// ReadOptions.PerfContext, which receives them at Close.
 	stats sstable.ReadStats
 	perf  *PerfContext
+	// blobStats counts the reads of blob values (Stats).
+	blobStats blob.ReadStats
 	// statistics is Options.Statistics: when nil, no clock is read.
 	statistics *Statistics
 	// group batches the first-phase reads of two-phase seeks (AsyncIO).
@@ -332,12 +334,14 @@ func (i *Iterator) Prev() bool {
 // Stats returns the counts of the work this iterator did so far: the
 // table reads (blocks read and their bytes, block cache hits, blocks
 // served from readahead windows, async reads submitted, and read-ahead
-// bytes wasted) and the internal entries it passed over (the Internal...
+// bytes wasted), the reads of blob values (Blob...) and the internal
+// entries it passed over (the Internal...
 // counters of PerfContext). Reads of the windows in flight are counted
 // once they complete (at the latest when the iterator is closed).
 func (i *Iterator) Stats() PerfContext {
 	var p PerfContext
 	p.addReadStats(&i.stats)
+	p.addBlobStats(&i.blobStats)
 	if i.it != nil {
 		p.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
 	}
@@ -393,7 +397,7 @@ func (i *Iterator) readBlob() ([]byte, error) {
 		}
 		i.blobFile = f
 	}
-	return i.blobFile.blobReader.GetCounted(x, i.it.Key(), i.fillCache, &i.stats.ReadStats)
+	return i.blobFile.blobReader.GetCounted(x, i.it.Key(), i.fillCache, &i.blobStats)
 }
 
 // Err returns the error that stopped iteration, if any.
@@ -429,6 +433,7 @@ func (i *Iterator) Close() error {
 	i.group.Close()   // after the table iterators, which wait for their reads
 	i.releaseTables() // once nothing reads them; before the version goes
 	i.perf.addReadStats(&i.stats)
+	i.perf.addBlobStats(&i.blobStats)
 	i.perf.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
 	if i.statistics != nil {
 		i.statistics.add(TickerNumberOfReseeksInIteration, i.it.Stats().Reseeks)
