@@ -912,3 +912,35 @@ func TestFileCacheBlobOpenRacingCloseClosesReader(t *testing.T) {
 	}
 	f.release()
 }
+
+// TestBlobFilesIteratorReadsAhead: an iterator reading the values of a
+// flushed blob file in key order reads them through readahead windows: far
+// fewer reads of the file than values.
+func TestBlobFilesIteratorReadsAhead(t *testing.T) {
+	fs := &blobReadCountingFS{FS: vfs.NewMem()}
+	opts := blobTestOptions(fs)
+	opts.DisableAutoCompactions = true
+	opts.BlockCacheSize = -1
+	opts.BlobFileSize = 1 << 20 // one blob file
+	const n = 500
+	d := writeBlobDB(t, fs, opts, n)
+	defer d.Close()
+	fs.reads.Store(0)
+	it := d.NewIterator(nil)
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if !bytes.Equal(it.Value(), blobTestValue(i)) {
+			t.Fatalf("iterator at %s: %q", it.Key(), it.Value())
+		}
+		i++
+	}
+	s := it.Stats()
+	if err := it.Close(); err != nil || i != n {
+		t.Fatalf("iterator saw %d keys: %v", i, err)
+	}
+	// The file system also sees the reads that open the file (header and
+	// footer), which the Reader, not the iterator, counts.
+	if reads := fs.reads.Load(); reads > n/10 || s.BlobReadCount == 0 || s.BlobReadCount > uint64(reads) {
+		t.Errorf("a scan of %d values made %d reads of the blob file (Stats: %d), want readahead", n, reads, s.BlobReadCount)
+	}
+}

@@ -54,11 +54,14 @@ type Iterator struct {
 	// blob files), and kept until the next move: blobValue, once
 	// blobResolved. blobErr is the error of such a read, which stops the
 	// iterator. blobFile is the blob file read last, with a reference
-	// released at Close; fillCache is ReadOptions.FillCache.
+	// released at Close, and blobValues reads its values (with readahead:
+	// a scan reads a flushed file's values in file order); fillCache is
+	// ReadOptions.FillCache.
 	blobValue    []byte
 	blobResolved bool
 	blobErr      error
 	blobFile     *cachedFile
+	blobValues   *blob.ValueReader
 	fillCache    bool
 }
 
@@ -388,16 +391,26 @@ func (i *Iterator) readBlob() ([]byte, error) {
 		return nil, err
 	}
 	if f := i.blobFile; f == nil || f.num != x.FileNum {
-		if f != nil {
-			i.blobFile = nil
-			f.release()
-		}
+		i.releaseBlobFile()
 		if f, err = i.db.fileCache.findBlob(x.FileNum); err != nil {
 			return nil, err
 		}
-		i.blobFile = f
+		i.blobFile, i.blobValues = f, f.blobReader.NewValueReader(&i.blobStats)
 	}
-	return i.blobFile.blobReader.GetCounted(x, i.it.Key(), i.fillCache, &i.blobStats)
+	return i.blobValues.Get(x, i.it.Key(), i.fillCache)
+}
+
+// releaseBlobFile closes the value reader of the blob file read last and
+// drops the reference to it.
+func (i *Iterator) releaseBlobFile() {
+	if i.blobValues != nil {
+		i.blobValues.Close()
+		i.blobValues = nil
+	}
+	if f := i.blobFile; f != nil {
+		i.blobFile = nil
+		f.release()
+	}
 }
 
 // Err returns the error that stopped iteration, if any.
@@ -453,10 +466,7 @@ func (i *Iterator) Close() error {
 // releaseTables drops the iterator's references to its tables and blob
 // file.
 func (i *Iterator) releaseTables() {
-	if f := i.blobFile; f != nil {
-		i.blobFile = nil
-		f.release()
-	}
+	i.releaseBlobFile()
 	for j, t := range i.tables {
 		if t != nil {
 			t.release()
