@@ -388,6 +388,9 @@ func TestBlobFilesKeyOnlyScanReadsNoBlobFile(t *testing.T) {
 			it.Seek([]byte(fmt.Sprintf("k%05d", i)))
 			it.SeekForPrev([]byte(fmt.Sprintf("k%05d", i)))
 		}
+		if s := it.Stats(); s.BlobReadCount != 0 || s.BlobCacheHitCount != 0 {
+			t.Fatalf("async %v: key-only scans and seeks count %d blob reads, %d blob cache hits", async, s.BlobReadCount, s.BlobCacheHitCount)
+		}
 		if err := it.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -412,6 +415,24 @@ func TestBlobFilesKeyOnlyScanReadsNoBlobFile(t *testing.T) {
 	}
 	if v := it.Value(); !bytes.Equal(v, blobTestValue(100)) || fs.reads.Load() != after {
 		t.Fatalf("a second Value at the same key read again (%d reads, then %d)", after, fs.reads.Load())
+	}
+	if s := it.Stats(); s.BlobReadCount != 1 || s.BlobReadBytes == 0 {
+		t.Errorf("iterator Stats after one Value: %d blob reads of %d bytes, want 1", s.BlobReadCount, s.BlobReadBytes)
+	}
+	// Get and MultiGet count their blob reads in ReadOptions.PerfContext.
+	var pc PerfContext
+	if _, err := d.Get([]byte("k00007"), &ReadOptions{PerfContext: &pc}); err != nil {
+		t.Fatal(err)
+	}
+	if pc.BlobReadCount != 1 || pc.BlobReadBytes == 0 {
+		t.Errorf("Get: PerfContext counts %d blob reads of %d bytes, want 1", pc.BlobReadCount, pc.BlobReadBytes)
+	}
+	for _, async := range []bool{false, true} {
+		pc = PerfContext{}
+		d.MultiGet([][]byte{[]byte("k00011"), []byte("k00150")}, &ReadOptions{PerfContext: &pc, AsyncIO: async, SkipFillCache: true})
+		if pc.BlobReadCount != 2 {
+			t.Errorf("MultiGet (async %v): PerfContext counts %d blob reads, want 2", async, pc.BlobReadCount)
+		}
 	}
 }
 
@@ -877,6 +898,11 @@ func TestFileCacheBlobOpenRacingCloseClosesReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The reference f holds is the racing read's: counted as an open
+	// reader, so that Close's invariants check (which reports references
+	// left with no reader open) expects it.
+	d.openIters.Add(1)
+	defer d.openIters.Add(-1)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -885,4 +911,36 @@ func TestFileCacheBlobOpenRacingCloseClosesReader(t *testing.T) {
 		t.Errorf("open after Close: %v (reader kept: %v), want ErrClosed", f.err, f.blobReader != nil)
 	}
 	f.release()
+}
+
+// TestBlobFilesIteratorReadsAhead: an iterator reading the values of a
+// flushed blob file in key order reads them through readahead windows: far
+// fewer reads of the file than values.
+func TestBlobFilesIteratorReadsAhead(t *testing.T) {
+	fs := &blobReadCountingFS{FS: vfs.NewMem()}
+	opts := blobTestOptions(fs)
+	opts.DisableAutoCompactions = true
+	opts.BlockCacheSize = -1
+	opts.BlobFileSize = 1 << 20 // one blob file
+	const n = 500
+	d := writeBlobDB(t, fs, opts, n)
+	defer d.Close()
+	fs.reads.Store(0)
+	it := d.NewIterator(nil)
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if !bytes.Equal(it.Value(), blobTestValue(i)) {
+			t.Fatalf("iterator at %s: %q", it.Key(), it.Value())
+		}
+		i++
+	}
+	s := it.Stats()
+	if err := it.Close(); err != nil || i != n {
+		t.Fatalf("iterator saw %d keys: %v", i, err)
+	}
+	// The file system also sees the reads that open the file (header and
+	// footer), which the Reader, not the iterator, counts.
+	if reads := fs.reads.Load(); reads > n/10 || s.BlobReadCount == 0 || s.BlobReadCount > uint64(reads) {
+		t.Errorf("a scan of %d values made %d reads of the blob file (Stats: %d), want readahead", n, reads, s.BlobReadCount)
+	}
 }

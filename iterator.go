@@ -30,6 +30,8 @@ type Iterator struct {
 	// ReadOptions.PerfContext, which receives them at Close.
 	stats sstable.ReadStats
 	perf  *PerfContext
+	// blobStats counts the reads of blob values (Stats).
+	blobStats blob.ReadStats
 	// statistics is Options.Statistics: when nil, no clock is read.
 	statistics *Statistics
 	// group batches the first-phase reads of two-phase seeks (AsyncIO).
@@ -52,11 +54,14 @@ type Iterator struct {
 	// blob files), and kept until the next move: blobValue, once
 	// blobResolved. blobErr is the error of such a read, which stops the
 	// iterator. blobFile is the blob file read last, with a reference
-	// released at Close; fillCache is ReadOptions.FillCache.
+	// released at Close, and blobValues reads its values (with readahead:
+	// a scan reads a flushed file's values in file order); fillCache is
+	// ReadOptions.FillCache.
 	blobValue    []byte
 	blobResolved bool
 	blobErr      error
 	blobFile     *cachedFile
+	blobValues   *blob.ValueReader
 	fillCache    bool
 }
 
@@ -332,12 +337,14 @@ func (i *Iterator) Prev() bool {
 // Stats returns the counts of the work this iterator did so far: the
 // table reads (blocks read and their bytes, block cache hits, blocks
 // served from readahead windows, async reads submitted, and read-ahead
-// bytes wasted) and the internal entries it passed over (the Internal...
+// bytes wasted), the reads of blob values (Blob...) and the internal
+// entries it passed over (the Internal...
 // counters of PerfContext). Reads of the windows in flight are counted
 // once they complete (at the latest when the iterator is closed).
 func (i *Iterator) Stats() PerfContext {
 	var p PerfContext
 	p.addReadStats(&i.stats)
+	p.addBlobStats(&i.blobStats)
 	if i.it != nil {
 		p.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
 	}
@@ -384,16 +391,26 @@ func (i *Iterator) readBlob() ([]byte, error) {
 		return nil, err
 	}
 	if f := i.blobFile; f == nil || f.num != x.FileNum {
-		if f != nil {
-			i.blobFile = nil
-			f.release()
-		}
+		i.releaseBlobFile()
 		if f, err = i.db.fileCache.findBlob(x.FileNum); err != nil {
 			return nil, err
 		}
-		i.blobFile = f
+		i.blobFile, i.blobValues = f, f.blobReader.NewValueReader(&i.blobStats)
 	}
-	return i.blobFile.blobReader.GetCounted(x, i.it.Key(), i.fillCache, &i.stats.ReadStats)
+	return i.blobValues.Get(x, i.it.Key(), i.fillCache)
+}
+
+// releaseBlobFile closes the value reader of the blob file read last and
+// drops the reference to it.
+func (i *Iterator) releaseBlobFile() {
+	if i.blobValues != nil {
+		i.blobValues.Close()
+		i.blobValues = nil
+	}
+	if f := i.blobFile; f != nil {
+		i.blobFile = nil
+		f.release()
+	}
 }
 
 // Err returns the error that stopped iteration, if any.
@@ -429,6 +446,7 @@ func (i *Iterator) Close() error {
 	i.group.Close()   // after the table iterators, which wait for their reads
 	i.releaseTables() // once nothing reads them; before the version goes
 	i.perf.addReadStats(&i.stats)
+	i.perf.addBlobStats(&i.blobStats)
 	i.perf.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
 	if i.statistics != nil {
 		i.statistics.add(TickerNumberOfReseeksInIteration, i.it.Stats().Reseeks)
@@ -448,10 +466,7 @@ func (i *Iterator) Close() error {
 // releaseTables drops the iterator's references to its tables and blob
 // file.
 func (i *Iterator) releaseTables() {
-	if f := i.blobFile; f != nil {
-		i.blobFile = nil
-		f.release()
-	}
+	i.releaseBlobFile()
 	for j, t := range i.tables {
 		if t != nil {
 			t.release()

@@ -57,6 +57,7 @@ func (d *DB) MultiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value [
 	}
 	if pc := ro.perfContext(); pc != nil {
 		pc.addReadStats(&m.stats)
+		pc.addBlobStats(&m.blobStats)
 		pc.MultiGetKeysFound += m.found
 		pc.InternalDeleteSkippedCount += m.deleted
 	}
@@ -119,10 +120,12 @@ type multiGet struct {
 	// one does not pay for counting twice. found counts the caller's
 	// indices answered with a value, deleted the distinct keys a tombstone
 	// answered.
-	stats   sstable.ReadStats
-	extra   *sstable.ReadStats
-	found   uint64
-	deleted uint64
+	stats sstable.ReadStats
+	extra *sstable.ReadStats
+	// blobStats counts the blob value reads when extra is set.
+	blobStats blob.ReadStats
+	found     uint64
+	deleted   uint64
 	// openErrs holds the tables that failed to open for this call, so that
 	// every key reaching one gets the same error without another attempt;
 	// opened holds, with a reference, those openBlocked opened, so that a
@@ -213,6 +216,7 @@ func (m *multiGet) reset() {
 	m.owner = m.owner[:0]
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
+	m.blobStats = blob.ReadStats{}
 	m.secondary = nil
 	clear(m.blobKeys)
 	m.blobKeys, m.blobIdx = m.blobKeys[:0], m.blobIdx[:0]
@@ -267,7 +271,7 @@ func (m *multiGet) blobValues(async bool) {
 	d := m.d
 	var bs *blob.ReadStats
 	if m.extra != nil {
-		bs = &m.extra.ReadStats
+		bs = &m.blobStats
 	}
 	if !async || d.ioReader == nil || len(m.blobKeys) == 1 {
 		for _, b := range m.blobKeys {

@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/dbiter"
 	"github.com/shaledb/shale/sstable"
 )
@@ -25,6 +26,11 @@ type PerfContext struct {
 	BloomChecks, BloomUseful uint64
 	// MultiGetKeysFound counts MultiGet keys that were found.
 	MultiGetKeysFound uint64
+	// BlobReadCount (blob_read_count) counts reads of blob files for
+	// values, BlobReadBytes (blob_read_byte) their bytes, and
+	// BlobCacheHitCount (blob_cache_hit_count) the blob values found in
+	// the blob cache instead. They are not in the Block counters.
+	BlobReadCount, BlobReadBytes, BlobCacheHitCount uint64
 
 	// The internal entries reads passed over, with the meanings of RocksDB's
 	// counters of the same names. Iterators count them as they move:
@@ -70,6 +76,16 @@ func (p *PerfContext) addIterCounts(s dbiter.Stats, rangeDelReseeks uint64) {
 	p.InternalDeleteSkippedCount += s.DeleteSkipped
 	p.InternalRecentSkippedCount += s.RecentSkipped
 	p.InternalRangeDelReseekCount += rangeDelReseeks
+}
+
+// addBlobStats adds the counts of blob value reads s to p (p may be nil).
+func (p *PerfContext) addBlobStats(s *blob.ReadStats) {
+	if p == nil {
+		return
+	}
+	p.BlobReadCount += s.FileReads.Load()
+	p.BlobReadBytes += s.BytesRead.Load()
+	p.BlobCacheHitCount += s.CacheHits.Load()
 }
 
 // addReadStats adds the counts of s to p (p may be nil).

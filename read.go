@@ -34,14 +34,16 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	var err error
 	if pc := ro.perfContext(); pc != nil {
 		var s sstable.ReadStats
+		var bs blob.ReadStats
 		var deleted bool
-		value, deleted, err = d.getFrom(rs, key, snap, ro.fillCache(), &s)
+		value, deleted, err = d.getFrom(rs, key, snap, ro.fillCache(), &s, &bs)
 		pc.addReadStats(&s)
+		pc.addBlobStats(&bs)
 		if deleted {
 			pc.InternalDeleteSkippedCount++
 		}
 	} else {
-		value, _, err = d.getFrom(rs, key, snap, ro.fillCache(), nil)
+		value, _, err = d.getFrom(rs, key, snap, ro.fillCache(), nil, nil)
 	}
 	if err != nil {
 		return nil, err
@@ -54,10 +56,11 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 // tombstone seen so far with a higher seqnum. The newest source holding a
 // point entry of the key decides, because for one user key newer versions
 // always sit in newer sources. The value aliases memtable or block memory.
-// stats, when not nil, also receives the counts of the table work. deleted
+// stats and blobStats, when not nil, also receive the counts of the table
+// work and of the blob value read. deleted
 // says the answer ErrNotFound came from a tombstone (a point one, or a range
 // tombstone over the newest entry) rather than from no entry at all.
-func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats) (value []byte, deleted bool, err error) {
+func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats, blobStats *blob.ReadStats) (value []byte, deleted bool, err error) {
 	var maxTomb base.SeqNum
 	sf := d.newSecondaryFilter(rs, snap)
 	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, bool, error) {
@@ -65,11 +68,7 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 			return nil, true, ErrNotFound
 		}
 		if kind == base.KindBlobIndex {
-			var bs *blob.ReadStats
-			if stats != nil {
-				bs = &stats.ReadStats
-			}
-			v, err := d.readBlobValue(key, value, fillCache, bs)
+			v, err := d.readBlobValue(key, value, fillCache, blobStats)
 			return v, false, err
 		}
 		return value, false, nil

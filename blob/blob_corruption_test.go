@@ -66,6 +66,19 @@ func flipDetected(t *testing.T, what string, mut []byte, recs []record, xs []Ind
 			t.Fatalf("%s: Get %d returned wrong data %q", what, i, v)
 		}
 	}
+	// The same through a ValueReader, in file order (from readahead
+	// windows after the first reads).
+	vr := r.NewValueReader(nil)
+	for i, x := range xs {
+		v, err := vr.Get(x, recs[i].key, false)
+		if err != nil {
+			isCorruption(t, what+": ValueReader.Get", err)
+			detected = true
+		} else if !bytes.Equal(v, recs[i].value) {
+			t.Fatalf("%s: ValueReader.Get %d returned wrong data %q", what, i, v)
+		}
+	}
+	vr.Close()
 	got, _, err := iterAll(r, IterOptions{ReadaheadSize: -1})
 	if err != nil {
 		isCorruption(t, what+": iterator", err)

@@ -2,7 +2,9 @@
 // values out of tables: the file format, the Writer that flushes and
 // compactions write values with, the Reader that resolves a blob index to
 // its value (one Get, a batch of them through the async reader for
-// MultiGet, or every record in file order for blob garbage collection), and
+// MultiGet, values asked for in file order with readahead through a
+// ValueReader for iterators, or every record in file order for blob garbage
+// collection), and
 // the encoding of the blob index a table stores under base.KindBlobIndex in
 // place of the value.
 //
