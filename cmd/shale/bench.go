@@ -104,6 +104,18 @@ type benchConfig struct {
 	deleteWait        time.Duration // --delete_wait: idle time before deletescan's second scan
 	valueSizeSet      bool          // --value_size was given (deletescan defaults it to 500)
 	deletePersistence time.Duration // Options.DeletePersistenceThreshold
+
+	// Key-value separation (issue 13): db_bench's blob flags, each the
+	// Options field of the same RocksDB name.
+	enableBlobFiles    bool
+	minBlobSize        int64
+	blobFileSize       int64
+	blobCompression    string
+	enableBlobGC       bool
+	blobGCAgeCutoff    float64
+	blobGCForce        float64
+	blobFileStartLevel int
+	blobCacheSize      int64
 }
 
 // defaultBenchConfig returns db_bench's defaults.
@@ -127,6 +139,11 @@ func defaultBenchConfig() benchConfig {
 		fileSize:             1 << 30,
 		scanDBSize:           1 << 30,
 		multireadBatchSize:   64,
+
+		blobFileSize:    256 << 20,
+		blobCompression: "none",
+		blobGCAgeCutoff: 0.25,
+		blobGCForce:     1.0,
 
 		optimizeMultiGetForIO: true,
 		numLevels:             7,
@@ -336,7 +353,33 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 			results = append(results, res)
 		}
 	}
+	if r.db != nil {
+		printAmplification(r.out, r.db.Metrics())
+	}
 	return results, nil
+}
+
+// printAmplification prints, after the run, the write amplification (table
+// and blob file bytes flushes and compactions wrote, per user byte) and the
+// space on disk: tables, blob files and the part of the blob files' records
+// no table references any more (their space amplification).
+func printAmplification(out io.Writer, m *shale.Metrics) {
+	var tables uint64
+	for _, l := range m.Levels {
+		tables += l.Size
+	}
+	fmt.Fprintf(out, "Write amplification: %.2f (%d user bytes written; flushes %d, compactions %d bytes)\n",
+		m.WriteAmp, m.UserBytesWritten, m.Flush.BytesWritten, m.Compact.BytesWritten)
+	fmt.Fprintf(out, "On disk: %.1f MiB in tables", float64(tables)/(1<<20))
+	if m.Blob.Files > 0 {
+		amp := 1.0
+		if live := m.Blob.TotalBytes - min(m.Blob.GarbageBytes, m.Blob.TotalBytes); live > 0 {
+			amp = float64(m.Blob.TotalBytes) / float64(live)
+		}
+		fmt.Fprintf(out, ", %.1f MiB in %d blob files (%.1f MiB garbage: blob space amplification %.2f)",
+			float64(m.Blob.Size)/(1<<20), m.Blob.Files, float64(m.Blob.GarbageBytes)/(1<<20), amp)
+	}
+	fmt.Fprintln(out)
 }
 
 func (c *benchConfig) validate() error {
@@ -388,6 +431,9 @@ func (c *benchConfig) validate() error {
 	if _, err := sstable.ParseCompression(c.compression); err != nil {
 		return fmt.Errorf("--compression_type: %v", err)
 	}
+	if _, err := sstable.ParseCompression(c.blobCompression); err != nil {
+		return fmt.Errorf("--blob_compression_type: %v", err)
+	}
 	return c.validateWorkloadFlags()
 }
 
@@ -407,6 +453,10 @@ func benchFS(c *benchConfig) vfs.FS {
 
 func (r *benchRunner) options() (*shale.Options, error) {
 	c, err := sstable.ParseCompression(r.cfg.compression)
+	if err != nil {
+		return nil, err
+	}
+	bc, err := sstable.ParseCompression(r.cfg.blobCompression)
 	if err != nil {
 		return nil, err
 	}
@@ -443,6 +493,16 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		CacheIndexAndFilterBlocks:        r.cfg.cacheIndexAndFilterBlocks,
 		PinL0FilterAndIndexBlocksInCache: r.cfg.pinL0FilterAndIndexBlocks,
 		DeletePersistenceThreshold:       r.cfg.deletePersistence,
+
+		EnableBlobFiles:                     r.cfg.enableBlobFiles,
+		MinBlobSize:                         r.cfg.minBlobSize,
+		BlobFileSize:                        r.cfg.blobFileSize,
+		BlobCompression:                     bc,
+		EnableBlobGarbageCollection:         r.cfg.enableBlobGC,
+		BlobGarbageCollectionAgeCutoff:      r.cfg.blobGCAgeCutoff,
+		BlobGarbageCollectionForceThreshold: r.cfg.blobGCForce,
+		BlobFileStartingLevel:               r.cfg.blobFileStartLevel,
+		BlobCacheSize:                       r.cfg.blobCacheSize,
 	}
 	if o.MaxAutoReadaheadSize == 0 {
 		o.MaxAutoReadaheadSize = -1

@@ -219,6 +219,15 @@ scan read. It runs with the ids written in order and shuffled.`,
 	f.BoolVar(&cfg.useExistingKeys, "use_existing_keys", false, "with --use_existing_db: read the database's keys first and use them instead of generated keys (their count becomes --num)")
 	f.IntVar(&cfg.readWritePercent, "readwritepercent", cfg.readWritePercent, "readrandomwriterandom: percent of the ops that are reads")
 	f.Float64Var(&deleteWait, "delete_wait", cfg.deleteWait.Seconds(), "deletescan: seconds of idle time between the deletes and the second scan")
+	f.BoolVar(&cfg.enableBlobFiles, "enable_blob_files", false, "write values of at least --min_blob_size bytes to blob files (key-value separation)")
+	f.Int64Var(&cfg.minBlobSize, "min_blob_size", 0, "smallest value written to a blob file (0 = every non-empty value)")
+	f.Int64Var(&cfg.blobFileSize, "blob_file_size", cfg.blobFileSize, "size at which a blob file is finished and another started")
+	f.StringVar(&cfg.blobCompression, "blob_compression_type", cfg.blobCompression, "blob value compression: snappy, zstd or none")
+	f.BoolVar(&cfg.enableBlobGC, "enable_blob_garbage_collection", false, "let compactions relocate the live values of the oldest blob files")
+	f.Float64Var(&cfg.blobGCAgeCutoff, "blob_garbage_collection_age_cutoff", cfg.blobGCAgeCutoff, "fraction of blob files, oldest first, that garbage collection relocates")
+	f.Float64Var(&cfg.blobGCForce, "blob_garbage_collection_force_threshold", cfg.blobGCForce, "garbage ratio of the oldest blob files past which their tables are compacted (1 = off)")
+	f.IntVar(&cfg.blobFileStartLevel, "blob_file_starting_level", 0, "first level whose outputs separate values into blob files")
+	f.Int64Var(&cfg.blobCacheSize, "blob_cache_size", 0, "bytes of a blob value cache apart from the block cache (0 = share the block cache)")
 	f.StringVar(&deletePersistence, "delete_persistence_threshold", "0", "deleted data leaves every file within this time (Options.DeletePersistenceThreshold): seconds, or a Go duration such as 1m30s (0 = off)")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,52 @@ func TestBenchDeletePersistenceFlag(t *testing.T) {
 	}
 	if got := optionsFileValue(t, cfg.db, "delete_persistence_threshold"); got != "3s" {
 		t.Errorf("the database's OPTIONS say delete_persistence_threshold=%s, want 3s", got)
+	}
+}
+
+// TestBenchBlobFlagsReachOptions: db_bench's blob flags reach the Options
+// fields of the same RocksDB names, and a bad compression is refused.
+func TestBenchBlobFlagsReachOptions(t *testing.T) {
+	cfg := parseBench(t, "--enable_blob_files", "--min_blob_size", "512", "--blob_file_size", "1048576",
+		"--blob_compression_type", "zstd", "--enable_blob_garbage_collection",
+		"--blob_garbage_collection_age_cutoff", "0.5", "--blob_garbage_collection_force_threshold", "0.8",
+		"--blob_file_starting_level", "1", "--blob_cache_size", "4194304")
+	r := &benchRunner{cfg: cfg}
+	o, err := r.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%v %d %d %v %v %g %g %d %d", o.EnableBlobFiles, o.MinBlobSize, o.BlobFileSize, o.BlobCompression,
+		o.EnableBlobGarbageCollection, o.BlobGarbageCollectionAgeCutoff, o.BlobGarbageCollectionForceThreshold,
+		o.BlobFileStartingLevel, o.BlobCacheSize)
+	if want := "true 512 1048576 zstd true 0.5 0.8 1 4194304"; got != want {
+		t.Fatalf("Options got %s\n        want %s", got, want)
+	}
+	if err := o.EnsureDefaults().Validate(); err != nil {
+		t.Fatalf("the flags make invalid Options: %v", err)
+	}
+	def := parseBench(t)
+	if o, err := (&benchRunner{cfg: def}).options(); err != nil || o.EnableBlobFiles || o.BlobFileSize != 256<<20 || o.BlobGarbageCollectionAgeCutoff != 0.25 {
+		t.Fatalf("defaults: %v, EnableBlobFiles %v, BlobFileSize %d, age cutoff %g", err, o.EnableBlobFiles, o.BlobFileSize, o.BlobGarbageCollectionAgeCutoff)
+	}
+	def.blobCompression = "lz5"
+	if err := def.validate(); err == nil || !strings.Contains(err.Error(), "--blob_compression_type") {
+		t.Fatalf("--blob_compression_type lz5: %v", err)
+	}
+}
+
+// TestBenchPrintsAmplification: a run ends with its write amplification and
+// what is on disk, blob files and their garbage included when there are.
+func TestBenchPrintsAmplification(t *testing.T) {
+	cfg := tinyConfig(t, "fillrandom,overwrite,compact")
+	cfg.valueSize = 2000
+	cfg.enableBlobFiles = true
+	cfg.minBlobSize = 1000
+	_, out, _ := runBenchOutput(t, cfg)
+	if !regexp.MustCompile(`(?m)^Write amplification: \d+\.\d\d \(\d+ user bytes written; flushes \d+, compactions \d+ bytes\)$`).MatchString(out) {
+		t.Errorf("no write amplification line:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^On disk: \d+\.\d MiB in tables, \d+\.\d MiB in \d+ blob files \(\d+\.\d MiB garbage: blob space amplification \d+\.\d\d\)$`).MatchString(out) {
+		t.Errorf("no space line with blob files:\n%s", out)
 	}
 }
