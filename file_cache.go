@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -424,12 +425,7 @@ func (c *fileCache) open(t *cachedFile) error {
 		return c.openBlob(t)
 	}
 	name := d.tablePath(t.num)
-	flags := tableOpenOptions
-	if d.opts.UseDirectReads {
-		flags = []vfs.OpenOption{vfs.RandomAccess, vfs.DirectIO}
-	}
-	c.opens.Add(1)
-	f, err := d.fs.Open(name, flags...)
+	f, err := c.openForReads(name)
 	if err != nil {
 		return err
 	}
@@ -452,16 +448,31 @@ func (c *fileCache) open(t *cachedFile) error {
 	if spans := r.RangeTombstones(); len(spans) > 0 {
 		rangeDels = rangedel.NewList(d.cmp.Compare, spans)
 	}
-	// The reader is published under mu, so that close either sees it (and
-	// closes it) or came first, and then this open closes it: a Get that
-	// missed the cache just before Close leaks no file.
+	return c.publish(r, func() { t.reader, t.rangeDels = r, rangeDels })
+}
+
+// openForReads opens the file name for the random reads of a reader (with
+// direct IO under Options.UseDirectReads), counting the open.
+func (c *fileCache) openForReads(name string) (vfs.File, error) {
+	flags := tableOpenOptions
+	if c.d.opts.UseDirectReads {
+		flags = []vfs.OpenOption{vfs.RandomAccess, vfs.DirectIO}
+	}
+	c.opens.Add(1)
+	return c.d.fs.Open(name, flags...)
+}
+
+// publish makes the reader r just opened an entry's (set) under mu, so that
+// close either sees it (and closes it) or came first, and then r is closed
+// here: a Get that missed the cache just before Close leaks no file.
+func (c *fileCache) publish(r io.Closer, set func()) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		_ = r.Close()
 		return ErrClosed
 	}
-	t.reader, t.rangeDels = r, rangeDels
+	set()
 	return nil
 }
 
@@ -469,12 +480,7 @@ func (c *fileCache) open(t *cachedFile) error {
 func (c *fileCache) openBlob(t *cachedFile) error {
 	d := c.d
 	name := d.blobPath(t.num)
-	flags := tableOpenOptions
-	if d.opts.UseDirectReads {
-		flags = []vfs.OpenOption{vfs.RandomAccess, vfs.DirectIO}
-	}
-	c.opens.Add(1)
-	f, err := d.fs.Open(name, flags...)
+	f, err := c.openForReads(name)
 	if err != nil {
 		return err
 	}
@@ -490,15 +496,7 @@ func (c *fileCache) openBlob(t *cachedFile) error {
 	if err != nil {
 		return err // NewReader has closed f
 	}
-	// Published under mu, as a table reader is (see open).
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		_ = r.Close()
-		return ErrClosed
-	}
-	t.blobReader = r
-	return nil
+	return c.publish(r, func() { t.blobReader = r })
 }
 
 // maxParallelOpens bounds the goroutines of openTables: opening a table is

@@ -155,30 +155,25 @@ func (d *DB) openLiveTables() error {
 		mu    sync.Mutex
 		first error
 	)
-	sem := make(chan struct{}, 4)
-	for _, files := range v.Levels {
-		for _, f := range files {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				t, err := d.fileCache.findTable(f.FileNum)
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					return
-				}
-				t.release() // the cache keeps it: a read-only DB has no bound
-			})
+	type file struct {
+		kind fileKind
+		num  base.FileNum
+	}
+	var files []file
+	for _, level := range v.Levels {
+		for _, f := range level {
+			files = append(files, file{fileKindTable, f.FileNum})
 		}
 	}
 	for _, b := range v.BlobFiles {
+		files = append(files, file{fileKindBlob, b.FileNum})
+	}
+	sem := make(chan struct{}, 4)
+	for _, f := range files {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			f, err := d.fileCache.findBlob(b.FileNum)
+			cf, err := d.fileCache.find(f.kind, f.num)
 			if err != nil {
 				mu.Lock()
 				if first == nil {
@@ -187,7 +182,7 @@ func (d *DB) openLiveTables() error {
 				mu.Unlock()
 				return
 			}
-			f.release()
+			cf.release() // the cache keeps it: a read-only DB has no bound
 		})
 	}
 	wg.Wait()
