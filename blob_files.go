@@ -91,6 +91,9 @@ type blobOutput struct {
 	flush  bool
 	jobID  int
 	reason FileReason
+	// gc, when set, relocates the values of old blob files (garbage
+	// collection, blob_gc.go).
+	gc *blobGC
 }
 
 // prepopulated is a value a flush wrote, for the blob cache.
@@ -122,23 +125,41 @@ func (b *blobOutput) add(o *tableOutput, k base.InternalKey, v []byte) error {
 		if err != nil {
 			return err
 		}
+		if b.gc.relocates(x.FileNum) {
+			// The value leaves its old file (which the inputs' reference
+			// counts make garbage there) and is written as a Set value
+			// would be: to this job's blob file, or inline.
+			v, err := b.gc.read(x, k.UserKey)
+			if err != nil {
+				return err
+			}
+			return b.addSet(o, base.MakeInternalKey(k.UserKey, k.SeqNum(), base.KindSet), v)
+		}
 		o.noteBlobRef(x.FileNum)
 		c := b.written[x.FileNum]
 		c.count++
 		c.bytes += blobRecordBytes(x)
 		b.written[x.FileNum] = c
 	case base.KindSet:
-		if b.separate && len(v) > 0 && int64(len(v)) >= b.minSize {
-			x, err := b.write(k.UserKey, v)
-			if err != nil {
-				return err
-			}
-			o.noteBlobRef(x.FileNum)
-			b.idxBuf = blob.EncodeIndex(b.idxBuf[:0], x)
-			return o.w.Add(base.MakeInternalKey(k.UserKey, k.SeqNum(), base.KindBlobIndex), b.idxBuf)
-		}
+		return b.addSet(o, k, v)
 	}
 	return o.w.Add(k, v)
+}
+
+// addSet writes the Set entry (k, v) to o: its value to the blob file when
+// the job separates values of its size, leaving o a blob index, and inline
+// otherwise.
+func (b *blobOutput) addSet(o *tableOutput, k base.InternalKey, v []byte) error {
+	if !b.separate || len(v) == 0 || int64(len(v)) < b.minSize {
+		return o.w.Add(k, v)
+	}
+	x, err := b.write(k.UserKey, v)
+	if err != nil {
+		return err
+	}
+	o.noteBlobRef(x.FileNum)
+	b.idxBuf = blob.EncodeIndex(b.idxBuf[:0], x)
+	return o.w.Add(base.MakeInternalKey(k.UserKey, k.SeqNum(), base.KindBlobIndex), b.idxBuf)
 }
 
 // write adds the value of key to the current blob file, starting one when

@@ -160,6 +160,12 @@ func TestModelBlobFiles(t *testing.T) {
 			o.BlobFileStartingLevel = 1
 		}},
 		{name: "set-options", cfg: dbRunConfig{setOptions: true}, set: setBlobTestOptions},
+		{name: "gc", set: func(o *Options) {
+			setBlobTestOptions(o)
+			setBlobGCTestOptions(o)
+			o.WriteBufferSize = 8 << 10
+			o.TargetFileSizeBase = 4 << 10
+		}},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -211,6 +217,28 @@ func TestPowerLossBlobFiles(t *testing.T) {
 			})
 		})
 	}
+	// Garbage collection: crashes also land in relocations and in the
+	// edits deleting the blob files they empty.
+	t.Run("gc", func(t *testing.T) {
+		forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+			runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, func(o *Options) {
+				setBlobTestOptions(o)
+				setBlobGCTestOptions(o)
+			})
+		})
+	})
+}
+
+// TestCrashRecoveryBlobGC is TestCrashRecoveryBlobFiles with garbage
+// collection relocating every blob file's values.
+func TestCrashRecoveryBlobGC(t *testing.T) {
+	forEachSeed(t, bySize(3, 2, 30), func(t *testing.T, seed uint64) {
+		runCrashWith(t, seed, func(o *Options) {
+			o.Logger = discardLogger()
+			setBlobTestOptions(o)
+			setBlobGCTestOptions(o)
+		}, nil)
+	})
 }
 
 // writeBlobDB writes n keys with blob values to a DB in /db on fs and

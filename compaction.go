@@ -553,7 +553,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 
 // runCompactionJob is runCompaction's work; it fills in what info reports
 // of the result.
-func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *CompactionInfo) error {
+func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *CompactionInfo) (err error) {
 	start := time.Now()
 	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
 	levels := [2]int{c.Level, c.OutputLevel}
@@ -583,7 +583,9 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	if tombstoneDateUnknown {
 		oldestTombstone = 0
 	}
-	if c.IsTrivialMove() {
+	mo := d.mutableOptions()
+	gc := d.blobGCFor(c, v, mo)
+	if c.IsTrivialMove() && !gc.collectsFrom(v, c.Inputs[0][0]) {
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
 		info.TrivialMove = true
 		if err := d.applyVersionEdit(edit); err != nil {
@@ -664,7 +666,13 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	iters = nil // merged owns and closes them; directFiles outlive it
 	// The blob references read and written give the garbage (blob_files.go).
 	blobRefs := &blobRefCounter{InternalIterator: merged, read: map[base.FileNum]blobRefCount{}}
-	blobs := d.newBlobOutput(d.mutableOptions(), c.OutputLevel, false)
+	blobs := d.newBlobOutput(mo, c.OutputLevel, false)
+	blobs.gc = gc
+	defer func() {
+		if cerr := gc.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	ro := compact.RunOptions{
 		Cmp:                 d.cmp,
 		Input:               blobRefs,
@@ -675,7 +683,7 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 		TargetFileSize:      c.MaxOutputFileSize,
 		Grandparents:        c.Grandparents,
 		// As for a flush (writeLevel0Tables).
-		KeepShadowedTombstones: d.mutableOptions().DeletePersistenceThreshold > 0,
+		KeepShadowedTombstones: mo.DeletePersistenceThreshold > 0,
 	}
 	applied := d.setSecondary(&ro, v.SecondaryTombstones)
 	metas, newBlobs, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v,
@@ -707,13 +715,35 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	d.stats.compactBytesRead.Add(inputBytes)
 	d.stats.compactBytesWritten.Add(outBytes)
 	info.Outputs, info.BytesRead, info.BytesWritten = fileNums(metas), inputBytes, outBytes
+	if gc != nil {
+		d.stats.blobRelocated.Add(gc.relocated.count)
+		d.stats.blobBytesRelocated.Add(gc.relocated.bytes)
+		info.BlobBytesRelocated = gc.relocated.bytes
+	}
 	d.logger.Info("compacted", "reason", c.Reason, "from", c.Level, "to", c.OutputLevel,
 		"inputs", len(inputs), "outputs", len(metas), "bytes_in", inputBytes, "bytes_out", outBytes,
 		"entries_in", stats.InputEntries, "entries_out", stats.OutputEntries,
 		"dropped_tombstones", stats.DroppedTombstones, "marked_outputs", countMarked(metas),
-		"secondary_dropped_files", len(dropped), "secondary_skipped_blocks", skippedBlocks, "secondary_dropped", stats.DroppedBySecondary, "secondary_to_delete", stats.SecondaryToDelete,
+		"blob_relocated", gc.relocatedCount(), "secondary_dropped_files", len(dropped), "secondary_skipped_blocks", skippedBlocks, "secondary_dropped", stats.DroppedBySecondary, "secondary_to_delete", stats.SecondaryToDelete,
 		"duration", time.Since(start))
 	return nil
+}
+
+// lastLevelNeedsRewrite reports whether CompactRange rewrites the files
+// of the last level of v overlapping its range in place: one holds
+// tombstones, entries a secondary tombstone deletes, or references to an
+// old blob file holding garbage that garbage collection would collect.
+func (d *DB) lastLevelNeedsRewrite(v *manifest.Version, files []*manifest.FileMetadata) bool {
+	if holdsTombstones(files) || holdsSecondaryDeleted(v, files) {
+		return true
+	}
+	gc := d.blobGCFor(&compact.Compaction{Reason: compact.ReasonManual}, v, d.mutableOptions())
+	for _, f := range files {
+		if gc.collectsFrom(v, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // holdsTombstones reports whether any of the files has point or range
@@ -819,11 +849,11 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
 		}
 		v := d.versions.Current()
-		if level == target && (changeLevel || !holdsTombstones(v.Overlaps(d.cmp.Compare, last, start, end)) &&
-			!holdsSecondaryDeleted(v, v.Overlaps(d.cmp.Compare, last, start, end))) {
+		if level == target && (changeLevel || !d.lastLevelNeedsRewrite(v, v.Overlaps(d.cmp.Compare, last, start, end))) {
 			// The last level is rewritten in place only to drop what its
-			// tombstones delete (and the tombstones, as no snapshot needs);
-			// a ChangeLevel target is never rewritten.
+			// tombstones delete (and the tombstones, as no snapshot needs)
+			// and to collect blob garbage; a ChangeLevel target is never
+			// rewritten.
 			v.Unref()
 			break
 		}

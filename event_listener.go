@@ -172,8 +172,8 @@ type CompactionInfo struct {
 	BytesRead, BytesWritten uint64
 	// InputEntries and OutputEntries count the entries merged and kept.
 	InputEntries, OutputEntries uint64
-	// BlobBytesRelocated counts the blob bytes garbage collection rewrote
-	// (0 until garbage collection relocates values: not built yet).
+	// BlobBytesRelocated counts the blob bytes garbage collection moved
+	// out of old blob files (their record bytes there).
 	BlobBytesRelocated uint64
 	Duration           time.Duration
 	Err                error

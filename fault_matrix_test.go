@@ -272,7 +272,10 @@ func newFaultHarness(t *testing.T, blobs bool) *faultHarness {
 	ffs := errorfs.New(mem, 1)
 	opts := testOptions(ffs)
 	if blobs {
+		// With garbage collection, so that faults also land in the reads
+		// and writes of relocations.
 		setBlobTestOptions(opts)
+		setBlobGCTestOptions(opts)
 		opts.MinBlobSize = 0
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)

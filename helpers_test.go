@@ -353,6 +353,15 @@ func setBlobTestOptions(o *Options) {
 	o.BlobFileSize = 4 << 10
 }
 
+// setBlobGCTestOptions turns blob garbage collection on, relocating every
+// blob file's values, with targeted compactions of the tables referencing a
+// file once half of it is garbage.
+func setBlobGCTestOptions(o *Options) {
+	o.EnableBlobGarbageCollection = true
+	o.BlobGarbageCollectionAgeCutoff = 1
+	o.BlobGarbageCollectionForceThreshold = 0.5
+}
+
 // checkBlobReferences checks the blob invariants of d's current version
 // (verifyBlobReferences) and returns the number of blob indexes its tables
 // hold.
@@ -370,7 +379,8 @@ func checkBlobReferences(t *testing.T, d *DB) int {
 // every live table points into a live blob file that the table records and
 // reads back as its key's value (no dangling reference), every live blob
 // file is on disk and referenced by some table (an edit deletes the blob
-// files it leaves unreferenced).
+// files it leaves unreferenced), and its values less its garbage are the
+// blob indexes that point into it.
 func verifyBlobReferences(d *DB) (int, error) {
 	v := d.versions.Current()
 	defer v.Unref()
@@ -380,7 +390,10 @@ func verifyBlobReferences(d *DB) (int, error) {
 			f.release()
 		}
 	}()
+	// refs counts the blob indexes into each blob file.
+	refs := map[base.FileNum]uint64{}
 	open := func(num base.FileNum) (*blob.Reader, error) {
+		refs[num]++
 		if v.BlobFile(num) == nil {
 			return nil, fmt.Errorf("blob file %s is not live", num)
 		}
@@ -412,6 +425,14 @@ func verifyBlobReferences(d *DB) (int, error) {
 	for _, b := range v.BlobFiles {
 		if len(v.TablesReferencingBlob(b.FileNum)) == 0 {
 			return n, fmt.Errorf("live blob file %s is referenced by no table", b.FileNum)
+		}
+		// The garbage accounting: what is not garbage is referenced. It
+		// may fall short (never exceed) only for inputs secondary
+		// tombstones drop unread.
+		live := b.TotalCount - b.GarbageCount
+		if refs[b.FileNum] > live || refs[b.FileNum] < live && d.opts.SecondaryDeleteKey == nil {
+			return n, fmt.Errorf("live blob file %s: %d blob indexes point into it, its %d values less %d garbage leave %d",
+				b.FileNum, refs[b.FileNum], b.TotalCount, b.GarbageCount, live)
 		}
 		if fi, err := d.fs.Stat(d.blobPath(b.FileNum)); err != nil {
 			return n, fmt.Errorf("live blob file %s: %w", b.FileNum, err)

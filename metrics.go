@@ -28,6 +28,9 @@ type dbStats struct {
 	// secondary counts what flushes and compactions did for secondary
 	// tombstones (Metrics.SecondaryDelete).
 	secondaryDroppedFiles, secondarySkippedBlocks, secondaryDropped, secondaryToDelete atomic.Uint64
+	// blobRelocated and blobBytesRelocated count the values blob garbage
+	// collection moved and their old record bytes.
+	blobRelocated, blobBytesRelocated atomic.Uint64
 }
 
 func (s *dbStats) recordStall(d time.Duration, stop bool) {
@@ -110,10 +113,14 @@ type Metrics struct {
 	// BytesRead; not in IO's table counts) and the values found in the blob
 	// cache instead (CacheHits). Flush and Compact BytesWritten include the
 	// blob files written, so WriteAmp counts them.
+	// Relocated and BytesRelocated count the values garbage collection
+	// moved to new blob files (or back inline) and their bytes in the old
+	// files.
 	Blob struct {
 		Files                          int
 		Size, TotalBytes, GarbageBytes uint64
 		Reads, BytesRead, CacheHits    uint64
+		Relocated, BytesRelocated      uint64
 	}
 	// IO counts the reads of the read path.
 	IO IOMetrics
@@ -261,6 +268,7 @@ func (d *DB) Metrics() *Metrics {
 	}
 	bs := d.fileCache.blobStats
 	m.Blob.Reads, m.Blob.BytesRead, m.Blob.CacheHits = bs.FileReads.Load(), bs.BytesRead.Load(), bs.CacheHits.Load()
+	m.Blob.Relocated, m.Blob.BytesRelocated = d.stats.blobRelocated.Load(), d.stats.blobBytesRelocated.Load()
 	return m
 }
 
@@ -297,8 +305,9 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "open tables: %d (%s), %d opens, %d evictions\n", m.FileCache.Open, capacity, m.FileCache.Opens, m.FileCache.Evictions)
 	fmt.Fprintf(&b, "snapshots: %d, open iterators: %d, tombstones in tables: %d\n", m.NumSnapshots, m.NumIterators, m.Tombstones)
 	if m.Blob.Files > 0 || m.Blob.Reads > 0 {
-		fmt.Fprintf(&b, "blob files: %d (%s), garbage %s of %s; blob reads: %d (%s), %d cache hits\n", m.Blob.Files, humanBytes(m.Blob.Size),
-			humanBytes(m.Blob.GarbageBytes), humanBytes(m.Blob.TotalBytes), m.Blob.Reads, humanBytes(m.Blob.BytesRead), m.Blob.CacheHits)
+		fmt.Fprintf(&b, "blob files: %d (%s), garbage %s of %s; blob reads: %d (%s), %d cache hits; relocated by GC: %d (%s)\n", m.Blob.Files, humanBytes(m.Blob.Size),
+			humanBytes(m.Blob.GarbageBytes), humanBytes(m.Blob.TotalBytes), m.Blob.Reads, humanBytes(m.Blob.BytesRead), m.Blob.CacheHits,
+			m.Blob.Relocated, humanBytes(m.Blob.BytesRelocated))
 	}
 	fmt.Fprintf(&b, "table reads: %d (%s, %d direct), blocks read: %d, readahead: %s issued, %s used\n",
 		m.IO.TableReads, humanBytes(m.IO.TableBytesRead), m.IO.DirectReads, m.IO.BlockReads,

@@ -185,11 +185,42 @@ var metamorphicSets = []metaOptionSet{
 		o.ParanoidChecks = true
 	}},
 	{name: "blob-files-set-options-mid-run", set: setBlobTestOptions, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 2}},
+	// Garbage collection: compactions relocate the values of the oldest
+	// blob files (all of them), and tables referencing files half garbage
+	// are compacted on purpose.
+	{name: "blob-gc-cutoff-1-force-0.5", set: func(o *Options) {
+		setBlobTestOptions(o)
+		setBlobGCTestOptions(o)
+	}},
+	{name: "blob-gc-forced-only", set: func(o *Options) {
+		// Outside the off-peak window: only compactions forced for files
+		// a fifth garbage relocate.
+		setBlobTestOptions(o)
+		setBlobGCTestOptions(o)
+		o.BlobGarbageCollectionAgeCutoff = 0.5
+		o.BlobGarbageCollectionForceThreshold = 0.2
+		o.BlobGarbageCollectionOffPeakWindow = offPeakWindowAvoiding(time.Now())
+	}},
+	{name: "blob-gc-min-100-readahead-1k-set-options", set: func(o *Options) {
+		// Relocated values of 100 bytes or more go to new blob files, and
+		// after blob files are turned off (SetOptions mid-run) back inline.
+		setBlobTestOptions(o)
+		setBlobGCTestOptions(o)
+		o.MinBlobSize = 100
+		o.BlobGarbageCollectionAgeCutoff = 0.5
+		o.BlobCompactionReadaheadSize = 1024
+	}, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 3}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
 	{name: "osfs-blob-files-direct", set: func(o *Options) {
 		// Blob values read with direct IO (aligned reads of records).
 		setBlobTestOptions(o)
 		o.UseDirectReads = true
+		o.UseDirectIOForFlushAndCompaction = true
+	}, osFS: true},
+	{name: "osfs-blob-gc-direct", set: func(o *Options) {
+		// Relocation reads old blob files through direct-IO handles.
+		setBlobTestOptions(o)
+		setBlobGCTestOptions(o)
 		o.UseDirectIOForFlushAndCompaction = true
 	}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {

@@ -738,7 +738,7 @@ func (d *dbTarget) changeOptions() error {
 	}
 	one := func() map[string]string {
 		i := func(lo, hi int) string { return fmt.Sprint(lo + r.IntN(hi-lo+1)) }
-		switch r.IntN(18) {
+		switch r.IntN(19) {
 		case 0:
 			// Off less often than on, so L0 does not grow for long.
 			return map[string]string{"disable_auto_compactions": fmt.Sprint(r.IntN(3) == 0)}
@@ -784,6 +784,14 @@ func (d *dbTarget) changeOptions() error {
 		case 16:
 			return map[string]string{"blob_file_size": i(1<<10, 16<<10), "blob_file_starting_level": i(0, 2),
 				"blob_compression_type": []string{"none", "snappy", "zstd"}[r.IntN(3)], "prepopulate_blob_cache": fmt.Sprint(r.IntN(2) == 0)}
+		case 17:
+			// Blob garbage collection on and off, relocating more or fewer
+			// files, forced or not, inside or outside its window.
+			return map[string]string{"enable_blob_garbage_collection": fmt.Sprint(r.IntN(3) != 0),
+				"blob_garbage_collection_age_cutoff":      []string{"0.25", "0.5", "1"}[r.IntN(3)],
+				"blob_garbage_collection_force_threshold": []string{"0.2", "0.5", "1"}[r.IntN(3)],
+				"blob_garbage_collection_off_peak_window": []string{"", "00:00-23:59", "03:00-03:01"}[r.IntN(3)],
+				"blob_compaction_readahead_size":          []string{"-1", "0", "4096"}[r.IntN(3)]}
 		default:
 			return map[string]string{"delete_persistence_threshold": []string{"0s", "30ms"}[r.IntN(2)]}
 		}

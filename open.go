@@ -256,6 +256,9 @@ func (d *DB) compactOptionsOf(o *Options) compact.Options {
 		DisableDeleteAware:                o.DisableDeleteAwareCompaction,
 		DeletePersistenceThreshold:        o.DeletePersistenceThreshold,
 		Now:                               d.clock.Now,
+		BlobGC:                            o.EnableBlobGarbageCollection,
+		BlobGCAgeCutoff:                   o.BlobGarbageCollectionAgeCutoff,
+		BlobGCForceThreshold:              o.BlobGarbageCollectionForceThreshold,
 	}
 }
 

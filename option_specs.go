@@ -209,6 +209,20 @@ var optionSpecs = []optionSpec{
 	boolOption("enable_blob_garbage_collection", "EnableBlobGarbageCollection", func(o *Options) *bool { return &o.EnableBlobGarbageCollection }),
 	floatOption("blob_garbage_collection_age_cutoff", "BlobGarbageCollectionAgeCutoff", func(o *Options) *float64 { return &o.BlobGarbageCollectionAgeCutoff }),
 	floatOption("blob_garbage_collection_force_threshold", "BlobGarbageCollectionForceThreshold", func(o *Options) *float64 { return &o.BlobGarbageCollectionForceThreshold }),
+	{
+		name: "blob_garbage_collection_off_peak_window", field: "BlobGarbageCollectionOffPeakWindow",
+		format: func(o *Options) string { return o.BlobGarbageCollectionOffPeakWindow },
+		parse: func(o *Options, v string) error {
+			o.BlobGarbageCollectionOffPeakWindow = v
+			return nil
+		},
+		validate: func(o *Options) error {
+			if _, err := parseOffPeakWindow(o.BlobGarbageCollectionOffPeakWindow); err != nil {
+				return base.InvalidArgumentf("Options.BlobGarbageCollectionOffPeakWindow: %v", err)
+			}
+			return nil
+		},
+	},
 	int64Option("blob_compaction_readahead_size", "BlobCompactionReadaheadSize", func(o *Options) *int64 { return &o.BlobCompactionReadaheadSize }),
 	intOption("blob_file_starting_level", "BlobFileStartingLevel", func(o *Options) *int { return &o.BlobFileStartingLevel }),
 	immutable(int64Option("blob_cache", "BlobCacheSize", func(o *Options) *int64 { return &o.BlobCacheSize }),

@@ -341,8 +341,9 @@ type Options struct {
 	// (the zero value) NoCompression, RocksDB's default.
 	BlobCompression Compression
 	// EnableBlobGarbageCollection (enable_blob_garbage_collection) lets
-	// compactions relocate the live values of the oldest blob files.
-	// Default false. (Recorded and settable; relocation is not built yet.)
+	// compactions relocate the live values of the oldest blob files, so
+	// that those files turn into garbage as a whole and are deleted
+	// (blob_gc.go). Default false.
 	EnableBlobGarbageCollection bool
 	// BlobGarbageCollectionAgeCutoff (blob_garbage_collection_age_cutoff) is
 	// the fraction of blob files, oldest first, whose values GC relocates,
@@ -353,6 +354,13 @@ type Options struct {
 	// oldest blob files past which compactions of the tables referencing
 	// them are forced, from 0 to 1. Default (0) 1.0, which is off.
 	BlobGarbageCollectionForceThreshold float64
+	// BlobGarbageCollectionOffPeakWindow, "HH:MM-HH:MM" in UTC (as RocksDB's
+	// daily_offpeak_time_utc: "23:30-04:00" spans midnight, "00:00-23:59"
+	// is the whole day), is when automatic compactions relocate blob
+	// values; outside it they leave them, except compactions forced by
+	// BlobGarbageCollectionForceThreshold. Manual compactions always
+	// relocate. Default "": no window, relocation at any time.
+	BlobGarbageCollectionOffPeakWindow string
 	// BlobCompactionReadaheadSize (blob_compaction_readahead_size) is the
 	// readahead of compactions reading blob files front to back (GC).
 	// Default (0) 2 MiB, not RocksDB's 0: such a read visits every record of

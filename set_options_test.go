@@ -56,6 +56,7 @@ var mutableOptionValues = map[string]string{
 	"enable_blob_garbage_collection":          "true",
 	"blob_garbage_collection_age_cutoff":      "0.5",
 	"blob_garbage_collection_force_threshold": "0.75",
+	"blob_garbage_collection_off_peak_window": "22:30-03:15",
 	"blob_compaction_readahead_size":          "65536",
 	"blob_file_starting_level":                "1",
 	"prepopulate_blob_cache":                  "true",

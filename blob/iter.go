@@ -54,14 +54,22 @@ type Iterator struct {
 
 // NewIter returns an Iterator positioned before the first record.
 func (r *Reader) NewIter(o IterOptions) *Iterator {
-	it := &Iterator{r: r, src: r.bf.Source(), off: HeaderLen}
+	it := &Iterator{r: r, off: HeaderLen}
+	it.src = r.sequentialSource(o, &it.ra)
+	return it
+}
+
+// sequentialSource returns the source a reader in file order reads through
+// with o (the reader's file, or o.File), with ra set up for o's readahead.
+func (r *Reader) sequentialSource(o IterOptions, ra *readahead.State) block.Source {
+	src := r.bf.Source()
 	if o.File != nil {
-		it.src = block.Source{File: o.File, Align: fileAlignment(o.File)}
+		src = block.Source{File: o.File, Align: fileAlignment(o.File)}
 	}
-	it.src.Stats = o.Stats
+	src.Stats = o.Stats
 	cfg := readahead.Config{
 		Limit:     int64(r.footOff),
-		Alignment: it.src.Align,
+		Alignment: src.Align,
 		Reader:    r.bf.AsyncReader(),
 		MaxAuto:   r.maxAuto,
 		Async:     o.Async,
@@ -72,8 +80,8 @@ func (r *Reader) NewIter(o IterOptions) *Iterator {
 	case o.ReadaheadSize < 0:
 		cfg.MaxAuto = -1
 	}
-	it.ra.Init(it.src.File, cfg)
-	return it
+	ra.Init(src.File, cfg)
+	return src
 }
 
 // Next moves to the next record and reports whether there is one. At the

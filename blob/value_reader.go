@@ -24,14 +24,17 @@ type ValueReader struct {
 // NewValueReader returns a ValueReader of r counting its reads in stats too
 // when not nil.
 func (r *Reader) NewValueReader(stats *ReadStats) *ValueReader {
-	v := &ValueReader{r: r, src: r.bf.Source()}
-	v.src.Stats = stats
-	v.ra.Init(v.src.File, readahead.Config{
-		Limit:     int64(r.footOff),
-		Alignment: v.src.Align,
-		Reader:    r.bf.AsyncReader(),
-		MaxAuto:   r.maxAuto,
-	})
+	return r.NewValueReaderWith(IterOptions{Stats: stats})
+}
+
+// NewValueReaderWith returns a ValueReader of r that reads as an Iterator
+// with o would: o's readahead size, handle and statistics. Garbage
+// collection reads the values it relocates through one, with its
+// blob_compaction_readahead_size and, with direct IO for compactions, a
+// direct-IO handle.
+func (r *Reader) NewValueReaderWith(o IterOptions) *ValueReader {
+	v := &ValueReader{r: r}
+	v.src = r.sequentialSource(o, &v.ra)
 	return v
 }
 

@@ -53,6 +53,11 @@ type stressConfig struct {
 	// MinBlobSize of the child's database.
 	enableBlobFiles bool
 	minBlobSize     int64
+	// enableBlobGC, blobGCAgeCutoff and blobGCForceThreshold are
+	// Options.EnableBlobGarbageCollection, BlobGarbageCollectionAgeCutoff
+	// and BlobGarbageCollectionForceThreshold.
+	enableBlobGC                          bool
+	blobGCAgeCutoff, blobGCForceThreshold float64
 }
 
 // stressDeletePolicies are the values of --delete_policy: the built-in
@@ -130,7 +135,10 @@ func (c *stressConfig) baseOptions() *shale.Options {
 		MinBlobSize:        c.minBlobSize,
 		// Small, so that blob files roll and compactions delete them at
 		// kill time.
-		BlobFileSize: int64(max(c.writeBufferSize/4, 4<<10)),
+		BlobFileSize:                        int64(max(c.writeBufferSize/4, 4<<10)),
+		EnableBlobGarbageCollection:         c.enableBlobGC,
+		BlobGarbageCollectionAgeCutoff:      c.blobGCAgeCutoff,
+		BlobGarbageCollectionForceThreshold: c.blobGCForceThreshold,
 	}
 }
 
@@ -206,6 +214,9 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--secondary_deletes=" + strconv.FormatBool(c.secondaryDeletes),
 		"--enable_blob_files=" + strconv.FormatBool(c.enableBlobFiles),
 		"--min_blob_size", strconv.FormatInt(c.minBlobSize, 10),
+		"--enable_blob_garbage_collection=" + strconv.FormatBool(c.enableBlobGC),
+		"--blob_garbage_collection_age_cutoff", strconv.FormatFloat(c.blobGCAgeCutoff, 'g', -1, 64),
+		"--blob_garbage_collection_force_threshold", strconv.FormatFloat(c.blobGCForceThreshold, 'g', -1, 64),
 	}
 }
 
@@ -247,6 +258,7 @@ on any violation. See docs/crash-testing.md.`,
 func registerStressFlags(f interface {
 	StringVar(*string, string, string, string)
 	Uint64Var(*uint64, string, uint64, string)
+	Float64Var(*float64, string, float64, string)
 	BoolVar(*bool, string, bool, string)
 	IntVar(*int, string, int, string)
 	Int64Var(*int64, string, int64, string)
@@ -270,6 +282,12 @@ func registerStressFlags(f interface {
 		"Options.EnableBlobFiles of the child's database: values go to blob files (kept inline with --secondary_deletes)")
 	f.Int64Var(&cfg.minBlobSize, "min_blob_size", 0,
 		"Options.MinBlobSize of the child's database: the smallest value put in a blob file (0 = every non-empty value)")
+	f.BoolVar(&cfg.enableBlobGC, "enable_blob_garbage_collection", false,
+		"Options.EnableBlobGarbageCollection of the child's database: compactions relocate the values of old blob files")
+	f.Float64Var(&cfg.blobGCAgeCutoff, "blob_garbage_collection_age_cutoff", 0.25,
+		"Options.BlobGarbageCollectionAgeCutoff of the child's database: the fraction of blob files, oldest first, that GC relocates")
+	f.Float64Var(&cfg.blobGCForceThreshold, "blob_garbage_collection_force_threshold", 1,
+		"Options.BlobGarbageCollectionForceThreshold of the child's database: the garbage ratio of an old blob file that forces compactions of its tables")
 }
 
 func newStressChildCmd() *cobra.Command {

@@ -104,6 +104,19 @@ func TestStressKillsBlobFiles(t *testing.T) {
 	runStressTest(t, kills, "--enable_blob_files", "--min_blob_size", "32")
 }
 
+// TestStressKillsBlobGC runs stress with blob garbage collection relocating
+// every blob file's values and forcing compactions of tables referencing
+// files half garbage, so that kills also land in relocations and in the
+// edits deleting the files they empty.
+func TestStressKillsBlobGC(t *testing.T) {
+	kills := 4
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 40
+	}
+	runStressTest(t, kills, "--enable_blob_files", "--min_blob_size", "32", "--enable_blob_garbage_collection",
+		"--blob_garbage_collection_age_cutoff", "1", "--blob_garbage_collection_force_threshold", "0.5")
+}
+
 func runStressTest(t *testing.T, kills int, extra ...string) {
 	seed := uint64(time.Now().UnixNano())
 	dir := filepath.Join(testdir.New(t), "stress")

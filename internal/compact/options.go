@@ -62,6 +62,19 @@ type Options struct {
 	DeletePersistenceThreshold time.Duration
 	// Now tells the time for DeletePersistenceThreshold (nil: it is off).
 	Now func() time.Time
+	// BlobGC turns on blob garbage collection (enable_blob_garbage_
+	// collection): with it, PickAuto forces compactions of the tables that
+	// reference an old blob file dense in garbage (blobgc.go).
+	BlobGC bool
+	// BlobGCAgeCutoff is the fraction of blob files, oldest first, whose
+	// values compactions relocate (blob_garbage_collection_age_cutoff, 0 to
+	// 1; BlobGCCutoff). Default 0: none.
+	BlobGCAgeCutoff float64
+	// BlobGCForceThreshold is the garbage ratio at which such a blob file's
+	// tables are compacted on purpose (blob_garbage_collection_force_
+	// threshold, 0 to 1). Default 0: taken as 1, which only a file of
+	// nothing but garbage reaches.
+	BlobGCForceThreshold float64
 }
 
 // DefaultTombstoneDenseCompactionThreshold is the default of

@@ -68,7 +68,7 @@ func (c *Compaction) IsTrivialMove() bool {
 	// L0 inputs are the closure of overlapping L0 files (see pickL0), so a
 	// single L0 input has no other L0 file overlapping it.
 	if c.Level == c.OutputLevel || len(c.Inputs[0]) != 1 || len(c.Inputs[1]) != 0 ||
-		forDeletes(c.Reason) || c.secondary {
+		forDeletes(c.Reason) || c.Reason == ReasonBlobGC || c.secondary {
 		return false
 	}
 	limit := mulSat(c.MaxOutputFileSize, 10)
@@ -320,9 +320,26 @@ type Picker struct {
 	opts Options
 	// cursor[l] is the largest user key of the last inputs picked from l.
 	cursor [][]byte
-	// lastForDeletes is set when the last pick was for tombstones, so that
-	// the next pick, when both kinds wait, is by score (see PickAuto).
+	// lastForDeletes is set when the last pick was for tombstones (or a
+	// forced blob GC), so that the next pick, when both kinds wait, is by
+	// score (see PickAuto).
 	lastForDeletes bool
+	// blobGCNext is set when the last of those was for tombstones, so that
+	// a forced blob GC goes next when both wait (pickBackground).
+	blobGCNext bool
+}
+
+// pickBackground chooses between a compaction for tombstones and a forced
+// blob GC compaction, either of which may be nil: the one whose turn it is
+// when both wait. It reports whether the choice is the one for tombstones.
+func (p *Picker) pickBackground(forDel, blobGC *Compaction) (*Compaction, bool) {
+	switch {
+	case blobGC == nil:
+		return forDel, forDel != nil
+	case forDel == nil || p.blobGCNext:
+		return blobGC, false
+	}
+	return forDel, true
 }
 
 // NewPicker returns a Picker for o (zero fields take their defaults).
@@ -356,7 +373,9 @@ func PickAuto(v *manifest.Version, o *Options, env PickEnv) *Compaction {
 //     not already being compacted;
 //   - for tombstones (pickForDeletes): a file marked for compaction by a
 //     property collector, a tombstone-dense file, or a last-level file whose
-//     tombstones can all be dropped.
+//     tombstones can all be dropped; or, taking turns with those, a forced
+//     blob GC (pickForcedBlobGC): a table referencing an old blob file dense
+//     in garbage.
 //
 // A compaction for tombstones goes first when the level of its file scores
 // below 1: that level needs no size compaction, so nothing else would
@@ -378,6 +397,9 @@ func (p *Picker) PickAuto(v *manifest.Version, env PickEnv) *Compaction {
 	}
 	bySize := p.pickByScore(v, baseLevel, sc)
 	forDel := p.pickForDeletes(v, env, baseLevel)
+	// A forced blob GC compaction competes as one for tombstones does; when
+	// both wait they take turns, so neither starves the other.
+	forDel, deletes := p.pickBackground(forDel, p.pickForcedBlobGC(v, baseLevel))
 	if forDel != nil {
 		forDel.Score = sc[forDel.Level]
 	}
@@ -400,6 +422,9 @@ func (p *Picker) PickAuto(v *manifest.Version, env PickEnv) *Compaction {
 		return nil
 	}
 	p.lastForDeletes = c == forDel
+	if c == forDel {
+		p.blobGCNext = deletes
+	}
 	if c == bySize && c.Level > 0 {
 		p.cursor[c.Level] = append(p.cursor[c.Level][:0], c.inputs0Largest(o.Comparer.Compare)...)
 	}
@@ -409,7 +434,7 @@ func (p *Picker) PickAuto(v *manifest.Version, env PickEnv) *Compaction {
 // NeedsCompaction reports whether PickAuto would pick a compaction, without
 // changing the Picker's state (RocksDB's NeedsCompaction).
 func (p *Picker) NeedsCompaction(v *manifest.Version, env PickEnv) bool {
-	saved := Picker{opts: p.opts, lastForDeletes: p.lastForDeletes, cursor: make([][]byte, len(p.cursor))}
+	saved := Picker{opts: p.opts, lastForDeletes: p.lastForDeletes, blobGCNext: p.blobGCNext, cursor: make([][]byte, len(p.cursor))}
 	for i, c := range p.cursor {
 		saved.cursor[i] = slices.Clone(c)
 	}

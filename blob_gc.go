@@ -1,0 +1,224 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shaledb/shale/blob"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/compact"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/vfs"
+)
+
+// Blob garbage collection (Options.EnableBlobGarbageCollection), inside
+// compaction as RocksDB's integrated BlobDB does it.
+//
+// A compaction that collects garbage relocates every value it keeps whose
+// blob index points into an old blob file: one numbered below the cutoff
+// of the version it compacts (compact.BlobGCCutoff: the oldest
+// BlobGarbageCollectionAgeCutoff fraction of the blob files). The value is
+// read (through a ValueReader per old file, with
+// BlobCompactionReadaheadSize of readahead: a compaction meets a file's
+// values in key order, which is the order its job wrote them in) and
+// written again as a Set value would be: into the job's blob file, or
+// inline when the job does not separate values. The old index is counted
+// as read and not written, so the old file gains it as garbage, and once
+// no table references the file it is deleted with the edit
+// (logAndApplyDeletingBlobs). A file's values move together, whichever
+// compactions reach its tables, so files grow old and go as a whole: the
+// live data they hold moves once, to a young file.
+//
+// Which compactions collect: all those of a DB with GC on, except
+//   - automatic ones outside BlobGarbageCollectionOffPeakWindow (when set),
+//     unless forced: a compaction picked because an old file's garbage
+//     ratio reached BlobGarbageCollectionForceThreshold
+//     (compact.ReasonBlobGC) always collects, or it would change nothing;
+//   - trivial moves, which read nothing: a move is refused (the file is
+//     rewritten) when it references an old blob file holding garbage.
+// Manual compactions (CompactRange) always collect: the operator asked for
+// the work now. A full CompactRange with GC on also rewrites last-level
+// tables referencing an old file that holds garbage, so with an age cutoff
+// of 1 it leaves no blob file holding garbage.
+
+// blobGC is the garbage collection side of one compaction.
+type blobGC struct {
+	d *DB
+	// cutoff: blob files numbered below it are relocated.
+	cutoff base.FileNum
+	// readahead is the readahead of the value readers
+	// (BlobCompactionReadaheadSize); direct opens the files with direct IO
+	// for them (UseDirectIOForFlushAndCompaction).
+	readahead int64
+	direct    bool
+	readers   map[base.FileNum]*gcReader
+	// relocated counts the values moved and their old record bytes.
+	relocated blobRefCount
+}
+
+// gcReader reads the values of one old blob file in file order.
+type gcReader struct {
+	f      *cachedFile
+	values *blob.ValueReader
+	file   vfs.File // the direct-IO handle, or nil
+}
+
+// relocates reports whether the values of blob file num move (g may be
+// nil: no garbage collection).
+func (g *blobGC) relocates(num base.FileNum) bool { return g != nil && num < g.cutoff }
+
+// read returns the value x of key locates, which is read and not cached
+// (relocation reads each value once). The value is valid until the next
+// read.
+func (g *blobGC) read(x blob.Index, key []byte) ([]byte, error) {
+	r := g.readers[x.FileNum]
+	if r == nil {
+		f, err := g.d.fileCache.findBlob(x.FileNum)
+		if err != nil {
+			return nil, err
+		}
+		r = &gcReader{f: f}
+		o := blob.IterOptions{ReadaheadSize: g.readahead}
+		if g.direct {
+			name := g.d.blobPath(x.FileNum)
+			if r.file, err = g.d.fs.Open(name, vfs.DirectIO, vfs.SequentialAccess); err != nil {
+				f.release()
+				return nil, fmt.Errorf("shale: opening %s for garbage collection with direct IO: %w", name, err)
+			}
+			o.File = r.file
+		}
+		r.values = f.blobReader.NewValueReaderWith(o)
+		g.readers[x.FileNum] = r
+	}
+	v, err := r.values.Get(x, key, false)
+	if err == nil {
+		g.relocated.count++
+		g.relocated.bytes += blobRecordBytes(x)
+	}
+	return v, err
+}
+
+// relocatedCount returns the number of values relocated (0 for nil g).
+func (g *blobGC) relocatedCount() uint64 {
+	if g == nil {
+		return 0
+	}
+	return g.relocated.count
+}
+
+// close releases the readers; it returns the first error closing a
+// direct-IO handle.
+func (g *blobGC) close() error {
+	if g == nil {
+		return nil
+	}
+	var err error
+	for _, r := range g.readers {
+		r.values.Close()
+		if r.file != nil {
+			err = errors.Join(err, r.file.Close())
+		}
+		r.f.release()
+	}
+	g.readers = nil
+	return err
+}
+
+// blobGCFor returns the garbage collection of compaction c of version v
+// under options o: nil when c collects none (see the comment at the top).
+func (d *DB) blobGCFor(c *compact.Compaction, v *manifest.Version, o *Options) *blobGC {
+	if !o.EnableBlobGarbageCollection || len(v.BlobFiles) == 0 {
+		return nil
+	}
+	if c.Reason != compact.ReasonManual && c.Reason != compact.ReasonBlobGC {
+		w, err := parseOffPeakWindow(o.BlobGarbageCollectionOffPeakWindow)
+		if err == nil && !w.contains(d.clock.Now()) {
+			return nil
+		}
+	}
+	cutoff := compact.BlobGCCutoff(v, o.BlobGarbageCollectionAgeCutoff)
+	if cutoff == 0 {
+		return nil
+	}
+	return &blobGC{d: d, cutoff: cutoff, readahead: o.BlobCompactionReadaheadSize,
+		direct:  d.opts.UseDirectIOForFlushAndCompaction && !d.opts.UseDirectReads,
+		readers: map[base.FileNum]*gcReader{}}
+}
+
+// collectsFrom reports whether g would reclaim space by rewriting table f
+// of v: f references an old blob file holding garbage. A trivial move of
+// such a file is refused, and CompactRange rewrites such last-level files.
+func (g *blobGC) collectsFrom(v *manifest.Version, f *manifest.FileMetadata) bool {
+	if g == nil {
+		return false
+	}
+	for _, n := range f.BlobFiles {
+		if n >= g.cutoff {
+			break // BlobFiles ascend
+		}
+		if b := v.BlobFile(n); b != nil && b.GarbageBytes > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// offPeakWindow is a daily window of UTC minutes, both ends included; one
+// whose start is after its end spans midnight. The zero value (set false)
+// is no window: every time is inside.
+type offPeakWindow struct {
+	set        bool
+	start, end int
+}
+
+// parseOffPeakWindow parses "HH:MM-HH:MM" (UTC; "" is no window), as
+// RocksDB's daily_offpeak_time_utc: "23:30-04:00" spans midnight and
+// "00:00-23:59" is the whole day.
+func parseOffPeakWindow(s string) (offPeakWindow, error) {
+	if s == "" {
+		return offPeakWindow{}, nil
+	}
+	from, to, ok := strings.Cut(s, "-")
+	if !ok {
+		return offPeakWindow{}, fmt.Errorf("%q is not HH:MM-HH:MM", s)
+	}
+	start, err := parseMinuteOfDay(from)
+	if err != nil {
+		return offPeakWindow{}, fmt.Errorf("%q: %w", s, err)
+	}
+	end, err := parseMinuteOfDay(to)
+	if err != nil {
+		return offPeakWindow{}, fmt.Errorf("%q: %w", s, err)
+	}
+	return offPeakWindow{set: true, start: start, end: end}, nil
+}
+
+// parseMinuteOfDay parses "HH:MM" (00:00 to 23:59) into minutes.
+func parseMinuteOfDay(s string) (int, error) {
+	hh, mm, ok := strings.Cut(s, ":")
+	if !ok || len(hh) == 0 || len(hh) > 2 || len(mm) != 2 {
+		return 0, fmt.Errorf("time %q is not HH:MM", s)
+	}
+	h, err1 := strconv.Atoi(hh)
+	m, err2 := strconv.Atoi(mm)
+	if err1 != nil || err2 != nil || h < 0 || h > 23 || m < 0 || m > 59 {
+		return 0, fmt.Errorf("time %q is not between 00:00 and 23:59", s)
+	}
+	return h*60 + m, nil
+}
+
+// contains reports whether t falls inside w.
+func (w offPeakWindow) contains(t time.Time) bool {
+	if !w.set {
+		return true
+	}
+	u := t.UTC()
+	m := u.Hour()*60 + u.Minute()
+	if w.start <= w.end {
+		return w.start <= m && m <= w.end
+	}
+	return m >= w.start || m <= w.end
+}

@@ -1,0 +1,76 @@
+package compact
+
+import (
+	"math"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+)
+
+// ReasonBlobGC is the Reason of a compaction forced for blob garbage
+// collection: it rewrites the tables that reference an old blob file whose
+// garbage ratio reached Options.BlobGCForceThreshold, so that the file's
+// live values move and the file can go.
+const ReasonBlobGC = "blob-gc"
+
+// BlobGCCutoff returns the number below which the blob files of v are old
+// enough for garbage collection: those in the oldest ageCutoff fraction of
+// them (RocksDB's blob_garbage_collection_age_cutoff: the file at index
+// floor(ageCutoff*n) of the n files, oldest first, is the first one too
+// young). With ageCutoff 1 every blob file is old enough; with 0, none.
+func BlobGCCutoff(v *manifest.Version, ageCutoff float64) base.FileNum {
+	n := len(v.BlobFiles)
+	i := int(ageCutoff * float64(n))
+	if i < 0 || n == 0 {
+		return 0
+	}
+	if i >= n {
+		return base.FileNum(math.MaxUint64)
+	}
+	return v.BlobFiles[i].FileNum
+}
+
+// pickForcedBlobGC returns a compaction of a table that references a blob
+// file old enough for garbage collection whose garbage ratio (garbage bytes
+// over total bytes) reached BlobGCForceThreshold, or nil: the oldest such
+// file first, and the first of its tables (by level) whose compaction
+// conflicts with none running. An L0 table compacts into the base level;
+// a table of another level is rewritten in place, which reads no other
+// level (as RocksDB's forced blob GC). The DB relocates every value of an
+// old blob file such a compaction reads, so afterwards the table no longer
+// references the file, and once none does the file is deleted: each forced
+// compaction makes progress.
+func (p *Picker) pickForcedBlobGC(v *manifest.Version, baseLevel int) *Compaction {
+	o := &p.opts
+	if !o.BlobGC || len(v.BlobFiles) == 0 {
+		return nil
+	}
+	threshold := o.BlobGCForceThreshold
+	if threshold <= 0 {
+		threshold = 1
+	}
+	cutoff := BlobGCCutoff(v, o.BlobGCAgeCutoff)
+	for _, b := range v.BlobFiles {
+		if b.FileNum >= cutoff {
+			break
+		}
+		if b.TotalBytes == 0 || float64(b.GarbageBytes) < threshold*float64(b.TotalBytes) {
+			continue
+		}
+		for _, t := range v.TablesReferencingBlob(b.FileNum) {
+			if t.Meta.Compacting {
+				continue
+			}
+			var c *Compaction
+			if t.Level == 0 {
+				c = p.pickL0(v, baseLevel, t.Meta, ReasonBlobGC)
+			} else {
+				c = p.setup(v, t.Level, t.Level, baseLevel, []*manifest.FileMetadata{t.Meta}, ReasonBlobGC)
+			}
+			if c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
