@@ -223,6 +223,7 @@ func (b *blobOutput) finishFile() error {
 	}
 	b.files = append(b.files, &manifest.BlobFileMetadata{FileNum: num, TotalCount: m.Count, TotalBytes: b.bytes,
 		Size: m.Size, ChecksumMethod: method, ChecksumValue: sum})
+	b.d.opts.Statistics.add(TickerBlobFileBytesWritten, m.Size)
 	if b.prepopulate {
 		b.prepopulateCache(num)
 	}

@@ -581,3 +581,68 @@ func TestBlobGCReadFaultFailsCompactionLosesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestStatisticsBlobTickers: the blob tickers count what Metrics().Blob
+// and the flushes and compactions did: blob file bytes written (the live
+// blob files' sizes after flushes alone), reads and bytes read of blob
+// values (Get with the cache off), cache hits (Get again with it on),
+// and the values and bytes garbage collection relocated; a closed DB's
+// counts stay, and Reset zeroes them.
+func TestStatisticsBlobTickers(t *testing.T) {
+	mem := vfs.NewMem()
+	st := NewStatistics()
+	opts := blobTestOptions(mem)
+	opts.DisableAutoCompactions = true
+	opts.Statistics = st
+	setBlobGCTestOptions(opts)
+	d, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every other key overwritten: the old blob files hold garbage for
+	// the compaction to collect.
+	writeBlobGCRounds(t, d, 100, map[int]int{}, 2)
+	var size uint64
+	for _, b := range liveBlobFiles(d) {
+		size += b.Size
+	}
+	if got := st.TickerCount(TickerBlobFileBytesWritten); got != size || size == 0 {
+		t.Errorf("%s = %d, want the %d bytes of the flushed blob files", TickerBlobFileBytesWritten, got, size)
+	}
+	for i := range 100 {
+		if _, err := d.Get([]byte(fmt.Sprintf("k%05d", i)), &ReadOptions{FillCache: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := d.Metrics()
+	if st.TickerCount(TickerBlobFileReads) != m.Blob.Reads || st.TickerCount(TickerBlobFileBytesRead) != m.Blob.BytesRead || m.Blob.Reads == 0 {
+		t.Errorf("blob read tickers %d/%d, Metrics %+v", st.TickerCount(TickerBlobFileReads), st.TickerCount(TickerBlobFileBytesRead), m.Blob)
+	}
+	if err := d.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	m = d.Metrics()
+	if st.TickerCount(TickerBlobGCNumKeysRelocated) != m.Blob.Relocated || st.TickerCount(TickerBlobGCBytesRelocated) != m.Blob.BytesRelocated ||
+		m.Blob.Relocated != 100 {
+		t.Errorf("GC tickers %d/%d, Metrics %+v", st.TickerCount(TickerBlobGCNumKeysRelocated), st.TickerCount(TickerBlobGCBytesRelocated), m.Blob)
+	}
+	if st.TickerCount(TickerBlobFileBytesWritten) <= size {
+		t.Errorf("%s did not grow with the relocation's blob files", TickerBlobFileBytesWritten)
+	}
+	if st.TickerCount(TickerBlobCacheHits) != m.Blob.CacheHits {
+		t.Errorf("%s = %d, Metrics %d", TickerBlobCacheHits, st.TickerCount(TickerBlobCacheHits), m.Blob.CacheHits)
+	}
+	reads := st.TickerCount(TickerBlobFileReads)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.TickerCount(TickerBlobFileReads); got != reads {
+		t.Errorf("after Close %s = %d, want %d kept", TickerBlobFileReads, got, reads)
+	}
+	st.Reset()
+	for _, tk := range []Ticker{TickerBlobFileBytesRead, TickerBlobFileReads, TickerBlobFileBytesWritten, TickerBlobGCNumKeysRelocated} {
+		if got := st.TickerCount(tk); got != 0 {
+			t.Errorf("after Reset %s = %d", tk, got)
+		}
+	}
+}

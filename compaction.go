@@ -718,6 +718,8 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	if gc != nil {
 		d.stats.blobRelocated.Add(gc.relocated.count)
 		d.stats.blobBytesRelocated.Add(gc.relocated.bytes)
+		d.opts.Statistics.add(TickerBlobGCNumKeysRelocated, gc.relocated.count)
+		d.opts.Statistics.add(TickerBlobGCBytesRelocated, gc.relocated.bytes)
 		info.BlobBytesRelocated = gc.relocated.bytes
 	}
 	d.logger.Info("compacted", "reason", c.Reason, "from", c.Level, "to", c.OutputLevel,

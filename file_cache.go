@@ -85,6 +85,8 @@ type fileCache struct {
 	stats *sstable.ReadStats
 	// blobStats counts the reads of blob files (Metrics().Blob).
 	blobStats *blob.ReadStats
+	// counts holds stats and blobStats, as Options.Statistics reads them.
+	counts *readCounts
 }
 
 // fileIndexShards is the number of maps the index of each file kind is
@@ -137,7 +139,8 @@ type cachedFile struct {
 // open whatever Options.MaxOpenFiles says: it opened them through pinned
 // handles at load, and a writer beside it may have removed them since.
 func newFileCache(d *DB) *fileCache {
-	c := &fileCache{d: d, stats: new(sstable.ReadStats), blobStats: new(blob.ReadStats), lingering: map[*cachedFile]struct{}{}}
+	counts := new(readCounts)
+	c := &fileCache{d: d, counts: counts, stats: &counts.tables, blobStats: &counts.blobs, lingering: map[*cachedFile]struct{}{}}
 	if n := d.opts.MaxOpenFiles; n > 0 && !d.readOnly {
 		c.capacity = n
 	}
@@ -145,7 +148,7 @@ func newFileCache(d *DB) *fileCache {
 		c.ids[k] = make(map[base.FileNum]uint64)
 	}
 	if st := d.opts.Statistics; st != nil {
-		st.attach(c.stats)
+		st.attach(c.counts)
 	}
 	return c
 }
@@ -616,7 +619,7 @@ func (c *fileCache) close() error {
 		err = errors.Join(err, f.closeReader())
 	}
 	if st := c.d.opts.Statistics; st != nil {
-		st.detach(c.stats)
+		st.detach(c.counts)
 	}
 	return err
 }

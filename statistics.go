@@ -2,6 +2,7 @@ package shale
 
 import (
 	"fmt"
+	"github.com/shaledb/shale/blob"
 	"math"
 	"math/bits"
 	"strings"
@@ -53,6 +54,17 @@ const (
 	// (Options.MaxSequentialSkipInIterations), added when the iterator
 	// closes (RocksDB's NUMBER_OF_RESEEKS_IN_ITERATION).
 	TickerNumberOfReseeksInIteration
+	// The blob tickers (Options.EnableBlobFiles; RocksDB's BLOB_DB_*):
+	// bytes and read calls of blob files read for values, blob values
+	// found in the blob cache, bytes of blob files written by flushes and
+	// compactions, and the values garbage collection relocated with their
+	// bytes in the old files.
+	TickerBlobFileBytesRead
+	TickerBlobFileReads
+	TickerBlobCacheHits
+	TickerBlobFileBytesWritten
+	TickerBlobGCNumKeysRelocated
+	TickerBlobGCBytesRelocated
 	numTickers
 )
 
@@ -76,6 +88,12 @@ var tickerNames = [numTickers]string{
 	TickerCompactionKeyDropRangeDel:          "shale.compaction.key.drop.range_del",
 	TickerCompactionOptimizedDelDropObsolete: "shale.compaction.optimized.del.drop.obsolete",
 	TickerNumberOfReseeksInIteration:         "shale.number.reseeks.iteration",
+	TickerBlobFileBytesRead:                  "shale.blobdb.blob.file.bytes.read",
+	TickerBlobFileReads:                      "shale.blobdb.blob.file.reads",
+	TickerBlobCacheHits:                      "shale.blob.cache.hit",
+	TickerBlobFileBytesWritten:               "shale.blobdb.blob.file.bytes.written",
+	TickerBlobGCNumKeysRelocated:             "shale.blobdb.gc.num.keys.relocated",
+	TickerBlobGCBytesRelocated:               "shale.blobdb.gc.bytes.relocated",
 }
 
 // String returns the ticker's name, e.g. "shale.block.cache.hit".
@@ -128,17 +146,17 @@ type HistogramData struct {
 type Statistics struct {
 	// tables holds the table read counts of the DBs that were closed; the
 	// table tickers are its counts plus those of every open DB (live).
-	tables sstable.ReadStats
+	tables readCounts
 	// mu guards live: the table read counts of the open DBs using s. Each
 	// DB counts into its own ReadStats (its Metrics().IO), so the read
 	// path adds once and a DB's Metrics hold only its own reads.
 	mu   sync.Mutex
-	live map[*sstable.ReadStats]struct{}
+	live map[*readCounts]struct{}
 	// base holds the table counts (closed and open DBs) at the last Reset;
 	// the table tickers report the counts since. Guarded by mu; nil before
 	// the first Reset. The open DBs' ReadStats are their Metrics().IO, so
 	// Reset cannot zero them.
-	base *sstable.ReadStats
+	base *readCounts
 	// tickers holds the tickers not read from tables (indexed by Ticker;
 	// the table ones stay zero here).
 	tickers [numTickers]atomic.Uint64
@@ -164,19 +182,32 @@ func (s *Statistics) recordDuration(h HistogramType, d time.Duration) {
 	s.hists[h].record(d)
 }
 
+// readCounts are the read counts of one DB's file cache: its tables'
+// (Metrics().IO) and its blob files' (Metrics().Blob).
+type readCounts struct {
+	tables sstable.ReadStats
+	blobs  blob.ReadStats
+}
+
+// Add adds every counter of o to c.
+func (c *readCounts) Add(o *readCounts) {
+	c.tables.Add(&o.tables)
+	c.blobs.Add(&o.blobs)
+}
+
 // attach adds the table read counts of an opening DB to the table tickers.
-func (s *Statistics) attach(rs *sstable.ReadStats) {
+func (s *Statistics) attach(rs *readCounts) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.live == nil {
-		s.live = make(map[*sstable.ReadStats]struct{})
+		s.live = make(map[*readCounts]struct{})
 	}
 	s.live[rs] = struct{}{}
 }
 
 // detach keeps the counts of a closing DB in s.tables and stops reading
 // rs; calling it again, or for a DB never attached, does nothing.
-func (s *Statistics) detach(rs *sstable.ReadStats) {
+func (s *Statistics) detach(rs *readCounts) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.live[rs]; ok {
@@ -187,7 +218,7 @@ func (s *Statistics) detach(rs *sstable.ReadStats) {
 
 // tableCount returns one table counter (load picks it) summed over the
 // closed and the open DBs.
-func (s *Statistics) tableCount(load func(*sstable.ReadStats) *atomic.Uint64) uint64 {
+func (s *Statistics) tableCount(load func(*readCounts) *atomic.Uint64) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := load(&s.tables).Load()
@@ -211,7 +242,7 @@ func (s *Statistics) Reset() {
 		return
 	}
 	s.mu.Lock()
-	base := new(sstable.ReadStats)
+	base := new(readCounts)
 	base.Add(&s.tables)
 	for rs := range s.live {
 		base.Add(rs)
@@ -241,35 +272,41 @@ func (s *Statistics) TickerCount(t Ticker) uint64 {
 	if s == nil || t < 0 || t >= numTickers {
 		return 0
 	}
-	var load func(*sstable.ReadStats) *atomic.Uint64
+	var load func(*readCounts) *atomic.Uint64
 	switch t {
 	case TickerBlockReads:
-		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.BlockReads }
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.BlockReads }
 	case TickerBytesRead:
-		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.BytesRead }
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.BytesRead }
 	case TickerBlockCacheHits:
-		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.CacheHits }
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.CacheHits }
 	case TickerAsyncReads:
-		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.AsyncReads }
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.AsyncReads }
 	case TickerReadsCoalesced:
-		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.ReadsCoalesced }
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.ReadsCoalesced }
 	case TickerPrefetchHits:
-		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.PrefetchHits }
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.PrefetchHits }
 	case TickerPrefetchWastedBytes:
 		// Used is loaded first: both only grow, and used never exceeds
 		// issued, so a later issued is at least the used loaded here.
-		used := s.tableCount(func(r *sstable.ReadStats) *atomic.Uint64 { return &r.ReadaheadBytesUsed })
-		issued := s.tableCount(func(r *sstable.ReadStats) *atomic.Uint64 { return &r.ReadaheadBytesIssued })
+		used := s.tableCount(func(r *readCounts) *atomic.Uint64 { return &r.tables.ReadaheadBytesUsed })
+		issued := s.tableCount(func(r *readCounts) *atomic.Uint64 { return &r.tables.ReadaheadBytesIssued })
 		if issued < used {
 			return 0
 		}
 		return issued - used
 	case TickerBloomChecks:
-		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.BloomChecks }
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.BloomChecks }
 	case TickerBloomUseful:
-		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.BloomUseful }
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.BloomUseful }
 	case TickerFileReads:
-		load = func(r *sstable.ReadStats) *atomic.Uint64 { return &r.FileReads }
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.FileReads }
+	case TickerBlobFileBytesRead:
+		load = func(r *readCounts) *atomic.Uint64 { return &r.blobs.BytesRead }
+	case TickerBlobFileReads:
+		load = func(r *readCounts) *atomic.Uint64 { return &r.blobs.FileReads }
+	case TickerBlobCacheHits:
+		load = func(r *readCounts) *atomic.Uint64 { return &r.blobs.CacheHits }
 	}
 	if load != nil {
 		return s.tableCount(load)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -143,7 +142,7 @@ func TestStatisticsNames(t *testing.T) {
 // ReadStats the table readers add to, and the others from add.
 func TestStatisticsTickers(t *testing.T) {
 	s := NewStatistics()
-	ts := &s.tables
+	ts := &s.tables.tables
 	ts.BlockReads.Add(1)
 	ts.BytesRead.Add(2)
 	ts.CacheHits.Add(3)
@@ -163,6 +162,14 @@ func TestStatisticsTickers(t *testing.T) {
 	s.add(TickerCompactionKeyDropRangeDel, 15)
 	s.add(TickerCompactionOptimizedDelDropObsolete, 16)
 	s.add(TickerNumberOfReseeksInIteration, 17)
+	bs := &s.tables.blobs
+	bs.BytesRead.Add(18)
+	bs.FileReads.Add(19)
+	bs.CacheHits.Add(20)
+	bs.BlockReads.Add(99) // no ticker
+	s.add(TickerBlobFileBytesWritten, 21)
+	s.add(TickerBlobGCNumKeysRelocated, 22)
+	s.add(TickerBlobGCBytesRelocated, 23)
 	want := map[Ticker]uint64{
 		TickerBlockReads: 1, TickerBytesRead: 2, TickerBlockCacheHits: 3, TickerAsyncReads: 4,
 		TickerReadsCoalesced: 5, TickerPrefetchHits: 6, TickerPrefetchWastedBytes: 70,
@@ -171,6 +178,8 @@ func TestStatisticsTickers(t *testing.T) {
 		TickerCompactionKeyDropNewerEntry: 13, TickerCompactionKeyDropObsolete: 14,
 		TickerCompactionKeyDropRangeDel: 15, TickerCompactionOptimizedDelDropObsolete: 16,
 		TickerNumberOfReseeksInIteration: 17,
+		TickerBlobFileBytesRead:          18, TickerBlobFileReads: 19, TickerBlobCacheHits: 20,
+		TickerBlobFileBytesWritten: 21, TickerBlobGCNumKeysRelocated: 22, TickerBlobGCBytesRelocated: 23,
 	}
 	if len(want) != int(numTickers) {
 		t.Fatalf("test covers %d tickers of %d", len(want), numTickers)
@@ -333,12 +342,12 @@ func TestHistogramPartialRecord(t *testing.T) {
 // which Reset must leave alone), and later counts add up again.
 func TestStatisticsReset(t *testing.T) {
 	s := NewStatistics()
-	s.tables.BlockReads.Add(7)
-	s.tables.ReadaheadBytesIssued.Add(100)
-	s.tables.ReadaheadBytesUsed.Add(30)
-	open := new(sstable.ReadStats) // an open DB's counts
+	s.tables.tables.BlockReads.Add(7)
+	s.tables.tables.ReadaheadBytesIssued.Add(100)
+	s.tables.tables.ReadaheadBytesUsed.Add(30)
+	open := new(readCounts) // an open DB's counts
 	s.attach(open)
-	open.BlockReads.Add(5)
+	open.tables.BlockReads.Add(5)
 	s.add(TickerMultiGetKeysRead, 3)
 	s.recordDuration(HistogramGetMicros, 4*time.Microsecond)
 
@@ -353,14 +362,14 @@ func TestStatisticsReset(t *testing.T) {
 			t.Errorf("after Reset %s = %+v, want empty", h, d)
 		}
 	}
-	if got := open.BlockReads.Load(); got != 5 {
+	if got := open.tables.BlockReads.Load(); got != 5 {
 		t.Fatalf("Reset changed the DB's own counts (Metrics().IO): BlockReads %d, want 5", got)
 	}
 
-	open.BlockReads.Add(2)
+	open.tables.BlockReads.Add(2)
 	s.detach(open) // closing moves its counts into s.tables
-	s.tables.ReadaheadBytesIssued.Add(50)
-	s.tables.ReadaheadBytesUsed.Add(10)
+	s.tables.tables.ReadaheadBytesIssued.Add(50)
+	s.tables.tables.ReadaheadBytesUsed.Add(10)
 	s.add(TickerMultiGetKeysRead, 1)
 	s.recordDuration(HistogramGetMicros, 6*time.Microsecond)
 	for tk, want := range map[Ticker]uint64{TickerBlockReads: 2, TickerPrefetchWastedBytes: 40, TickerMultiGetKeysRead: 1} {
