@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/sstable"
+	"github.com/shaledb/shale/vfs"
 )
 
 // Key-value separation (Options.EnableBlobFiles): the blob side of flushes
@@ -168,7 +169,12 @@ func (b *blobOutput) write(key, value []byte) (blob.Index, error) {
 	if b.w == nil {
 		num := b.d.versions.NewFileNum()
 		name := b.d.blobPath(num)
-		f, err := b.d.fs.Create(name)
+		var createOpts []vfs.OpenOption
+		if b.d.opts.UseDirectIOForFlushAndCompaction {
+			// As the job's tables: written past the page cache.
+			createOpts = append(createOpts, vfs.DirectIO)
+		}
+		f, err := b.d.fs.Create(name, createOpts...)
 		if err != nil {
 			return blob.Index{}, err
 		}

@@ -67,6 +67,14 @@ func (fs *openOptsFS) createdWith(t base.FileType) []vfs.OpenOption {
 // compactions, checks every table was created with DirectIO, and checks all
 // data against a map before and after reopening.
 func TestDirectIODatabase(t *testing.T) {
+	for _, blobs := range []bool{false, true} {
+		// With blob files (and GC), blob files are written with DirectIO
+		// too, and relocation reads them through direct handles.
+		t.Run(fmt.Sprintf("blob-files=%v", blobs), func(t *testing.T) { runDirectIODatabase(t, blobs) })
+	}
+}
+
+func runDirectIODatabase(t *testing.T, blobs bool) {
 	seed := uint64(rand.Int64())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
@@ -76,6 +84,10 @@ func TestDirectIODatabase(t *testing.T) {
 	opts.UseDirectReads = true
 	opts.UseDirectIOForFlushAndCompaction = true
 	opts.WriteBufferSize = 32 << 10
+	if blobs {
+		setBlobTestOptions(opts)
+		setBlobGCTestOptions(opts)
+	}
 	db, err := Open(dir, opts)
 	if err != nil {
 		t.Fatalf("Open with direct IO on the test directory: %v", err)
@@ -118,6 +130,15 @@ func TestDirectIODatabase(t *testing.T) {
 	for i, o := range tables {
 		if o&vfs.DirectIO == 0 {
 			t.Fatalf("table %d of %d was created without DirectIO", i, len(tables))
+		}
+	}
+	if created := fs.createdWith(base.FileTypeBlob); blobs && len(created) == 0 {
+		t.Fatal("no blob file was created")
+	} else {
+		for i, o := range created {
+			if o&vfs.DirectIO == 0 {
+				t.Fatalf("blob file %d of %d was created without DirectIO", i, len(created))
+			}
 		}
 	}
 	for _, o := range fs.createdWith(base.FileTypeLog) {
