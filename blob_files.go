@@ -364,15 +364,16 @@ func compareFileNums(a, b base.FileNum) int {
 
 // logAndApplyDeletingBlobs logs edit, a flush's or compaction's, after
 // adding to it the deletion of every blob file that no table references
-// once it applies. blobEditMu keeps other such edits out between the
-// computation and the apply.
-func (d *DB) logAndApplyDeletingBlobs(edit *manifest.VersionEdit) error {
+// once it applies, calling installed (when not nil) as the new version is
+// installed (manifest.VersionSet.LogAndApplyThen). blobEditMu keeps other
+// such edits out between the computation and the apply.
+func (d *DB) logAndApplyDeletingBlobs(edit *manifest.VersionEdit, installed func()) error {
 	d.blobEditMu.Lock()
 	defer d.blobEditMu.Unlock()
 	v := d.versions.Current()
 	edit.DeletedBlobFiles = append(edit.DeletedBlobFiles, v.UnreferencedBlobFiles(edit)...)
 	v.Unref()
-	return d.versions.LogAndApply(edit)
+	return d.versions.LogAndApplyThen(edit, installed)
 }
 
 // readBlobValue returns the value the blob index idx (of key) locates,

@@ -238,7 +238,6 @@ func TestBlobGCForceThresholdCompactsReferencingTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
 	want := map[int]int{}
 	// Round 0 in the last level; every other key rewritten and compacted
 	// down too, so the old files are half garbage and their other half is
@@ -307,6 +306,9 @@ func TestBlobGCForceThresholdCompactsReferencingTables(t *testing.T) {
 	}
 	checkBlobReferences(t, d)
 	checkBlobGCValues(t, d, want)
+	if err := d.Close(); err != nil { // every event delivered
+		t.Fatal(err)
+	}
 	forced := 0
 	for _, c := range ofKind[CompactionInfo](l, "CompactionCompleted") {
 		if c.Reason == compact.ReasonBlobGC {

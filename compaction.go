@@ -121,13 +121,20 @@ func (d *DB) backgroundFlush() {
 		for _, b := range blobs {
 			bytes += b.Size
 		}
+		info := FlushInfo{JobID: jobID, Reason: m.flushReason, WALNum: uint64(m.logNum), Outputs: fileNums(metas), BytesWritten: bytes}
+		// The completion is queued as the version is installed, so that it
+		// comes before the begin of any job that picks the outputs.
+		completed := func() {
+			info.Duration = time.Since(start)
+			d.eventFlushCompleted(info)
+		}
 		if err == nil {
 			d.versions.SetLastSeq(lastSeq)
-			err = d.logAndApplyDeletingBlobs(edit)
+			err = d.logAndApplyDeletingBlobs(edit, completed)
 		}
-		if d.events != nil {
-			d.eventFlushCompleted(FlushInfo{JobID: jobID, Reason: m.flushReason, WALNum: uint64(m.logNum),
-				Outputs: fileNums(metas), BytesWritten: bytes, Duration: time.Since(start), Err: err})
+		if err != nil && d.events != nil {
+			info.Err = err
+			completed()
 		}
 		d.mu.Lock()
 		if err != nil {
@@ -536,7 +543,7 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	start := time.Now()
 	info := CompactionInfo{JobID: d.newJobID(), Reason: c.Reason, InputLevel: c.Level, OutputLevel: c.OutputLevel}
 	if d.events == nil {
-		return d.runCompactionJob(c, v, &info)
+		return d.runCompactionJob(c, v, &info, nil)
 	}
 	levels := [2]int{c.Level, c.OutputLevel}
 	for i, files := range c.Inputs {
@@ -545,15 +552,31 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 		}
 	}
 	d.eventCompactionBegin(info)
-	err := d.runCompactionJob(c, v, &info)
-	info.Duration, info.Err = time.Since(start), err
-	d.eventCompactionCompleted(info)
+	// The completion is queued as the job's version is installed (when it
+	// is), so that it comes before the begin of any job that picks the
+	// outputs; a job that fails reports when it returns.
+	installed := false
+	err := d.runCompactionJob(c, v, &info, func() {
+		installed = true
+		info.Duration = time.Since(start)
+		d.eventCompactionCompleted(info)
+	})
+	if !installed {
+		// A job that did not install has no outputs.
+		info.Outputs, info.BytesRead, info.BytesWritten = nil, 0, 0
+		info.Duration, info.Err = time.Since(start), err
+		if err == nil {
+			info.Err = errors.New("shale: internal error: a compaction succeeded without installing a version")
+		}
+		d.eventCompactionCompleted(info)
+	}
 	return err
 }
 
 // runCompactionJob is runCompaction's work; it fills in what info reports
-// of the result.
-func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *CompactionInfo) (err error) {
+// of the result before it installs the result, calling installed (when not
+// nil) as it does.
+func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *CompactionInfo, installed func()) error {
 	start := time.Now()
 	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
 	levels := [2]int{c.Level, c.OutputLevel}
@@ -588,10 +611,10 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	if c.IsTrivialMove() && !gc.collectsFrom(v, c.Inputs[0][0]) {
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
 		info.TrivialMove = true
-		if err := d.applyVersionEdit(edit); err != nil {
+		info.Outputs = []uint64{uint64(c.Inputs[0][0].FileNum)}
+		if err := d.applyVersionEdit(edit, installed); err != nil {
 			return err
 		}
-		info.Outputs = []uint64{uint64(c.Inputs[0][0].FileNum)}
 		d.stats.trivialMoves.Add(1)
 		d.logger.Info("trivial move", "file", c.Inputs[0][0].FileNum, "from", c.Level, "to", c.OutputLevel)
 		return nil
@@ -668,11 +691,7 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	blobRefs := &blobRefCounter{InternalIterator: merged, read: map[base.FileNum]blobRefCount{}}
 	blobs := d.newBlobOutput(mo, c.OutputLevel, false)
 	blobs.gc = gc
-	defer func() {
-		if cerr := gc.close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
+	defer gc.close() // on early returns; closed before the install otherwise
 	ro := compact.RunOptions{
 		Cmp:                 d.cmp,
 		Input:               blobRefs,
@@ -688,7 +707,7 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	applied := d.setSecondary(&ro, v.SecondaryTombstones)
 	metas, newBlobs, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v,
 		secondaryApplied: applied, jobID: info.JobID, reason: FileReasonCompaction, blobs: blobs})
-	err = errors.Join(err, merged.Close())
+	err = errors.Join(err, merged.Close(), gc.close())
 	releaseTables()
 	info.InputEntries, info.OutputEntries = uint64(stats.InputEntries), uint64(stats.OutputEntries)
 	if err != nil {
@@ -707,20 +726,22 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
 		outBytes += m.Size
 	}
-	if err := d.applyVersionEdit(edit); err != nil {
+	info.Outputs, info.BytesRead, info.BytesWritten = fileNums(metas), inputBytes, outBytes
+	if gc != nil {
+		info.BlobBytesRelocated = gc.relocated.bytes
+	}
+	if err := d.applyVersionEdit(edit, installed); err != nil {
 		// Outputs stay (see backgroundFlush): the edit may be durable.
 		return err
 	}
 	d.stats.compactions.Add(1)
 	d.stats.compactBytesRead.Add(inputBytes)
 	d.stats.compactBytesWritten.Add(outBytes)
-	info.Outputs, info.BytesRead, info.BytesWritten = fileNums(metas), inputBytes, outBytes
 	if gc != nil {
 		d.stats.blobRelocated.Add(gc.relocated.count)
 		d.stats.blobBytesRelocated.Add(gc.relocated.bytes)
 		d.opts.Statistics.add(TickerBlobGCNumKeysRelocated, gc.relocated.count)
 		d.opts.Statistics.add(TickerBlobGCBytesRelocated, gc.relocated.bytes)
-		info.BlobBytesRelocated = gc.relocated.bytes
 	}
 	d.logger.Info("compacted", "reason", c.Reason, "from", c.Level, "to", c.OutputLevel,
 		"inputs", len(inputs), "outputs", len(metas), "bytes_in", inputBytes, "bytes_out", outBytes,
@@ -773,9 +794,10 @@ func holdsSecondaryDeleted(v *manifest.Version, files []*manifest.FileMetadata) 
 }
 
 // applyVersionEdit logs the edit, with the deletion of the blob files it
-// leaves unreferenced, and publishes the new version to readers.
-func (d *DB) applyVersionEdit(edit *manifest.VersionEdit) error {
-	if err := d.logAndApplyDeletingBlobs(edit); err != nil {
+// leaves unreferenced, and publishes the new version to readers; installed
+// is called as the version is installed (see logAndApplyDeletingBlobs).
+func (d *DB) applyVersionEdit(edit *manifest.VersionEdit, installed func()) error {
+	if err := d.logAndApplyDeletingBlobs(edit, installed); err != nil {
 		return err
 	}
 	d.mu.Lock()

@@ -14,13 +14,11 @@ import (
 // that they keep compiling, and ignore the event, when a method is added.
 //
 // The DB calls the methods from one goroutine of its own, one at a time and
-// in the order the events happened (a job's begin before its completion),
-// never while it holds a lock and never from a writer's goroutine. One
-// exception to the order: a job's completion is queued just after its
-// version is installed, so a compaction that picked the job's outputs in
-// between may be reported as begun first (to be fixed by queueing it at
-// the install itself). The
-// events wait in a queue of 4096; a listener that falls
+// in the order the events happened (a job's begin before its completion,
+// and a job's completion before the begin of any compaction of its
+// outputs: it is queued as the job's version is installed), never while
+// it holds a lock and never from a writer's goroutine. The events wait in
+// a queue of 4096; a listener that falls
 // that far behind loses the newest events, is told how many
 // (OnEventsDropped) and Metrics().DroppedEvents counts them, so a listener
 // that blocks delays only later events, never a write or background job.

@@ -653,3 +653,64 @@ func TestStallEventStaysStoppedAfterRaisingWriteBufferSize(t *testing.T) {
 	}
 	// Close hangs here too (finding 1); leave the DB open.
 }
+
+// TestEventListenerCompletionBeforeOutputsPicked: with concurrent flushes
+// and compactions, a job's completion is reported before the begin of any
+// compaction whose inputs include the job's outputs: the completion is
+// queued as the job's version is installed, before any pick can see it.
+func TestEventListenerCompletionBeforeOutputsPicked(t *testing.T) {
+	fs := vfs.NewMem()
+	l := &recordingListener{}
+	d := openListenerDB(t, fs, l, func(o *Options) {
+		o.MaxBackgroundJobs = 4
+		o.WriteBufferSize = 16 << 10
+		o.TargetFileSizeBase = 8 << 10
+		o.MaxBytesForLevelBase = 32 << 10
+		o.Level0FileNumCompactionTrigger = 2
+	})
+	val := make([]byte, 200)
+	for i := range 20000 {
+		if err := d.Put(fmt.Appendf(nil, "key%05d", (i*7919)%5000), val, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.WaitForCompact(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// producedBy maps each output to whether its job's completion has been
+	// reported yet (false: produced, not yet reported; absent: unknown).
+	completed := map[uint64]bool{}
+	compactions := 0
+	for _, ev := range l.recorded() {
+		switch info := ev.info.(type) {
+		case FlushInfo:
+			if ev.kind == "FlushCompleted" {
+				for _, f := range info.Outputs {
+					completed[f] = true
+				}
+			}
+		case CompactionInfo:
+			switch ev.kind {
+			case "CompactionBegin":
+				compactions++
+				for _, in := range info.Inputs {
+					for _, f := range in.Files {
+						if !completed[f] {
+							t.Fatalf("compaction %d began with input %d before the job writing it was reported completed", info.JobID, f)
+						}
+					}
+				}
+			case "CompactionCompleted":
+				for _, f := range info.Outputs {
+					completed[f] = true
+				}
+			}
+		}
+	}
+	if compactions < 5 {
+		t.Fatalf("only %d compactions: the test shows nothing", compactions)
+	}
+}

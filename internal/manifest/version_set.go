@@ -361,7 +361,13 @@ func (vs *VersionSet) Current() *Version {
 // them when the edit names higher ones. Concurrent callers are serialized. On
 // any error the current version is unchanged; after a write or sync error the
 // next call starts a new MANIFEST.
-func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
+func (vs *VersionSet) LogAndApply(edit *VersionEdit) error { return vs.LogAndApplyThen(edit, nil) }
+
+// LogAndApplyThen is LogAndApply that calls installed (when not nil) as it
+// installs the new version, before any Current can return it: what
+// installed does happens before anything done with the new version. It
+// must be quick and must not call the VersionSet.
+func (vs *VersionSet) LogAndApplyThen(edit *VersionEdit, installed func()) error {
 	vs.writeMu.Lock()
 	defer vs.writeMu.Unlock()
 	if vs.writeMu.closed {
@@ -426,6 +432,9 @@ func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 	next.Ref()
 	vs.mu.Lock()
 	vs.mu.current = next
+	if installed != nil {
+		installed()
+	}
 	vs.mu.Unlock()
 	cur.Unref()
 	return nil
