@@ -27,13 +27,22 @@ type engineIter interface {
 	close() error
 }
 
-// engineConfig holds the settings both engines are opened with.
+// engineConfig holds the settings every engine is opened with, and a few
+// that only one engine has.
 type engineConfig struct {
 	cacheSize       int64
 	writeBufferSize int
 	bloomBits       int
 	// shaleWALBackgroundWrites sets shale's Options.WALBackgroundWrites.
 	shaleWALBackgroundWrites bool
+	// shaleBlobFiles, shaleMinBlobSize and shaleBlobGC set shale's
+	// Options.EnableBlobFiles, MinBlobSize and EnableBlobGarbageCollection.
+	shaleBlobFiles   bool
+	shaleMinBlobSize int64
+	shaleBlobGC      bool
+	// badgerValueThreshold sets Badger's Options.ValueThreshold; 0 leaves
+	// Badger's default.
+	badgerValueThreshold int64
 }
 
 // opener opens a fresh engine in dir.

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -19,24 +21,43 @@ func main() {
 }
 
 func mainErr(args []string, out, progress io.Writer) (err error) {
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fs.SetOutput(progress)
-	num := fs.Int64("num", 1000000, "number of keys")
-	benchmarks := fs.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, readrandom, seekrandom, deletescan")
-	dir := fs.String("dir", "", "parent directory of the two databases (default: a temporary directory, removed afterwards)")
-	cacheSize := fs.Int64("cache_size", 8<<20, "block cache bytes, the same for both engines")
-	shape := fs.Bool("shape", false, "print each engine's LSM shape after its runs")
-	seed := fs.Uint64("seed", 1, "seed of the key choice")
-	deleteWait := fs.Float64("delete_wait", 10, "deletescan: seconds of idle time between the deletes and the second scan")
-	walBG := fs.Bool("shale_wal_background_writes", true, "run shale with Options.WALBackgroundWrites, the WAL behaviour Pebble has (a non-sync write returns before its WAL record reaches the OS); false gives shale's default, where it has reached the OS")
-	if err := fs.Parse(args); err != nil {
+	flags := flag.NewFlagSet("compare", flag.ContinueOnError)
+	flags.SetOutput(progress)
+	num := flags.Int64("num", 1000000, "number of keys")
+	benchmarks := flags.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, readrandom, seekrandom, deletescan")
+	engineList := flags.String("engines", "shale,pebble,badger", "comma-separated engines to run, in this order: shale, pebble, badger")
+	dir := flags.String("dir", "", "parent directory of the engines' databases (default: a temporary directory, removed afterwards)")
+	cacheSize := flags.Int64("cache_size", 8<<20, "block cache bytes, the same for every engine")
+	valueSize := flags.Int("value_size", 100, "value bytes of the fill workloads (deletescan writes its own 500-byte values)")
+	shape := flags.Bool("shape", false, "print each engine's LSM shape after its runs")
+	seed := flags.Uint64("seed", 1, "seed of the key choice")
+	deleteWait := flags.Float64("delete_wait", 10, "deletescan: seconds of idle time between the deletes and the second scan")
+	walBG := flags.Bool("shale_wal_background_writes", true, "run shale with Options.WALBackgroundWrites, the WAL behaviour Pebble has (a non-sync write returns before its WAL record reaches the OS); false gives shale's default, where it has reached the OS")
+	blobFiles := flags.Bool("shale_blob_files", false, "run shale with Options.EnableBlobFiles (key-value separation), to compare with Badger's value log")
+	minBlob := flags.Int64("shale_min_blob_size", 0, "shale's Options.MinBlobSize under --shale_blob_files; 0, shale's default, separates every non-empty value")
+	blobGC := flags.Bool("shale_blob_gc", false, "run shale with Options.EnableBlobGarbageCollection")
+	badgerThreshold := flags.Int64("badger_value_threshold", defaultBadgerValueThreshold, "Badger's Options.ValueThreshold: values at least this long go to its value log (the default is Badger's)")
+	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	if flags.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flags.Args())
 	}
 	if *num < 1 || *num > 1e16 {
 		return fmt.Errorf("--num must be between 1 and 1e16, got %d", *num)
+	}
+	if *valueSize < 0 {
+		return fmt.Errorf("--value_size must be >= 0, got %d", *valueSize)
+	}
+	if *minBlob < 0 {
+		return fmt.Errorf("--shale_min_blob_size must be >= 0, got %d", *minBlob)
+	}
+	if *badgerThreshold < 0 {
+		return fmt.Errorf("--badger_value_threshold must be >= 0, got %d", *badgerThreshold)
+	}
+	engines, err := parseEngines(*engineList)
+	if err != nil {
+		return err
 	}
 	var names []string
 	for _, n := range strings.Split(*benchmarks, ",") {
@@ -65,13 +86,19 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	if *deleteWait < 0 {
 		return fmt.Errorf("--delete_wait must be >= 0, got %g", *deleteWait)
 	}
-	wcfg := workloadConfig{num: *num, keySize: 16, valueSize: 100, seed: *seed, deleteWait: time.Duration(*deleteWait * float64(time.Second))}
-	ecfg := engineConfig{cacheSize: *cacheSize, writeBufferSize: 64 << 20, bloomBits: 10, shaleWALBackgroundWrites: *walBG}
-	engines := []struct {
-		name string
-		open opener
-	}{{"shale", openShale}, {"pebble", openPebble}}
+	wcfg := workloadConfig{num: *num, keySize: 16, valueSize: *valueSize, seed: *seed, deleteWait: time.Duration(*deleteWait * float64(time.Second))}
+	ecfg := engineConfig{
+		cacheSize:                *cacheSize,
+		writeBufferSize:          64 << 20,
+		bloomBits:                10,
+		shaleWALBackgroundWrites: *walBG,
+		shaleBlobFiles:           *blobFiles,
+		shaleMinBlobSize:         *minBlob,
+		shaleBlobGC:              *blobGC,
+		badgerValueThreshold:     *badgerThreshold,
+	}
 	results := make([][]result, len(engines))
+	sizes := make([]diskSize, len(engines))
 	for e, eng := range engines {
 		s := newSession(eng.open, filepath.Join(root, eng.name), wcfg, ecfg)
 		for _, n := range names {
@@ -95,54 +122,166 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 		if err := s.close(); err != nil {
 			return fmt.Errorf("%s: close: %w", eng.name, err)
 		}
+		if sizes[e], err = dirSize(s.dir); err != nil {
+			return fmt.Errorf("%s: %w", eng.name, err)
+		}
 		if *dir == "" {
 			if err := removeAll(s.dir); err != nil {
 				return err
 			}
 		}
 	}
-	printTable(out, names, results[0], results[1])
+	engineNames := make([]string, len(engines))
+	for i, eng := range engines {
+		engineNames[i] = eng.name
+	}
+	printTable(out, names, engineNames, results)
+	printSizes(out, names[len(names)-1], engineNames, sizes)
 	return nil
 }
 
-// printTable prints workload, shale ops/sec, pebble ops/sec and their
-// ratio, then, for the workloads timed in phases (deletescan), each
-// phase's milliseconds and their ratio.
-func printTable(w io.Writer, names []string, shaleRes, pebbleRes []result) {
+// engineOpeners lists the engines --engines may name.
+var engineOpeners = []namedOpener{{"shale", openShale}, {"pebble", openPebble}, {"badger", openBadger}}
+
+type namedOpener struct {
+	name string
+	open opener
+}
+
+// parseEngines turns --engines into openers, in the order given.
+func parseEngines(list string) ([]namedOpener, error) {
+	var engines []namedOpener
+	seen := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		i := slices.IndexFunc(engineOpeners, func(o namedOpener) bool { return o.name == n })
+		if i < 0 {
+			return nil, fmt.Errorf("--engines: unknown engine %q (want shale, pebble or badger)", n)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("--engines: %q named twice", n)
+		}
+		seen[n] = true
+		engines = append(engines, engineOpeners[i])
+	}
+	if len(engines) == 0 {
+		return nil, errors.New("--engines is empty")
+	}
+	return engines, nil
+}
+
+// printTable prints, for each workload, each engine's ops/sec and the
+// ratio of shale's to each other engine's (when shale ran), then, for the
+// workloads timed in phases (deletescan), each phase's milliseconds per
+// engine and the same ratios.
+func printTable(w io.Writer, names, engines []string, results [][]result) {
+	shale := slices.Index(engines, "shale")
+	var peers []int
+	for e, n := range engines {
+		if n != "shale" && shale >= 0 {
+			peers = append(peers, e)
+		}
+	}
+	ratio := func(a, b float64) string {
+		if b > 0 {
+			return fmt.Sprintf("%.2f", a/b)
+		}
+		return "-"
+	}
 	header := true
 	for i, n := range names {
-		if shaleRes[i].phases != nil {
+		if results[0][i].phases != nil {
 			continue
 		}
 		if header {
-			fmt.Fprintf(w, "%-12s %16s %16s %14s\n", "workload", "shale ops/sec", "pebble ops/sec", "shale/pebble")
+			fmt.Fprintf(w, "%-12s", "workload")
+			for _, e := range engines {
+				fmt.Fprintf(w, " %16s", e+" ops/sec")
+			}
+			for _, p := range peers {
+				fmt.Fprintf(w, " %14s", "shale/"+engines[p])
+			}
+			fmt.Fprintln(w)
 			header = false
 		}
-		a, b := shaleRes[i].opsPerSec(), pebbleRes[i].opsPerSec()
-		ratio := "-"
-		if b > 0 {
-			ratio = fmt.Sprintf("%.2f", a/b)
+		fmt.Fprintf(w, "%-12s", n)
+		for e := range engines {
+			fmt.Fprintf(w, " %16.0f", results[e][i].opsPerSec())
 		}
-		fmt.Fprintf(w, "%-12s %16.0f %16.0f %14s\n", n, a, b, ratio)
+		for _, p := range peers {
+			fmt.Fprintf(w, " %14s", ratio(results[shale][i].opsPerSec(), results[p][i].opsPerSec()))
+		}
+		fmt.Fprintln(w)
 	}
 	for i, n := range names {
-		if shaleRes[i].phases == nil {
+		if results[0][i].phases == nil {
 			continue
 		}
-		fmt.Fprintf(w, "%-12s %-24s %12s %12s %14s\n", n, "phase", "shale ms", "pebble ms", "shale/pebble")
-		for j, p := range shaleRes[i].phases {
-			a := float64(p.elapsed.Nanoseconds()) / 1e6
-			var b float64
-			if j < len(pebbleRes[i].phases) {
-				b = float64(pebbleRes[i].phases[j].elapsed.Nanoseconds()) / 1e6
+		fmt.Fprintf(w, "%-12s %-24s", n, "phase")
+		for _, e := range engines {
+			fmt.Fprintf(w, " %12s", e+" ms")
+		}
+		for _, p := range peers {
+			fmt.Fprintf(w, " %14s", "shale/"+engines[p])
+		}
+		fmt.Fprintln(w)
+		for j, p := range results[0][i].phases {
+			ms := make([]float64, len(engines))
+			for e := range engines {
+				if j < len(results[e][i].phases) {
+					ms[e] = float64(results[e][i].phases[j].elapsed.Nanoseconds()) / 1e6
+				}
 			}
-			ratio := "-"
-			if b > 0 {
-				ratio = fmt.Sprintf("%.2f", a/b)
+			fmt.Fprintf(w, "%-12s %-24s", n, p.name)
+			for e := range engines {
+				fmt.Fprintf(w, " %12.3f", ms[e])
 			}
-			fmt.Fprintf(w, "%-12s %-24s %12.3f %12.3f %14s\n", n, p.name, a, b, ratio)
+			for _, q := range peers {
+				fmt.Fprintf(w, " %14s", ratio(ms[shale], ms[q]))
+			}
+			fmt.Fprintln(w)
 		}
 	}
+}
+
+// diskSize is what an engine's directory holds: the bytes of its files and
+// the disk space they take (du), which differ by preallocation (Pebble
+// fallocates each WAL to about the memtable size) and sparse files (Badger's
+// DISCARD file is 1 MiB long and mostly holes).
+type diskSize struct{ bytes, allocated int64 }
+
+// printSizes prints each engine's on-disk size after its last workload.
+// It stands in for write amplification, which the engines cannot report
+// alike: Badger counts no compaction bytes written, and shale's and
+// Pebble's WriteAmp count different things. The sizes include the WALs an
+// engine leaves at close: Badger flushes its memtable at Close, Pebble
+// does not.
+func printSizes(w io.Writer, last string, engines []string, sizes []diskSize) {
+	fmt.Fprintf(w, "on-disk size after %s, closed (each engine's directory):\n", last)
+	fmt.Fprintf(w, "  %-7s %12s %16s\n", "engine", "file MiB", "allocated MiB")
+	for e, n := range engines {
+		fmt.Fprintf(w, "  %-7s %12.1f %16.1f\n", n, float64(sizes[e].bytes)/(1<<20), float64(sizes[e].allocated)/(1<<20))
+	}
+}
+
+// dirSize sums the regular files under dir.
+func dirSize(dir string) (diskSize, error) {
+	var total diskSize
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		total.bytes += info.Size()
+		total.allocated += diskUsage(info)
+		return nil
+	})
+	return total, err
 }
 
 func removeAll(dir string) error { return os.RemoveAll(dir) }

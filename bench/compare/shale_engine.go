@@ -20,6 +20,10 @@ func openShale(dir string, cfg engineConfig) (engine, error) {
 		Compression:     shale.SnappyCompression,
 		// Pebble's LogWriter also writes non-sync records in the background.
 		WALBackgroundWrites: cfg.shaleWALBackgroundWrites,
+		// Key-value separation, to compare with Badger's value log.
+		EnableBlobFiles:             cfg.shaleBlobFiles,
+		MinBlobSize:                 cfg.shaleMinBlobSize,
+		EnableBlobGarbageCollection: cfg.shaleBlobGC,
 	})
 	if err != nil {
 		return nil, err
