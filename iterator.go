@@ -42,12 +42,12 @@ type Iterator struct {
 	// starts in tablesBuf, so that a usual shape allocates nothing more.
 	tables    []*cachedFile
 	tablesBuf [12]*cachedFile
-	// memSteps, while set, reads how far the mutable memtable's iterator
-	// has stepped, memStepsAt as of the last move (noteScan);
-	// memStepsLimit is Options.MemtableOpScanFlushTrigger when the
-	// iterator was made.
-	memSteps      memSteps
-	memStepsAt    uint64
+	// memSteps, while set, counts the steps of the mutable memtable's
+	// iterator; a move that takes it past memStepsDue (its count after the
+	// last move plus memStepsLimit, Options.MemtableOpScanFlushTrigger when
+	// the iterator was made) asks for the memtable's flush (noteScan).
+	memSteps      *uint64
+	memStepsDue   uint64
 	memStepsLimit uint64
 	// The value of a key whose entry is a blob index is read when Value
 	// is first called at that key (so key-only scans and seeks never read
@@ -161,7 +161,8 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	mo := d.mutableOptions()
 	if ms, ok := memIter.(memSteps); ok && mo.MemtableOpScanFlushTrigger > 0 && !d.readOnly &&
 		!rs.mem.scanFlushRequested.Load() {
-		i.memSteps, i.memStepsLimit = ms, uint64(mo.MemtableOpScanFlushTrigger)
+		i.memSteps, i.memStepsLimit = ms.StepCounter(), uint64(mo.MemtableOpScanFlushTrigger)
+		i.memStepsDue = *i.memSteps + i.memStepsLimit
 	}
 	addChild(memIter, rs.mem.RangeTombstones())
 	for j := len(rs.imms) - 1; j >= 0; j-- {

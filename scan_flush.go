@@ -13,8 +13,8 @@ package shale
 // (delete_persistence.go), and never blocks the iterator.
 
 // memSteps is what the DB's iterator reads of its mutable memtable's
-// iterator (memtable.iterator.Steps).
-type memSteps interface{ Steps() uint64 }
+// iterator: the counter of its steps (memtable.iterator.StepCounter).
+type memSteps interface{ StepCounter() *uint64 }
 
 // requestScanFlush flushes m, the memtable an iterator found costly to
 // scan, unless it was asked already, is no longer mutable, or the DB is
@@ -46,15 +46,22 @@ func (d *DB) requestScanFlush(m *memTable) {
 // noteScan checks, after a move of i, how many entries of the mutable
 // memtable the move stepped over, and asks for its flush past the trigger.
 // It returns ok, the move's result.
+// It runs after every move, so it is kept small enough to inline: a
+// pointer load and a comparison, no call unless the trigger fires.
 func (i *Iterator) noteScan(ok bool) bool {
-	if i.memSteps == nil {
-		return ok
+	if p := i.memSteps; p != nil {
+		n := *p
+		if n > i.memStepsDue {
+			i.requestScanFlush()
+		}
+		i.memStepsDue = n + i.memStepsLimit
 	}
-	n := i.memSteps.Steps()
-	if n-i.memStepsAt > i.memStepsLimit {
-		i.db.requestScanFlush(i.rs.mem)
-		i.memSteps = nil // once per iterator
-	}
-	i.memStepsAt = n
 	return ok
+}
+
+// requestScanFlush asks for the flush of the memtable i stepped over too
+// much of, once per iterator.
+func (i *Iterator) requestScanFlush() {
+	i.db.requestScanFlush(i.rs.mem)
+	i.memSteps = nil
 }

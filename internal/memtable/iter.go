@@ -27,6 +27,11 @@ type iterator struct {
 // move walked the memtable.
 func (it *iterator) Steps() uint64 { return it.steps }
 
+// StepCounter returns the counter Steps reads, for a reader that checks it
+// after every move of the iterator without a call (the DB's iterator on
+// its hot path); it is valid while the iterator is.
+func (it *iterator) StepCounter() *uint64 { return &it.steps }
+
 var (
 	_ base.InternalIterator = (*iterator)(nil)
 	_ base.InternalSeeker   = (*iterator)(nil)
