@@ -340,8 +340,11 @@ func TestCloseDuringStarvedCompaction(t *testing.T) {
 	if h.saw("background error") {
 		t.Fatal("the stopped compaction set a background error")
 	}
-	// The data is all there, in the two L0 tables.
-	d, err = Open("/db", testOptions(fs))
+	// The data is all there, in the two L0 tables (reopened without
+	// automatic compactions, which would otherwise merge them at once).
+	ro := testOptions(fs)
+	ro.DisableAutoCompactions = true
+	d, err = Open("/db", ro)
 	if err != nil {
 		t.Fatal(err)
 	}
