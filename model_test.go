@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -58,6 +59,20 @@ func testOptions(fs vfs.FS) *Options {
 // stress reports whether long randomized runs are asked for (SHALE_STRESS=1).
 func stress() bool { return os.Getenv("SHALE_STRESS") != "" }
 
+// stressScale is SHALE_STRESS_SCALE, or 1 when it is unset; anything but a
+// positive number stops the test binary.
+func stressScale() float64 {
+	s := os.Getenv("SHALE_STRESS_SCALE")
+	if s == "" {
+		return 1
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f > 0) {
+		panic(fmt.Sprintf("SHALE_STRESS_SCALE=%q: want a positive number", s))
+	}
+	return f
+}
+
 func modelSeed(t *testing.T) uint64 {
 	if s := os.Getenv("SHALE_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -71,10 +86,12 @@ func modelSeed(t *testing.T) uint64 {
 
 // bySize picks how much a randomized test does: normal, short under
 // -short, stressed when SHALE_STRESS is set (which wins over -short).
+// SHALE_STRESS_SCALE (a factor, default 1) scales the stressed amount, at
+// least 1, so that CI can bound a stress step's time without editing tests.
 func bySize(normal, short, stressed int) int {
 	switch {
 	case stress():
-		return stressed
+		return max(1, int(math.Round(float64(stressed)*stressScale())))
 	case testing.Short():
 		return short
 	}
