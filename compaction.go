@@ -155,6 +155,7 @@ func (d *DB) backgroundFlush() {
 		d.mu.log.obsolete = append(d.mu.log.obsolete, m.logNum)
 		close(m.flushed)
 		d.publishReadStateLocked()
+		d.releaseMemTable(m) // the list's hold: m is in tables now
 		d.stats.flushes.Add(1)
 		d.stats.flushBytes.Add(bytes)
 		d.logger.Info("flushed memtable", "wal", m.logNum, "tables", len(metas), "bytes", bytes, "duration", time.Since(start))

@@ -75,6 +75,9 @@ type DB struct {
 		sync.RWMutex
 		val *readState
 	}
+	// spareArena is the arena of the last memtable released by every
+	// holder, for the next memtable of its size (see memtable_arena.go).
+	spareArena atomic.Pointer[[]uint64]
 
 	// obsoleteCh wakes the goroutine that deletes obsolete files; it is
 	// never closed (late signals after Close are harmless), closeCh stops it.
@@ -177,19 +180,25 @@ type memTable struct {
 	scanFlushRequested atomic.Bool
 	// flushReason is why the memtable was made immutable (set under d.mu).
 	flushReason FlushReason
+	// refs counts the memtable's holders: one for the DB's list (mutable
+	// or queued) and one per read state that includes it. The last
+	// release recycles its arena (releaseMemTable).
+	refs atomic.Int32
 }
 
 func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
 	size := d.mutableOptions().WriteBufferSize
 	capacity := size + size/8 + 1<<20
 	capacity = max(capacity, minCapacity)
-	return &memTable{
-		Memtable:        memtable.New(d.cmp, capacity),
+	m := &memTable{
+		Memtable:        d.memtableOnArena(capacity),
 		logNum:          logNum,
 		capacity:        capacity,
 		writeBufferSize: size,
 		flushed:         make(chan struct{}),
 	}
+	m.refs.Store(1)
+	return m
 }
 
 // readState pins the memtables and the version a reader consults. It is
@@ -212,6 +221,10 @@ type readState struct {
 
 func (rs *readState) unref() {
 	if rs.refs.Add(-1) == 0 {
+		rs.db.releaseMemTable(rs.mem)
+		for _, m := range rs.imms {
+			rs.db.releaseMemTable(m)
+		}
 		rs.version.Unref()
 		rs.db.signalObsolete()
 	}
@@ -240,6 +253,10 @@ func (d *DB) publishReadStateLocked() {
 	}
 	rs.secondary, rs.secondaryUpTo = rs.version.SecondaryTombstones, d.mu.secondaryLast
 	rs.refs.Store(1)
+	rs.mem.refs.Add(1)
+	for _, m := range rs.imms {
+		m.refs.Add(1)
+	}
 	d.readState.Lock()
 	old := d.readState.val
 	// A memtable switch keeps the version, and with it the view its

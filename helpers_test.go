@@ -20,6 +20,10 @@ import (
 	"github.com/shaledb/shale/vfs/errorfs"
 )
 
+// Every test poisons the arenas of released memtables, so that a read of a
+// recycled arena shows as wrong data (memtable_arena.go).
+func init() { poisonReleasedArenas = true }
+
 func readFile(t *testing.T, fs vfs.FS, name string) []byte {
 	t.Helper()
 	f, err := fs.Open(name)

@@ -92,16 +92,32 @@ type Memtable struct {
 // the range of 32-bit offsets, and to at least what the list heads need).
 // A nil cmp means base.DefaultComparer.
 func New(cmp *base.Comparer, capacity int) *Memtable {
-	if cmp == nil {
-		cmp = base.DefaultComparer
-	}
+	// Allocate as uint64 words so that node offsets that are multiples of 8
+	// are 8-byte aligned in memory too.
+	return NewOnArena(cmp, make([]uint64, ArenaWords(capacity)))
+}
+
+// ArenaWords returns the length of the arena New allocates for capacity.
+func ArenaWords(capacity int) int {
 	c := uint64(max(capacity, minCapacity))
 	if c > maxCapacity {
 		c = maxCapacity
 	}
-	// Allocate as uint64 words so that node offsets that are multiples of 8
-	// are 8-byte aligned in memory too.
-	words := make([]uint64, (c+7)/8)
+	return int((c + 7) / 8)
+}
+
+// NewOnArena is New on an arena the caller provides, typically the Arena of
+// a memtable no reader can reach any more: reusing one spares the page
+// faults a fresh allocation of that size costs. Its contents need not be
+// zero; its length must be ArenaWords of the capacity wanted.
+func NewOnArena(cmp *base.Comparer, words []uint64) *Memtable {
+	if cmp == nil {
+		cmp = base.DefaultComparer
+	}
+	c := min(uint64(len(words))*8, maxCapacity)
+	if c < minCapacity {
+		base.AssertionFailedf("memtable arena of %d words is below the minimum", len(words))
+	}
 	m := &Memtable{
 		cmp:      cmp.Compare,
 		bytewise: cmp == base.DefaultComparer,
@@ -123,7 +139,15 @@ func (m *Memtable) newHead() uint32 {
 		base.AssertionFailedf("memtable arena too small for its list heads")
 	}
 	*m.u32(n + offHeight) = maxHeight
+	// A recycled arena holds old bytes: the head's tower must start empty.
+	clear(m.buf[n+offTower : n+headNodeSize])
 	return n
+}
+
+// Arena returns the memtable's arena for NewOnArena. The caller guarantees
+// that nothing reads the memtable, or any key or value it returned, again.
+func (m *Memtable) Arena() []uint64 {
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&m.buf[0])), (len(m.buf)+7)/8)
 }
 
 // alloc hands out size bytes at an aligned offset; only the writer calls it.
