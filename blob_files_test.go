@@ -166,6 +166,11 @@ func TestModelBlobFiles(t *testing.T) {
 			o.WriteBufferSize = 8 << 10
 			o.TargetFileSizeBase = 4 << 10
 		}},
+		{name: "mmap-reads-gc", set: func(o *Options) {
+			setBlobTestOptions(o)
+			setBlobGCTestOptions(o)
+			o.AllowMmapReads = true
+		}},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -224,6 +229,7 @@ func TestPowerLossBlobFiles(t *testing.T) {
 			runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, func(o *Options) {
 				setBlobTestOptions(o)
 				setBlobGCTestOptions(o)
+				o.AllowMmapReads = seed%2 == 1 // half the seeds read through mappings
 			})
 		})
 	})
@@ -237,6 +243,7 @@ func TestCrashRecoveryBlobGC(t *testing.T) {
 			o.Logger = discardLogger()
 			setBlobTestOptions(o)
 			setBlobGCTestOptions(o)
+			o.AllowMmapReads = seed%2 == 1 // half the seeds read through mappings
 		}, nil)
 	})
 }

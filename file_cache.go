@@ -443,6 +443,7 @@ func (c *fileCache) open(t *cachedFile) error {
 		// Index and filter blocks in the block cache, pinned for L0 tables.
 		CacheIndexAndFilterBlocks: d.opts.CacheIndexAndFilterBlocks,
 		PinIndexAndFilterBlocks:   d.pinIndexAndFilter(t.num),
+		MmapReads:                 d.opts.AllowMmapReads,
 	})
 	if err != nil {
 		return err // NewReader has closed f
@@ -495,6 +496,7 @@ func (c *fileCache) openBlob(t *cachedFile) error {
 		AsyncReader:          d.ioReader,
 		Stats:                c.blobStats,
 		MaxAutoReadaheadSize: d.opts.MaxAutoReadaheadSize,
+		MmapReads:            d.opts.AllowMmapReads,
 	})
 	if err != nil {
 		return err // NewReader has closed f

@@ -223,6 +223,19 @@ var metamorphicSets = []metaOptionSet{
 		setBlobGCTestOptions(o)
 		o.UseDirectIOForFlushAndCompaction = true
 	}, osFS: true},
+	{name: "mmap-reads-blob-files", set: func(o *Options) {
+		// Tables and blob files read through MemFS mappings (views of
+		// their bytes).
+		setBlobTestOptions(o)
+		o.AllowMmapReads = true
+	}},
+	{name: "osfs-mmap-reads-blob-gc", set: func(o *Options) {
+		// Real mappings, of files that GC deletes while readers may hold
+		// them mapped.
+		setBlobTestOptions(o)
+		setBlobGCTestOptions(o)
+		o.AllowMmapReads = true
+	}, osFS: true},
 	{name: "osfs-no-iouring-direct", set: func(o *Options) {
 		o.DisableIOUring = true
 		o.UseDirectReads = true

@@ -136,6 +136,8 @@ var optionSpecs = []optionSpec{
 		"files are opened with or without direct IO, which Open probes"),
 	immutable(boolOption("use_direct_io_for_flush_and_compaction", "UseDirectIOForFlushAndCompaction", func(o *Options) *bool { return &o.UseDirectIOForFlushAndCompaction }),
 		"files are opened with or without direct IO, which Open probes"),
+	immutable(boolOption("allow_mmap_reads", "AllowMmapReads", func(o *Options) *bool { return &o.AllowMmapReads }),
+		"files are mapped, or not, when the file cache opens them"),
 	immutable(int64Option("max_auto_readahead_size", "MaxAutoReadaheadSize", func(o *Options) *int64 { return &o.MaxAutoReadaheadSize }),
 		"each open table reader took it when it opened"),
 	int64Option("bytes_per_sync", "BytesPerSync", func(o *Options) *int64 { return &o.BytesPerSync }),

@@ -146,6 +146,16 @@ type Options struct {
 	// SSTs with direct IO (use_direct_io_for_flush_and_compaction). Default
 	// false.
 	UseDirectIOForFlushAndCompaction bool
+	// AllowMmapReads maps SST and blob files read-only when the file cache
+	// opens them, and reads their blocks and values by copying from the
+	// mapping instead of with a read call (allow_mmap_reads): no system
+	// call per read of data in the page cache, which pays most for large
+	// values read at random. Blocks and values are still checksummed and
+	// cached as usual, and a file system that cannot map a file (an
+	// in-memory or wrapping one) is read as without it. A device error
+	// under a mapping is a SIGBUS rather than an error returned, as with
+	// every mmap reader. Incompatible with UseDirectReads. Default false.
+	AllowMmapReads bool
 	// MaxAutoReadaheadSize caps the automatic readahead of iterators, which
 	// starts at 8 KiB on the third sequential block read of a file (the
 	// second with ReadOptions.AsyncIO, which then prefetches windows of
@@ -537,6 +547,8 @@ func (o *Options) Validate() error {
 		return base.InvalidArgumentf(format, args...)
 	}
 	switch {
+	case o.AllowMmapReads && o.UseDirectReads:
+		return bad("Options.AllowMmapReads and Options.UseDirectReads cannot both be set: a mapping reads through the page cache, which direct reads bypass")
 	case o.WriteBufferSize < 4*kib:
 		return bad("Options.WriteBufferSize must be at least 4 KiB, got %d", o.WriteBufferSize)
 	case o.WriteBufferSize > 1<<30:

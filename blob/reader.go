@@ -36,6 +36,10 @@ type ReaderOptions struct {
 	// Default (0) block.DefaultMaxAutoReadahead (256 KiB); negative turns
 	// automatic readahead off.
 	MaxAutoReadaheadSize int64
+	// MmapReads maps the file read-only and reads values from the mapping
+	// instead of with ReadAt; a file that cannot be mapped is read with
+	// ReadAt. Values are still verified and copied out of the mapping.
+	MmapReads bool
 }
 
 // Properties describe an open blob file, from its header and footer.
@@ -82,7 +86,7 @@ func NewReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	return r, nil
 }
 
-func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
+func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 	r := &Reader{fileNum: o.FileNum, maxAuto: o.MaxAutoReadaheadSize}
 	if r.maxAuto == 0 {
 		r.maxAuto = block.DefaultMaxAutoReadahead
@@ -97,6 +101,13 @@ func newReader(f vfs.File, o ReaderOptions) (*Reader, error) {
 	if size < HeaderLen {
 		// The header is the writer's first write: a crash may leave less.
 		return nil, errNoFooter(name, 0, fmt.Sprintf("file of %d bytes is too short for a blob file header", size))
+	}
+	if o.MmapReads && r.bf.Map(size) {
+		defer func() {
+			if err != nil {
+				r.bf.Unmap()
+			}
+		}()
 	}
 	var hb [HeaderLen]byte
 	if err := r.bf.ReadAt(r.bf.Source(), hb[:], 0); err != nil {
@@ -305,5 +316,15 @@ func (r *Reader) VerifyFileChecksum() error {
 	return nil
 }
 
-// Close closes the file. Cached values stay cached.
-func (r *Reader) Close() error { return r.bf.Source().File.Close() }
+// Mapped reports whether values are read from a mapping of the file
+// (ReaderOptions.MmapReads on a file that could be mapped).
+func (r *Reader) Mapped() bool { return r.bf.Mapped() }
+
+// Close unmaps and closes the file. Cached values stay cached.
+func (r *Reader) Close() error {
+	err := r.bf.Unmap()
+	if cerr := r.bf.Source().File.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -159,6 +159,11 @@ type ReaderOptions struct {
 	// (the DB sets it for L0 tables under
 	// Options.PinL0FilterAndIndexBlocksInCache).
 	PinIndexAndFilterBlocks bool
+	// MmapReads maps the table read-only and reads its blocks from the
+	// mapping instead of with ReadAt (RocksDB's allow_mmap_reads); a file
+	// that cannot be mapped is read with ReadAt. Blocks are still verified
+	// and cached as usual.
+	MmapReads bool
 }
 
 // IterOptions configure a table iterator.

@@ -100,6 +100,13 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 	if size < footerLen {
 		return nil, base.CorruptionErrorf(r.bf.Name(), 0, "file of %d bytes is too short for a table", size)
 	}
+	if o.MmapReads && r.bf.Map(size) {
+		defer func() {
+			if err != nil {
+				r.bf.Unmap()
+			}
+		}()
+	}
 	footOff := size - footerLen
 	// One read fetches the footer with the end of the file before it, where
 	// the metaindex, properties, index and (for small tables) filter and
@@ -410,13 +417,21 @@ func (r *Reader) ApproximateOffset(key []byte) uint64 {
 func (r *Reader) CacheID() uint64 { return r.bf.CacheID() }
 
 // Close closes the file. Cached blocks stay cached; pinned index and
+// Mapped reports whether blocks are read from a mapping of the file
+// (ReaderOptions.MmapReads on a file that could be mapped).
+func (r *Reader) Mapped() bool { return r.bf.Mapped() }
+
 // filter blocks become evictable.
 func (r *Reader) Close() error {
 	if !r.closed.Swap(true) {
 		r.unpin()
 		r.stats.ReadersMem.Add(-r.heldMem)
 	}
-	return r.bf.Source().File.Close()
+	err := r.bf.Unmap()
+	if cerr := r.bf.Source().File.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func putGetIter(bi *blockIter) {

@@ -524,6 +524,20 @@ func (f *memFile) Close() error {
 
 // ReadAt reads like os.File.ReadAt: a read that ends past EOF returns the
 // bytes there are and io.EOF.
+// MapReadOnly returns a view of the file's first size bytes, as a mapping
+// of an OS file would: a change made in place later shows through it.
+func (f *memFile) MapReadOnly(size int64) ([]byte, func() error, error) {
+	if err := f.check("mmap", false); err != nil {
+		return nil, nil, err
+	}
+	f.n.mu.RLock()
+	defer f.n.mu.RUnlock()
+	if int64(len(f.n.data)) < size {
+		return nil, nil, fmt.Errorf("shale: mapping %d bytes of %s, which has %d", size, f.name, len(f.n.data))
+	}
+	return f.n.data[:size:size], func() error { return nil }, nil
+}
+
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if err := f.check("read", false); err != nil {
 		return 0, err

@@ -112,6 +112,7 @@ type benchConfig struct {
 	blobFileSize       int64
 	blobCompression    string
 	enableBlobGC       bool
+	mmapRead           bool
 	blobGCAgeCutoff    float64
 	blobGCForce        float64
 	blobFileStartLevel int
@@ -471,6 +472,7 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		FS:                     r.fs,
 
 		UseDirectReads:                   r.cfg.useDirectReads,
+		AllowMmapReads:                   r.cfg.mmapRead,
 		UseDirectIOForFlushAndCompaction: r.cfg.useDirectIOForFlush,
 		MaxAutoReadaheadSize:             r.cfg.maxAutoReadaheadSize,
 		BytesPerSync:                     r.cfg.bytesPerSync,

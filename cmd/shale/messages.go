@@ -115,6 +115,7 @@ var benchOptionFlags = map[string]string{
 	"Compression":                      "--compression_type",
 	"DisableAutoCompactions":           "--disable_auto_compactions",
 	"UseDirectReads":                   "--use_direct_reads",
+	"AllowMmapReads":                   "--mmap_read",
 	"UseDirectIOForFlushAndCompaction": "--use_direct_io_for_flush_and_compaction",
 	"MaxAutoReadaheadSize":             "--max_auto_readahead_size",
 	"BytesPerSync":                     "--bytes_per_sync",

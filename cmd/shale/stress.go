@@ -58,6 +58,8 @@ type stressConfig struct {
 	// and BlobGarbageCollectionForceThreshold.
 	enableBlobGC                          bool
 	blobGCAgeCutoff, blobGCForceThreshold float64
+	// allowMmapReads is Options.AllowMmapReads.
+	allowMmapReads bool
 }
 
 // stressDeletePolicies are the values of --delete_policy: the built-in
@@ -139,6 +141,7 @@ func (c *stressConfig) baseOptions() *shale.Options {
 		EnableBlobGarbageCollection:         c.enableBlobGC,
 		BlobGarbageCollectionAgeCutoff:      c.blobGCAgeCutoff,
 		BlobGarbageCollectionForceThreshold: c.blobGCForceThreshold,
+		AllowMmapReads:                      c.allowMmapReads,
 	}
 }
 
@@ -217,6 +220,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--enable_blob_garbage_collection=" + strconv.FormatBool(c.enableBlobGC),
 		"--blob_garbage_collection_age_cutoff", strconv.FormatFloat(c.blobGCAgeCutoff, 'g', -1, 64),
 		"--blob_garbage_collection_force_threshold", strconv.FormatFloat(c.blobGCForceThreshold, 'g', -1, 64),
+		"--allow_mmap_reads=" + strconv.FormatBool(c.allowMmapReads),
 	}
 }
 
@@ -288,6 +292,8 @@ func registerStressFlags(f interface {
 		"Options.BlobGarbageCollectionAgeCutoff of the child's database: the fraction of blob files, oldest first, that GC relocates")
 	f.Float64Var(&cfg.blobGCForceThreshold, "blob_garbage_collection_force_threshold", 1,
 		"Options.BlobGarbageCollectionForceThreshold of the child's database: the garbage ratio of an old blob file that forces compactions of its tables")
+	f.BoolVar(&cfg.allowMmapReads, "allow_mmap_reads", false,
+		"Options.AllowMmapReads of the child's database: tables and blob files are read through memory mappings")
 }
 
 func newStressChildCmd() *cobra.Command {

@@ -114,7 +114,8 @@ func TestStressKillsBlobGC(t *testing.T) {
 		kills = 40
 	}
 	runStressTest(t, kills, "--enable_blob_files", "--min_blob_size", "32", "--enable_blob_garbage_collection",
-		"--blob_garbage_collection_age_cutoff", "1", "--blob_garbage_collection_force_threshold", "0.5")
+		"--blob_garbage_collection_age_cutoff", "1", "--blob_garbage_collection_force_threshold", "0.5",
+		"--allow_mmap_reads")
 }
 
 func runStressTest(t *testing.T, kills int, extra ...string) {

@@ -20,6 +20,9 @@ type RangeRead struct {
 	mem  *[]byte
 	skip int
 	n    int
+	// borrowed marks bytes served from the File's mapping (ReadRange):
+	// nothing to release, but they are not the caller's to keep.
+	borrowed bool
 }
 
 // NewRangeRead prepares the read of [off, off+n) from src.
@@ -33,9 +36,10 @@ func NewRangeRead(src Source, off int64, n int) RangeRead {
 	return RangeRead{Req: vfs.ReadRequest{File: src.File, Off: start, Buf: (*mem)[:need]}, mem: mem, skip: int(off - start), n: n}
 }
 
-// Pooled reports whether the bytes are in pooled memory (a direct read),
-// reused once released.
-func (rr *RangeRead) Pooled() bool { return rr.mem != nil }
+// Pooled reports whether the bytes are borrowed: pooled memory of a direct
+// read, reused once released, or a file's mapping. A caller keeping them
+// past Release copies them.
+func (rr *RangeRead) Pooled() bool { return rr.mem != nil || rr.borrowed }
 
 // Release returns the pooled memory of a direct read; the bytes must not be
 // used afterwards.

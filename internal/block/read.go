@@ -61,6 +61,10 @@ type File struct {
 	cache    *cache.Cache
 	cacheID  uint64
 	async    vfs.AsyncReader
+	// mapped is the file's mapping (FileOptions.MapSize), nil when not
+	// mapped; unmap releases it.
+	mapped []byte
+	unmap  func() error
 }
 
 // discardStats receives the counts of Files opened without Stats, so the
@@ -80,6 +84,44 @@ func (f *File) Init(file vfs.File, o FileOptions) {
 			f.cacheID = f.cache.NewID()
 		}
 	}
+}
+
+// Map maps the file's first size bytes read-only (vfs.MapReadOnly), so that
+// reads of them from the File's own handle copy from the mapping instead of
+// calling ReadAt. It reports whether the file is mapped: one that cannot
+// be (a direct-IO handle, a file system without mappings, an error) is
+// read with ReadAt, which works everywhere. Call it during set-up; the
+// owner calls Unmap after the last read.
+func (f *File) Map(size int64) bool {
+	if f.mapped == nil && f.src.Align <= 1 && size > 0 {
+		if data, unmap, err := vfs.MapReadOnly(f.src.File, size); err == nil {
+			f.mapped, f.unmap = data, unmap
+		}
+	}
+	return f.mapped != nil
+}
+
+// Mapped reports whether reads come from a mapping of the file.
+func (f *File) Mapped() bool { return f.mapped != nil }
+
+// Unmap releases the mapping, if any: no read may run or follow, and no
+// bytes a read returned as borrowed (RangeRead.Pooled) may be used after.
+func (f *File) Unmap() error {
+	if f.unmap == nil {
+		return nil
+	}
+	err := f.unmap()
+	f.mapped, f.unmap = nil, nil
+	return err
+}
+
+// mappedRange returns [off, off+n) of the mapping when src is the File's
+// own handle and the range lies in the mapping.
+func (f *File) mappedRange(src Source, off int64, n int) ([]byte, bool) {
+	if f.mapped == nil || src.File != f.src.File || off < 0 || n < 0 || off > int64(len(f.mapped))-int64(n) {
+		return nil, false
+	}
+	return f.mapped[off : off+int64(n) : off+int64(n)], true
 }
 
 // SetChecksum sets the checksum of the file's block trailers.
@@ -189,6 +231,11 @@ func (f *File) ReadResult(off int64, want, n int, err error) error {
 // ReadAt fills b from src at off, counting the read; from a direct-IO
 // source it reads the aligned range covering b and copies.
 func (f *File) ReadAt(src Source, b []byte, off int64) error {
+	if m, ok := f.mappedRange(src, off, len(b)); ok {
+		copy(b, m)
+		f.CountFileRead(src, len(b))
+		return nil
+	}
 	if src.Align > 1 {
 		rr, raw, err := f.ReadRange(src, off, len(b))
 		if err != nil {
@@ -206,8 +253,13 @@ func (f *File) ReadAt(src Source, b []byte, off int64) error {
 // ReadRange reads [off, off+n) of src as one RangeRead read with ReadAt,
 // counting the read. From a direct-IO source the returned bytes alias rr's
 // pooled memory (rr.Pooled()), which the caller releases when done with
-// them; otherwise they are fresh memory.
+// them; from a mapped file they alias the mapping (rr.Pooled() too, valid
+// while the mapping is); otherwise they are fresh memory.
 func (f *File) ReadRange(src Source, off int64, n int) (rr RangeRead, b []byte, err error) {
+	if m, ok := f.mappedRange(src, off, n); ok {
+		f.CountFileRead(src, n)
+		return RangeRead{borrowed: true, n: n}, m, nil
+	}
 	rr = NewRangeRead(src, off, n)
 	rr.Req.N, rr.Req.Err = src.File.ReadAt(rr.Req.Buf, rr.Req.Off)
 	f.CountFileRead(src, rr.Req.N)
@@ -247,6 +299,12 @@ func (f *File) ReadBlock(h Handle, limit uint64, ra *readahead.State, src Source
 		}
 		defer rr.Release()
 		buf, shared = raw, true
+	}
+	if buf == nil {
+		if m, ok := f.mappedRange(src, int64(h.Offset), total); ok {
+			f.CountFileRead(src, total)
+			buf, shared = m, true
+		}
 	}
 	if buf == nil {
 		buf = make([]byte, total)
