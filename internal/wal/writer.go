@@ -9,8 +9,52 @@ import (
 	"github.com/shaledb/shale/vfs"
 )
 
-// maxSpareBytes bounds the buffer kept for reuse between writes.
-const maxSpareBytes = 4 << 20
+// maxBufferedBytes is how much a background-writes WAL buffers before a
+// commit waits for the write in flight (back-pressure).
+const maxBufferedBytes = 4 << 20
+
+// maxSpareBytes bounds the buffer kept for reuse between writes. It is
+// well above maxBufferedBytes: a buffer that reached the back-pressure
+// bound (its capacity grown past it by append) must still be reused, or
+// every write would grow a new one from nothing, copying it over and over.
+const maxSpareBytes = 4 * maxBufferedBytes
+
+// buffers recycles the framing buffers of closed Writers: a DB starts a WAL
+// with every memtable, and a buffer grown from nothing to a few MiB copies
+// itself at every growth, on memory touched for the first time. (A
+// sync.Pool would not do: it is emptied by the garbage collections that a
+// write-heavy process runs between two WALs.) It keeps maxFreeBuffers,
+// two per Writer of two DBs.
+var buffers struct {
+	sync.Mutex
+	free [][]byte
+}
+
+const maxFreeBuffers = 4
+
+func getBuffer() []byte {
+	buffers.Lock()
+	defer buffers.Unlock()
+	n := len(buffers.free)
+	if n == 0 {
+		return nil
+	}
+	b := buffers.free[n-1]
+	buffers.free[n-1] = nil
+	buffers.free = buffers.free[:n-1]
+	return b
+}
+
+func putBuffer(b []byte) {
+	if cap(b) == 0 || cap(b) > maxSpareBytes {
+		return
+	}
+	buffers.Lock()
+	if len(buffers.free) < maxFreeBuffers {
+		buffers.free = append(buffers.free, b[:0])
+	}
+	buffers.Unlock()
+}
 
 // Writer appends records to one WAL file. AddRecord and Commit are called by
 // one goroutine at a time (the DB's commit leader). A commit without sync
@@ -94,6 +138,8 @@ func NewWriterAt(f vfs.File, fileName string, offset int64, o WriterOptions) *Wr
 	w.doneCond.L = &w.mu
 	// never flushed: the flusher takes its buffer
 	w.rw = record.NewWriterAt(nil, offset)
+	w.rw.SwapBuffer(getBuffer())
+	w.spare = getBuffer()
 	w.appended, w.written, w.synced = offset, offset, offset
 	w.flushWanted, w.syncWanted = offset, offset
 	w.preallocated = offset
@@ -171,7 +217,7 @@ func (w *Writer) Commit(sync bool) error {
 			return err
 		}
 		// Back-pressure when the disk is slower than the writers.
-		for w.err == nil && w.rw.Buffered() > maxSpareBytes {
+		for w.err == nil && w.rw.Buffered() > maxBufferedBytes {
 			w.doneCond.Wait()
 		}
 		return w.err
@@ -321,6 +367,10 @@ func (w *Writer) Close() error {
 	err := w.err
 	w.closed = true
 	written := w.written
+	// Nothing is added or written any more: the buffers go to the next WAL.
+	putBuffer(w.rw.SwapBuffer(nil))
+	putBuffer(w.spare)
+	w.spare = nil
 	w.mu.Unlock()
 	if err == nil && w.preallocated > written {
 		// Give back the reserved space past the end; the size is unchanged,
