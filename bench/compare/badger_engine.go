@@ -18,6 +18,8 @@ type badgerEngine struct {
 	// dirty says a put or delete may sit in a memtable: flush reopens the
 	// DB only then.
 	dirty bool
+	// value receives the value get reads (reused: no allocation).
+	value []byte
 }
 
 // defaultBadgerValueThreshold is Badger's own ValueThreshold (1 MiB in
@@ -74,7 +76,9 @@ func (e *badgerEngine) delete(key []byte) error {
 
 // get reads the value too (from the value log when it was separated), as
 // Pebble's and shale's Get do; Badger's txn.Get alone would only find the
-// key.
+// key. It copies the value out, as every engine's get hands the caller a
+// value it owns: item.Value's slice is only valid in the transaction, and
+// of a value in the mapped value log it reads no byte unless used.
 func (e *badgerEngine) get(key []byte) (bool, error) {
 	found := false
 	err := e.db.View(func(txn *badger.Txn) error {
@@ -86,7 +90,8 @@ func (e *badgerEngine) get(key []byte) (bool, error) {
 			return err
 		}
 		found = true
-		return item.Value(func([]byte) error { return nil })
+		e.value, err = item.ValueCopy(e.value[:0])
+		return err
 	})
 	return found, err
 }

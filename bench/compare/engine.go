@@ -6,7 +6,8 @@ type engine interface {
 	name() string
 	put(key, value []byte) error
 	delete(key []byte) error
-	// get reports whether key exists.
+	// get reports whether key exists, reading its value into memory the
+	// engine owns until the next get (what a caller keeping the value has).
 	get(key []byte) (bool, error)
 	newIter() (engineIter, error)
 	flush() error
@@ -40,6 +41,9 @@ type engineConfig struct {
 	shaleBlobFiles   bool
 	shaleMinBlobSize int64
 	shaleBlobGC      bool
+	// shaleMmapReads sets shale's Options.AllowMmapReads (Badger reads
+	// its value log through mappings).
+	shaleMmapReads bool
 	// badgerValueThreshold sets Badger's Options.ValueThreshold; 0 leaves
 	// Badger's default.
 	badgerValueThreshold int64

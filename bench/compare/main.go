@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -36,12 +37,30 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	blobFiles := flags.Bool("shale_blob_files", false, "run shale with Options.EnableBlobFiles (key-value separation), to compare with Badger's value log")
 	minBlob := flags.Int64("shale_min_blob_size", 0, "shale's Options.MinBlobSize under --shale_blob_files; 0, shale's default, separates every non-empty value")
 	blobGC := flags.Bool("shale_blob_gc", false, "run shale with Options.EnableBlobGarbageCollection")
+	mmapReads := flags.Bool("shale_mmap_reads", false, "run shale with Options.AllowMmapReads (tables and blob files read through memory mappings, as Badger reads its value log)")
 	badgerThreshold := flags.Int64("badger_value_threshold", defaultBadgerValueThreshold, "Badger's Options.ValueThreshold: values at least this long go to its value log (the default is Badger's)")
+	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	if flags.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flags.Args())
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}()
 	}
 	if *num < 1 || *num > 1e16 {
 		return fmt.Errorf("--num must be between 1 and 1e16, got %d", *num)
@@ -95,6 +114,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 		shaleBlobFiles:           *blobFiles,
 		shaleMinBlobSize:         *minBlob,
 		shaleBlobGC:              *blobGC,
+		shaleMmapReads:           *mmapReads,
 		badgerValueThreshold:     *badgerThreshold,
 	}
 	results := make([][]result, len(engines))

@@ -13,6 +13,8 @@ import (
 
 type pebbleEngine struct {
 	db *pebble.DB
+	// value receives the value get reads (reused: no allocation).
+	value []byte
 }
 
 func openPebble(dir string, cfg engineConfig) (engine, error) {
@@ -51,13 +53,16 @@ func (e *pebbleEngine) compactAll() error {
 }
 
 func (e *pebbleEngine) get(key []byte) (bool, error) {
-	_, closer, err := e.db.Get(key)
+	v, closer, err := e.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	// Copied out, as every engine's get hands the caller a value it owns
+	// (shale's Get returns a copy).
+	e.value = append(e.value[:0], v...)
 	return true, closer.Close()
 }
 

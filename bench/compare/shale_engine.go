@@ -24,6 +24,7 @@ func openShale(dir string, cfg engineConfig) (engine, error) {
 		EnableBlobFiles:             cfg.shaleBlobFiles,
 		MinBlobSize:                 cfg.shaleMinBlobSize,
 		EnableBlobGarbageCollection: cfg.shaleBlobGC,
+		AllowMmapReads:              cfg.shaleMmapReads,
 	})
 	if err != nil {
 		return nil, err
