@@ -186,10 +186,13 @@ type memTable struct {
 	refs atomic.Int32
 }
 
+// newMemTable returns an empty memtable for WAL logNum, with room for at
+// least minCapacity bytes of entries (by memtable.EntrySizeBound) besides
+// its fixed overhead.
 func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
 	size := d.mutableOptions().WriteBufferSize
 	capacity := size + size/8 + 1<<20
-	capacity = max(capacity, minCapacity)
+	capacity = max(capacity, memtable.FixedOverhead+minCapacity)
 	m := &memTable{
 		Memtable:        d.memtableOnArena(capacity),
 		logNum:          logNum,

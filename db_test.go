@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/testdir"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -284,6 +286,50 @@ func TestCustomComparer(t *testing.T) {
 	db.Close()
 	if _, err := Open("/db", testOptions(fs)); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "test.reverse") {
 		t.Fatalf("reopen with another comparer: %v", err)
+	}
+}
+
+// TestReplayValueLargerThanWriteBuffer reopens a DB whose WAL holds, as
+// its only record, a value larger than the write buffer (and then a batch
+// of several): replay must size a memtable for it as the write did, fixed
+// overhead included, instead of failing Open with a full arena.
+func TestReplayValueLargerThanWriteBuffer(t *testing.T) {
+	for _, size := range []int{64 << 10, 1 << 20, 4 << 20} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			dir := filepath.Join(testdir.New(t), "db")
+			db, err := Open(dir, testOptions(vfs.Default))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reopen := func() {
+				t.Helper()
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if db, err = Open(dir, testOptions(vfs.Default)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			big := bytes.Repeat([]byte("v"), size)
+			if err := db.Put([]byte("big"), big, nil); err != nil {
+				t.Fatal(err)
+			}
+			reopen() // the WAL holds the one Put
+			b := new(Batch)
+			for i := range 3 {
+				b.Put(fmt.Appendf(nil, "batch%d", i), big)
+			}
+			if err := db.Write(b, nil); err != nil {
+				t.Fatal(err)
+			}
+			reopen()
+			defer db.Close()
+			for _, k := range []string{"big", "batch0", "batch1", "batch2"} {
+				if v, err := db.Get([]byte(k), nil); err != nil || !bytes.Equal(v, big) {
+					t.Fatalf("Get(%s) after reopen: %d bytes, %v", k, len(v), err)
+				}
+			}
+		})
 	}
 }
 

@@ -389,6 +389,11 @@ func (c *fileCache) closeFile(f *cachedFile) {
 	_ = f.closeReader()
 }
 
+// mapped reports whether f's reader reads through a mapping of its file.
+func (f *cachedFile) mapped() bool {
+	return f.reader != nil && f.reader.Mapped() || f.blobReader != nil && f.blobReader.Mapped()
+}
+
 // closeReader closes f's file unless that was done already.
 func (f *cachedFile) closeReader() error {
 	if f.reader == nil && f.blobReader == nil || f.closed.Swap(true) {
@@ -595,7 +600,10 @@ func (c *fileCache) numOpen() (cached, lingering int) {
 
 // close closes every file, those still in use too (DB.Close requires that
 // iterators be closed first; one that is not fails with ErrClosed), and
-// detaches the read counts from Options.Statistics.
+// detaches the read counts from Options.Statistics. A mapped file still in
+// use is the exception: a Get or MultiGet racing Close may be copying from
+// its mapping, which an unmap would turn into a fault, so the last
+// reference closes it instead (as it closes an evicted file).
 func (c *fileCache) close() error {
 	c.mu.Lock()
 	var files []*cachedFile
@@ -617,7 +625,15 @@ func (c *fileCache) close() error {
 		c.checkReleased(files, cached)
 	}
 	var err error
-	for _, f := range files {
+	for i, f := range files {
+		if f.mapped() {
+			// The cache's reference, for a cached entry; a lingering one
+			// is its users' alone.
+			if i < cached && f.refs.Add(-1) == 0 {
+				err = errors.Join(err, f.closeReader())
+			}
+			continue
+		}
 		err = errors.Join(err, f.closeReader())
 	}
 	if st := c.d.opts.Statistics; st != nil {

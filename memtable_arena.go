@@ -37,8 +37,13 @@ const arenaPoison = 0xdb
 // memtableOnArena returns an empty memtable of the given capacity, on the
 // spare arena when it has that size.
 func (d *DB) memtableOnArena(capacity int) *memtable.Memtable {
-	if spare := d.spareArena.Swap(nil); spare != nil && len(*spare) == memtable.ArenaWords(capacity) {
-		return memtable.NewOnArena(d.cmp, *spare)
+	if spare := d.spareArena.Swap(nil); spare != nil {
+		if len(*spare) == memtable.ArenaWords(capacity) {
+			return memtable.NewOnArena(d.cmp, *spare)
+		}
+		// Kept for the next memtable of the usual size (this one is sized
+		// for a large batch, or for a changed WriteBufferSize).
+		d.spareArena.CompareAndSwap(nil, spare)
 	}
 	return memtable.New(d.cmp, capacity)
 }

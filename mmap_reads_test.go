@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shaledb/shale/internal/testdir"
@@ -182,5 +183,51 @@ func TestMmapReadsCorruptBlobFile(t *testing.T) {
 	}
 	if corrupt != len(blobs) {
 		t.Fatalf("%d values read as corrupt, want %d (one per blob file)", corrupt, len(blobs))
+	}
+}
+
+// TestMmapReadsGetRacingClose closes the DB while Gets of a large blob
+// value run: a Get copying from a mapping when Close comes must finish
+// (or fail with ErrClosed), not fault on an unmapped file.
+func TestMmapReadsGetRacingClose(t *testing.T) {
+	dir := filepath.Join(testdir.New(t), "db")
+	db := openMmapTestDB(t, dir)
+	big := bytes.Repeat([]byte("v"), 4<<20)
+	if err := db.Put([]byte("big"), big, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 10 {
+		db := openMmapTestDB(t, dir)
+		var wg sync.WaitGroup
+		started := make(chan struct{}, 2)
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ro := &ReadOptions{SkipFillCache: true}
+				for i := 0; ; i++ {
+					v, err := db.Get([]byte("big"), ro)
+					if i == 0 {
+						started <- struct{}{}
+					}
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					if err != nil || len(v) != len(big) {
+						t.Errorf("round %d: Get: %d bytes, %v", round, len(v), err)
+						return
+					}
+				}
+			}()
+		}
+		<-started
+		<-started
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
 	}
 }

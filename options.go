@@ -151,8 +151,8 @@ type Options struct {
 	// mapping instead of with a read call (allow_mmap_reads): no system
 	// call per read of data in the page cache, which pays most for large
 	// values read at random. Blocks and values are still checksummed and
-	// cached as usual, and a file system that cannot map a file (an
-	// in-memory or wrapping one) is read as without it. A device error
+	// cached as usual, and a file system that cannot map a file (a
+	// wrapping one, such as a fault injector) is read as without it. A device error
 	// under a mapping is a SIGBUS rather than an error returned, as with
 	// every mmap reader. Incompatible with UseDirectReads. Default false.
 	AllowMmapReads bool

@@ -416,12 +416,12 @@ func (r *Reader) ApproximateOffset(key []byte) uint64 {
 // table cache passes it to Cache.EvictID when the file is deleted.
 func (r *Reader) CacheID() uint64 { return r.bf.CacheID() }
 
-// Close closes the file. Cached blocks stay cached; pinned index and
 // Mapped reports whether blocks are read from a mapping of the file
 // (ReaderOptions.MmapReads on a file that could be mapped).
 func (r *Reader) Mapped() bool { return r.bf.Mapped() }
 
-// filter blocks become evictable.
+// Close unmaps and closes the file. Cached blocks stay cached; pinned
+// index and filter blocks become evictable.
 func (r *Reader) Close() error {
 	if !r.closed.Swap(true) {
 		r.unpin()

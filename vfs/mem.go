@@ -522,10 +522,10 @@ func (f *memFile) Close() error {
 	return nil
 }
 
-// ReadAt reads like os.File.ReadAt: a read that ends past EOF returns the
-// bytes there are and io.EOF.
-// MapReadOnly returns a view of the file's first size bytes, as a mapping
-// of an OS file would: a change made in place later shows through it.
+// MapReadOnly returns a copy of the file's first size bytes standing for a
+// mapping, and an unmap that poisons the copy (fills it with 0xdb), so that
+// a read after unmap shows as damaged data in tests, as it would fault with
+// a real mapping. Changes made to the file after the call do not show.
 func (f *memFile) MapReadOnly(size int64) ([]byte, func() error, error) {
 	if err := f.check("mmap", false); err != nil {
 		return nil, nil, err
@@ -535,9 +535,18 @@ func (f *memFile) MapReadOnly(size int64) ([]byte, func() error, error) {
 	if int64(len(f.n.data)) < size {
 		return nil, nil, fmt.Errorf("shale: mapping %d bytes of %s, which has %d", size, f.name, len(f.n.data))
 	}
-	return f.n.data[:size:size], func() error { return nil }, nil
+	data := append([]byte(nil), f.n.data[:size]...)
+	unmap := func() error {
+		for i := range data {
+			data[i] = 0xdb
+		}
+		return nil
+	}
+	return data, unmap, nil
 }
 
+// ReadAt reads like os.File.ReadAt: a read that ends past EOF returns the
+// bytes there are and io.EOF.
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if err := f.check("read", false); err != nil {
 		return 0, err

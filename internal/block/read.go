@@ -61,8 +61,8 @@ type File struct {
 	cache    *cache.Cache
 	cacheID  uint64
 	async    vfs.AsyncReader
-	// mapped is the file's mapping (FileOptions.MapSize), nil when not
-	// mapped; unmap releases it.
+	// mapped is the file's mapping (Map), nil when not mapped; unmap
+	// releases it.
 	mapped []byte
 	unmap  func() error
 }

@@ -6,7 +6,8 @@
 // concurrently without locks (Get, iterators, RangeTombstones). The package
 // never does IO, never applies range tombstones to point entries (readers
 // combine Get or NewIter with RangeTombstones), and never frees memory: a
-// memtable's arena is allocated once by New and dropped as a whole.
+// memtable's arena is allocated once by New (or handed to NewOnArena for
+// reuse by its owner) and dropped as a whole.
 //
 // # Arena
 //

@@ -38,6 +38,11 @@ const (
 	maxCapacity = math.MaxUint32 &^ (nodeAlign - 1)
 )
 
+// FixedOverhead is the arena bytes an empty memtable already uses (the
+// reserved word and the two list heads): a memtable that must hold entries
+// of n bytes by EntrySizeBound needs a capacity of FixedOverhead + n.
+const FixedOverhead = minCapacity
+
 // EntrySizeBound returns an upper bound on the arena bytes one entry with the
 // given key and value lengths takes: Add never returns ErrArenaFull when at
 // least that much of the capacity is left.
