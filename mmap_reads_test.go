@@ -192,8 +192,11 @@ func TestMmapReadsCorruptBlobFile(t *testing.T) {
 func TestMmapReadsGetRacingClose(t *testing.T) {
 	dir := filepath.Join(testdir.New(t), "db")
 	db := openMmapTestDB(t, dir)
-	big := bytes.Repeat([]byte("v"), 4<<20)
+	big := bytes.Repeat([]byte("v"), 16<<20)
 	if err := db.Put([]byte("big"), big, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil { // into a blob file, read through its mapping
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
