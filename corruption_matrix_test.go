@@ -277,12 +277,7 @@ type matrixCount struct{ tried, detected, harmless, recovered, checkOnly int }
 
 // matrixSamples is how many offsets a damage kind tries in a file larger
 // than matrixSmallFile (all offsets in smaller ones).
-func matrixSamples() int {
-	if stress() {
-		return 2000
-	}
-	return 60
-}
+func matrixSamples() int { return bySize(60, 60, 2000) }
 
 const matrixSmallFile = 600
 
