@@ -37,13 +37,11 @@ const arenaPoison = 0xdb
 // memtableOnArena returns an empty memtable of the given capacity, on the
 // spare arena when it has that size.
 func (d *DB) memtableOnArena(capacity int) *memtable.Memtable {
-	if spare := d.spareArena.Swap(nil); spare != nil {
-		if len(*spare) == memtable.ArenaWords(capacity) {
-			return memtable.NewOnArena(d.cmp, *spare)
-		}
-		// Kept for the next memtable of the usual size (this one is sized
-		// for a large batch, or for a changed WriteBufferSize).
-		d.spareArena.CompareAndSwap(nil, spare)
+	// A spare of another size (this memtable is sized for a large batch,
+	// or WriteBufferSize changed) stays for the next memtable of its size.
+	spare := d.spareArena.Load()
+	if spare != nil && len(*spare) == memtable.ArenaWords(capacity) && d.spareArena.CompareAndSwap(spare, nil) {
+		return memtable.NewOnArena(d.cmp, *spare)
 	}
 	return memtable.New(d.cmp, capacity)
 }

@@ -321,10 +321,4 @@ func (r *Reader) VerifyFileChecksum() error {
 func (r *Reader) Mapped() bool { return r.bf.Mapped() }
 
 // Close unmaps and closes the file. Cached values stay cached.
-func (r *Reader) Close() error {
-	err := r.bf.Unmap()
-	if cerr := r.bf.Source().File.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func (r *Reader) Close() error { return r.bf.Close() }

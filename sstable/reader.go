@@ -427,11 +427,7 @@ func (r *Reader) Close() error {
 		r.unpin()
 		r.stats.ReadersMem.Add(-r.heldMem)
 	}
-	err := r.bf.Unmap()
-	if cerr := r.bf.Source().File.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return r.bf.Close()
 }
 
 func putGetIter(bi *blockIter) {

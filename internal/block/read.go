@@ -115,6 +115,16 @@ func (f *File) Unmap() error {
 	return err
 }
 
+// Close unmaps the file, if it is mapped, and closes its handle: the
+// owner's last call, after every read.
+func (f *File) Close() error {
+	err := f.Unmap()
+	if cerr := f.src.File.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // mappedRange returns [off, off+n) of the mapping when src is the File's
 // own handle and the range lies in the mapping.
 func (f *File) mappedRange(src Source, off int64, n int) ([]byte, bool) {
