@@ -116,3 +116,25 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("InvalidArgumentf: %v", err)
 	}
 }
+
+// TestIsBytesCompare checks that only bytes.Compare itself takes the
+// direct path, not another function of the same order.
+func TestIsBytesCompare(t *testing.T) {
+	same := func(a, b []byte) int { return bytes.Compare(a, b) }
+	reverse := func(a, b []byte) int { return bytes.Compare(b, a) }
+	for _, c := range []struct {
+		name string
+		cmp  Compare
+		want bool
+	}{
+		{"bytes.Compare", bytes.Compare, true},
+		{"DefaultComparer", DefaultComparer.Compare, true},
+		{"same order", same, false},
+		{"reverse", reverse, false},
+		{"nil", nil, false},
+	} {
+		if got := IsBytesCompare(c.cmp); got != c.want {
+			t.Errorf("IsBytesCompare(%s) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package base
 
-import "bytes"
+import (
+	"bytes"
+	"reflect"
+)
 
 // Compare returns -1, 0 or +1 as a sorts before, equal to or after b.
 type Compare func(a, b []byte) int
@@ -58,4 +61,16 @@ func bytewiseSuccessor(dst, a []byte) []byte {
 		}
 	}
 	return append(dst, a...)
+}
+
+// bytesCompare is the code address of bytes.Compare.
+var bytesCompare = reflect.ValueOf(bytes.Compare).Pointer()
+
+// IsBytesCompare reports whether cmp is bytes.Compare itself (the same
+// code, not merely a function of the same order), as DefaultComparer's is.
+// The hottest loops (the merge's heap, the DB iterator's stepping over
+// versions) then call bytes.Compare directly, which the compiler inlines,
+// instead of through the function value; the answer is the same.
+func IsBytesCompare(cmp Compare) bool {
+	return cmp != nil && reflect.ValueOf(cmp).Pointer() == bytesCompare
 }

@@ -143,9 +143,17 @@ func TestIterRandom(t *testing.T) {
 		if resolve {
 			o.ValueResolver = testResolver
 		}
+		if iter%2 == 1 {
+			// The same order through a function that is not
+			// bytes.Compare: the comparisons' general path.
+			o.Cmp = &base.Comparer{Name: "test.bytewise", Compare: func(a, b []byte) int { return bytes.Compare(a, b) }}
+		}
 		keys, vals := db.model(o.Snapshot, o.Lower, o.Upper, resolve)
 		m, _ := db.mergedIter(rng, 1+rng.IntN(5))
 		it := New(m, o)
+		if it.bytewise != (iter%2 == 0) {
+			t.Fatalf("iteration %d: bytewise %v", iter, it.bytewise)
+		}
 		ctx := fmt.Sprintf("seed %d (snapshot %d, bounds [%s, %s), tombstones %v)", seed, o.Snapshot, o.Lower, o.Upper, db.tombs)
 		runOps(t, ctx, rng, it, keys, vals, db.nkeys, 300)
 		if err := it.Close(); err != nil {

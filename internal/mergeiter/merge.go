@@ -1,6 +1,8 @@
 package mergeiter
 
 import (
+	"bytes"
+
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/rangedel"
 )
@@ -71,6 +73,9 @@ type Iter struct {
 	reverse  bool
 	twoPhase bool
 	ordered  bool
+	// bytewise says cmp is bytes.Compare, which less then calls directly
+	// (base.IsBytesCompare).
+	bytewise bool
 	submit   func()
 	// dels, when range tombstones are applied (SetRangeDels), holds them
 	// for each child, by child index; snapshot is the reader's seqnum.
@@ -91,6 +96,7 @@ var (
 func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
 	m := &Iter{
 		cmp:      cmp,
+		bytewise: base.IsBytesCompare(cmp),
 		children: make([]child, len(iters)),
 		heap:     make([]*child, 0, len(iters)),
 	}
@@ -295,14 +301,20 @@ func (m *Iter) prepared() {
 // less orders heap entries: by internal key, then by child index, reversed in
 // reverse mode.
 func (m *Iter) less(a, b *child) bool {
-	c := base.InternalCompare(m.cmp, a.key, b.key)
+	var c int
+	if m.bytewise {
+		c = bytes.Compare(a.key.UserKey, b.key.UserKey)
+	} else {
+		c = m.cmp(a.key.UserKey, b.key.UserKey)
+	}
 	if c == 0 {
+		if a.key.Trailer != b.key.Trailer {
+			// The newer entry (the higher trailer) first.
+			return (a.key.Trailer > b.key.Trailer) != m.reverse
+		}
 		c = a.index - b.index
 	}
-	if m.reverse {
-		return c > 0
-	}
-	return c < 0
+	return (c < 0) != m.reverse
 }
 
 func (m *Iter) down(i int) {
@@ -458,6 +470,11 @@ func (m *Iter) Next() bool {
 	}
 	if m.reverse {
 		return m.skipDeleted(m.turn(false))
+	}
+	if m.dels == nil {
+		// Without range tombstones (compaction, most reads) there is
+		// nothing to skip: no call on the path of every step.
+		return m.step(m.heap[0].iter.Next())
 	}
 	return m.skipDeleted(m.step(m.heap[0].iter.Next()))
 }
