@@ -29,8 +29,9 @@ import (
 //
 // Garbage. A compaction counts the blob references it reads (every
 // BlobIndex entry of its input) and those it writes; the difference, per
-// blob file, is what it dropped (overwritten or deleted values), recorded
-// as VersionEdit.BlobGarbage. Blob bytes, here and in BlobFileMetadata's
+// blob file, is what it dropped (overwritten or deleted values) or
+// relocated, recorded as VersionEdit.BlobGarbage, and dated when some was
+// dropped (blobGarbageDate, for delete persistence). Blob bytes, here and in BlobFileMetadata's
 // TotalBytes, are record bytes (the record's length, block and trailer:
 // blobRecordBytes), so a file's TotalBytes is its size less header and
 // footer, and garbage bytes are the disk bytes GC would reclaim. Input
@@ -339,13 +340,19 @@ func (c *blobRefCounter) First() bool { return c.note(c.InternalIterator.First()
 func (c *blobRefCounter) Next() bool { return c.note(c.InternalIterator.Next()) }
 
 // blobGarbage returns, ascending by file, the references read and not
-// written: the blob values a compaction dropped.
-func blobGarbage(read, written map[base.FileNum]blobRefCount) []manifest.BlobGarbage {
+// written: the blob values a compaction dropped or relocated (relocated
+// counts the latter per file). The garbage of a file is dated by date when
+// some of it was dropped: values relocated elsewhere are not deleted data.
+func blobGarbage(read, written map[base.FileNum]blobRefCount, relocated map[base.FileNum]uint64, date uint64) []manifest.BlobGarbage {
 	var out []manifest.BlobGarbage
 	for num, r := range read {
 		w := written[num]
 		if r.count > w.count {
-			out = append(out, manifest.BlobGarbage{FileNum: num, Count: r.count - w.count, Bytes: r.bytes - w.bytes})
+			g := manifest.BlobGarbage{FileNum: num, Count: r.count - w.count, Bytes: r.bytes - w.bytes}
+			if g.Count > relocated[num] {
+				g.Time = date
+			}
+			out = append(out, g)
 		}
 	}
 	slices.SortFunc(out, func(a, b manifest.BlobGarbage) int { return compareFileNums(a.FileNum, b.FileNum) })

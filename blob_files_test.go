@@ -140,8 +140,9 @@ func TestBlobFilesFlushSeparatesValues(t *testing.T) {
 // blob files, so values go through flushes into blob files, compactions
 // pass their indexes on and drop the overwritten ones, and blob files are
 // deleted; with separation starting at L1 (compactions separate values
-// that flushes kept inline); and with SetOptions turning blob files on and
-// off, and changing their sizes, mid-run.
+// that flushes kept inline); with SetOptions turning blob files on and
+// off, and changing their sizes, mid-run; with garbage collection; and
+// with a delete persistence threshold (blob files rewritten at deadlines).
 func TestModelBlobFiles(t *testing.T) {
 	ops := bySize(3000, 1200, 20000)
 	variants := []struct {
@@ -171,6 +172,7 @@ func TestModelBlobFiles(t *testing.T) {
 			setBlobGCTestOptions(o)
 			o.AllowMmapReads = true
 		}},
+		{name: "delete-persistence", set: setBlobDeletePersistenceTestOptions},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {

@@ -43,20 +43,32 @@ import (
 // the work now. A full CompactRange with GC on also rewrites last-level
 // tables referencing an old file that holds garbage, so with an age cutoff
 // of 1 it leaves no blob file holding garbage.
+//
+// Delete persistence (Options.DeletePersistenceThreshold) adds the blob
+// files past their deadline (compact.Deadlines.Blob) to the files every
+// compaction relocates, whatever the GC options and the time of day: the
+// picker compacts their tables (compact.ReasonBlobExpired) until none
+// references them, and they are deleted with the values of deleted keys
+// they still held (delete_persistence.go).
 
 // blobGC is the garbage collection side of one compaction.
 type blobGC struct {
 	d *DB
-	// cutoff: blob files numbered below it are relocated.
-	cutoff base.FileNum
+	// cutoff: blob files numbered below it are relocated, and so are those
+	// in expired, past their delete persistence deadline
+	// (expiredBlobFiles).
+	cutoff  base.FileNum
+	expired map[base.FileNum]bool
 	// readahead is the readahead of the value readers
 	// (BlobCompactionReadaheadSize); direct opens the files with direct IO
 	// for them (UseDirectIOForFlushAndCompaction).
 	readahead int64
 	direct    bool
 	readers   map[base.FileNum]*gcReader
-	// relocated counts the values moved and their old record bytes.
-	relocated blobRefCount
+	// relocated counts the values moved and their old record bytes, and
+	// relocatedFrom the values moved per old file.
+	relocated     blobRefCount
+	relocatedFrom map[base.FileNum]uint64
 }
 
 // gcReader reads the values of one old blob file in file order.
@@ -68,7 +80,9 @@ type gcReader struct {
 
 // relocates reports whether the values of blob file num move (g may be
 // nil: no garbage collection).
-func (g *blobGC) relocates(num base.FileNum) bool { return g != nil && num < g.cutoff }
+func (g *blobGC) relocates(num base.FileNum) bool {
+	return g != nil && (num < g.cutoff || g.expired[num])
+}
 
 // read returns the value x of key locates, which is read and not cached
 // (relocation reads each value once). The value is valid until the next
@@ -97,8 +111,18 @@ func (g *blobGC) read(x blob.Index, key []byte) ([]byte, error) {
 	if err == nil {
 		g.relocated.count++
 		g.relocated.bytes += blobRecordBytes(x)
+		g.relocatedFrom[x.FileNum]++
 	}
 	return v, err
+}
+
+// relocatedCounts returns the number of values relocated per old blob file
+// (nil for nil g).
+func (g *blobGC) relocatedCounts() map[base.FileNum]uint64 {
+	if g == nil {
+		return nil
+	}
+	return g.relocatedFrom
 }
 
 // relocatedCount returns the number of values relocated (0 for nil g).
@@ -129,35 +153,49 @@ func (g *blobGC) close() error {
 
 // blobGCFor returns the garbage collection of compaction c of version v
 // under options o: nil when c collects none (see the comment at the top).
+// Whatever the GC options, every compaction relocates the values of the
+// blob files past their delete persistence deadline.
 func (d *DB) blobGCFor(c *compact.Compaction, v *manifest.Version, o *Options) *blobGC {
-	if !o.EnableBlobGarbageCollection || len(v.BlobFiles) == 0 {
+	if len(v.BlobFiles) == 0 {
 		return nil
 	}
-	if c.Reason != compact.ReasonManual && c.Reason != compact.ReasonBlobGC {
-		w, err := parseOffPeakWindow(o.BlobGarbageCollectionOffPeakWindow)
-		if err == nil && !w.contains(d.clock.Now()) {
-			return nil
-		}
+	expired := d.expiredBlobFiles(v, o)
+	cutoff := base.FileNum(0)
+	if o.EnableBlobGarbageCollection && d.blobGCWindowAllows(c, o) {
+		cutoff = compact.BlobGCCutoff(v, o.BlobGarbageCollectionAgeCutoff)
 	}
-	cutoff := compact.BlobGCCutoff(v, o.BlobGarbageCollectionAgeCutoff)
-	if cutoff == 0 {
+	if cutoff == 0 && len(expired) == 0 {
 		return nil
 	}
-	return &blobGC{d: d, cutoff: cutoff, readahead: o.BlobCompactionReadaheadSize,
+	return &blobGC{d: d, cutoff: cutoff, expired: expired, readahead: o.BlobCompactionReadaheadSize,
 		direct:  d.opts.UseDirectIOForFlushAndCompaction && !d.opts.UseDirectReads,
-		readers: map[base.FileNum]*gcReader{}}
+		readers: map[base.FileNum]*gcReader{}, relocatedFrom: map[base.FileNum]uint64{}}
+}
+
+// blobGCWindowAllows reports whether compaction c may collect garbage now:
+// it is manual or forced, or no off-peak window excludes the time.
+func (d *DB) blobGCWindowAllows(c *compact.Compaction, o *Options) bool {
+	if c.Reason == compact.ReasonManual || c.Reason == compact.ReasonBlobGC {
+		return true
+	}
+	w, err := parseOffPeakWindow(o.BlobGarbageCollectionOffPeakWindow)
+	return err != nil || w.contains(d.clock.Now())
 }
 
 // collectsFrom reports whether g would reclaim space by rewriting table f
-// of v: f references an old blob file holding garbage. A trivial move of
-// such a file is refused, and CompactRange rewrites such last-level files.
+// of v: f references an old blob file holding garbage, or one past its
+// delete persistence deadline. A trivial move of such a file is refused,
+// and CompactRange rewrites such last-level files.
 func (g *blobGC) collectsFrom(v *manifest.Version, f *manifest.FileMetadata) bool {
 	if g == nil {
 		return false
 	}
 	for _, n := range f.BlobFiles {
+		if g.expired[n] {
+			return true
+		}
 		if n >= g.cutoff {
-			break // BlobFiles ascend
+			continue
 		}
 		if b := v.BlobFile(n); b != nil && b.GarbageBytes > 0 {
 			return true

@@ -838,6 +838,11 @@ func (c *checker) checkBlobFiles(v *manifest.Version, present []base.FileNum) {
 					cf.Detail = fmt.Sprintf("%d blobs of %d bytes", meta.TotalCount, meta.TotalBytes)
 					if meta.GarbageCount > 0 {
 						cf.Detail += fmt.Sprintf(", garbage %d/%d", meta.GarbageCount, meta.GarbageBytes)
+						if t := meta.OldestGarbageTime; t != 0 && t <= math.MaxInt64 {
+							// Delete persistence rewrites the file by a
+							// deadline counted from it.
+							cf.Detail += ", the oldest dated " + time.Unix(0, int64(t)).UTC().Format(time.RFC3339Nano)
+						}
 					}
 				} else {
 					cf.Detail = "checksums ok; liveness unknown (MANIFEST unusable)"

@@ -718,7 +718,9 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	}
 	d.recordDrops(stats, c.OutputLevel)
 	edit.NewBlobFiles = newBlobs
-	edit.BlobGarbage = blobGarbage(blobRefs.read, blobs.written)
+	if len(blobRefs.read) > 0 {
+		edit.BlobGarbage = blobGarbage(blobRefs.read, blobs.written, gc.relocatedCounts(), d.blobGarbageDate(c))
+	}
 	var outBytes uint64
 	for _, b := range newBlobs {
 		outBytes += b.Size

@@ -23,11 +23,22 @@ func TestCrashRecovery(t *testing.T) {
 // TestCrashRecoveryDeletePersistence is TestCrashRecovery with a 5 ms delete
 // persistence threshold (on the real clock): crashes hit deadline flushes
 // and compactions of expired tables, and each reopen finds replayed
-// tombstones due at once.
+// tombstones due at once; with blob files, also the rewrites of blob files
+// past their deadline and the edits dating blob garbage.
 func TestCrashRecoveryDeletePersistence(t *testing.T) {
-	forEachSeed(t, bySize(3, 2, 30), func(t *testing.T, seed uint64) {
-		runCrashWith(t, seed, func(o *Options) { o.DeletePersistenceThreshold = 5 * time.Millisecond }, nil)
-	})
+	for _, blobs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("blob-files=%v", blobs), func(t *testing.T) {
+			forEachSeed(t, bySize(3, 2, 30), func(t *testing.T, seed uint64) {
+				runCrashWith(t, seed, func(o *Options) {
+					o.DeletePersistenceThreshold = 5 * time.Millisecond
+					if blobs {
+						o.Logger = discardLogger()
+						setBlobTestOptions(o)
+					}
+				}, nil)
+			})
+		})
+	}
 }
 
 // TestCrashRecoverySecondaryDelete is TestCrashRecovery with

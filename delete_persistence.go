@@ -4,7 +4,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/compact"
+	"github.com/shaledb/shale/internal/manifest"
 )
 
 // Delete persistence (Options.DeletePersistenceThreshold, Lethe's FADE).
@@ -33,8 +35,22 @@ import (
 //     the event that frees them: a compaction ending (it conflicted with a
 //     running one, or the job budget was used) or a snapshot's release (a
 //     bottom-level file a snapshot still needs).
+//   - the earliest future deadline of a blob file (below). Blob files past
+//     theirs wait, as tables do, for a compaction's end.
 // It is not armed while the DB is closed, read-only or in the background
 // error state (Resume schedules again).
+//
+// Blob files. A compaction that drops a value's blob index leaves the value
+// in its blob file, as garbage, until the file is deleted. So every
+// compaction dates the garbage it records (blobGarbageDate: no later than
+// now, nor than any tombstone that may delete what it dropped), a blob file
+// is dated by its oldest garbage (manifest.BlobFileMetadata.
+// OldestGarbageTime), and once that date is compact.Deadlines.Blob old the
+// picker compacts the tables referencing the file (compact.
+// ReasonBlobExpired), each compaction relocating the file's values it reads
+// (expiredBlobFiles, blob_gc.go) until none references it and the edit
+// deletes it. With values in blob files the levels share the threshold less
+// a tenth, which is left for those compactions.
 
 // deadlineState is the timer's state, under d.mu.
 type deadlineState struct {
@@ -76,6 +92,11 @@ func (d *DB) armDeadlineTimerLocked() {
 				if at, ok := dl.ExpiresAt(f, level); ok && !f.Compacting && at > now && at < next {
 					next = at
 				}
+			}
+		}
+		for _, b := range v.BlobFiles {
+			if at, ok := dl.BlobExpiresAt(b); ok && at > now && at < next {
+				next = at
 			}
 		}
 	}
@@ -146,30 +167,98 @@ func (d *DB) deadlineReached(gen uint64) {
 	d.mu.Unlock()
 }
 
+// expiredBlobFiles returns the blob files of v past their delete
+// persistence deadline under o (nil when there are none): every compaction
+// relocates their values.
+func (d *DB) expiredBlobFiles(v *manifest.Version, o *Options) map[base.FileNum]bool {
+	if o.DeletePersistenceThreshold <= 0 || len(v.BlobFiles) == 0 {
+		return nil
+	}
+	co := d.compactOptionsOf(o)
+	dl := compact.ComputeDeadlines(v, &co)
+	now := d.clock.Now().UnixNano()
+	var expired map[base.FileNum]bool
+	for _, b := range v.BlobFiles {
+		if at, ok := dl.BlobExpiresAt(b); ok && now >= at {
+			if expired == nil {
+				expired = map[base.FileNum]bool{}
+			}
+			expired[b.FileNum] = true
+		}
+	}
+	return expired
+}
+
+// blobGarbageDate returns the date (unix nanoseconds, at least 1) of the
+// blob garbage compaction c records: the oldest of now and of the
+// tombstone dates of the memtables and of the tables of the output level
+// and above that overlap c's keys (a table whose date is unknown counts
+// as due: 1). A value c drops is deleted, if ever, by a tombstone newer
+// than what shadows it; that tombstone is among c's inputs, above them, in
+// a memtable, or not yet written, so the date is no later than the
+// tombstone's, and the file's deadline no later than the tombstone's
+// bound. This covers the versions a key had before its delete, dropped as
+// overwritten before the tombstone came near them. Under d.mu the
+// memtables, then the version: a flush installs its tables before it
+// removes its memtable, so its tombstones are in one or the other.
+func (d *DB) blobGarbageDate(c *compact.Compaction) uint64 {
+	d.mu.Lock()
+	date := d.clock.Now().UnixNano()
+	note := func(t int64) {
+		if t != 0 && t < date {
+			date = t
+		}
+	}
+	note(d.mu.mem.mutable.oldestTombstone)
+	for _, m := range d.mu.mem.queue {
+		note(m.oldestTombstone)
+	}
+	v := d.versions.Current()
+	d.mu.Unlock()
+	defer v.Unref()
+	cmp := d.cmp.Compare
+	for level := 0; level <= c.OutputLevel && level < len(v.Levels); level++ {
+		for _, f := range v.Levels[level] {
+			if !compact.HasTombstones(f) || cmp(f.Smallest.UserKey, c.Largest) > 0 || cmp(f.Largest.UserKey, c.Smallest) < 0 {
+				continue
+			}
+			note(max(int64(min(f.OldestTombstoneTime, math.MaxInt64)), 1))
+		}
+	}
+	return uint64(max(date, 1))
+}
+
 // DeletePersistenceMetrics says how far tombstones are from their
 // deadlines (Options.DeletePersistenceThreshold).
 type DeletePersistenceMetrics struct {
 	// Threshold is Options.DeletePersistenceThreshold (0: off).
 	Threshold time.Duration
 	// OldestTombstoneAge is the age, by Options.Clock, of the oldest
-	// tombstone in a table or a memtable (whose WAL holds it too); 0 when
-	// there is none. Tables whose tombstones' date is unknown (written by
-	// a shale that did not record it) are left out here and count in
-	// FilesPastTTL.
+	// tombstone in a table or a memtable (whose WAL holds it too), or, with
+	// the threshold set, of the oldest garbage of a blob file (dated as
+	// delete_persistence.go says: no later than the tombstone that deleted
+	// it); 0 when there is none. Tables whose tombstones' date is unknown
+	// (written by a shale that did not record it) are left out here and
+	// count in FilesPastTTL.
 	OldestTombstoneAge time.Duration
 	// FilesPastTTL counts the tables whose oldest tombstone is older than
-	// their level's deadline, MemtablesPastTTL the memtables older than
-	// theirs. Both are 0 with the threshold off. A table stays past its
+	// their level's deadline and the blob files whose oldest garbage is
+	// older than BlobTTL, MemtablesPastTTL the memtables older than
+	// theirs. Both are 0 with the threshold off. A file stays past its
 	// deadline while its compaction waits (for a background slot, for a
 	// running compaction of an overlapping file, or for the release of a
-	// snapshot that still sees what its tombstones delete).
+	// snapshot that still sees what a table's tombstones delete).
 	FilesPastTTL, MemtablesPastTTL int
-	// MemtableTTL is the memtable's share of the threshold, and LevelTTLs
-	// the age of its oldest tombstone at which a table of each level is
-	// past its deadline (the running sum of the levels' shares, the whole
-	// threshold at the bottom level). Nil with the threshold off.
+	// MemtableTTL is the memtable's share of the threshold, LevelTTLs the
+	// age of its oldest tombstone at which a table of each level is past
+	// its deadline (the running sum of the levels' shares: the whole
+	// threshold at the bottom level, or nine tenths of it when values may
+	// be in blob files), and BlobTTL the age of its oldest garbage at
+	// which a blob file is (that of the bottom level). Zero and nil with
+	// the threshold off.
 	MemtableTTL time.Duration
 	LevelTTLs   []time.Duration
+	BlobTTL     time.Duration
 }
 
 // deletePersistenceMetrics fills m.DeletePersistence for rs.
@@ -196,6 +285,14 @@ func (d *DB) deletePersistenceMetrics(rs *readState) DeletePersistenceMetrics {
 			}
 		}
 	}
+	for _, b := range rs.version.BlobFiles {
+		if at, ok := dl.BlobExpiresAt(b); ok {
+			note(int64(min(b.OldestGarbageTime, math.MaxInt64)))
+			if now >= at {
+				pm.FilesPastTTL++
+			}
+		}
+	}
 	d.mu.Lock()
 	mems := append([]*memTable{d.mu.mem.mutable}, d.mu.mem.queue...)
 	ts := make([]int64, len(mems))
@@ -215,6 +312,7 @@ func (d *DB) deletePersistenceMetrics(rs *readState) DeletePersistenceMetrics {
 	if dl.Threshold > 0 {
 		pm.MemtableTTL = dl.Memtable
 		pm.LevelTTLs = dl.Levels
+		pm.BlobTTL = dl.Blob
 	}
 	return pm
 }

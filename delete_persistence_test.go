@@ -8,9 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/testdir"
 	"github.com/shaledb/shale/vfs"
 )
@@ -77,6 +79,17 @@ func readWholeFile(fs vfs.FS, name string) ([]byte, error) {
 	return buf, nil
 }
 
+// fadeTestOptions are testOptions on fs with compression off (so that
+// markers are plain in the files) and a delete persistence threshold d on
+// clock.
+func fadeTestOptions(fs vfs.FS, clock *fakeClock, d time.Duration) *Options {
+	opts := testOptions(fs)
+	opts.Compression = NoCompression
+	opts.Clock = clock
+	opts.DeletePersistenceThreshold = d
+	return opts
+}
+
 // TestDeletePersistenceBound writes, overwrites and deletes (point and
 // range deletes) on a fake clock moved in steps of an eighth of the
 // threshold, with flushes, compactions and reopens along the way, letting
@@ -87,23 +100,46 @@ func readWholeFile(fs vfs.FS, name string) ([]byte, error) {
 // write nothing.
 func TestDeletePersistenceBound(t *testing.T) {
 	forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
-		runDeletePersistenceBound(t, seed, true)
+		runDeletePersistenceBound(t, seed, true, nil)
 	})
 }
 
-// runDeletePersistenceBound runs the test; with fade false the threshold
-// is off and the test is expected to find deleted values (it shows that the
-// test can fail).
-func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool) (violations int) {
+// TestDeletePersistenceBoundBlobFiles is TestDeletePersistenceBound with
+// every value in a blob file (setBlobTestOptions): a deleted value is gone
+// only once its blob file is, so blob files holding values of deleted keys
+// (also the versions a key had before it was deleted, dropped earlier as
+// overwritten) must be rewritten in time; with blob garbage collection on
+// too (relocating by age, which must not keep a file past its deadline).
+func TestDeletePersistenceBoundBlobFiles(t *testing.T) {
+	for _, gc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gc=%v", gc), func(t *testing.T) {
+			forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
+				runDeletePersistenceBound(t, seed, true, func(o *Options) {
+					setBlobTestOptions(o)
+					if gc {
+						setBlobGCTestOptions(o)
+						o.BlobGarbageCollectionAgeCutoff = 0.5
+					}
+				})
+			})
+		})
+	}
+}
+
+// runDeletePersistenceBound runs the test with the options set changes
+// (nil: none); with fade false the threshold is off and the test is
+// expected to find deleted values (it shows that the test can fail).
+func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool, set func(*Options)) (violations int) {
 	const d = time.Hour
 	rng := rand.New(rand.NewPCG(seed, 12))
 	clock := newFakeClock(0)
 	fs := vfs.NewMem()
-	opts := testOptions(fs)
-	opts.Compression = NoCompression
-	opts.Clock = clock
-	if fade {
-		opts.DeletePersistenceThreshold = d
+	opts := fadeTestOptions(fs, clock, d)
+	if !fade {
+		opts.DeletePersistenceThreshold = 0
+	}
+	if set != nil {
+		set(opts)
 	}
 	db, err := Open("/db", opts)
 	if err != nil {
@@ -118,6 +154,10 @@ func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool) (violations
 	// deletedAt[id] is when a tombstone deleting write id was written.
 	deletedAt := map[int]time.Time{}
 	live := map[int]bool{}
+	// current[i] is key i's value (nil: deleted or never written).
+	current := make([][]byte, keys)
+	// inBlobFiles counts the live writes found in blob files.
+	inBlobFiles := 0
 	nextID := 0
 	deleteKey := func(i int, at time.Time) {
 		for _, id := range versions[i] {
@@ -125,6 +165,7 @@ func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool) (violations
 			delete(live, id)
 		}
 		versions[i] = nil
+		current[i] = nil
 	}
 	compactions := uint64(0)
 	const writeSteps, steps = 24, 40
@@ -135,9 +176,11 @@ func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool) (violations
 				if rng.IntN(3) > 0 {
 					id := nextID
 					nextID++
-					if err := db.Put(key(i), markerValue(id, 40+rng.IntN(80)), nil); err != nil {
+					value := markerValue(id, 40+rng.IntN(80))
+					if err := db.Put(key(i), value, nil); err != nil {
 						t.Fatal(err)
 					}
+					current[i] = value
 					if len(versions[i]) > 0 {
 						delete(live, versions[i][len(versions[i])-1])
 					}
@@ -191,8 +234,21 @@ func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool) (violations
 			}
 		}
 		for id := range live {
-			if _, ok := found[id]; !ok {
+			files, ok := found[id]
+			if !ok {
 				t.Fatalf("step %d: the live write %d is in no file: the search does not work", step, id)
+			}
+			for _, f := range files {
+				if strings.HasSuffix(f, ".blob") {
+					inBlobFiles++
+					break
+				}
+			}
+		}
+		for i, want := range current {
+			got, err := db.Get(key(i), nil)
+			if want == nil && !errors.Is(err, ErrNotFound) || want != nil && (err != nil || !bytes.Equal(got, want)) {
+				t.Fatalf("step %d: Get(%s) = %.20q, %v; want %.20q", step, key(i), got, err, want)
 			}
 		}
 		if violations > 0 && fade {
@@ -210,7 +266,7 @@ func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool) (violations
 		}
 		m := db.Metrics().DeletePersistence
 		if m.FilesPastTTL != 0 || m.MemtablesPastTTL != 0 {
-			t.Errorf("step %d: %d tables and %d memtables past their deadline after the work settled\n%s\n%s",
+			t.Errorf("step %d: %d files and %d memtables past their deadline after the work settled\n%s\n%s",
 				step, m.FilesPastTTL, m.MemtablesPastTTL, db.Metrics(), db.versionString())
 		}
 		if m.OldestTombstoneAge > d {
@@ -223,6 +279,21 @@ func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool) (violations
 	if fade && (len(deletedAt) == 0 || compactions+db.Metrics().Compact.Count == 0) {
 		t.Fatalf("nothing was deleted (%d) or compacted:\n%s", len(deletedAt), db.Metrics())
 	}
+	if opts.EnableBlobFiles && inBlobFiles == 0 {
+		t.Fatal("blob files are on, but no live value was ever in one")
+	}
+	// What the rewrites left is a sound database: shale check finds every
+	// live blob file whole and every blob index reading back.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check("/db", &Options{FS: fs})
+	if err != nil || !rep.OK() {
+		t.Fatalf("Check: %v\n%s", err, rep)
+	}
+	if db, err = Open("/db", opts); err != nil {
+		t.Fatal(err)
+	}
 	return violations
 }
 
@@ -230,7 +301,7 @@ func runDeletePersistenceBound(t *testing.T, seed uint64, fade bool) (violations
 // off: deleted values must then be found on disk long after their delete,
 // or the bound test would prove nothing.
 func TestDeletePersistenceBoundCanFail(t *testing.T) {
-	if v := runDeletePersistenceBound(t, 1, false); v == 0 {
+	if v := runDeletePersistenceBound(t, 1, false, nil); v == 0 {
 		t.Fatal("with no threshold every deleted value still left the files in time: the bound test cannot fail")
 	}
 }
@@ -242,11 +313,7 @@ func TestDeletePersistenceSnapshot(t *testing.T) {
 	const d = time.Minute
 	clock := newFakeClock(0)
 	fs := vfs.NewMem()
-	opts := testOptions(fs)
-	opts.Compression = NoCompression
-	opts.Clock = clock
-	opts.DeletePersistenceThreshold = d
-	db, err := Open("/db", opts)
+	db, err := Open("/db", fadeTestOptions(fs, clock, d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,6 +412,23 @@ func TestDeletePersistenceCloseStopsTimer(t *testing.T) {
 // margin for the compactions to run, and finds no deleted marker in any
 // file of the directory, while every live one is still there.
 func TestDeletePersistenceOnDisk(t *testing.T) {
+	runDeletePersistenceOnDisk(t, nil)
+}
+
+// TestDeletePersistenceOnDiskBlobFiles is TestDeletePersistenceOnDisk with
+// every value in a blob file: the blob files holding deleted values are
+// rewritten and removed from the directory within the threshold.
+func TestDeletePersistenceOnDiskBlobFiles(t *testing.T) {
+	runDeletePersistenceOnDisk(t, func(o *Options) {
+		o.EnableBlobFiles = true
+		o.MinBlobSize = 50
+		o.BlobFileSize = 64 << 10
+	})
+}
+
+// runDeletePersistenceOnDisk runs the test with the options set changes
+// (nil: none).
+func runDeletePersistenceOnDisk(t *testing.T, set func(*Options)) {
 	if testing.Short() {
 		t.Skip("waits 3 s of real time")
 	}
@@ -358,6 +442,9 @@ func TestDeletePersistenceOnDisk(t *testing.T) {
 		TargetFileSizeBase:         32 << 10,
 		MaxBytesForLevelBase:       128 << 10,
 		DeletePersistenceThreshold: d,
+	}
+	if set != nil {
+		set(opts)
 	}
 	db, err := Open(dir, opts)
 	if err != nil {
@@ -406,10 +493,139 @@ func TestDeletePersistenceOnDisk(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d deleted values still on disk\n%s", bad, db.Metrics())
 	}
+	if opts.EnableBlobFiles {
+		inBlob := 0
+		for _, files := range found {
+			for _, f := range files {
+				if strings.HasSuffix(f, ".blob") {
+					inBlob++
+				}
+			}
+		}
+		if inBlob == 0 {
+			t.Error("blob files are on, but no live value is in one")
+		}
+	}
 	if m := db.Metrics().DeletePersistence; m.FilesPastTTL != 0 || m.MemtablesPastTTL != 0 {
-		t.Errorf("past their deadline: %d tables, %d memtables", m.FilesPastTTL, m.MemtablesPastTTL)
+		t.Errorf("past their deadline: %d files, %d memtables", m.FilesPastTTL, m.MemtablesPastTTL)
 	}
 	if _, err := db.Get(key(1500), nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get(%s) = %v, want ErrNotFound", key(1500), err)
+	}
+}
+
+// TestDeletePersistenceBlobVersionsBeforeDelete checks the versions a key
+// had before its delete: k=v1 lies in a blob file of L2, k=v2 in L1, and
+// the delete in L0 when a compaction of L1 into L2 drops v1 as overwritten,
+// with no tombstone among its inputs, half the threshold after the delete.
+// The delete still deletes v1 (it was the key's value before v2), so the
+// blob file holding it must go within the threshold of the delete: its
+// garbage is dated by the delete above the compaction, not by the
+// compaction. Undated, the file would keep v1 for as long as its other
+// values live; dated by the compaction, it would go half a threshold late.
+// Before compactions are turned on, Metrics counts the file past its
+// deadline, and its garbage as old as the delete.
+func TestDeletePersistenceBlobVersionsBeforeDelete(t *testing.T) {
+	const d = time.Hour
+	clock := newFakeClock(0)
+	fs := vfs.NewMem()
+	opts := fadeTestOptions(fs, clock, d)
+	opts.NumLevels = 3
+	opts.DisableDynamicLevelBytes = true
+	opts.DisableAutoCompactions = true
+	setBlobTestOptions(opts)
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%03d", i)) }
+	// Key 0 gets v1 (marker 1000) and v2 (marker 1001); keys 1 to 20 keep
+	// their values (markers 1 to 20), in v1's blob file.
+	for i := 1; i <= 20; i++ {
+		if err := db.Put(key(i), markerValue(i, 60), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Put(key(0), markerValue(1000, 60), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CompactRangeWithOptions(nil, nil, &CompactRangeOptions{ChangeLevel: true, TargetLevel: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put(key(0), markerValue(1001, 60), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CompactRangeWithOptions(nil, nil, &CompactRangeOptions{ChangeLevel: true, TargetLevel: 1}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := clock.Now()
+	if err := db.Delete(key(0), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(d / 2)
+	// L1 into L2, as a size compaction would: the delete stays in L0.
+	db.mu.Lock()
+	v := db.versions.Current()
+	co := db.compactOptions()
+	c := compact.PickManual(v, &co, 1, nil, nil)
+	if c == nil || c.OutputLevel != 2 || len(v.Levels[0]) != 1 {
+		db.mu.Unlock()
+		t.Fatalf("no L1->L2 compaction under the delete (%v):\n%s", c, v)
+	}
+	db.startCompactionLocked(c)
+	db.mu.Unlock()
+	err = db.runCompaction(c, v)
+	v.Unref()
+	db.mu.Lock()
+	db.finishCompactionLocked(c)
+	db.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found := markersIn(t, fs, "/db"); len(found[1000]) == 0 || len(found[1001]) == 0 {
+		t.Fatalf("v1 in %v, v2 in %v: the setup does not leave both on disk", found[1000], found[1001])
+	}
+	// Past the blob files' deadline (nine tenths of the threshold), with
+	// compactions still off: the delete's table and v1's blob file are
+	// past theirs, and v1's garbage is as old as the delete.
+	clock.Advance(d/2 - d/20)
+	m := db.Metrics().DeletePersistence
+	if m.FilesPastTTL != 2 || m.BlobTTL != d-d/10 || m.OldestTombstoneAge != clock.Now().Sub(deleted) {
+		t.Fatalf("metrics %+v, want 2 files (the delete's table, v1's blob file) past deadlines, a blob TTL of %v, the oldest tombstone %v old\n%s",
+			m, d-d/10, clock.Now().Sub(deleted), db.versionString())
+	}
+	if err := db.SetOptions(map[string]string{"disable_auto_compactions": "false"}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, db, clock)
+	for !clock.Now().After(deleted.Add(d)) {
+		found := markersIn(t, fs, "/db")
+		for _, id := range []int{1000, 1001} {
+			if files, ok := found[id]; ok {
+				t.Fatalf("write %d of the deleted key, deleted %v ago (the blob files' deadline %v), is still in %v\n%s",
+					id, clock.Now().Sub(deleted), d-d/10, files, db.versionString())
+			}
+		}
+		clock.Advance(d / 32)
+		settle(t, db, clock)
+	}
+	found := markersIn(t, fs, "/db")
+	for _, id := range []int{1000, 1001} {
+		if files, ok := found[id]; ok {
+			t.Errorf("write %d of the deleted key, deleted %v ago (threshold %v), is still in %v\n%s",
+				id, clock.Now().Sub(deleted), d, files, db.versionString())
+		}
+	}
+	for i := 1; i <= 20; i++ {
+		if got, err := db.Get(key(i), nil); err != nil || !bytes.Equal(got, markerValue(i, 60)) {
+			t.Fatalf("Get(%s) = %.20q, %v", key(i), got, err)
+		}
+	}
+	if _, err := db.Get(key(0), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(%s) after its delete: %v", key(0), err)
 	}
 }

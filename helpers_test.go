@@ -357,6 +357,19 @@ func setBlobTestOptions(o *Options) {
 	o.BlobFileSize = 4 << 10
 }
 
+// setBlobDeletePersistenceTestOptions turns blob files on
+// (setBlobTestOptions) with tiny tables and a 20 ms delete persistence
+// threshold on a clock moving 1 ms at every reading: blob files holding
+// deleted values are rewritten at their deadlines all the time, as the DB
+// works.
+func setBlobDeletePersistenceTestOptions(o *Options) {
+	setBlobTestOptions(o)
+	o.DeletePersistenceThreshold = 20 * time.Millisecond
+	o.Clock = newFakeClock(time.Millisecond)
+	o.WriteBufferSize = 4 << 10
+	o.TargetFileSizeBase = 4 << 10
+}
+
 // setBlobGCTestOptions turns blob garbage collection on, relocating every
 // blob file's values, with targeted compactions of the tables referencing a
 // file once half of it is garbage.

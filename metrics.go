@@ -315,7 +315,7 @@ func (m *Metrics) String() string {
 	if p := &m.DeletePersistence; p.Threshold > 0 || p.OldestTombstoneAge > 0 {
 		fmt.Fprintf(&b, "oldest tombstone: %s old", p.OldestTombstoneAge.Round(time.Millisecond))
 		if p.Threshold > 0 {
-			fmt.Fprintf(&b, "; delete persistence threshold %s: %d tables and %d memtables past their deadline",
+			fmt.Fprintf(&b, "; delete persistence threshold %s: %d files and %d memtables past their deadline",
 				p.Threshold, p.FilesPastTTL, p.MemtablesPastTTL)
 		}
 		b.WriteString("\n")

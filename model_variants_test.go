@@ -185,6 +185,9 @@ var metamorphicSets = []metaOptionSet{
 		o.ParanoidChecks = true
 	}},
 	{name: "blob-files-set-options-mid-run", set: setBlobTestOptions, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 2}},
+	// Blob files dated by their garbage and rewritten at their delete
+	// persistence deadlines all the time.
+	{name: "blob-files-delete-persistence-fake-clock", set: setBlobDeletePersistenceTestOptions},
 	// Garbage collection: compactions relocate the values of the oldest
 	// blob files (all of them), and tables referencing files half garbage
 	// are compacted on purpose.

@@ -256,6 +256,7 @@ func (d *DB) compactOptionsOf(o *Options) compact.Options {
 		DisableDeleteAware:                o.DisableDeleteAwareCompaction,
 		DeletePersistenceThreshold:        o.DeletePersistenceThreshold,
 		Now:                               d.clock.Now,
+		BlobFiles:                         o.EnableBlobFiles,
 		BlobGC:                            o.EnableBlobGarbageCollection,
 		BlobGCAgeCutoff:                   o.BlobGarbageCollectionAgeCutoff,
 		BlobGCForceThreshold:              o.BlobGarbageCollectionForceThreshold,

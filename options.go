@@ -283,13 +283,23 @@ type Options struct {
 	// DeletePersistenceThreshold bounds how long deleted data stays in the
 	// database's files (Lethe's FADE; RocksDB has no such option): every
 	// point and range tombstone reaches the bottom level within this time
-	// of being written, so the values it deletes are gone from every table
-	// and WAL by then. The threshold is split over the levels a tombstone
+	// of being written, so the values it deletes (every version of the key
+	// older than the tombstone) are gone from every table, WAL and blob
+	// file by then. The threshold is split over the levels a tombstone
 	// passes (the memtable, L0, the base level down to the bottom level) in
 	// proportion to their sizes, as Lethe does; a memtable holding a
 	// tombstone is flushed when its share runs out, and a table whose
 	// oldest tombstone outlives its level's share is compacted before any
-	// other work. The bound is met when compactions are picked: it is
+	// other work. With blob files (EnableBlobFiles, or blob files left from
+	// when it was on) the levels share nine tenths of the threshold, and a
+	// blob file holding a value a compaction dropped is rewritten (its live
+	// values relocated, whatever the blob GC options, and the file deleted)
+	// once the tombstone that deleted the value is nine tenths of the
+	// threshold old, or, for a value dropped as overwritten and never
+	// deleted, nine tenths of the threshold after the compaction dropping
+	// it: overwrites are not bounded from their write, since nothing
+	// carries an overwrite down the levels (delete the key first to have
+	// its old value bound). The bound is met when compactions are picked: it is
 	// exceeded by the time they take to run and to wait for a background
 	// slot. A snapshot that still sees deleted data keeps it, and the bound
 	// holds from the snapshot's release; time while the DB is closed counts,

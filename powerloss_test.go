@@ -40,20 +40,28 @@ func TestPowerLoss(t *testing.T) {
 
 // TestPowerLossDeletePersistence is TestPowerLoss with a delete persistence
 // threshold on a clock that moves as the DB reads it, so that crashes hit
-// deadline flushes and compactions of expired tables too.
+// deadline flushes and compactions of expired tables too; with blob files,
+// also the rewrites of blob files past their deadline.
 func TestPowerLossDeletePersistence(t *testing.T) {
 	sample := 1.0
 	if testing.Short() && !stress() {
 		sample = 0.5
 	}
-	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
-		runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, func(o *Options) {
-			// 1 ms a reading: memtables outlive their share between the
-			// DB's readings of the clock.
-			o.DeletePersistenceThreshold = 20 * time.Millisecond
-			o.Clock = newFakeClock(time.Millisecond)
+	for _, blobs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("blob-files=%v", blobs), func(t *testing.T) {
+			forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+				runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, func(o *Options) {
+					// 1 ms a reading: memtables outlive their share between
+					// the DB's readings of the clock.
+					o.DeletePersistenceThreshold = 20 * time.Millisecond
+					o.Clock = newFakeClock(time.Millisecond)
+					if blobs {
+						setBlobTestOptions(o)
+					}
+				})
+			})
 		})
-	})
+	}
 }
 
 // TestPowerLossSecondaryDelete is TestPowerLoss with DeleteBySecondaryRange

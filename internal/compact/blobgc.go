@@ -57,19 +57,32 @@ func (p *Picker) pickForcedBlobGC(v *manifest.Version, baseLevel int) *Compactio
 		if b.TotalBytes == 0 || float64(b.GarbageBytes) < threshold*float64(b.TotalBytes) {
 			continue
 		}
-		for _, t := range v.TablesReferencingBlob(b.FileNum) {
-			if t.Meta.Compacting {
-				continue
-			}
-			var c *Compaction
-			if t.Level == 0 {
-				c = p.pickL0(v, baseLevel, t.Meta, ReasonBlobGC)
-			} else {
-				c = p.setup(v, t.Level, t.Level, baseLevel, []*manifest.FileMetadata{t.Meta}, ReasonBlobGC)
-			}
-			if c != nil {
-				return c
-			}
+		if c := p.pickBlobTables(v, baseLevel, b.FileNum, ReasonBlobGC); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// pickBlobTables returns a compaction, for reason, of the first table (by
+// level) referencing blob file num whose compaction conflicts with none
+// running, or nil: an L0 table compacts into the base level, a table of
+// another level is rewritten in place. The DB relocates the values of the
+// blob file that the compaction reads (for reason), so that afterwards the
+// table no longer references the file.
+func (p *Picker) pickBlobTables(v *manifest.Version, baseLevel int, num base.FileNum, reason string) *Compaction {
+	for _, t := range v.TablesReferencingBlob(num) {
+		if t.Meta.Compacting {
+			continue
+		}
+		var c *Compaction
+		if t.Level == 0 {
+			c = p.pickL0(v, baseLevel, t.Meta, reason)
+		} else {
+			c = p.setup(v, t.Level, t.Level, baseLevel, []*manifest.FileMetadata{t.Meta}, reason)
+		}
+		if c != nil {
+			return c
 		}
 	}
 	return nil

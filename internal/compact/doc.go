@@ -57,6 +57,11 @@
 //     overlaps nothing there); one of the bottom level is rewritten in place,
 //     and only when every entry of it is older than the oldest snapshot, so
 //     the rewrite is sure to drop its tombstones and cannot repeat.
+//   - A blob file past its delete persistence deadline (Deadlines.Blob:
+//     its oldest garbage, as the DB dates it, is nine tenths of the
+//     threshold old) competes with those files by date; a table referencing
+//     it is compacted as for forced blob GC (ReasonBlobExpired, never a
+//     trivial move), and the DB relocates the file's values it reads.
 //   - After a SingleDelete is dropped together with the Set it deletes, the
 //     next older version of the key in the same stripe decides that stripe
 //     (under the SingleDelete contract it is another SingleDelete or nothing).

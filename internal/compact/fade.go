@@ -1,16 +1,31 @@
 package compact
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 )
 
 // ReasonExpired is the Reason of a compaction picked because a file's oldest
 // tombstone is older than its level's delete persistence deadline.
 const ReasonExpired = "expired"
+
+// ReasonBlobExpired is the Reason of a compaction of a table referencing a
+// blob file whose oldest garbage is older than the blob files' delete
+// persistence deadline (Deadlines.Blob): the DB relocates the file's values
+// that the compaction reads, so that once no table references it the file
+// is deleted, and with it the bytes of the values it held for deleted keys.
+const ReasonBlobExpired = "blob-expired"
+
+// BlobPersistenceShare is the share of the delete persistence threshold kept
+// for blob files (1/BlobPersistenceShare of it) when values may be in blob
+// files: the levels share the rest, so a deleted value's blob index is
+// dropped by then and its blob file rewritten in what remains.
+const BlobPersistenceShare = 10
 
 // PersistenceTTLs splits the delete persistence threshold d over the first
 // n-1 of n levels as Lethe's FADE does: ttl[0] = d·(t−1)/(t^(n−1)−1) and
@@ -69,6 +84,17 @@ func persistenceSums(d time.Duration, t float64, n int) []time.Duration {
 // level of it but the bottom, with Options.MaxBytesForLevelMultiplier as T.
 // With dynamic level sizes and a small database, the chain is the memtable,
 // L0 and the last level; it grows as the base level moves up.
+//
+// Blob files come after the chain. A compaction that drops a value's blob
+// index leaves the value's bytes in its blob file, as garbage, which the DB
+// dates no later than any tombstone that may have deleted it
+// (manifest.BlobFileMetadata.OldestGarbageTime); a blob file whose garbage
+// has the age Blob is rewritten (its tables compacted, relocating its live
+// values, until none references it and it is deleted). When values may be
+// in blob files (Options.BlobFiles, or a version holding blob files), the
+// chain shares the threshold less a tenth (BlobPersistenceShare), Blob is
+// that same age, and the tenth is what the last compaction of the chain
+// and the rewrite of the blob file have to run in.
 type Deadlines struct {
 	// Threshold is Options.DeletePersistenceThreshold.
 	Threshold time.Duration
@@ -76,10 +102,14 @@ type Deadlines struct {
 	// be flushed.
 	Memtable time.Duration
 	// Levels[l] is the age of its oldest tombstone at which a file of level
-	// l has expired: the running sum of the TTLs down to l (Threshold at
-	// the bottom level, and for files of levels outside the chain, which
-	// the picker never finds in a version it built).
+	// l has expired: the running sum of the TTLs down to l (at the bottom
+	// level, and for files of levels outside the chain, which the picker
+	// never finds in a version it built, the part of Threshold the chain
+	// shares: all of it, or all but the blob files' share).
 	Levels []time.Duration
+	// Blob is the age of its oldest garbage at which a blob file has
+	// expired: the bottom level's deadline.
+	Blob time.Duration
 	// BaseLevel and BottomLevel delimit the chain below L0.
 	BaseLevel, BottomLevel int
 	// ChainLen is the number of levels in the chain (the memtable included).
@@ -96,9 +126,13 @@ func ComputeDeadlines(v *manifest.Version, o *Options) Deadlines {
 }
 
 func computeDeadlines(v *manifest.Version, o *Options, baseLevel int) Deadlines {
-	d := o.DeletePersistenceThreshold
-	if d <= 0 {
+	threshold := o.DeletePersistenceThreshold
+	if threshold <= 0 {
 		return Deadlines{}
+	}
+	d := threshold
+	if o.BlobFiles || len(v.BlobFiles) > 0 {
+		d -= threshold / BlobPersistenceShare
 	}
 	bottom := baseLevel
 	for l := o.NumLevels - 1; l > baseLevel; l-- {
@@ -110,7 +144,8 @@ func computeDeadlines(v *manifest.Version, o *Options, baseLevel int) Deadlines 
 	n := bottom - baseLevel + 3
 	sums := persistenceSums(d, o.MaxBytesForLevelMultiplier, n)
 	dl := Deadlines{
-		Threshold:   d,
+		Threshold:   threshold,
+		Blob:        d,
 		Memtable:    sums[0],
 		Levels:      make([]time.Duration, o.NumLevels),
 		BaseLevel:   baseLevel,
@@ -148,14 +183,26 @@ func (dl *Deadlines) ExpiresAt(f *manifest.FileMetadata, level int) (t int64, ok
 	return int64(f.OldestTombstoneTime) + int64(dl.Levels[level]), true
 }
 
+// BlobExpiresAt returns when blob file b expires under dl: its oldest
+// garbage's date plus Blob. ok is false for a file without dated garbage,
+// or when dl is off.
+func (dl *Deadlines) BlobExpiresAt(b *manifest.BlobFileMetadata) (t int64, ok bool) {
+	if dl.Threshold <= 0 || b.OldestGarbageTime == 0 {
+		return 0, false
+	}
+	return int64(min(b.OldestGarbageTime, math.MaxInt64-uint64(dl.Blob))) + int64(dl.Blob), true
+}
+
 // pickExpired returns a compaction for the expired file with the oldest
-// tombstone (then the level nearer the top, then the lower file number) whose
-// compaction conflicts with none running, or nil. A file of a level above
-// the bottom compacts into the next level of the chain; a file of the bottom
-// level is rewritten in place, which drops its tombstones and what they
-// delete, but only when every entry of it is older than the oldest snapshot:
-// otherwise a snapshot may still need them and the rewrite could change
-// nothing (it is picked once the snapshot is released).
+// tombstone or garbage (then the level nearer the top, blob files last, then
+// the lower file number) whose compaction conflicts with none running, or
+// nil. A file of a level above the bottom compacts into the next level of
+// the chain; a file of the bottom level is rewritten in place, which drops
+// its tombstones and what they delete, but only when every entry of it is
+// older than the oldest snapshot: otherwise a snapshot may still need them
+// and the rewrite could change nothing (it is picked once the snapshot is
+// released). An expired blob file has a table referencing it compacted
+// (pickBlobTables, ReasonBlobExpired); relocation needs no snapshot's leave.
 func (p *Picker) pickExpired(v *manifest.Version, env PickEnv, baseLevel int, sc []float64) *Compaction {
 	o := &p.opts
 	if o.DeletePersistenceThreshold <= 0 || o.Now == nil {
@@ -164,8 +211,16 @@ func (p *Picker) pickExpired(v *manifest.Version, env PickEnv, baseLevel int, sc
 	dl := computeDeadlines(v, o, baseLevel)
 	now := o.Now().UnixNano()
 	type candidate struct {
-		f     *manifest.FileMetadata
-		level int
+		date  uint64
+		f     *manifest.FileMetadata // nil for a blob file
+		blob  *manifest.BlobFileMetadata
+		level int // NumLevels for a blob file
+	}
+	num := func(c candidate) base.FileNum {
+		if c.blob != nil {
+			return c.blob.FileNum
+		}
+		return c.f.FileNum
 	}
 	var cands []candidate
 	for l := 0; l < o.NumLevels; l++ {
@@ -182,28 +237,28 @@ func (p *Picker) pickExpired(v *manifest.Version, env PickEnv, baseLevel int, sc
 			if l == dl.BottomLevel && l > 0 && !env.tombstonesDroppable(f) {
 				continue
 			}
-			cands = append(cands, candidate{f, l})
+			cands = append(cands, candidate{date: f.OldestTombstoneTime, f: f, level: l})
+		}
+	}
+	for _, b := range v.BlobFiles {
+		if at, ok := dl.BlobExpiresAt(b); ok && now >= at {
+			cands = append(cands, candidate{date: b.OldestGarbageTime, blob: b, level: o.NumLevels})
 		}
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
-		switch {
-		case a.f.OldestTombstoneTime != b.f.OldestTombstoneTime:
-			if a.f.OldestTombstoneTime < b.f.OldestTombstoneTime {
-				return -1
-			}
-			return 1
-		case a.level != b.level:
-			return a.level - b.level
-		case a.f.FileNum < b.f.FileNum:
-			return -1
-		case a.f.FileNum > b.f.FileNum:
-			return 1
+		if c := cmp.Compare(a.date, b.date); c != 0 {
+			return c
 		}
-		return 0
+		if c := cmp.Compare(a.level, b.level); c != 0 {
+			return c
+		}
+		return cmp.Compare(num(a), num(b))
 	})
 	for _, cand := range cands {
 		var c *Compaction
 		switch l := cand.level; {
+		case cand.blob != nil:
+			c = p.pickBlobTables(v, baseLevel, cand.blob.FileNum, ReasonBlobExpired)
 		case l == 0:
 			c = p.pickL0(v, baseLevel, cand.f, ReasonExpired)
 		case l == dl.BottomLevel:
@@ -212,8 +267,8 @@ func (p *Picker) pickExpired(v *manifest.Version, env PickEnv, baseLevel int, sc
 			c = p.setup(v, l, l+1, baseLevel, []*manifest.FileMetadata{cand.f}, ReasonExpired)
 		}
 		if c != nil {
-			if cand.level < len(sc) {
-				c.Score = sc[cand.level]
+			if c.Level < len(sc) {
+				c.Score = sc[c.Level]
 			}
 			return c
 		}

@@ -128,16 +128,21 @@ func TestComputeDeadlines(t *testing.T) {
 
 // parseFadeFile parses a picker file line (see parseFile) with FADE's
 // attributes: "tomb=S" (a tombstone written at unix second S),
-// "tomb=unknown" (tombstones, time not recorded) and "seq=N" (the file's
-// largest seqnum).
+// "tomb=unknown" (tombstones, time not recorded), "seq=N" (the file's
+// largest seqnum) and "blobs=N,M" (the blob files it references).
 func parseFadeFile(t testing.TB, line string) *manifest.FileMetadata {
 	var rest []string
 	var tomb string
+	var blobs []base.FileNum
 	seq := -1
 	for _, fl := range strings.Fields(line) {
 		switch {
 		case strings.HasPrefix(fl, "tomb="):
 			tomb = fl[5:]
+		case strings.HasPrefix(fl, "blobs="):
+			for _, n := range strings.Split(fl[6:], ",") {
+				blobs = append(blobs, base.FileNum(parseUint(t, n)))
+			}
 		case strings.HasPrefix(fl, "seq="):
 			n, err := strconv.Atoi(fl[4:])
 			if err != nil {
@@ -150,6 +155,7 @@ func parseFadeFile(t testing.TB, line string) *manifest.FileMetadata {
 	}
 	f := parseFile(t, strings.Join(rest, " "))
 	f.NumEntries = 10
+	f.BlobFiles = blobs
 	switch tomb {
 	case "":
 	case "unknown":
@@ -169,8 +175,24 @@ func parseFadeFile(t testing.TB, line string) *manifest.FileMetadata {
 	return f
 }
 
-// describeDeadlines prints the chain and, per file with tombstones, when
-// it expires and whether it has.
+// parseFadeBlob parses a blob file line, "N [garbage=S]": blob file N,
+// holding garbage dated unix second S.
+func parseFadeBlob(t testing.TB, line string) *manifest.BlobFileMetadata {
+	fields := strings.Fields(line)
+	b := &manifest.BlobFileMetadata{FileNum: base.FileNum(parseUint(t, fields[0])), TotalCount: 10, TotalBytes: 1000, Size: 1100}
+	for _, fl := range fields[1:] {
+		g, ok := strings.CutPrefix(fl, "garbage=")
+		if !ok {
+			t.Fatalf("bad blob file attribute %q", fl)
+		}
+		b.GarbageCount, b.GarbageBytes = 1, 100
+		b.OldestGarbageTime = parseUint(t, g) * uint64(time.Second)
+	}
+	return b
+}
+
+// describeDeadlines prints the chain and, per file with tombstones and
+// blob file with dated garbage, when it expires and whether it has.
 func describeDeadlines(v *manifest.Version, o *Options, now time.Time) string {
 	var b strings.Builder
 	dl := ComputeDeadlines(v, o)
@@ -180,27 +202,38 @@ func describeDeadlines(v *manifest.Version, o *Options, now time.Time) string {
 			fmt.Fprintf(&b, " L%d=%v", l, d)
 		}
 	}
+	if o.BlobFiles || len(v.BlobFiles) > 0 {
+		fmt.Fprintf(&b, " blob=%v", dl.Blob)
+	}
 	b.WriteString("\n")
+	state := func(at int64) string {
+		if now.UnixNano() >= at {
+			return "expired"
+		}
+		return "live"
+	}
 	for l, files := range v.Levels {
 		for _, f := range files {
 			at, ok := dl.ExpiresAt(f, l)
 			if !ok {
 				continue
 			}
-			state := "live"
-			if now.UnixNano() >= at {
-				state = "expired"
-			}
-			fmt.Fprintf(&b, "  L%d %d: expires %ds %s\n", l, f.FileNum, at/int64(time.Second), state)
+			fmt.Fprintf(&b, "  L%d %d: expires %ds %s\n", l, f.FileNum, at/int64(time.Second), state(at))
+		}
+	}
+	for _, bf := range v.BlobFiles {
+		if at, ok := dl.BlobExpiresAt(bf); ok {
+			fmt.Fprintf(&b, "  blob %d: expires %ds %s\n", bf.FileNum, at/int64(time.Second), state(at))
 		}
 	}
 	return b.String()
 }
 
 // TestPickerFade runs testdata/picker_fade: "define threshold=<duration>
-// now=<unix s> [snapshot=<seq>]" (plus the picker options of TestPicker)
-// draws a version as in testdata/picker, with tomb= and seq= attributes
-// (parseFadeFile), and prints the deadlines; "now t=<unix s>" moves the
+// now=<unix s> [snapshot=<seq>] [blob-files]" (plus the picker options of
+// TestPicker) draws a version as in testdata/picker, with tomb=, seq= and
+// blobs= attributes (parseFadeFile) and, after a line "blobs", blob files
+// (parseFadeBlob), and prints the deadlines; "now t=<unix s>" moves the
 // clock; "snapshot seq=<n>" sets the oldest snapshot ("snapshot" alone:
 // none); "pick-auto [apply]" and "done" are TestPicker's.
 func TestPickerFade(t *testing.T) {
@@ -230,19 +263,26 @@ func TestPickerFade(t *testing.T) {
 			}
 			o.DeletePersistenceThreshold = d
 			o.Now = func() time.Time { return now }
+			o.BlobFiles = td.HasArg("blob-files")
 			p = NewPicker(o)
 			v = &manifest.Version{Levels: make([][]*manifest.FileMetadata, o.NumLevels)}
+			// Lines after "blobs" are blob files (parseFadeBlob).
+			const blobs = -2
 			level := -1
 			for _, line := range strings.Split(td.Input, "\n") {
 				line = strings.TrimSpace(line)
 				switch {
 				case line == "":
+				case line == "blobs":
+					level = blobs
 				case line[0] == 'L':
 					l, err := strconv.Atoi(line[1:])
 					if err != nil {
 						t.Fatal(err)
 					}
 					level = l
+				case level == blobs:
+					v.BlobFiles = append(v.BlobFiles, parseFadeBlob(t, line))
 				default:
 					v.Levels[level] = append(v.Levels[level], parseFadeFile(t, line))
 				}

@@ -62,6 +62,11 @@ type Options struct {
 	DeletePersistenceThreshold time.Duration
 	// Now tells the time for DeletePersistenceThreshold (nil: it is off).
 	Now func() time.Time
+	// BlobFiles says values may go to blob files (enable_blob_files): the
+	// delete persistence deadlines then keep a share of the threshold for
+	// the rewrite of blob files holding deleted values (see Deadlines), as
+	// they do for a version holding blob files.
+	BlobFiles bool
 	// BlobGC turns on blob garbage collection (enable_blob_garbage_
 	// collection): with it, PickAuto forces compactions of the tables that
 	// reference an old blob file dense in garbage (blobgc.go).

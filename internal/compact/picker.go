@@ -24,6 +24,8 @@ const (
 	// tombstones it holds and what they delete.
 	ReasonElisionOnly = "elision-only"
 	// ReasonExpired (fade.go): a file past its delete persistence deadline.
+	// ReasonBlobExpired (fade.go): a table referencing a blob file past
+	// its delete persistence deadline.
 
 	// ReasonSecondaryDelete: a file that may hold entries a live secondary
 	// tombstone deletes (manifest.FileMetadata.MayHoldDeletedBy), no
@@ -68,7 +70,7 @@ func (c *Compaction) IsTrivialMove() bool {
 	// L0 inputs are the closure of overlapping L0 files (see pickL0), so a
 	// single L0 input has no other L0 file overlapping it.
 	if c.Level == c.OutputLevel || len(c.Inputs[0]) != 1 || len(c.Inputs[1]) != 0 ||
-		forDeletes(c.Reason) || c.Reason == ReasonBlobGC || c.secondary {
+		forDeletes(c.Reason) || c.Reason == ReasonBlobGC || c.Reason == ReasonBlobExpired || c.secondary {
 		return false
 	}
 	limit := mulSat(c.MaxOutputFileSize, 10)
@@ -385,8 +387,9 @@ func PickAuto(v *manifest.Version, o *Options, env PickEnv) *Compaction {
 // work never makes writes wait. (RocksDB and Pebble pick files for
 // tombstones only when no level needs a compaction by score.)
 //
-// Before either, a file past its delete persistence deadline is compacted
-// (pickExpired, with Options.DeletePersistenceThreshold).
+// Before either, a file past its delete persistence deadline is compacted,
+// or a table referencing a blob file past its deadline (pickExpired, with
+// Options.DeletePersistenceThreshold).
 func (p *Picker) PickAuto(v *manifest.Version, env PickEnv) *Compaction {
 	o := &p.opts
 	baseLevel, targets := targetSizes(v, o)

@@ -2,7 +2,9 @@ package manifest
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 )
@@ -25,17 +27,28 @@ type BlobFileMetadata struct {
 	// GarbageCount and GarbageBytes are the blobs, and their bytes, that no
 	// table references any more, as the edits so far recorded them.
 	GarbageCount, GarbageBytes uint64
+	// OldestGarbageTime dates the file's oldest garbage (unix nanoseconds;
+	// 0 when no edit dated any): the oldest BlobGarbage.Time recorded for
+	// it. Delete persistence rewrites the file by a deadline counted from
+	// it.
+	OldestGarbageTime uint64
 }
 
 // LiveBytes returns the bytes of blobs not yet recorded as garbage.
 func (b *BlobFileMetadata) LiveBytes() uint64 { return b.TotalBytes - b.GarbageBytes }
 
 // String formats the blob file as number:count/bytes, with garbage when
-// there is some: 000007:10/4096(garbage 3/1200).
+// there is some, and its date when known: 000007:10/4096(garbage 3/1200)
+// or 000007:10/4096(garbage 3/1200 dated 2025-01-02T03:04:05.5Z).
 func (b *BlobFileMetadata) String() string {
 	s := fmt.Sprintf("%s:%d/%d", b.FileNum, b.TotalCount, b.TotalBytes)
 	if b.GarbageCount != 0 || b.GarbageBytes != 0 {
-		s += fmt.Sprintf("(garbage %d/%d)", b.GarbageCount, b.GarbageBytes)
+		if t := b.OldestGarbageTime; t != 0 && t <= math.MaxInt64 {
+			s += fmt.Sprintf("(garbage %d/%d dated %s)", b.GarbageCount, b.GarbageBytes,
+				time.Unix(0, int64(t)).UTC().Format(time.RFC3339Nano))
+		} else {
+			s += fmt.Sprintf("(garbage %d/%d)", b.GarbageCount, b.GarbageBytes)
+		}
 	}
 	return s
 }
@@ -46,6 +59,9 @@ func (b *BlobFileMetadata) String() string {
 type BlobGarbage struct {
 	FileNum      base.FileNum
 	Count, Bytes uint64
+	// Time dates the garbage (unix nanoseconds; 0: undated): the file's
+	// OldestGarbageTime becomes the oldest of the dates recorded for it.
+	Time uint64
 }
 
 // LevelFile is a table of a version and its level.
@@ -202,7 +218,7 @@ func (b *blobBuilder) apply(e *VersionEdit) error {
 			return fmt.Errorf("shale: manifest: new blob file entry without metadata")
 		case m.FileNum == 0:
 			return fmt.Errorf("shale: manifest: adding blob file 000000: not a file number")
-		case m.GarbageCount != 0 || m.GarbageBytes != 0:
+		case m.GarbageCount != 0 || m.GarbageBytes != 0 || m.OldestGarbageTime != 0:
 			return fmt.Errorf("shale: manifest: adding blob file %s with garbage %d/%d: garbage is recorded apart",
 				m.FileNum, m.GarbageCount, m.GarbageBytes)
 		}
@@ -226,6 +242,9 @@ func (b *blobBuilder) apply(e *VersionEdit) error {
 		}
 		next := *cur
 		next.GarbageCount, next.GarbageBytes = count, bytes
+		if g.Time != 0 && (next.OldestGarbageTime == 0 || g.Time < next.OldestGarbageTime) {
+			next.OldestGarbageTime = g.Time
+		}
 		files[g.FileNum] = &next
 	}
 	for _, num := range e.DeletedBlobFiles {

@@ -59,6 +59,66 @@ func TestEditBlobRecordsLayout(t *testing.T) {
 	}
 }
 
+// TestBlobGarbageTime checks the date of blob garbage: its field's bytes
+// (65, ignorable), that a record without it (written before it existed, or
+// by a reader that skipped it) decodes undated, that a damaged one is
+// corruption, and that a blob file keeps the oldest date of its garbage
+// records, undated ones and records of no garbage leaving it as it is.
+func TestBlobGarbageTime(t *testing.T) {
+	e := &VersionEdit{BlobGarbage: []BlobGarbage{{FileNum: 5, Count: 2, Bytes: 150, Time: 300}}}
+	want := []byte{0x91, 0x03, 5, 2, 0x96, 0x01, customSafeToIgnore | 1, 2, 0xac, 0x02, customTerminate}
+	enc := e.Encode(nil)
+	if !bytes.Equal(enc, want) || customBlobGarbageTime&customSafeToIgnore == 0 {
+		t.Fatalf("encoded\n% x\nwant\n% x", enc, want)
+	}
+	var d VersionEdit
+	if err := d.Decode(enc, "M", 0); err != nil || !editsEqual(e, &d) {
+		t.Fatalf("decoded %+v, %v", d, err)
+	}
+	undated := []byte{0x91, 0x03, 5, 2, 0x96, 0x01, customTerminate}
+	if err := d.Decode(undated, "M", 0); err != nil || d.BlobGarbage[0].Time != 0 || d.BlobGarbage[0].Bytes != 150 {
+		t.Fatalf("a record without the date: %+v, %v", d, err)
+	}
+	for name, bad := range map[string][]byte{
+		"time past its field":  {0x91, 0x03, 5, 2, 0x96, 0x01, customSafeToIgnore | 1, 1, 0xac, customTerminate},
+		"time shorter than it": {0x91, 0x03, 5, 2, 0x96, 0x01, customSafeToIgnore | 1, 2, 1, 0, customTerminate},
+	} {
+		if err := d.Decode(bad, "M", 0); !errors.Is(err, base.ErrCorruption) {
+			t.Errorf("%s (% x): got %v, want corruption", name, bad, err)
+		}
+	}
+
+	cmp := base.DefaultComparer
+	v, err := Apply(cmp, 7, nil, &VersionEdit{
+		NewBlobFiles: []*BlobFileMetadata{{FileNum: 5, TotalCount: 10, TotalBytes: 1000, Size: 1100}},
+		NewFiles:     []NewFileEntry{{Level: 0, Meta: blobTable(6, "a", 1, 5)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		g    BlobGarbage
+		want uint64
+	}{
+		{BlobGarbage{FileNum: 5, Count: 1, Bytes: 100}, 0},
+		{BlobGarbage{FileNum: 5, Count: 1, Bytes: 100, Time: 500}, 500},
+		{BlobGarbage{FileNum: 5, Count: 1, Bytes: 100, Time: 700}, 500},
+		{BlobGarbage{FileNum: 5, Count: 1, Bytes: 100}, 500},
+		{BlobGarbage{FileNum: 5, Time: 100}, 500}, // no garbage, nothing to date
+		{BlobGarbage{FileNum: 5, Count: 1, Bytes: 100, Time: 200}, 200},
+	} {
+		if v, err = Apply(cmp, 7, v, &VersionEdit{BlobGarbage: []BlobGarbage{step.g}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := v.BlobFile(5).OldestGarbageTime; got != step.want {
+			t.Fatalf("after %+v: OldestGarbageTime %d, want %d", step.g, got, step.want)
+		}
+	}
+	if _, err := Apply(cmp, 7, nil, &VersionEdit{NewBlobFiles: []*BlobFileMetadata{{FileNum: 8, TotalCount: 1, TotalBytes: 10, Size: 20, OldestGarbageTime: 1}}}); err == nil {
+		t.Fatal("a blob file added with a garbage date")
+	}
+}
+
 // TestEditBlobRecordsRefused checks that an older shale, which does not know
 // blob files, refuses a MANIFEST that has them: neither the blob tags nor
 // the per-table reference field carry the safe-to-ignore bit, so they meet
@@ -370,6 +430,9 @@ func TestApplyBlobFilesRandom(t *testing.T) {
 			num := pick(next.blobs)
 			cur, live := next.blobs[num]
 			g := BlobGarbage{FileNum: num}
+			if rng.IntN(2) == 0 {
+				g.Time = 1 + rng.Uint64N(100)
+			}
 			if live {
 				// Up to what is left, sometimes one more (an earlier
 				// record of this edit may have exceeded it already).
@@ -378,6 +441,9 @@ func TestApplyBlobFilesRandom(t *testing.T) {
 				g.Bytes = rng.Uint64N(left(cur.TotalBytes, cur.GarbageBytes) + 1 + uint64(rng.IntN(2)))
 				cur.GarbageCount += g.Count
 				cur.GarbageBytes += g.Bytes
+				if (g.Count != 0 || g.Bytes != 0) && g.Time != 0 && (cur.OldestGarbageTime == 0 || g.Time < cur.OldestGarbageTime) {
+					cur.OldestGarbageTime = g.Time
+				}
 				if cur.GarbageCount > cur.TotalCount || cur.GarbageBytes > cur.TotalBytes {
 					ok = false
 				}
@@ -457,7 +523,7 @@ func checkBlobModel(t *testing.T, where string, v *Version, model blobModel) {
 	}
 	for _, b := range v.BlobFiles {
 		if mb, ok := model.blobs[b.FileNum]; !ok || mb.TotalCount != b.TotalCount || mb.TotalBytes != b.TotalBytes ||
-			mb.GarbageCount != b.GarbageCount || mb.GarbageBytes != b.GarbageBytes {
+			mb.GarbageCount != b.GarbageCount || mb.GarbageBytes != b.GarbageBytes || mb.OldestGarbageTime != b.OldestGarbageTime {
 			t.Fatalf("%s: blob file %s, model %+v", where, b, mb)
 		}
 		var got, want []base.FileNum
@@ -506,7 +572,7 @@ func TestVersionSetObsoleteBlobFiles(t *testing.T) {
 		DeletedFiles: map[DeletedFileEntry]bool{{Level: 0, FileNum: table}: true},
 		NewFiles:     []NewFileEntry{{Level: 1, Meta: blobTable(out, "a", 1, blobB, blobC)}},
 		NewBlobFiles: []*BlobFileMetadata{{FileNum: blobC, TotalCount: 3, TotalBytes: 300, Size: 400}},
-		BlobGarbage:  []BlobGarbage{{FileNum: blobA, Count: 4, Bytes: 400}, {FileNum: blobB, Count: 1, Bytes: 50}},
+		BlobGarbage:  []BlobGarbage{{FileNum: blobA, Count: 4, Bytes: 400}, {FileNum: blobB, Count: 1, Bytes: 50, Time: 1234}},
 	}
 	cur := vs.Current()
 	e.DeletedBlobFiles = cur.UnreferencedBlobFiles(e)
@@ -549,7 +615,7 @@ func TestVersionSetObsoleteBlobFiles(t *testing.T) {
 	if got := currentString(vs2); got != before {
 		t.Fatalf("loaded\n%s\nwant\n%s", got, before)
 	}
-	if !strings.Contains(before, "000003:2/200(garbage 1/50)") {
+	if !strings.Contains(before, "000003:2/200(garbage 1/50 dated 1970-01-01T00:00:00.000001234Z)") {
 		t.Fatalf("garbage missing from\n%s", before)
 	}
 	if n := vs2.NewFileNum(); n <= out {

@@ -63,7 +63,16 @@
 // file's: the method's name ("" when there is none, and then no value) and
 // its value. Garbage (401) adds to the garbage recorded so far for the file;
 // the totals of 400 bound the sum. The custom fields of 400 and 401 follow
-// the rule of a new-file record's (below); none is defined yet.
+// the rule of a new-file record's (below), in a namespace of their own:
+//
+//	tag    record  field          value
+//	65     401     garbage time   uvarint (unix nanoseconds; 64|1): the
+//	                              date of the garbage the record adds
+//
+// A blob file's garbage date is the oldest of its 401 records' (absent: no
+// date). Delete persistence rewrites a dated blob file by a deadline
+// counted from it; the field carries the 1<<6 bit, as the tombstone dates
+// of field 84 do, since a reader that skips it loses only that deadline.
 //
 // A new-file record ends with custom fields, so fields can be added without
 // a new tag; each is a uvarint tag, a uvarint length and the value:

@@ -92,6 +92,15 @@ const (
 	customSecondaryApplied = customSafeToIgnore | 24
 )
 
+// Custom-field tags inside a blob file record (400, 401): a namespace of
+// their own, with the rules of a new-file record's.
+const (
+	// customBlobGarbageTime dates the garbage of a 401 record (unix
+	// nanoseconds). It only times delete persistence's rewrites of blob
+	// files: a reader that skips it loses no data, so it may be ignored.
+	customBlobGarbageTime = customSafeToIgnore | 1
+)
+
 // ManifestFormatV1 is the MANIFEST format version this package writes and
 // the newest it reads.
 const ManifestFormatV1 = 1
@@ -201,6 +210,7 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(g.FileNum))
 		dst = binary.AppendUvarint(dst, g.Count)
 		dst = binary.AppendUvarint(dst, g.Bytes)
+		dst = appendCustomUvarint(dst, customBlobGarbageTime, g.Time)
 		dst = binary.AppendUvarint(dst, customTerminate)
 	}
 	for _, n := range e.DeletedBlobFiles {
@@ -414,7 +424,18 @@ func (e *VersionEdit) Decode(data []byte, fileName string, offset int64) error {
 			if g.Bytes, err = d.uvarint("garbage blob bytes"); err != nil {
 				return err
 			}
-			if err := d.blobCustomFields(num); err != nil {
+			err = d.blobCustomFields(num, func(tag uint64, field []byte) (bool, error) {
+				if tag != customBlobGarbageTime {
+					return false, nil
+				}
+				t, n := binary.Uvarint(field)
+				if n <= 0 || n != len(field) {
+					return true, d.errorf("blob file %s: bad garbage time", num)
+				}
+				g.Time = t
+				return true, nil
+			})
+			if err != nil {
 				return err
 			}
 			e.BlobGarbage = append(e.BlobGarbage, g)
@@ -479,16 +500,17 @@ func (d *editDecoder) blobFileAddition() (*BlobFileMetadata, error) {
 	if len(value) > 0 {
 		b.ChecksumValue = append([]byte(nil), value...)
 	}
-	if err := d.blobCustomFields(num); err != nil {
+	if err := d.blobCustomFields(num, nil); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
 // blobCustomFields reads the custom fields that end a blob file record, up
-// to the terminator. None is defined yet: ignorable ones are skipped, others
-// are corruption.
-func (d *editDecoder) blobCustomFields(num base.FileNum) error {
+// to the terminator, handing each to known (when not nil), which reports
+// whether it knows the tag; unknown ignorable ones are skipped, other
+// unknown ones are corruption.
+func (d *editDecoder) blobCustomFields(num base.FileNum, known func(tag uint64, field []byte) (bool, error)) error {
 	for {
 		tag, err := d.uvarint("blob custom field tag")
 		if err != nil {
@@ -497,8 +519,16 @@ func (d *editDecoder) blobCustomFields(num base.FileNum) error {
 		if tag == customTerminate {
 			return nil
 		}
-		if _, err := d.bytes("blob custom field"); err != nil {
+		field, err := d.bytes("blob custom field")
+		if err != nil {
 			return err
+		}
+		if known != nil {
+			if ok, err := known(tag, field); err != nil {
+				return err
+			} else if ok {
+				continue
+			}
 		}
 		if tag&customSafeToIgnore == 0 {
 			return d.errorf("blob file %s: unknown custom field %d", num, tag)

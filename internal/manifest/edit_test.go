@@ -121,7 +121,11 @@ func randEdit(rng *rand.Rand) *VersionEdit {
 		e.NewBlobFiles = append(e.NewBlobFiles, b)
 	}
 	for range rng.IntN(3) {
-		e.BlobGarbage = append(e.BlobGarbage, BlobGarbage{FileNum: randBlobNum(rng), Count: randUint(rng), Bytes: randUint(rng)})
+		g := BlobGarbage{FileNum: randBlobNum(rng), Count: randUint(rng), Bytes: randUint(rng)}
+		if rng.IntN(2) == 0 {
+			g.Time = randUint(rng)
+		}
+		e.BlobGarbage = append(e.BlobGarbage, g)
 	}
 	for range rng.IntN(3) {
 		e.DeletedBlobFiles = append(e.DeletedBlobFiles, randBlobNum(rng))

@@ -229,10 +229,11 @@ func (vs *VersionSet) snapshotEdit(v *Version, logNum base.FileNum, lastSeq base
 	// recorded.
 	for _, b := range v.BlobFiles {
 		a := *b
-		a.GarbageCount, a.GarbageBytes = 0, 0
+		a.GarbageCount, a.GarbageBytes, a.OldestGarbageTime = 0, 0, 0
 		e.NewBlobFiles = append(e.NewBlobFiles, &a)
 		if b.GarbageCount != 0 || b.GarbageBytes != 0 {
-			e.BlobGarbage = append(e.BlobGarbage, BlobGarbage{FileNum: b.FileNum, Count: b.GarbageCount, Bytes: b.GarbageBytes})
+			e.BlobGarbage = append(e.BlobGarbage, BlobGarbage{FileNum: b.FileNum, Count: b.GarbageCount, Bytes: b.GarbageBytes,
+				Time: b.OldestGarbageTime})
 		}
 	}
 	return e
