@@ -530,6 +530,13 @@ func (r *benchRunner) printHeader() {
 	fmt.Fprintf(r.out, "shale:       version %s\n", shale.Version)
 	fmt.Fprintf(r.out, "Keys:        %d bytes each\n", c.keySize)
 	fmt.Fprintf(r.out, "Values:      %d bytes each (%d bytes after compression)\n", c.valueSize, c.compressedValueSize())
+	for _, name := range c.benchmarks {
+		// A benchmark with a value size of its own uses it unless
+		// --value_size was given (deletescan's 500 bytes).
+		if spec := benchSpecs[name]; spec.defaultValueSize > 0 && !c.valueSizeSet {
+			fmt.Fprintf(r.out, "Values:      %d bytes each in %s (its own default)\n", spec.defaultValueSize, name)
+		}
+	}
 	fmt.Fprintf(r.out, "Entries:     %d\n", c.num)
 	fmt.Fprintf(r.out, "Compression: %s\n", c.compression)
 	fmt.Fprintf(r.out, "Seed:        %d\n", c.seed)
