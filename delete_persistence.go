@@ -216,13 +216,11 @@ func (d *DB) blobGarbageDate(c *compact.Compaction) uint64 {
 	v := d.versions.Current()
 	d.mu.Unlock()
 	defer v.Unref()
-	cmp := d.cmp.Compare
 	for level := 0; level <= c.OutputLevel && level < len(v.Levels); level++ {
-		for _, f := range v.Levels[level] {
-			if !compact.HasTombstones(f) || cmp(f.Smallest.UserKey, c.Largest) > 0 || cmp(f.Largest.UserKey, c.Smallest) < 0 {
-				continue
+		for _, f := range v.Overlaps(d.cmp.Compare, level, c.Smallest, c.Largest) {
+			if compact.HasTombstones(f) {
+				note(max(int64(min(f.OldestTombstoneTime, math.MaxInt64)), 1))
 			}
-			note(max(int64(min(f.OldestTombstoneTime, math.MaxInt64)), 1))
 		}
 	}
 	return uint64(max(date, 1))
