@@ -99,10 +99,54 @@ fi
 
 # 4. Tests. cgo stays off: .ci/run turns it on for -race, and there is no
 # Windows C toolchain behind CC.
+#
+# One wineserver stays up for the whole run (-p): otherwise it exits a few
+# seconds after each test binary, and the next binary can connect to it while
+# it shuts down and die with "wine client error: ... Connection reset by peer"
+# before running a single test. The services Wine starts with its first
+# program (winedevice.exe) live as long as the server and would hold on to
+# that program's stdout, so go test would wait for it forever: wineboot starts
+# them first, with nothing of ours open. A package whose failure carries one
+# of Wine's own errors (never a test's output) is run once more; any other
+# failure fails.
 timeout_s=${SHALE_WINE_TIMEOUT:-600}
+WINESERVER=$(dirname "$WINE")/wineserver
+[ -x "$WINESERVER" ] || WINESERVER=$(command -v wineserver || true)
+if [ -n "$WINESERVER" ]; then
+	"$WINESERVER" -k 2>/dev/null || true
+	"$WINESERVER" -p
+	trap '"$WINESERVER" -k 2>/dev/null || true' EXIT
+	"$WINE" wineboot </dev/null >/dev/null 2>&1 || true
+fi
+wine_infra_error='^wine client error|^wine: (could not|failed to|cannot)|wineserver: '
 run_tests() {
 	echo "+ GOOS=windows go test -exec $(basename "$WINE") $*"
-	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 timeout "$timeout_s" go test -exec "$WINE" -count=1 "$@"
+	local log rc=0
+	log=$(mktemp)
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 timeout "$timeout_s" go test -exec "$WINE" -count=1 "$@" 2>&1 | tee "$log" || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		rm -f "$log"
+		return 0
+	fi
+	# Each package's output is printed in one piece ending in its "ok",
+	# "FAIL" or "?" line: a failed package is retried when its piece holds
+	# a Wine error and no test failure.
+	local retry
+	retry=$(awk -v re="$wine_infra_error" '
+		/^(ok|FAIL|\?) *\t/ {
+			if ($1 == "FAIL") { if (infra && !testfail) print $2; else bad = 1 }
+			infra = 0; testfail = 0; next
+		}
+		$0 ~ re { infra = 1 }
+		/^--- FAIL/ || /^panic:/ { testfail = 1 }
+		END { if (bad) print "!" }' "$log")
+	rm -f "$log"
+	if [ -z "$retry" ] || printf '%s\n' "$retry" | grep -qx '!'; then
+		return "$rc"
+	fi
+	# shellcheck disable=SC2086
+	echo "wine.sh: Wine itself failed in $(echo $retry); running those packages once more"
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 timeout "$timeout_s" go test -exec "$WINE" -count=1 "${@:1:$#-1}" $retry
 }
 start=$(date +%s)
 run_tests ./vfs/...
