@@ -286,12 +286,12 @@ type Options struct {
 	// of being written, so the values it deletes (every version of the key
 	// older than the tombstone) are gone from every table, WAL and blob
 	// file by then. The threshold is split over the levels a tombstone
-	// passes (the memtable, L0, the base level down to the bottom level) in
-	// proportion to their sizes, as Lethe does; a memtable holding a
-	// tombstone is flushed when its share runs out, and a table whose
-	// oldest tombstone outlives its level's share is compacted before any
-	// other work. With blob files (EnableBlobFiles, or blob files left from
-	// when it was on) the levels share nine tenths of the threshold, and a
+	// passes (L0, the base level down to the bottom level) in proportion
+	// to their sizes, as Lethe does; a memtable holding a tombstone is
+	// flushed at half of L0's share, and a table whose oldest tombstone
+	// outlives its level's share is compacted before any other work. With
+	// blob files (EnableBlobFiles, or blob files left from when it was on)
+	// the levels share nine tenths of the threshold, and a
 	// blob file holding a value a compaction dropped is rewritten (its live
 	// values relocated, whatever the blob GC options, and the file deleted)
 	// once the tombstone that deleted the value is nine tenths of the

@@ -53,7 +53,7 @@ func TestPowerLossDeletePersistence(t *testing.T) {
 				runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, func(o *Options) {
 					// 1 ms a reading: memtables outlive their share between
 					// the DB's readings of the clock.
-					o.DeletePersistenceThreshold = 20 * time.Millisecond
+					o.DeletePersistenceThreshold = 5 * time.Millisecond
 					o.Clock = newFakeClock(time.Millisecond)
 					if blobs {
 						setBlobTestOptions(o)

@@ -27,6 +27,11 @@ const ReasonBlobExpired = "blob-expired"
 // dropped by then and its blob file rewritten in what remains.
 const BlobPersistenceShare = 10
 
+// MemtableShareOfL0 is the part of L0's deadline a memtable may spend
+// (1/MemtableShareOfL0 of it): a memtable whose oldest tombstone is that
+// old is flushed, and its tables have the rest of L0's time.
+const MemtableShareOfL0 = 2
+
 // PersistenceTTLs splits the delete persistence threshold d over the first
 // n-1 of n levels as Lethe's FADE does: ttl[0] = d·(t−1)/(t^(n−1)−1) and
 // ttl[i] = ttl[0]·t^i, so that the n-1 values add up to d exactly (the last
@@ -75,15 +80,24 @@ func persistenceSums(d time.Duration, t float64, n int) []time.Duration {
 // Deadlines says, for one version, how old a tombstone may get before it
 // must leave the memtable or a level, under Options.DeletePersistenceThreshold.
 //
-// The levels a tombstone passes through form a chain: the memtable, L0,
-// then the base level (where L0 compacts into) down to the bottom level, the
-// deepest level holding data (or the base level when nothing is below L0),
-// since a compaction into the bottom level drops a tombstone and what it
-// deletes. Empty levels between the base and the bottom count. The chain's
-// length is FADE's L, and PersistenceTTLs splits the threshold over every
-// level of it but the bottom, with Options.MaxBytesForLevelMultiplier as T.
-// With dynamic level sizes and a small database, the chain is the memtable,
-// L0 and the last level; it grows as the base level moves up.
+// The levels a tombstone passes through form a chain: L0, then the base
+// level (where L0 compacts into) down to the bottom level, the deepest level
+// holding data (or the base level when nothing is below L0), since a
+// compaction into the bottom level drops a tombstone and what it deletes.
+// Empty levels between the base and the bottom count. The chain's length is
+// FADE's L, and PersistenceTTLs splits the threshold over every level of it
+// but the bottom, with Options.MaxBytesForLevelMultiplier as T. With
+// dynamic level sizes and a small database, the chain is L0 and the last
+// level, and L0 has all of the threshold; the chain grows as the base level
+// moves up.
+//
+// The memtable is not a level of the chain: it and L0 hold the same
+// recent writes, and L0's deadline runs from the write, so the memtable
+// spends part of L0's time. It is flushed at half of it
+// (MemtableShareOfL0): then at most two tables flushed for age wait in L0
+// when its deadline comes, rather than the L0 file count triggering
+// compactions of tables made small by early flushes (Lethe's buffer is
+// flushed when full, and has no share at all).
 //
 // Blob files come after the chain. A compaction that drops a value's blob
 // index leaves the value's bytes in its blob file, as garbage, which the DB
@@ -112,7 +126,8 @@ type Deadlines struct {
 	Blob time.Duration
 	// BaseLevel and BottomLevel delimit the chain below L0.
 	BaseLevel, BottomLevel int
-	// ChainLen is the number of levels in the chain (the memtable included).
+	// ChainLen is the number of levels in the chain, L0 to the bottom
+	// level (FADE's L; the memtable is not one).
 	ChainLen int
 }
 
@@ -141,12 +156,12 @@ func computeDeadlines(v *manifest.Version, o *Options, baseLevel int) Deadlines 
 			break
 		}
 	}
-	n := bottom - baseLevel + 3
+	n := bottom - baseLevel + 2
 	sums := persistenceSums(d, o.MaxBytesForLevelMultiplier, n)
 	dl := Deadlines{
 		Threshold:   threshold,
 		Blob:        d,
-		Memtable:    sums[0],
+		Memtable:    sums[0] / MemtableShareOfL0,
 		Levels:      make([]time.Duration, o.NumLevels),
 		BaseLevel:   baseLevel,
 		BottomLevel: bottom,
@@ -155,9 +170,9 @@ func computeDeadlines(v *manifest.Version, o *Options, baseLevel int) Deadlines 
 	for l := range dl.Levels {
 		switch {
 		case l == 0:
-			dl.Levels[l] = sums[1]
+			dl.Levels[l] = sums[0]
 		case l >= baseLevel && l < bottom:
-			dl.Levels[l] = sums[l-baseLevel+2]
+			dl.Levels[l] = sums[l-baseLevel+1]
 		default:
 			dl.Levels[l] = d
 		}

@@ -71,8 +71,8 @@ func TestPersistenceTTLs(t *testing.T) {
 	}
 }
 
-// TestComputeDeadlines checks what L is: the memtable, L0, and the base
-// level down to the bottom level.
+// TestComputeDeadlines checks what L is (L0, and the base level down to the
+// bottom level) and that the memtable has half of L0's deadline.
 func TestComputeDeadlines(t *testing.T) {
 	file := func(size uint64) []*manifest.FileMetadata {
 		k := []byte("k")
@@ -87,19 +87,18 @@ func TestComputeDeadlines(t *testing.T) {
 		mem     time.Duration
 		want    string
 	}{
-		// Dynamic, nothing below L0: base = bottom = L6. Chain mem, L0, L6:
-		// mem d/11, L0 10d/11.
-		{"dynamic empty", true, nil, 3, 100909090909, "[18m30s 18m30s 18m30s 18m30s 18m30s 18m30s 18m30s]"},
-		// Dynamic with base L4: chain mem, L0, L4, L5, L6: d·9/9999,
-		// d·99/9999 and d·999/9999; levels outside the chain get d.
-		{"dynamic base L4", true, map[int][]*manifest.FileMetadata{6: file(5000)}, 5, 999099909, "[10.990099009s 18m30s 18m30s 18m30s 1m50.900090009s 18m30s 18m30s]"},
-		// Static, data down to L2: chain mem, L0, L1, L2: d·9/999 = 10s,
-		// d·99/999 = 110s, d.
-		{"static to L2", false, map[int][]*manifest.FileMetadata{2: file(1)}, 4, 10 * time.Second, "[1m50s 18m30s 18m30s 18m30s 18m30s 18m30s 18m30s]"},
+		// Dynamic, nothing below L0: base = bottom = L6. Chain L0, L6: L0
+		// has all of d, the memtable half of it.
+		{"dynamic empty", true, nil, 2, d / 2, "[18m30s 18m30s 18m30s 18m30s 18m30s 18m30s 18m30s]"},
+		// Dynamic with base L4: chain L0, L4, L5, L6: d·9/999 = 10s,
+		// d·99/999 = 110s and d; levels outside the chain get d.
+		{"dynamic base L4", true, map[int][]*manifest.FileMetadata{6: file(5000)}, 4, 5 * time.Second, "[10s 18m30s 18m30s 18m30s 1m50s 18m30s 18m30s]"},
+		// Static, data down to L2: chain L0, L1, L2: d/11, d.
+		{"static to L2", false, map[int][]*manifest.FileMetadata{2: file(1)}, 3, 50454545454, "[1m40.909090909s 18m30s 18m30s 18m30s 18m30s 18m30s 18m30s]"},
 		// Static with an empty level between base and bottom.
-		{"static gap", false, map[int][]*manifest.FileMetadata{1: file(1), 3: file(1)}, 5, 999099909, "[10.990099009s 1m50.900090009s 18m30s 18m30s 18m30s 18m30s 18m30s]"},
+		{"static gap", false, map[int][]*manifest.FileMetadata{1: file(1), 3: file(1)}, 4, 5 * time.Second, "[10s 1m50s 18m30s 18m30s 18m30s 18m30s 18m30s]"},
 		// Static with nothing below L0: L0 compacts into L1, the bottom.
-		{"static empty", false, nil, 3, 100909090909, "[18m30s 18m30s 18m30s 18m30s 18m30s 18m30s 18m30s]"},
+		{"static empty", false, nil, 2, d / 2, "[18m30s 18m30s 18m30s 18m30s 18m30s 18m30s 18m30s]"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
