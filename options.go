@@ -106,8 +106,8 @@ type Options struct {
 	// capacity (the cache has 16 shards or more) stays with its table, as
 	// when off. Size the cache to hold the index and filter blocks of the
 	// tables being read: when they outgrow it, most reads load them again
-	// (in readrandom over 12.6 MiB of them, an 8 MiB cache ran 12-16x
-	// slower than with this off; a 32 MiB cache ran as fast).
+	// and run many times slower than with this off (docs/decisions.md,
+	// Tables, has measurements).
 	CacheIndexAndFilterBlocks bool
 	// PinL0FilterAndIndexBlocksInCache, with CacheIndexAndFilterBlocks,
 	// keeps the index and filter blocks of L0 tables in the cache for as
@@ -296,17 +296,16 @@ type Options struct {
 	// flushed at half of L0's share, and a table whose oldest tombstone
 	// outlives its level's share is compacted before any other work. With
 	// blob files (EnableBlobFiles, or blob files left from when it was on)
-	// the levels share nine tenths of the threshold, and a
-	// blob file holding a value a compaction dropped is rewritten (its live
-	// values relocated, whatever the blob GC options, and the file deleted)
-	// once the tombstone that deleted the value is nine tenths of the
-	// threshold old, or, for a value dropped as overwritten and never
-	// deleted, nine tenths of the threshold after the compaction dropping
-	// it: overwrites are not bounded from their write, since nothing
-	// carries an overwrite down the levels (delete the key first to have
-	// its old value bound). The bound is met when compactions are picked: it is
-	// exceeded by the time they take to run and to wait for a background
-	// slot. A snapshot that still sees deleted data keeps it, and the bound
+	// the levels share nine tenths of the threshold, and a blob file
+	// holding a value a compaction dropped is rewritten (its live values
+	// relocated, whatever the blob GC options, and the file deleted) once
+	// the tombstone that deleted the value is nine tenths of the threshold
+	// old, or, for a value dropped as overwritten and never deleted, nine
+	// tenths of the threshold after the compaction dropping it: overwrites
+	// are not bounded from their write, since nothing carries an overwrite
+	// down the levels (delete the key first to have its old value bound).
+	// The bound is met when compactions are picked: it is exceeded by the
+	// time they take to run and to wait for a background slot. A snapshot that still sees deleted data keeps it, and the bound
 	// holds from the snapshot's release; time while the DB is closed counts,
 	// and tombstones replayed from a WAL at Open (whose write time the WAL
 	// does not record) are taken to be due at once. DisableAutoCompactions

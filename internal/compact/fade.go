@@ -113,7 +113,7 @@ type Deadlines struct {
 	// Threshold is Options.DeletePersistenceThreshold.
 	Threshold time.Duration
 	// Memtable is the age of its oldest tombstone at which a memtable must
-	// be flushed.
+	// be flushed: L0's deadline divided by MemtableShareOfL0.
 	Memtable time.Duration
 	// Levels[l] is the age of its oldest tombstone at which a file of level
 	// l has expired: the running sum of the TTLs down to l (at the bottom
