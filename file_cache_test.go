@@ -829,7 +829,7 @@ func TestFileCacheLookupsRaceEvictions(t *testing.T) {
 					f.ref() // a second holder, as MultiGet's memo takes
 					f.release()
 				}
-				_, _, _, ok, err := f.reader.GetCounted(m.Smallest.UserKey, base.SeqNumMax, false, nil)
+				_, _, _, ok, err := f.reader.GetCounted(m.Smallest.UserKey, base.SeqNumMax, false, nil, nil)
 				f.release()
 				if err != nil || !ok {
 					errc <- fmt.Errorf("table %s: Get(%s) found %v, %v", m.FileNum, m.Smallest.UserKey, ok, err)

@@ -139,11 +139,18 @@ type multiGet struct {
 	// (blobValues).
 	blobKeys []mgBlob
 	blobIdx  []byte
-	// last holds, per source position, the table the latest key found
-	// open there, with a reference of the call: the sorted keys of one
-	// file take their references from it rather than from the file cache,
-	// whose lock each lookup would otherwise take.
+	// held are the tables the call took a reference to (besides opened),
+	// released when it returns: a key's candidate table is borrowed from
+	// held or opened, so a table shared by several keys costs the call
+	// one reference, not one per key (each a write to a word every core
+	// shares). last holds, per source position, the table the latest key
+	// found open there, one of held: the sorted keys of one file find it
+	// there rather than in the file cache.
+	held []*cachedFile
 	last []mgLast
+	// bloom counts the call's bloom filter probes, added to the DB's read
+	// counts (and to extra) once the call is done.
+	bloom sstable.BloomCounts
 }
 
 // mgBlob is a key of a MultiGet answered by a blob index, whose index is
@@ -174,8 +181,8 @@ type mgKey struct {
 	// replaced by a lower one's.
 	pos int
 	// file and table are the candidate at pos: the file whose bloom filter
-	// may hold the key, and its table, with a reference the key holds
-	// until its lookup there is settled.
+	// may hold the key, and its table, whose reference the call holds
+	// (multiGet.held or opened) until it returns.
 	file  *manifest.FileMetadata
 	table *cachedFile
 	// lookup is the key's lookup in batch, or -1.
@@ -185,30 +192,22 @@ type mgKey struct {
 	blocked bool
 }
 
-// releaseHeld releases the tables the call holds beside its keys' (opened
-// and last).
+// releaseHeld releases the tables the call holds (held and opened).
 func (m *multiGet) releaseHeld() {
 	for _, t := range m.opened {
 		t.release()
 	}
 	clear(m.opened)
-	for _, l := range m.last {
-		if l.t != nil {
-			l.t.release()
-		}
+	for _, t := range m.held {
+		t.release()
 	}
+	clear(m.held)
+	m.held = m.held[:0]
 	clear(m.last)
 	m.last = m.last[:0]
 }
 
 func (m *multiGet) reset() {
-	// Every key is resolved, and its table released, before run returns;
-	// this only guards against a path that forgot one.
-	for j := range m.keys {
-		if t := m.keys[j].table; t != nil {
-			t.release()
-		}
-	}
 	m.releaseHeld()
 	clear(m.keys)
 	m.keys = m.keys[:0]
@@ -217,6 +216,7 @@ func (m *multiGet) reset() {
 	m.batch.Reset()
 	m.stats = sstable.ReadStats{}
 	m.blobStats = blob.ReadStats{}
+	m.bloom = sstable.BloomCounts{}
 	m.secondary = nil
 	clear(m.blobKeys)
 	m.blobKeys, m.blobIdx = m.blobKeys[:0], m.blobIdx[:0]
@@ -243,6 +243,7 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 	defer func() {
 		m.releaseHeld()
 		rs.unref()
+		d.addBloom(&m.bloom, m.extra)
 	}()
 	m.d, m.rs, m.fn = d, rs, fn
 	m.snap, m.fill = snap, ro.fillCache()
@@ -468,9 +469,7 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 			return
 		} else if k.pos < len(m.last) && m.last[k.pos].f == f {
 			t = m.last[k.pos].t
-			t.ref()
 		} else if t0 := m.opened[f.FileNum]; t0 != nil {
-			t0.ref()
 			t = t0
 		} else if t0, ok := m.d.fileCache.findOpenTable(f.FileNum); ok {
 			t = t0
@@ -482,30 +481,28 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 		} else if t, err = m.d.fileCache.findTable(f.FileNum); err != nil {
 			m.resolve(k, nil, err)
 			return
+		} else {
+			m.remember(k.pos, f, t)
 		}
 		if t.rangeDels != nil {
 			k.maxTomb = max(k.maxTomb, t.rangeDels.MaxCoveringSeq(k.key, m.snap))
 		}
-		if t.reader.ProbeBloom(k.key, m.extra) {
+		if t.reader.ProbeBloom(k.key, &m.bloom, m.extra) {
 			k.file, k.table = f, t
 			return
 		}
-		t.release()
 	}
 	m.resolve(k, nil, ErrNotFound)
 }
 
-// remember makes t, open for f at source pos, the table of m.last there.
+// remember adds t, open for f at source pos with a reference the call now
+// holds, to m.held, and makes it the table of m.last there.
 func (m *multiGet) remember(pos int, f *manifest.FileMetadata, t *cachedFile) {
+	m.held = append(m.held, t)
 	if n := m.numSources(); len(m.last) < n {
 		m.last = slices.Grow(m.last, n)[:n]
 	}
-	l := &m.last[pos]
-	if l.t != nil {
-		l.t.release()
-	}
-	t.ref()
-	l.f, l.t = f, t
+	m.last[pos] = mgLast{f: f, t: t}
 }
 
 // mgGroup is the keys that take part in one round of mode: every key at
@@ -608,9 +605,6 @@ func (m *multiGet) onDone(id int) { m.settle(&m.keys[m.owner[id]]) }
 func (m *multiGet) settle(k *mgKey) {
 	value, kind, seq, found, _, err := m.batch.Result(k.lookup)
 	k.lookup = -1
-	// The key is done with its table once the value is copied (resolve)
-	// or it has moved on.
-	t := k.table
 	k.table = nil
 	switch {
 	case err != nil:
@@ -621,5 +615,4 @@ func (m *multiGet) settle(k *mgKey) {
 		k.pos++
 		m.nextCandidate(k, false)
 	}
-	t.release()
 }

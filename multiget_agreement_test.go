@@ -249,6 +249,44 @@ func TestMultiGetCountsMatchStatistics(t *testing.T) {
 	}
 }
 
+// TestGetCountsMatchStatistics: with the tables open, what one Get adds to
+// the DB's Statistics equals its PerfContext, and its bloom probes are counted at all (Get
+// counts them per call, not per probe in the readers).
+func TestGetCountsMatchStatistics(t *testing.T) {
+	st := NewStatistics()
+	m := buildLayeredDB(t, vfs.NewMem(), func(o *Options) { o.BlockCacheSize = 16 << 10; o.Statistics = st })
+	d := m.d
+	defer d.Close()
+	for i := 0; i < m.nKeys; i++ {
+		d.Get(testKey(i), nil) // open every table: opens read blocks no Get counts
+	}
+	rng := rand.New(rand.NewPCG(modelSeed(t), 8))
+	tickers := []Ticker{TickerBlockReads, TickerBytesRead, TickerBlockCacheHits, TickerBloomChecks, TickerBloomUseful}
+	var total PerfContext
+	for round := 0; round < 200; round++ {
+		key := testKey(rng.IntN(2 * m.nKeys))
+		before := make([]uint64, len(tickers))
+		for i, tk := range tickers {
+			before[i] = st.TickerCount(tk)
+		}
+		var pc PerfContext
+		if _, err := d.Get(key, &ReadOptions{PerfContext: &pc}); err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		got := []uint64{pc.BlockReads, pc.BlockReadBytes, pc.BlockCacheHits, pc.BloomChecks, pc.BloomUseful}
+		for i, tk := range tickers {
+			if delta := st.TickerCount(tk) - before[i]; delta != got[i] {
+				t.Fatalf("Get %q: %s grew by %d, PerfContext says %d (%+v)", key, tk, delta, got[i], pc)
+			}
+		}
+		total.BloomChecks += pc.BloomChecks
+		total.BloomUseful += pc.BloomUseful
+	}
+	if total.BloomChecks == 0 || total.BloomUseful == 0 {
+		t.Fatalf("200 Gets over a layered DB counted %d bloom probes, %d useful", total.BloomChecks, total.BloomUseful)
+	}
+}
+
 // TestMultiGetOpensRacingCompactions reopens a layered DB (no table open)
 // and runs MultiGets from two goroutines while compactions run and replace
 // the tables: MultiGets open tables together (openAll) while others are

@@ -77,6 +77,8 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		return result(value, kind, seq)
 	}
 	v := rs.version
+	var bloom sstable.BloomCounts
+	defer d.addBloom(&bloom, stats)
 	probe := func(f *manifest.FileMetadata) (bool, []byte, bool, error) {
 		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
@@ -86,7 +88,7 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 			maxTomb = max(maxTomb, t.rangeDels.MaxCoveringSeq(key, snap))
 		}
 		// The value is in block memory, which outlives the file's handle.
-		value, kind, seq, ok, err := t.reader.GetCounted(key, snap, fillCache, stats)
+		value, kind, seq, ok, err := t.reader.GetCounted(key, snap, fillCache, stats, &bloom)
 		t.release()
 		if err != nil {
 			return true, nil, false, err
@@ -115,6 +117,15 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		}
 	}
 	return nil, false, ErrNotFound
+}
+
+// addBloom adds the bloom probes of one read (c) to the DB's read counts
+// and to extra when not nil.
+func (d *DB) addBloom(c *sstable.BloomCounts, extra *sstable.ReadStats) {
+	d.fileCache.stats.AddBloom(*c)
+	if extra != nil {
+		extra.AddBloom(*c)
+	}
 }
 
 // memtableGet looks key up in rs's memtables, newest first, as of snap. It

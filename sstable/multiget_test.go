@@ -469,7 +469,7 @@ func TestMultiGetBatchDamaged(t *testing.T) {
 		var ids []int
 		var keys [][]byte
 		for _, e := range entries {
-			if rng.IntN(3) == 0 && r.ProbeBloom(e.key.UserKey, nil) { // as Get does first
+			if rng.IntN(3) == 0 && r.ProbeBloom(e.key.UserKey, nil, nil) { // as Get does first
 				keys = append(keys, e.key.UserKey)
 				ids = append(ids, b.Add(r, e.key.UserKey, base.SeqNumMax, false))
 			}

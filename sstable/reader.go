@@ -314,10 +314,11 @@ func (r *Reader) MayContain(userKey []byte) bool {
 	return bloomMayContain(f, bloomHash(userKey))
 }
 
-// ProbeBloom is MayContain counting the probe in the Reader's ReadStats
-// (BloomChecks, and BloomUseful when it rules the key out) and in extra
-// when not nil. A table without a filter is not probed and not counted.
-func (r *Reader) ProbeBloom(userKey []byte, extra *ReadStats) bool {
+// ProbeBloom is MayContain counting the probe in c when c is not nil
+// (Checks, and Useful when it rules the key out); extra, when not nil,
+// counts the filter block's read when the block cache holds filters. A
+// table without a filter is not probed and not counted.
+func (r *Reader) ProbeBloom(userKey []byte, c *BloomCounts, extra *ReadStats) bool {
 	f := r.filter
 	if f == nil && r.filterInCache {
 		src := r.bf.Source()
@@ -328,14 +329,10 @@ func (r *Reader) ProbeBloom(userKey []byte, extra *ReadStats) bool {
 		return true
 	}
 	ok := bloomMayContain(f, bloomHash(userKey))
-	r.stats.BloomChecks.Add(1)
-	if !ok {
-		r.stats.BloomUseful.Add(1)
-	}
-	if extra != nil {
-		extra.BloomChecks.Add(1)
+	if c != nil {
+		c.Checks++
 		if !ok {
-			extra.BloomUseful.Add(1)
+			c.Useful++
 		}
 	}
 	return ok
@@ -345,13 +342,14 @@ func (r *Reader) ProbeBloom(userKey []byte, extra *ReadStats) bool {
 // checks the bloom filter first and does not allocate when the block is
 // cached. value may alias a cached block and must not be modified.
 func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
-	return r.GetCounted(key, snapshot, fillCache, nil)
+	return r.GetCounted(key, snapshot, fillCache, nil, nil)
 }
 
-// GetCounted is Get also counting its work in stats when stats is not nil:
-// the per-call counts behind the DB's PerfContext.
-func (r *Reader) GetCounted(key []byte, snapshot base.SeqNum, fillCache bool, stats *ReadStats) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
-	if !r.ProbeBloom(key, stats) {
+// GetCounted is Get also counting its bloom probe in bloom and its block
+// reads in stats, each when not nil: the per-call counts behind the DB's
+// statistics and PerfContext.
+func (r *Reader) GetCounted(key []byte, snapshot base.SeqNum, fillCache bool, stats *ReadStats, bloom *BloomCounts) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+	if !r.ProbeBloom(key, bloom, stats) {
 		return nil, 0, 0, false, nil
 	}
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)

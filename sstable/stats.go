@@ -13,7 +13,9 @@ import (
 type ReadStats struct {
 	block.ReadStats
 	// BloomChecks counts bloom filter probes by Get and MultiGet;
-	// BloomUseful those that ruled the key out (no table lookup).
+	// BloomUseful those that ruled the key out (no table lookup). Readers
+	// do not add to them: the callers of ProbeBloom count their probes in
+	// BloomCounts and add those once per call (AddBloom).
 	BloomChecks, BloomUseful atomic.Uint64
 	// ReadersMem is a gauge, not a counter: the bytes that the open Readers
 	// counting here hold outside the block cache (index and filter when
@@ -28,6 +30,23 @@ func (s *ReadStats) Add(o *ReadStats) {
 	s.ReadStats.Add(&o.ReadStats)
 	s.BloomChecks.Add(o.BloomChecks.Load())
 	s.BloomUseful.Add(o.BloomUseful.Load())
+}
+
+// BloomCounts counts the bloom filter probes of one caller, for one
+// goroutine (plain integers, not atomics): ProbeBloom adds to them and the
+// caller adds them to the ReadStats it reports into once per call
+// (AddBloom). Counting each probe in a ReadStats shared by every reader
+// made concurrent point lookups contend on its counter words.
+type BloomCounts struct{ Checks, Useful uint64 }
+
+// AddBloom adds c to s's bloom counters.
+func (s *ReadStats) AddBloom(c BloomCounts) {
+	if c.Checks != 0 {
+		s.BloomChecks.Add(c.Checks)
+	}
+	if c.Useful != 0 {
+		s.BloomUseful.Add(c.Useful)
+	}
 }
 
 // discardStats receives the counts of Readers opened without Stats, so the
