@@ -826,7 +826,7 @@ func TestFileCacheLookupsRaceEvictions(t *testing.T) {
 					return
 				}
 				if rng.IntN(2) == 0 {
-					f.ref() // a second holder, as MultiGet's memo takes
+					f.ref() // a second holder, as a holder may take one with ref
 					f.release()
 				}
 				_, _, _, ok, err := f.reader.GetCounted(m.Smallest.UserKey, base.SeqNumMax, false, nil, nil)

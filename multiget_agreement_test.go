@@ -250,8 +250,8 @@ func TestMultiGetCountsMatchStatistics(t *testing.T) {
 }
 
 // TestGetCountsMatchStatistics: with the tables open, what one Get adds to
-// the DB's Statistics equals its PerfContext, and its bloom probes are counted at all (Get
-// counts them per call, not per probe in the readers).
+// the DB's Statistics equals its PerfContext, and its bloom probes are
+// counted at all (Get counts them per call, not per probe in the readers).
 func TestGetCountsMatchStatistics(t *testing.T) {
 	st := NewStatistics()
 	m := buildLayeredDB(t, vfs.NewMem(), func(o *Options) { o.BlockCacheSize = 16 << 10; o.Statistics = st })
