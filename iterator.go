@@ -255,7 +255,9 @@ func (i *Iterator) usable() bool {
 // moved is what every positioning method returns through: the blob value
 // of the key left is forgotten.
 func (i *Iterator) moved(ok bool) bool {
-	i.blobResolved, i.blobValue = false, nil
+	if i.blobResolved {
+		i.blobResolved, i.blobValue = false, nil
+	}
 	return i.noteScan(ok)
 }
 

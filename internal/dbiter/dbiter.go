@@ -118,6 +118,10 @@ type Iter struct {
 	stats  Stats
 	// bytewise says cmp is bytes.Compare (base.IsBytesCompare).
 	bytewise bool
+	// plain says a Set is decided by its key and seqnum alone: the
+	// comparer is bytewise and there are no range tombstones, secondary
+	// tombstones or value resolver to consult (nextSet's condition).
+	plain bool
 }
 
 // New returns an iterator over it with the options o. The iterator takes
@@ -127,6 +131,7 @@ func New(it base.InternalIterator, o Options) *Iter {
 		o.Cmp = base.DefaultComparer
 	}
 	i := &Iter{it: it, cmp: o.Cmp.Compare, opts: o, bytewise: base.IsBytesCompare(o.Cmp.Compare)}
+	i.plain = i.bytewise && o.RangeDels == nil && o.Secondary == nil && o.ValueResolver == nil
 	if o.Reseek {
 		i.seeker, _ = it.(base.InternalSeeker)
 	}
@@ -266,6 +271,25 @@ func (i *Iter) findNextEntry(ok, skipping bool) bool {
 		ok = i.it.Next()
 	}
 	return i.exhausted(posExhaustedForward)
+}
+
+// nextSet is the common case of a forward step, taken before
+// findNextEntry when the iterator is plain: the child's entry is a Set of
+// a key after keyBuf (the key just left), within Upper and visible. That
+// entry decides its key exactly as findNextEntry would decide it (a new
+// key resets the skip run, and nothing is counted), so nextSet positions
+// there and returns true; otherwise it changes nothing and returns false.
+// A scan of keys with one version each takes only this path.
+func (i *Iter) nextSet() bool {
+	k := i.it.Key()
+	if k.Kind() != base.KindSet || k.SeqNum() > i.opts.Snapshot ||
+		bytes.Compare(k.UserKey, i.keyBuf) <= 0 ||
+		i.opts.Upper != nil && bytes.Compare(k.UserKey, i.opts.Upper) >= 0 {
+		return false
+	}
+	i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
+	i.key, i.value, i.kind = i.keyBuf, i.it.Value(), base.KindSet
+	return true
 }
 
 // findPrevEntry moves the child backward from an entry (ok) or from
@@ -518,7 +542,11 @@ func (i *Iter) Next() bool {
 		// The current entry counts as skipped, and the older versions of
 		// the current key (in keyBuf) are skipped.
 		i.stats.KeySkipped++
-		return i.findNextEntry(i.it.Next(), true)
+		ok := i.it.Next()
+		if ok && i.plain && i.nextSet() {
+			return true
+		}
+		return i.findNextEntry(ok, true)
 	case posReverse:
 		var ok bool
 		if i.childValid {
