@@ -714,7 +714,15 @@ type dbTarget struct {
 	// counts them.
 	optionsRng    *rand.Rand
 	optionChanges int
+	// gets counts reads; every other one goes through AppendValue into
+	// getBuf, which it reuses.
+	gets   int
+	getBuf []byte
 }
+
+// appendValuePrefix is what dbTarget.get puts in the buffer it hands
+// AppendValue, which must keep it.
+var appendValuePrefix = []byte("dst-prefix:")
 
 func openDBTarget(dir string, opts *Options, cfg dbRunConfig) (*dbTarget, error) {
 	db, err := Open(dir, opts)
@@ -860,7 +868,22 @@ func (d *dbTarget) readOptions(snap int) *ReadOptions {
 }
 
 func (d *dbTarget) get(key []byte, snap int) ([]byte, error) {
-	return d.db.Get(key, d.readOptions(snap))
+	d.gets++
+	if d.gets%2 == 0 {
+		return d.db.Get(key, d.readOptions(snap))
+	}
+	buf, err := d.db.AppendValue(append(d.getBuf[:0], appendValuePrefix...), key, d.readOptions(snap))
+	d.getBuf = buf
+	switch {
+	case !bytes.HasPrefix(buf, appendValuePrefix):
+		return nil, fmt.Errorf("AppendValue(%q) returned %q: dst's bytes are lost", appendValuePrefix, buf)
+	case err != nil && len(buf) != len(appendValuePrefix):
+		return nil, fmt.Errorf("AppendValue returned %q with error %w: dst changed", buf, err)
+	case err != nil:
+		return nil, err
+	}
+	// A copy: getBuf is overwritten by the next read.
+	return append([]byte{}, buf[len(appendValuePrefix):]...), nil
 }
 
 func (d *dbTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {

@@ -19,15 +19,31 @@ func (d *DB) readSeq(ro *ReadOptions) base.SeqNum {
 
 // Get returns a copy of the value of key, or ErrNotFound.
 func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
+	return d.get(nil, key, ro, true)
+}
+
+// AppendValue appends the value of key to dst and returns the extended
+// slice, or dst and ErrNotFound (or another error). It is Get for a caller
+// that reuses one buffer across reads, as RocksDB's Get into a
+// std::string is: once dst has the capacity, a read allocates nothing,
+// where Get allocates the copy it returns (for 8 KiB values, a third of a
+// cached read's time here). AppendValue(buf[:0], ...) overwrites buf.
+func (d *DB) AppendValue(dst, key []byte, ro *ReadOptions) ([]byte, error) {
+	return d.get(dst, key, ro, false)
+}
+
+// get is Get (fresh: a new slice, nil on error) and AppendValue (dst
+// extended, dst on error).
+func (d *DB) get(dst, key []byte, ro *ReadOptions, fresh bool) ([]byte, error) {
 	if st := d.opts.Statistics; st != nil {
 		defer st.record(HistogramGetMicros, time.Now())
 	}
 	if err := d.checkOpen(); err != nil {
-		return nil, err
+		return dst, err
 	}
 	rs, snap := d.loadReadStateAt(ro, nil)
 	if rs == nil {
-		return nil, ErrClosed
+		return dst, ErrClosed
 	}
 	defer rs.unref()
 	var value []byte
@@ -46,9 +62,13 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 		value, _, err = d.getFrom(rs, key, snap, ro.fillCache(), nil, nil)
 	}
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	return append(make([]byte, 0, len(value)), value...), nil
+	if fresh {
+		// Not nil for an empty value: a found key has a value.
+		return append(make([]byte, 0, len(value)), value...), nil
+	}
+	return append(dst, value...), nil
 }
 
 // getFrom looks key up in the sources of rs, newest first. A source's range

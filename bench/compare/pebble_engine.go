@@ -61,7 +61,7 @@ func (e *pebbleEngine) get(key []byte) (bool, error) {
 		return false, err
 	}
 	// Copied out, as every engine's get hands the caller a value it owns
-	// (shale's Get returns a copy).
+	// (shale's AppendValue copies into a reused buffer too).
 	e.value = append(e.value[:0], v...)
 	return true, closer.Close()
 }

@@ -9,6 +9,8 @@ import (
 type shaleEngine struct {
 	db *shale.DB
 	wo *shale.WriteOptions
+	// value is get's buffer, reused as the other engines reuse theirs.
+	value []byte
 }
 
 func openShale(dir string, cfg engineConfig) (engine, error) {
@@ -40,8 +42,11 @@ func (e *shaleEngine) delete(key []byte) error { return e.db.Delete(key, e.wo) }
 
 func (e *shaleEngine) compactAll() error { return e.db.CompactRange(nil, nil) }
 
+// get copies the value into the engine's buffer (AppendValue), as the
+// Badger and Pebble engines copy theirs.
 func (e *shaleEngine) get(key []byte) (bool, error) {
-	_, err := e.db.Get(key, nil)
+	var err error
+	e.value, err = e.db.AppendValue(e.value[:0], key, nil)
 	if errors.Is(err, shale.ErrNotFound) {
 		return false, nil
 	}
