@@ -722,6 +722,9 @@ type benchThread struct {
 	runner      *benchRunner
 	batch       *shale.Batch
 	batchFilled int
+	// readBuf is the buffer reads copy values into (DB.AppendValue), reused
+	// as db_bench reuses its value string.
+	readBuf []byte
 }
 
 // benchRNG returns the random source of thread thread of benchmark number
