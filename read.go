@@ -19,7 +19,7 @@ func (d *DB) readSeq(ro *ReadOptions) base.SeqNum {
 
 // Get returns a copy of the value of key, or ErrNotFound.
 func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
-	return d.get(nil, key, ro, true)
+	return d.AppendValue(nil, key, ro)
 }
 
 // AppendValue appends the value of key to dst and returns the extended
@@ -27,14 +27,10 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 // that reuses one buffer across reads, as RocksDB's Get into a
 // std::string is: once dst has the capacity, a read allocates nothing,
 // where Get allocates the copy it returns (for 8 KiB values, a third of a
-// cached read's time here). AppendValue(buf[:0], ...) overwrites buf.
+// cached read's time here). AppendValue(buf[:0], ...) overwrites buf; a
+// nil dst gets a slice of the value's size, not nil even for an empty
+// value (what Get returns).
 func (d *DB) AppendValue(dst, key []byte, ro *ReadOptions) ([]byte, error) {
-	return d.get(dst, key, ro, false)
-}
-
-// get is Get (fresh: a new slice, nil on error) and AppendValue (dst
-// extended, dst on error).
-func (d *DB) get(dst, key []byte, ro *ReadOptions, fresh bool) ([]byte, error) {
 	if st := d.opts.Statistics; st != nil {
 		defer st.record(HistogramGetMicros, time.Now())
 	}
@@ -64,9 +60,9 @@ func (d *DB) get(dst, key []byte, ro *ReadOptions, fresh bool) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	if fresh {
+	if dst == nil {
 		// Not nil for an empty value: a found key has a value.
-		return append(make([]byte, 0, len(value)), value...), nil
+		dst = make([]byte, 0, len(value))
 	}
 	return append(dst, value...), nil
 }
