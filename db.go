@@ -584,6 +584,15 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			if !w.newWAL || w.cleared {
 				return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
 			}
+			if d.mu.compact.flushing || d.mu.compact.running > 0 {
+				// A flush or compaction that started before the error may
+				// still fail with a fault met before the Resume: wait for
+				// it, so that its error is set before the clear and not
+				// after it (where the Resume would report it, or later
+				// writes fail). Jobs end once bgErr is set (none start).
+				d.mu.compact.cond.Wait()
+				continue
+			}
 			w.cleared = true
 			// Resume leads: clear the error, hold later writers back until
 			// the memtables are flushed, and let the flushes run.
