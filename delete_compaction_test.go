@@ -540,3 +540,47 @@ func TestDeleteAwareOptions(t *testing.T) {
 			p.DeletionSizeRatioThreshold, p.DisableDeleteAwareCompaction, p.TablePropertiesCollectorFactories)
 	}
 }
+
+// TestWaitForCompactDeletesObsoleteFiles checks that once WaitForCompact
+// returns, the directory holds no table or blob file the current version
+// does not reference: the files the waited-for work made obsolete are gone.
+func TestWaitForCompactDeletesObsoleteFiles(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := blobTestOptions(fs)
+	setBlobGCTestOptions(opts)
+	opts.WriteBufferSize = 8 << 10
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for round := range 5 {
+		for i := range 400 {
+			if err := db.Put([]byte(fmt.Sprintf("k%04d", i)), blobTestValue(i+round), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.WaitForCompact(&WaitForCompactOptions{Flush: true, Timeout: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		live, liveBlobs := db.versions.LiveFileNums(), db.versions.LiveBlobFileNums()
+		names, err := fs.List("/db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			typ, num, ok := base.ParseFilename(name)
+			switch {
+			case !ok:
+			case typ == base.FileTypeTable:
+				if _, ok := live[num]; !ok {
+					t.Fatalf("round %d: obsolete table %s still in the directory after WaitForCompact", round, name)
+				}
+			case typ == base.FileTypeBlob:
+				if _, ok := liveBlobs[num]; !ok {
+					t.Fatalf("round %d: obsolete blob file %s still in the directory after WaitForCompact", round, name)
+				}
+			}
+		}
+	}
+}

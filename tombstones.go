@@ -201,7 +201,9 @@ type WaitForCompactOptions struct {
 
 // WaitForCompact waits until no flush or compaction runs or waits to run:
 // every compaction the picker would start has run, including those that
-// the ones waited for made necessary (RocksDB's WaitForCompact). With
+// the ones waited for made necessary (RocksDB's WaitForCompact), and the
+// files they made obsolete are deleted, except those an open iterator or
+// a running read still holds. With
 // Options.DisableAutoCompactions it waits only for the running ones. It
 // returns the background error if one stops the DB, and ErrClosed when the
 // DB is closed meanwhile. o may be nil.
@@ -246,6 +248,11 @@ func (d *DB) WaitForCompact(o *WaitForCompactOptions) error {
 			// nothing.
 			d.maybeScheduleLocked()
 			if c.running == 0 && !c.flushing {
+				// The files the work made obsolete go before the return,
+				// not when the deleting goroutine next runs.
+				d.mu.Unlock()
+				d.deleteObsoleteFiles(false)
+				d.mu.Lock()
 				return nil
 			}
 		}

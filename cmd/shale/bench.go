@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -356,6 +357,9 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 	}
 	if r.db != nil {
 		printAmplification(r.out, r.db.Metrics())
+		if err := r.printSpace(); err != nil {
+			return results, err
+		}
 	}
 	return results, nil
 }
@@ -381,6 +385,39 @@ func printAmplification(out io.Writer, m *shale.Metrics) {
 			float64(m.Blob.Size)/(1<<20), m.Blob.Files, float64(m.Blob.GarbageBytes)/(1<<20), amp)
 	}
 	fmt.Fprintln(out)
+}
+
+// settleTimeout bounds the wait for background compactions before the
+// second space measurement.
+const settleTimeout = time.Minute
+
+// printSpace prints the space amplification at the end of the run and again
+// once no compaction runs or waits (measureSpace), except on a latency file
+// system, where the scan for the live bytes would pay the latency of every
+// read.
+func (r *benchRunner) printSpace() error {
+	if r.cfg.envReadLatency > 0 || r.cfg.envReadBandwidthMB > 0 {
+		fmt.Fprintln(r.out, "Space amplification: not measured (the scan would read through --env_read_* latency)")
+		return nil
+	}
+	s, err := measureSpace(r.db, r.fs, r.dir)
+	if err != nil {
+		return fmt.Errorf("measuring space amplification: %w", err)
+	}
+	printSpace(r.out, "at the end", s)
+	start := time.Now()
+	if err := r.db.WaitForCompact(&shale.WaitForCompactOptions{Timeout: settleTimeout}); errors.Is(err, context.DeadlineExceeded) {
+		fmt.Fprintf(r.out, "Space amplification once compactions are idle: not measured (they ran for more than %s)\n", settleTimeout)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("waiting for compactions: %w", err)
+	}
+	waited := time.Since(start)
+	if s, err = measureSpace(r.db, r.fs, r.dir); err != nil {
+		return fmt.Errorf("measuring space amplification: %w", err)
+	}
+	printSpace(r.out, fmt.Sprintf("once compactions are idle (after %s)", waited.Round(time.Millisecond)), s)
+	return nil
 }
 
 func (c *benchConfig) validate() error {

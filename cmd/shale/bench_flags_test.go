@@ -311,4 +311,9 @@ func TestBenchPrintsAmplification(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^On disk: \d+\.\d MiB in tables, \d+\.\d MiB in \d+ blob files \(\d+\.\d MiB garbage: blob space amplification \d+\.\d\d\)$`).MatchString(out) {
 		t.Errorf("no space line with blob files:\n%s", out)
 	}
+	for _, when := range []string{`at the end`, `once compactions are idle \(after [^)]+\)`} {
+		if !regexp.MustCompile(`(?m)^Space amplification ` + when + `: \d+\.\d\d \(\d+\.\d MiB on disk: \d+\.\d in tables, \d+\.\d in blob files, \d+\.\d in WALs, \d+\.\d other; \d+\.\d MiB of live data \(keys and values\) in [1-9]\d* keys, scanned in [^)]+\)$`).MatchString(out) {
+			t.Errorf("no space amplification line %q:\n%s", when, out)
+		}
+	}
 }

@@ -87,3 +87,59 @@ func (p *Picker) pickBlobTables(v *manifest.Version, baseLevel int, num base.Fil
 	}
 	return nil
 }
+
+// L0BlobShare is the share of the live blob bytes that L0's tables may
+// reference before L0 scores 1 by them (l0BlobScore).
+const L0BlobShare = 1.0 / 8
+
+// l0BlobScore scores L0 by the blob values its tables (those not being
+// compacted) reference. Until an L0 table compacts, the older versions of
+// its keys in the levels below stay referenced: garbage no edit has
+// recorded, which garbage collection cannot see and no blob file loses.
+// With values in blob files a memtable's table is small, so L0CompactionTrigger
+// files can hide several memtables of garbage in a database of a few of
+// them. The score is those blob bytes over the larger of
+//   - L0BlobShare of the live bytes of every blob file: the garbage L0
+//     hides stays below that share of the data (space amplification);
+//   - the bytes of the tables of L0 and the base level, which an L0
+//     compaction rewrites: the compaction costs at most the blob bytes
+//     whose garbage it records, so a database whose tables are large
+//     (most values inline) compacts L0 by file count, as before.
+//
+// Blob files an L0 table references are those its flush wrote (a flush
+// writes memtable values, never blob indexes), so their live bytes are the
+// values of L0.
+func l0BlobScore(v *manifest.Version, baseLevel int) float64 {
+	l0 := levelFiles(v, 0)
+	var seen map[base.FileNum]bool
+	var l0Blob uint64
+	for _, f := range l0 {
+		if f.Compacting {
+			continue
+		}
+		for _, n := range f.BlobFiles {
+			if seen[n] {
+				continue
+			}
+			if seen == nil {
+				seen = map[base.FileNum]bool{}
+			}
+			seen[n] = true
+			if b := v.BlobFile(n); b != nil {
+				l0Blob += b.LiveBytes()
+			}
+		}
+	}
+	if l0Blob == 0 {
+		return 0
+	}
+	var live uint64
+	for _, b := range v.BlobFiles {
+		live += b.LiveBytes()
+	}
+	tables := totalSize(l0)
+	if baseLevel > 0 {
+		tables += totalSize(levelFiles(v, baseLevel))
+	}
+	return float64(l0Blob) / max(L0BlobShare*float64(live), float64(tables), 1)
+}

@@ -174,12 +174,18 @@ func parseFadeFile(t testing.TB, line string) *manifest.FileMetadata {
 	return f
 }
 
-// parseFadeBlob parses a blob file line, "N [garbage=S]": blob file N,
-// holding garbage dated unix second S.
+// parseFadeBlob parses a blob file line, "N [garbage=S] [bytes=B]": blob
+// file N of B bytes of blobs (default 1000), holding 100 bytes of garbage
+// dated unix second S.
 func parseFadeBlob(t testing.TB, line string) *manifest.BlobFileMetadata {
 	fields := strings.Fields(line)
 	b := &manifest.BlobFileMetadata{FileNum: base.FileNum(parseUint(t, fields[0])), TotalCount: 10, TotalBytes: 1000, Size: 1100}
 	for _, fl := range fields[1:] {
+		if n, ok := strings.CutPrefix(fl, "bytes="); ok {
+			b.TotalBytes = parseUint(t, n)
+			b.Size = b.TotalBytes + 100
+			continue
+		}
 		g, ok := strings.CutPrefix(fl, "garbage=")
 		if !ok {
 			t.Fatalf("bad blob file attribute %q", fl)

@@ -278,21 +278,21 @@ func targetSizes(v *manifest.Version, o *Options) (int, []uint64) {
 	return baseLevel, targets
 }
 
-// Scores returns the compaction score of every level: L0's is the larger of
-// (files not being compacted)/L0CompactionTrigger and their bytes over
-// MaxBytesForLevelBase; Ln's is its bytes not being compacted over its
+// Scores returns the compaction score of every level: L0's is the largest of
+// (files not being compacted)/L0CompactionTrigger, their bytes over
+// MaxBytesForLevelBase and their blob score (l0BlobScore); Ln's is its bytes not being compacted over its
 // target. The bytes are compensated for tombstones (each file counts its
 // size plus what its tombstones are estimated to delete) unless
 // DisableDeleteAware is set; level targets use the real sizes. The last
 // level is never a size-compaction source and scores 0.
 func Scores(v *manifest.Version, o *Options) []float64 {
 	p := NewPicker(*o)
-	_, targets := targetSizes(v, &p.opts)
+	baseLevel, targets := targetSizes(v, &p.opts)
 	a := averagesOf(v)
-	return p.scores(v, targets, &a)
+	return p.scores(v, baseLevel, targets, &a)
 }
 
-func (p *Picker) scores(v *manifest.Version, targets []uint64, a *entryAverages) []float64 {
+func (p *Picker) scores(v *manifest.Version, baseLevel int, targets []uint64, a *entryAverages) []float64 {
 	o := &p.opts
 	s := make([]float64, o.NumLevels)
 	for l := 0; l < o.NumLevels-1; l++ {
@@ -306,7 +306,7 @@ func (p *Picker) scores(v *manifest.Version, targets []uint64, a *entryAverages)
 		}
 		if l == 0 {
 			s[0] = max(float64(count)/float64(o.L0CompactionTrigger),
-				float64(size)/float64(o.MaxBytesForLevelBase))
+				float64(size)/float64(o.MaxBytesForLevelBase), l0BlobScore(v, baseLevel))
 		} else if targets[l] != math.MaxUint64 {
 			s[l] = float64(size) / float64(targets[l])
 		}
@@ -394,7 +394,7 @@ func (p *Picker) PickAuto(v *manifest.Version, env PickEnv) *Compaction {
 	o := &p.opts
 	baseLevel, targets := targetSizes(v, o)
 	a := averagesOf(v)
-	sc := p.scores(v, targets, &a)
+	sc := p.scores(v, baseLevel, targets, &a)
 	if c := p.pickExpired(v, env, baseLevel, sc); c != nil {
 		return c
 	}
