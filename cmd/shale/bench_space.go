@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"io"
+	"os"
 	"time"
 
 	"github.com/shaledb/shale"
