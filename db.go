@@ -755,6 +755,7 @@ func (d *DB) walFailedLocked(w *wal.Writer, err error) {
 func (d *DB) setBackgroundErrorLocked(reason BackgroundErrorReason, err error) {
 	if d.mu.bgErr == nil {
 		d.mu.bgErr = err
+		d.stats.backgroundErrors.Add(1)
 		d.logger.Error("background error; writes stop until Resume", "err", err)
 		d.eventBackgroundErrorLocked(reason, err)
 	}

@@ -31,6 +31,8 @@ type dbStats struct {
 	// blobRelocated and blobBytesRelocated count the values blob garbage
 	// collection moved and their old record bytes.
 	blobRelocated, blobBytesRelocated atomic.Uint64
+	// backgroundErrors counts the background errors that stopped the DB.
+	backgroundErrors atomic.Uint64
 }
 
 func (s *dbStats) recordStall(d time.Duration, stop bool) {

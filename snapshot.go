@@ -2,6 +2,7 @@ package shale
 
 import (
 	"slices"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 )
@@ -13,13 +14,16 @@ type Snapshot struct {
 	db       *DB
 	seq      base.SeqNum
 	released bool
+	// created is when NewSnapshot took it (by Options.Clock), behind
+	// rocksdb.oldest-snapshot-time.
+	created time.Time
 }
 
 // NewSnapshot returns a snapshot of the current state.
 func (d *DB) NewSnapshot() *Snapshot {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := &Snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load())}
+	s := &Snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load()), created: d.clock.Now()}
 	d.mu.snapshots.list = append(d.mu.snapshots.list, s)
 	return s
 }

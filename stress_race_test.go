@@ -109,6 +109,17 @@ type concurrentStress struct {
 	batches, gets, multiGets, iters, snapshots, flushes, compactions atomic.Int64
 }
 
+// stressPropertyNames are the DB properties the stress test reads while it
+// runs.
+var stressPropertyNames = []string{"rocksdb.stats", "rocksdb.levelstats", "rocksdb.num-files-at-level0",
+	"rocksdb.estimate-num-keys", "rocksdb.total-sst-files-size", "rocksdb.live-sst-files-size",
+	"rocksdb.estimate-pending-compaction-bytes", "rocksdb.num-running-compactions", "rocksdb.num-running-flushes",
+	"rocksdb.compaction-pending", "rocksdb.mem-table-flush-pending", "rocksdb.num-immutable-mem-table",
+	"rocksdb.cur-size-all-mem-tables", "rocksdb.num-entries-active-mem-table", "rocksdb.block-cache-usage",
+	"rocksdb.num-snapshots", "rocksdb.oldest-snapshot-time", "rocksdb.background-errors", "rocksdb.is-write-stopped",
+	"rocksdb.num-blob-files", "rocksdb.total-blob-file-size", "rocksdb.live-blob-file-size",
+	"rocksdb.live-blob-file-garbage-size", "rocksdb.blob-stats"}
+
 func (s *concurrentStress) fail(format string, args ...any) {
 	if s.failed.CompareAndSwap(false, true) {
 		s.t.Errorf(format, args...)
@@ -306,6 +317,19 @@ func runConcurrentStress(t *testing.T, seed uint64, fs vfs.FS, dir string, d tim
 				s.fail("CompactRange(%s, %s): %v", start, end, err)
 			}
 			s.compactions.Add(1)
+		}
+	})
+
+	spawn(107, func(rng *rand.Rand) {
+		// Properties read the DB's state under its locks while everything
+		// else runs: under -race this finds a property reading unlocked.
+		for !s.stop.Load() {
+			time.Sleep(time.Duration(rng.IntN(10)) * time.Millisecond)
+			for _, name := range stressPropertyNames {
+				if _, ok := db.GetProperty(name); !ok {
+					s.fail("GetProperty(%q): unknown", name)
+				}
+			}
 		}
 	})
 

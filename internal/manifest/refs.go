@@ -85,6 +85,19 @@ func (l *liveFiles[M]) nums() map[base.FileNum]struct{} {
 	return m
 }
 
+// liveSizes returns the sizes of the live tables and blob files, summed.
+func (t *fileTracker) liveSizes() (tables, blobs uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tf := range t.tables.live {
+		tables += tf.meta.Size
+	}
+	for _, tf := range t.blobs.live {
+		blobs += tf.meta.Size
+	}
+	return tables, blobs
+}
+
 // Ref adds a reference to v. The first reference makes v hold a reference on
 // each of its files; it must be taken before v is shared.
 func (v *Version) Ref() {

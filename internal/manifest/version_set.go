@@ -484,6 +484,12 @@ func (vs *VersionSet) TakeObsoleteTables() []*FileMetadata { return vs.tracker.t
 // LiveFileNums returns the tables held by any version with references.
 func (vs *VersionSet) LiveFileNums() map[base.FileNum]struct{} { return vs.tracker.liveFileNums() }
 
+// LiveFileSizes returns the bytes of the tables and of the blob files that
+// any version with references holds (RocksDB's total-sst-files-size and
+// total-blob-file-size): the current version's and those older versions
+// still in use keep.
+func (vs *VersionSet) LiveFileSizes() (tables, blobs uint64) { return vs.tracker.liveSizes() }
+
 // TakeObsoleteBlobFiles returns the blob files that no referenced version
 // holds any more, each once; the caller deletes them.
 func (vs *VersionSet) TakeObsoleteBlobFiles() []*BlobFileMetadata {
