@@ -132,7 +132,7 @@ func TestCheckCleanAndDamaged(t *testing.T) {
 			return bytes.Replace(b, []byte("block_size=1024"), []byte("block_size=1x24"), 1)
 		}, CheckDamaged, "block_size"},
 		{"options invalid value", optionsName, func(b []byte) []byte {
-			return bytes.Replace(b, []byte("block_size=1024"), []byte("block_size=1000"), 1)
+			return bytes.Replace(b, []byte("block_size=1024"), []byte("block_size=-1000"), 1)
 		}, CheckDamaged, "BlockSize"},
 		{"options valid but changed value", optionsName, func(b []byte) []byte {
 			return bytes.Replace(b, []byte("block_size=1024"), []byte("block_size=2048"), 1)

@@ -174,7 +174,7 @@ func TestOpenErrors(t *testing.T) {
 		field string
 		set   func(*Options)
 	}{
-		{"BlockSize", func(o *Options) { o.BlockSize = 3000 }},
+		{"BlockSize", func(o *Options) { o.BlockSize = -1 }},
 		{"NumLevels", func(o *Options) { o.NumLevels = 99 }},
 		{"Level0StopWritesTrigger", func(o *Options) { o.Level0StopWritesTrigger = 1 }},
 		{"MaxWriteBufferNumber", func(o *Options) { o.MaxWriteBufferNumber = 1 }},

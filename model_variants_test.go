@@ -43,6 +43,9 @@ var metamorphicSets = []metaOptionSet{
 		o.BlockRestartInterval = 128
 		o.BloomBitsPerKey = -1
 	}},
+	{name: "300-byte-blocks", set: func(o *Options) {
+		o.BlockSize = 300 // not a power of two, and many blocks per table
+	}},
 	{name: "nocache-restart1-snappy", set: func(o *Options) {
 		o.BlockCacheSize = -1
 		o.BlockRestartInterval = 1

@@ -76,7 +76,8 @@ type Options struct {
 	NumLevels int
 	// MaxBackgroundJobs bounds concurrent flushes and compactions. Default 2.
 	MaxBackgroundJobs int
-	// BlockSize is the uncompressed size of SST data blocks. Default 4 KiB.
+	// BlockSize is the uncompressed size of SST data blocks (block_size):
+	// any size from 1 byte to 256 MiB, as RocksDB takes any. Default 4 KiB.
 	BlockSize int
 	// BlockRestartInterval: keys between restart points in a block. Default 16.
 	BlockRestartInterval int
@@ -551,6 +552,10 @@ func (o *Options) EnsureDefaults() *Options {
 // default.
 const DefaultMemtableOpScanFlushTrigger = 1000
 
+// maxBlockSize bounds Options.BlockSize: a block is cut once it reaches the
+// size, so with its last entry it stays far below block.MaxLen.
+const maxBlockSize = 256 << 20
+
 // maxSequentialSkip returns MaxSequentialSkipInIterations as RocksDB counts
 // it (0 for a negative value).
 func (o *Options) maxSequentialSkip() int { return max(o.MaxSequentialSkipInIterations, 0) }
@@ -587,8 +592,8 @@ func (o *Options) Validate() error {
 		return bad("Options.NumLevels must be between 2 and %d, got %d", manifest.NumLevelsMax, o.NumLevels)
 	case o.MaxBackgroundJobs < 1 || o.MaxBackgroundJobs > 64:
 		return bad("Options.MaxBackgroundJobs must be between 1 and 64, got %d", o.MaxBackgroundJobs)
-	case o.BlockSize < kib || o.BlockSize > 4*mib || o.BlockSize&(o.BlockSize-1) != 0:
-		return bad("Options.BlockSize must be a power of two between 1 KiB and 4 MiB, got %d", o.BlockSize)
+	case o.BlockSize < 1 || o.BlockSize > maxBlockSize:
+		return bad("Options.BlockSize must be between 1 byte and 256 MiB, got %d", o.BlockSize)
 	case o.BlockRestartInterval < 1 || o.BlockRestartInterval > 1024:
 		return bad("Options.BlockRestartInterval must be between 1 and 1024, got %d", o.BlockRestartInterval)
 	case o.BloomBitsPerKey > 64:

@@ -271,7 +271,7 @@ func TestSetOptionsRejects(t *testing.T) {
 		{"parse-compression", map[string]string{"compression": "lz4"}, `SetOptions: compression=lz4: unknown compression "lz4"`},
 		{"parse-duration", map[string]string{"delete_persistence_threshold": "3 days"}, "delete_persistence_threshold=3 days"},
 		{"validate", map[string]string{"write_buffer_size": "100", "disable_auto_compactions": "true"}, "write_buffer_size=100: Options.WriteBufferSize must be at least 4 KiB"},
-		{"validate-block-size", map[string]string{"block_size": "3000"}, "block_size=3000: Options.BlockSize must be a power of two"},
+		{"validate-block-size", map[string]string{"block_size": "-3000"}, "block_size=-3000: Options.BlockSize must be between 1 byte and 256 MiB"},
 		{"validate-cross", map[string]string{"level0_file_num_compaction_trigger": "10"}, "level0_file_num_compaction_trigger=10: Options.Level0SlowdownWritesTrigger (8) must be >= Level0FileNumCompactionTrigger (10)"},
 		{"validate-spec", map[string]string{"target_file_size_multiplier": "-2"}, "target_file_size_multiplier=-2: Options.TargetFileSizeMultiplier must be positive, got -2"},
 		{"validate-jobs", map[string]string{"max_background_jobs": "65"}, "max_background_jobs=65: Options.MaxBackgroundJobs must be between 1 and 64"},
