@@ -868,6 +868,19 @@ func (d *dbTarget) readOptions(snap int) *ReadOptions {
 }
 
 func (d *dbTarget) get(key []byte, snap int) ([]byte, error) {
+	v, err := d.getValue(key, snap)
+	if err == nil && d.gets%3 == 0 {
+		// KeyMayExist must never rule out a key Get finds, and a value it
+		// finds in a memtable is Get's.
+		if may, mv, found := d.db.KeyMayExist(key, d.readOptions(snap)); !may || found && !bytes.Equal(mv, v) {
+			return nil, fmt.Errorf("KeyMayExist(%q) = %v, %q, %v; Get found %q", key, may, mv, found, v)
+		}
+	}
+	return v, err
+}
+
+// getValue reads key by Get or, every other read, by AppendValue.
+func (d *dbTarget) getValue(key []byte, snap int) ([]byte, error) {
 	d.gets++
 	if d.gets%2 == 0 {
 		return d.db.Get(key, d.readOptions(snap))

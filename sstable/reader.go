@@ -314,6 +314,22 @@ func (r *Reader) MayContain(userKey []byte) bool {
 	return bloomMayContain(f, bloomHash(userKey))
 }
 
+// MayContainCached is MayContain reading nothing: with the filter in the
+// block cache (CacheIndexAndFilterBlocks) and not there now, it reports
+// true, as for a table without a filter.
+func (r *Reader) MayContainCached(userKey []byte) bool {
+	f := r.filter
+	if f == nil && r.filterInCache {
+		if v, ok := r.bf.CachedValue(r.filterH); ok {
+			f, _ = v.([]byte)
+		}
+	}
+	if f == nil {
+		return true
+	}
+	return bloomMayContain(f, bloomHash(userKey))
+}
+
 // ProbeBloom is MayContain counting the probe in c when c is not nil
 // (Checks, and Useful when it rules the key out); extra, when not nil,
 // counts the filter block's read when the block cache holds filters. A
