@@ -131,15 +131,16 @@ func (d *DB) rangeDeletionsBytes(v *manifest.Version, level int, ranges [][2][]b
 	return total
 }
 
-// bytesInRange estimates the bytes of table f holding keys in [start, end).
+// bytesInRange estimates the bytes of table f holding keys in [start, end)
+// (nil end: no upper bound).
 func (d *DB) bytesInRange(f *manifest.FileMetadata, start, end []byte) uint64 {
 	cmp := d.cmp.Compare
 	startsIn := cmp(f.Smallest.UserKey, start) >= 0
-	endsIn := cmp(f.Largest.UserKey, end) < 0 || (f.Largest.IsExclusiveSentinel() && bytes.Equal(f.Largest.UserKey, end))
+	endsIn := end == nil || cmp(f.Largest.UserKey, end) < 0 || (f.Largest.IsExclusiveSentinel() && bytes.Equal(f.Largest.UserKey, end))
 	if startsIn && endsIn {
 		return f.Size
 	}
-	if cmp(f.Smallest.UserKey, end) >= 0 {
+	if end != nil && cmp(f.Smallest.UserKey, end) >= 0 {
 		return 0 // f only touches end, which the range excludes
 	}
 	t, err := d.fileCache.findTable(f.FileNum)
@@ -147,7 +148,9 @@ func (d *DB) bytesInRange(f *manifest.FileMetadata, start, end []byte) uint64 {
 		return 0 // an estimate: a table that cannot be read counts nothing
 	}
 	defer t.release()
-	lo, hi := uint64(0), t.reader.ApproximateOffset(f.Largest.UserKey)
+	// A range to the end of the file takes its tail too: the last data
+	// block and what follows the data (index, filter, properties).
+	lo, hi := uint64(0), f.Size
 	if !startsIn {
 		lo = t.reader.ApproximateOffset(start)
 	}
