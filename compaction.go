@@ -830,6 +830,59 @@ type CompactRangeOptions struct {
 	// TargetLevel (target_level) is the level ChangeLevel compacts into,
 	// from 1 to Options.NumLevels-1.
 	TargetLevel int
+	// BottommostLevelCompaction (bottommost_level_compaction) says whether
+	// the last level's files in the range are rewritten in place once the
+	// data above has reached them. Default
+	// BottommostLevelCompactionIfHaveCompactionFilter. ChangeLevel never
+	// rewrites its target level.
+	BottommostLevelCompaction BottommostLevelCompaction
+}
+
+// BottommostLevelCompaction is CompactRangeOptions.BottommostLevelCompaction
+// (RocksDB's enum of the same name; the zero value is RocksDB's default).
+type BottommostLevelCompaction int
+
+const (
+	// BottommostLevelCompactionIfHaveCompactionFilter rewrites the last
+	// level only when that changes something: there is no compaction
+	// filter yet, so when its files hold tombstones that can go, or blob
+	// values garbage collection would relocate (RocksDB's
+	// kIfHaveCompactionFilter, which without a filter rewrites nothing).
+	BottommostLevelCompactionIfHaveCompactionFilter BottommostLevelCompaction = iota
+	// BottommostLevelCompactionSkip never rewrites the last level
+	// (kSkip).
+	BottommostLevelCompactionSkip
+	// BottommostLevelCompactionForce always rewrites the last level's files
+	// in the range (kForce).
+	BottommostLevelCompactionForce
+)
+
+// String returns RocksDB's name of b.
+func (b BottommostLevelCompaction) String() string {
+	switch b {
+	case BottommostLevelCompactionIfHaveCompactionFilter:
+		return "kIfHaveCompactionFilter"
+	case BottommostLevelCompactionSkip:
+		return "kSkip"
+	case BottommostLevelCompactionForce:
+		return "kForce"
+	}
+	return fmt.Sprintf("BottommostLevelCompaction(%d)", int(b))
+}
+
+// skipLastLevel reports whether a manual compaction of [start, end] leaves
+// the last level of v as it is: always with changeLevel (its target is not
+// rewritten) or BottommostLevelCompactionSkip, never with
+// BottommostLevelCompactionForce, and otherwise unless its files there hold
+// what a rewrite would drop or relocate (lastLevelNeedsRewrite).
+func (d *DB) skipLastLevel(v *manifest.Version, changeLevel bool, b BottommostLevelCompaction, start, end []byte) bool {
+	switch {
+	case changeLevel || b == BottommostLevelCompactionSkip:
+		return true
+	case b == BottommostLevelCompactionForce:
+		return false
+	}
+	return !d.lastLevelNeedsRewrite(v, v.Overlaps(d.cmp.Compare, len(v.Levels)-1, start, end))
 }
 
 // CompactRangeWithOptions is CompactRange with options; a nil o, or one
@@ -844,6 +897,15 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 	// target is the deepest level the loop compacts into; only without
 	// ChangeLevel is the last level (target) also rewritten in place.
 	target, changeLevel := last, o != nil && o.ChangeLevel
+	bottommost := BottommostLevelCompactionIfHaveCompactionFilter
+	if o != nil {
+		bottommost = o.BottommostLevelCompaction
+	}
+	switch bottommost {
+	case BottommostLevelCompactionIfHaveCompactionFilter, BottommostLevelCompactionSkip, BottommostLevelCompactionForce:
+	default:
+		return base.InvalidArgumentf("shale: CompactRangeOptions.BottommostLevelCompaction %d is not one of the constants", int(bottommost))
+	}
 	if changeLevel {
 		if o.TargetLevel < 1 || o.TargetLevel > last {
 			return base.InvalidArgumentf("shale: CompactRangeOptions.TargetLevel must be between 1 and %d (Options.NumLevels-1), got %d",
@@ -876,7 +938,7 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
 		}
 		v := d.versions.Current()
-		if level == target && (changeLevel || !d.lastLevelNeedsRewrite(v, v.Overlaps(d.cmp.Compare, last, start, end))) {
+		if level == target && d.skipLastLevel(v, changeLevel, bottommost, start, end) {
 			// The last level is rewritten in place only to drop what its
 			// tombstones delete (and the tombstones, as no snapshot needs)
 			// and to collect blob garbage; a ChangeLevel target is never
