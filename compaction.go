@@ -247,7 +247,8 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq bas
 	if v == nil {
 		reason = FileReasonRecovery
 	}
-	metas, blobs, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)), older: v, secondaryApplied: applied,
+	metas, blobs, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)),
+		ancesterTime: m.created, older: v, secondaryApplied: applied,
 		jobID: jobID, reason: reason})
 	if err == nil {
 		d.recordDrops(stats, 0)
@@ -264,6 +265,9 @@ type tableJob struct {
 	// recorded for tables holding tombstones: a flushed memtable's oldest,
 	// the oldest of a compaction's inputs, 0 when unknown.
 	tombstoneTime uint64
+	// ancesterTime is the outputs' OldestAncesterTime (unix seconds): the
+	// flushed memtable's creation, the oldest of a compaction's inputs.
+	ancesterTime uint64
 	// older, when set, holds the tables older than the outputs, against
 	// which their range tombstones' deleted bytes are estimated.
 	older *manifest.Version
@@ -458,6 +462,11 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		}
 		if fm.NumDeletions > 0 {
 			fm.OldestTombstoneTime = job.tombstoneTime
+		}
+		fm.FileCreationTime = unixSeconds(d.clock.Now())
+		fm.OldestAncesterTime = job.ancesterTime
+		if fm.OldestAncesterTime == 0 {
+			fm.OldestAncesterTime = fm.FileCreationTime
 		}
 		if o.secondary != nil {
 			fm.Secondary = o.secondary.r
@@ -706,7 +715,8 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 		KeepShadowedTombstones: mo.DeletePersistenceThreshold > 0,
 	}
 	applied := d.setSecondary(&ro, v.SecondaryTombstones)
-	metas, newBlobs, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone, older: v,
+	metas, newBlobs, stats, err := d.runToTables(ro, tableJob{level: c.OutputLevel, tombstoneTime: oldestTombstone,
+		ancesterTime: oldestAncester(inputs), older: v,
 		secondaryApplied: applied, jobID: info.JobID, reason: FileReasonCompaction, blobs: blobs})
 	err = errors.Join(err, merged.Close(), gc.close())
 	releaseTables()
@@ -977,4 +987,17 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 	}
 	d.signalObsolete()
 	return nil
+}
+
+// oldestAncester returns the oldest OldestAncesterTime of files, ignoring
+// those that do not know theirs (0 when none does: the outputs then take
+// their creation time).
+func oldestAncester(files []*manifest.FileMetadata) uint64 {
+	var t uint64
+	for _, f := range files {
+		if a := f.OldestAncesterTime; a != 0 && (t == 0 || a < t) {
+			t = a
+		}
+	}
+	return t
 }

@@ -171,6 +171,9 @@ type memTable struct {
 	// for a memtable of recovery, which may hold any): a secondary
 	// tombstone above it may delete some of them.
 	firstSeq base.SeqNum
+	// created is when the memtable was made (unix seconds by the DB's
+	// clock): the OldestAncesterTime of its flushed tables.
+	created uint64
 	// oldestTombstone is when the first tombstone went into the memtable
 	// (unix nanoseconds by d.clock, 0 for none), set under d.mu while the
 	// memtable is mutable. Its flush dates its tables' tombstones by it.
@@ -195,6 +198,7 @@ func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
 	capacity = max(capacity, memtable.FixedOverhead+minCapacity)
 	m := &memTable{
 		Memtable:        d.memtableOnArena(capacity),
+		created:         unixSeconds(d.clock.Now()),
 		logNum:          logNum,
 		capacity:        capacity,
 		writeBufferSize: size,
@@ -832,3 +836,6 @@ func (d *DB) flushAndWait(req *writer) error {
 		d.mu.compact.cond.Wait()
 	}
 }
+
+// unixSeconds returns t in unix seconds, 0 before 1970.
+func unixSeconds(t time.Time) uint64 { return uint64(max(t.Unix(), 0)) }

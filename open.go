@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -255,6 +256,8 @@ func (d *DB) compactOptionsOf(o *Options) compact.Options {
 		TombstoneDenseCompactionThreshold: o.TombstoneDenseCompactionThreshold,
 		DisableDeleteAware:                o.DisableDeleteAwareCompaction,
 		DeletePersistenceThreshold:        o.DeletePersistenceThreshold,
+		TTL:                               secondsDuration(o.TTL),
+		Periodic:                          secondsDuration(o.PeriodicCompactionSeconds),
 		Now:                               d.clock.Now,
 		BlobFiles:                         o.EnableBlobFiles,
 		BlobGC:                            o.EnableBlobGarbageCollection,
@@ -919,4 +922,12 @@ func (d *DB) closeResources() error {
 		err = errors.Join(err, d.fileLock.Close())
 	}
 	return err
+}
+
+// secondsDuration converts seconds to a Duration, saturating.
+func secondsDuration(s uint64) time.Duration {
+	if s > uint64(math.MaxInt64/int64(time.Second)) {
+		return math.MaxInt64
+	}
+	return time.Duration(s) * time.Second
 }

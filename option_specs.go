@@ -191,6 +191,9 @@ var optionSpecs = []optionSpec{
 			}
 		},
 	},
+	// TTL and periodic compactions: read by each pick.
+	uint64Option("ttl", "TTL", func(o *Options) *uint64 { return &o.TTL }),
+	uint64Option("periodic_compaction_seconds", "PeriodicCompactionSeconds", func(o *Options) *uint64 { return &o.PeriodicCompactionSeconds }),
 	// Key-value separation: each flush and compaction reads these when it
 	// starts, as in RocksDB, where all but blob_cache are mutable.
 	boolOption("enable_blob_files", "EnableBlobFiles", func(o *Options) *bool { return &o.EnableBlobFiles }),
@@ -279,6 +282,15 @@ func int64Option(name, field string, p func(*Options) *int64) optionSpec {
 		format: func(o *Options) string { return strconv.FormatInt(*p(o), 10) },
 		parse: func(o *Options, v string) (err error) {
 			*p(o), err = parseOptionInt(v)
+			return err
+		}}
+}
+
+func uint64Option(name, field string, p func(*Options) *uint64) optionSpec {
+	return optionSpec{name: name, field: field,
+		format: func(o *Options) string { return strconv.FormatUint(*p(o), 10) },
+		parse: func(o *Options, v string) (err error) {
+			*p(o), err = strconv.ParseUint(v, 10, 64)
 			return err
 		}}
 }

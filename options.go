@@ -315,6 +315,20 @@ type Options struct {
 	// (tombstones are still dated, so turning it on later counts from the
 	// writes).
 	DeletePersistenceThreshold time.Duration
+	// TTL (ttl), in seconds, when positive: a table above the last level
+	// whose oldest data (FileMetadata.OldestAncesterTime) is older than
+	// this is compacted into the next level once no compaction by size or
+	// for tombstones is due, so data moves down (and what it overwrites
+	// or deletes goes) within about TTL times the levels. Checked whenever
+	// compactions are picked. Default 0: off (RocksDB's default is 30
+	// days; shale leaves it to the user).
+	TTL uint64
+	// PeriodicCompactionSeconds (periodic_compaction_seconds), when
+	// positive: a table written longer ago than this is compacted (into the
+	// next level, or rewritten in place in the last level), after TTL
+	// compactions, so that every table is rewritten at least that often.
+	// Default 0: off.
+	PeriodicCompactionSeconds uint64
 	// Clock tells the time for DeletePersistenceThreshold and the tombstone
 	// dates it counts from. Default SystemClock.
 	Clock Clock

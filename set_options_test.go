@@ -48,6 +48,8 @@ var mutableOptionValues = map[string]string{
 	"max_sequential_skip_in_iterations":       "3",
 	"memtable_op_scan_flush_trigger":          "50",
 	"delete_persistence_threshold":            "1h0m0s",
+	"ttl":                                     "86400",
+	"periodic_compaction_seconds":             "604800",
 	"avoid_flush_during_shutdown":             "true",
 	"enable_blob_files":                       "true",
 	"min_blob_size":                           "100",

@@ -60,7 +60,11 @@ type Options struct {
 	// whose oldest tombstone has outlived its level's deadline first (see
 	// Deadlines; Lethe's FADE). Default 0: off.
 	DeletePersistenceThreshold time.Duration
-	// Now tells the time for DeletePersistenceThreshold (nil: it is off).
+	// TTL and Periodic turn on TTL and periodic compactions (Options.TTL
+	// and Options.PeriodicCompactionSeconds; 0: off; they need Now).
+	TTL, Periodic time.Duration
+	// Now tells the time for DeletePersistenceThreshold, TTL and Periodic
+	// (nil: they are off).
 	Now func() time.Time
 	// BlobFiles says values may go to blob files (enable_blob_files): the
 	// delete persistence deadlines then keep a share of the threshold for

@@ -70,7 +70,7 @@ func (c *Compaction) IsTrivialMove() bool {
 	// L0 inputs are the closure of overlapping L0 files (see pickL0), so a
 	// single L0 input has no other L0 file overlapping it.
 	if c.Level == c.OutputLevel || len(c.Inputs[0]) != 1 || len(c.Inputs[1]) != 0 ||
-		forDeletes(c.Reason) || c.Reason == ReasonBlobGC || c.Reason == ReasonBlobExpired || c.secondary {
+		forDeletes(c.Reason) || c.Reason == ReasonBlobGC || c.Reason == ReasonBlobExpired || c.Reason == ReasonPeriodic || c.secondary {
 		return false
 	}
 	limit := mulSat(c.MaxOutputFileSize, 10)
@@ -422,7 +422,8 @@ func (p *Picker) PickAuto(v *manifest.Version, env PickEnv) *Compaction {
 		c = forDel
 	}
 	if c == nil {
-		return nil
+		// Nothing by size or for tombstones: TTL and periodic work.
+		return p.pickAged(v, baseLevel)
 	}
 	p.lastForDeletes = c == forDel
 	if c == forDel {

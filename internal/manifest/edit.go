@@ -90,6 +90,11 @@ const (
 	customSecondaryMax     = customSafeToIgnore | 22
 	customSecondaryCount   = customSafeToIgnore | 23
 	customSecondaryApplied = customSafeToIgnore | 24
+
+	// The data and file ages of a table only decide TTL and periodic
+	// compactions: a reader that skips them loses nothing.
+	customOldestAncesterTime = customSafeToIgnore | 25
+	customFileCreationTime   = customSafeToIgnore | 26
 )
 
 // Custom-field tags inside a blob file record (400, 401): a namespace of
@@ -170,6 +175,8 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 			dst = appendCustomUvarint(dst, customSecondaryMax, m.Secondary.Max)
 		}
 		dst = appendCustomUvarint(dst, customSecondaryApplied, uint64(m.SecondaryApplied))
+		dst = appendCustomUvarint(dst, customOldestAncesterTime, m.OldestAncesterTime)
+		dst = appendCustomUvarint(dst, customFileCreationTime, m.FileCreationTime)
 		if len(m.BlobFiles) > 0 {
 			var refs []byte
 			prev := base.FileNum(0)
@@ -664,6 +671,10 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 			m.Secondary.Known = true
 		case customSecondaryApplied:
 			dst = &secondaryApplied
+		case customOldestAncesterTime:
+			dst = &m.OldestAncesterTime
+		case customFileCreationTime:
+			dst = &m.FileCreationTime
 		case customMarkedForCompaction:
 			if len(field) != 1 || field[0] > 1 {
 				return NewFileEntry{}, d.errorf("file %s: bad marked-for-compaction field", m.FileNum)

@@ -52,6 +52,16 @@ type FileMetadata struct {
 	// flush or compaction writing the file applied in full (with every
 	// lower one): the file holds nothing a tombstone at or below it deletes.
 	SecondaryApplied base.SeqNum
+	// OldestAncesterTime is when the oldest data of the table was written
+	// (unix seconds by the DB's clock; RocksDB's oldest_ancester_time): a
+	// flush's memtable creation, the oldest of a compaction's inputs. TTL
+	// compactions (Options.TTL) count from it. 0: unknown (written before
+	// shale kept it).
+	OldestAncesterTime uint64
+	// FileCreationTime is when the table was written (unix seconds by the
+	// DB's clock); periodic compactions (Options.PeriodicCompactionSeconds)
+	// count from it. 0: unknown.
+	FileCreationTime uint64
 	// BlobFiles are the blob files the table's blob index entries point
 	// into, ascending and without duplicates; nil when it has none. Every
 	// version holding the table holds these blob files.
