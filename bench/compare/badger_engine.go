@@ -18,8 +18,6 @@ type badgerEngine struct {
 	// dirty says a put or delete may sit in a memtable: flush reopens the
 	// DB only then.
 	dirty bool
-	// value receives the value get reads (reused: no allocation).
-	value []byte
 }
 
 // defaultBadgerValueThreshold is Badger's own ValueThreshold (1 MiB in
@@ -74,26 +72,61 @@ func (e *badgerEngine) delete(key []byte) error {
 	return e.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
 }
 
+func (e *badgerEngine) newReader() engineReader { return &badgerReader{e: e} }
+
+// badgerReader is one goroutine's reader. It reads through the engine, not
+// a *badger.DB of its own, since flush and compactAll reopen the DB.
+type badgerReader struct {
+	e *badgerEngine
+	// value receives the value get reads (reused: no allocation).
+	value []byte
+}
+
 // get reads the value too (from the value log when it was separated), as
 // Pebble's and shale's Get do; Badger's txn.Get alone would only find the
 // key. It copies the value out, as every engine's get hands the caller a
 // value it owns: item.Value's slice is only valid in the transaction, and
 // of a value in the mapped value log it reads no byte unless used.
-func (e *badgerEngine) get(key []byte) (bool, error) {
+func (r *badgerReader) get(key []byte) (bool, error) {
 	found := false
-	err := e.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = true
-		e.value, err = item.ValueCopy(e.value[:0])
+	err := r.e.db.View(func(txn *badger.Txn) error {
+		var err error
+		found, err = r.getIn(txn, key)
 		return err
 	})
 	return found, err
+}
+
+// multiGet reads every key in one read transaction, Badger's way of
+// reading several keys at one snapshot; it has no MultiGet.
+func (r *badgerReader) multiGet(keys [][]byte) (int, error) {
+	found := 0
+	err := r.e.db.View(func(txn *badger.Txn) error {
+		for _, k := range keys {
+			ok, err := r.getIn(txn, k)
+			if err != nil {
+				return err
+			}
+			if ok {
+				found++
+			}
+		}
+		return nil
+	})
+	return found, err
+}
+
+// getIn is get inside the transaction txn.
+func (r *badgerReader) getIn(txn *badger.Txn, key []byte) (bool, error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r.value, err = item.ValueCopy(r.value[:0])
+	return err == nil, err
 }
 
 // flush puts the memtables into tables, so that the read workloads read

@@ -1,9 +1,12 @@
-// Command compare runs the same workloads through shale, Pebble and Badger
-// in one run and prints their throughput (or, for deletescan, their times)
-// side by side, with shale's ratio to each of the others.
+// Command compare runs the same workloads through shale, Pebble, Badger and
+// goleveldb in one run and prints their throughput (or, for deletescan,
+// their times) side by side, with shale's ratio to each of the others, then
+// the same as markdown tables with each operation's latency percentiles
+// and each engine's peak memory.
 //
 //	cd bench/compare && go run . [--num 1000000] [--benchmarks fillseq,fillrandom,readrandom,seekrandom]
-//	        [--engines shale,pebble,badger] [--value_size 100] [--dir DIR]
+//	        [--engines shale,pebble,badger,goleveldb] [--value_size 100] [--dir DIR]
+//	        [--threads 1] [--batch_size 8] [--seek_nexts 0] [--report FILE]
 //
 // The engines get the same settings wherever they have them: 16-byte
 // zero-padded decimal keys, --value_size-byte values (100 by default) that
@@ -11,9 +14,30 @@
 // blocks, 10-bit bloom filters (a 1% false-positive rate for Badger), an
 // equal block cache (--cache_size), a 64 MiB memtable, the WAL on and no
 // sync. Engines run one after the other in --engines order (all workloads on
-// one, then all on the next), each in its own fresh directory, so they never
-// compete for the block cache or the two cores. Pebble writes its newest
-// format (FormatNewest), as a new Pebble user would.
+// one, then all on the next), each in its own fresh directory and its own
+// process, so they never compete for the block cache, the heap or the two
+// cores. Pebble writes its newest format (FormatNewest), as a new Pebble
+// user would.
+//
+// One process per engine: compare runs itself again for each engine, with
+// the same flags and a hidden one naming the engine; that child runs every
+// workload on its engine, prints its progress to stderr and its results as
+// JSON to stdout, and exits. The parent reads the results, the child's
+// peak resident set (on Linux, ru_maxrss of the exited child, in KiB) and
+// the bytes the child caused to be written to storage (on Linux,
+// write_bytes of /proc/self/io, read once the engine is closed; elsewhere
+// both are left out), then measures and removes the engine's directory.
+// --cpuprofile FILE writes one profile per engine, FILE.ENGINE.
+//
+// goleveldb (v1) gets BlockCacheCapacity the block cache, WriteBuffer
+// 64 MiB, a 10-bit bloom filter, snappy, 4 KiB blocks with a restart every
+// 16 keys, and unsynced writes to its journal (always on). Like Badger it
+// has no memtable flush on an open DB (its CompactRange flushes, then
+// compacts), so the read workloads' flush closes and reopens it (its Open
+// writes the replayed journal to a level-0 table), only when something
+// was written since; deletescan's full compaction is CompactRange over
+// every key. Its Get returns a new copy of each value: it has no call that
+// reads into the caller's buffer.
 //
 // Badger (v4) runs one transaction per operation (DB.Update, DB.View), with
 // conflict detection off (the writes are blind, and the peers have none),
@@ -39,18 +63,41 @@
 //
 // Workloads, in the spirit of db_bench:
 //
-//	fillseq     write num keys in order into a fresh DB
-//	fillrandom  write num random keys (with repeats) into a fresh DB
-//	readrandom  warm: Flush, one untimed pass of random reads, then num timed random reads
-//	seekrandom  num SeekGE to random keys (the DB is flushed first)
-//	deletescan  issue 12's delete scan: num keys written in order with
-//	            500-byte values, the lowest 90% deleted, then the first 500
-//	            live keys read from the start right after the deletes,
-//	            after --delete_wait seconds idle (default 10) and after a
-//	            full manual compaction; printed as milliseconds per phase
+//	fillseq           write num keys in order into a fresh DB
+//	fillrandom        write num random keys (with repeats) into a fresh DB
+//	overwrite         write num random keys over the DB a fill left
+//	readrandom        warm: Flush, one untimed pass of random reads, then
+//	                  num timed random reads by each of --threads goroutines
+//	multireadrandom   readrandom's warm-up, then num random keys read in
+//	                  batches of --batch_size (default 8): shale's MultiGet,
+//	                  one read transaction of gets for Badger, a loop of gets
+//	                  for Pebble and goleveldb, which have no MultiGet
+//	readseq           every key read in order by one iterator (the DB is
+//	                  flushed first); it fails on a key out of order
+//	seekrandom        num SeekGE to random keys (the DB is flushed first),
+//	                  each followed by --seek_nexts Next calls (default 0)
+//	readwhilewriting  readrandom while one more goroutine writes random keys
+//	                  until the readers are done; only the reads are counted
+//	deletescan        issue 12's delete scan: num keys written in order with
+//	                  500-byte values, the lowest 90% deleted, then the first 500
+//	                  live keys read from the start right after the deletes,
+//	                  after --delete_wait seconds idle (default 10) and after a
+//	                  full manual compaction; printed as milliseconds per phase
 //
-// A read workload on a DB that no fill has written first fills it with
-// fillrandom, untimed.
+// A workload that is not a fill, on a DB that no fill has written, first
+// fills it with fillrandom, untimed. Each goroutine of readrandom and
+// readwhilewriting has its own reader (with its own value buffer) and its
+// own random stream.
+//
+// The markdown tables (also written to --report FILE) give, per workload and
+// engine, ops/s (keys/s for multireadrandom), the p50 and p99 latency of
+// one operation in microseconds (of one batch for multireadrandom, of a
+// seek and its nexts for seekrandom), from a histogram of every operation
+// (one clock read per operation: each one's time runs from the end of the
+// one before), and on shale's row its ops/s over the best peer's, naming
+// that peer; deletescan's phases in milliseconds, with shale's over the
+// fastest peer's; and per engine its process's peak RSS and bytes written,
+// and its directory's size.
 //
 // After the table it prints each engine's directory size once closed after
 // its last workload: the files' bytes and the space they take on disk (du;

@@ -6,9 +6,10 @@ type engine interface {
 	name() string
 	put(key, value []byte) error
 	delete(key []byte) error
-	// get reports whether key exists, reading its value into memory the
-	// engine owns until the next get (what a caller keeping the value has).
-	get(key []byte) (bool, error)
+	// newReader returns a reader for one goroutine. Readers of one engine
+	// may run concurrently with each other and with one goroutine's put,
+	// never with flush, compactAll or close (which may reopen the DB).
+	newReader() engineReader
 	newIter() (engineIter, error)
 	flush() error
 	// compactAll compacts every key (the workloads' keys are decimal
@@ -20,8 +21,37 @@ type engine interface {
 	close() error
 }
 
+// engineReader reads point keys for one goroutine; it keeps the values it
+// reads in buffers of its own.
+type engineReader interface {
+	// get reports whether key exists, reading its value into memory the
+	// reader owns until the next get (what a caller keeping the value has).
+	get(key []byte) (bool, error)
+	// multiGet looks up keys together and reports how many exist, reading
+	// their values as get does: through the engine's MultiGet where it has
+	// one, else by getsInLoop.
+	multiGet(keys [][]byte) (found int, err error)
+}
+
+// getsInLoop is multiGet for an engine without a MultiGet: one get per key.
+func getsInLoop(r engineReader, keys [][]byte) (int, error) {
+	found := 0
+	for _, k := range keys {
+		ok, err := r.get(k)
+		if err != nil {
+			return found, err
+		}
+		if ok {
+			found++
+		}
+	}
+	return found, nil
+}
+
 // engineIter is a forward iterator.
 type engineIter interface {
+	// seekGE positions the iterator at the first key >= key (nil: the
+	// first key) and reports whether there is one.
 	seekGE(key []byte) bool
 	next() bool
 	key() []byte

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,11 +26,15 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	flags := flag.NewFlagSet("compare", flag.ContinueOnError)
 	flags.SetOutput(progress)
 	num := flags.Int64("num", 1000000, "number of keys")
-	benchmarks := flags.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, readrandom, seekrandom, deletescan")
-	engineList := flags.String("engines", "shale,pebble,badger", "comma-separated engines to run, in this order: shale, pebble, badger")
+	benchmarks := flags.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, overwrite, readrandom, multireadrandom, readseq, seekrandom, readwhilewriting, deletescan")
+	engineList := flags.String("engines", "shale,pebble,badger,goleveldb", "comma-separated engines to run, in this order: shale, pebble, badger, goleveldb")
 	dir := flags.String("dir", "", "parent directory of the engines' databases (default: a temporary directory, removed afterwards)")
 	cacheSize := flags.Int64("cache_size", 8<<20, "block cache bytes, the same for every engine")
 	valueSize := flags.Int("value_size", 100, "value bytes of the fill workloads (deletescan writes its own 500-byte values)")
+	threads := flags.Int("threads", 1, "readrandom and readwhilewriting: reading goroutines, each reading --num keys")
+	batchSize := flags.Int("batch_size", defaultBatchSize, "multireadrandom: keys per MultiGet")
+	seekNexts := flags.Int("seek_nexts", 0, "seekrandom: Next calls after each seek")
+	report := flags.String("report", "", "also write the markdown tables to this file")
 	shape := flags.Bool("shape", false, "print each engine's LSM shape after its runs")
 	seed := flags.Uint64("seed", 1, "seed of the key choice")
 	deleteWait := flags.Float64("delete_wait", 10, "deletescan: seconds of idle time between the deletes and the second scan")
@@ -39,15 +44,133 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	blobGC := flags.Bool("shale_blob_gc", false, "run shale with Options.EnableBlobGarbageCollection")
 	mmapReads := flags.Bool("shale_mmap_reads", false, "run shale with Options.AllowMmapReads (tables and blob files read through memory mappings, as Badger reads its value log)")
 	badgerThreshold := flags.Int64("badger_value_threshold", defaultBadgerValueThreshold, "Badger's Options.ValueThreshold: values at least this long go to its value log (the default is Badger's)")
-	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of each engine's process to this file name followed by .ENGINE (go tool pprof)")
+	childEngine := flags.String(childEngineFlag, "", "")
+	flags.Usage = func() { printUsage(flags, progress) }
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	if flags.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flags.Args())
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if *num < 1 || *num > 1e16 {
+		return fmt.Errorf("--num must be between 1 and 1e16, got %d", *num)
+	}
+	if *valueSize < 0 {
+		return fmt.Errorf("--value_size must be >= 0, got %d", *valueSize)
+	}
+	if *threads < 1 {
+		return fmt.Errorf("--threads must be >= 1, got %d", *threads)
+	}
+	if *batchSize < 1 {
+		return fmt.Errorf("--batch_size must be >= 1, got %d", *batchSize)
+	}
+	if *seekNexts < 0 {
+		return fmt.Errorf("--seek_nexts must be >= 0, got %d", *seekNexts)
+	}
+	if *minBlob < 0 {
+		return fmt.Errorf("--shale_min_blob_size must be >= 0, got %d", *minBlob)
+	}
+	if *badgerThreshold < 0 {
+		return fmt.Errorf("--badger_value_threshold must be >= 0, got %d", *badgerThreshold)
+	}
+	if *deleteWait < 0 {
+		return fmt.Errorf("--delete_wait must be >= 0, got %g", *deleteWait)
+	}
+	engines, err := parseEngines(*engineList)
+	if err != nil {
+		return err
+	}
+	names, err := parseWorkloads(*benchmarks)
+	if err != nil {
+		return err
+	}
+	wcfg := workloadConfig{
+		num: *num, keySize: 16, valueSize: *valueSize, seed: *seed,
+		deleteWait: time.Duration(*deleteWait * float64(time.Second)),
+		threads:    *threads, batchSize: *batchSize, seekNexts: *seekNexts,
+	}
+	if *childEngine != "" {
+		child, err := parseEngines(*childEngine)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", childEngineFlag, err)
+		}
+		if *dir == "" {
+			return fmt.Errorf("--%s needs --dir", childEngineFlag)
+		}
+		ecfg := engineConfig{
+			cacheSize:                *cacheSize,
+			writeBufferSize:          64 << 20,
+			bloomBits:                10,
+			shaleWALBackgroundWrites: *walBG,
+			shaleBlobFiles:           *blobFiles,
+			shaleMinBlobSize:         *minBlob,
+			shaleBlobGC:              *blobGC,
+			shaleMmapReads:           *mmapReads,
+			badgerValueThreshold:     *badgerThreshold,
+		}
+		return runChildEngine(child[0], names, *dir, wcfg, ecfg, *shape, *cpuProfile, out, progress)
+	}
+	root := *dir
+	if root == "" {
+		if root, err = os.MkdirTemp("", "shale-compare-"); err != nil {
+			return err
+		}
+		defer func() {
+			if rerr := os.RemoveAll(root); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
+	results := make([][]result, len(engines))
+	res := make([]engineResources, len(engines))
+	for e, eng := range engines {
+		run, err := runChild(eng.name, args, root, progress)
+		if err != nil {
+			return err
+		}
+		if len(run.results) != len(names) {
+			return fmt.Errorf("%s: child process reported %d results for %d workloads", eng.name, len(run.results), len(names))
+		}
+		results[e] = run.results
+		res[e] = engineResources{peakRSSKiB: run.peakRSSKiB, writeBytes: run.writeBytes}
+		edir := filepath.Join(root, eng.name)
+		if res[e].size, err = dirSize(edir); err != nil {
+			return fmt.Errorf("%s: %w", eng.name, err)
+		}
+		if *dir == "" {
+			if err := removeAll(edir); err != nil {
+				return err
+			}
+		}
+	}
+	engineNames := make([]string, len(engines))
+	for i, eng := range engines {
+		engineNames[i] = eng.name
+	}
+	sizes := make([]diskSize, len(engines))
+	for e := range res {
+		sizes[e] = res[e].size
+	}
+	printTable(out, names, engineNames, results)
+	printSizes(out, names[len(names)-1], engineNames, sizes)
+	var md bytes.Buffer
+	printMarkdown(&md, names, wcfg, engineNames, results, res)
+	fmt.Fprintln(out)
+	if _, err := out.Write(md.Bytes()); err != nil {
+		return err
+	}
+	if *report != "" {
+		return os.WriteFile(*report, md.Bytes(), 0o644)
+	}
+	return nil
+}
+
+// runChildEngine is the child process's part: it runs the workloads on eng
+// (under a CPU profile if asked) and writes its engineReport to out.
+func runChildEngine(eng namedOpener, names []string, root string, wcfg workloadConfig, ecfg engineConfig, shape bool, cpuProfile string, out, progress io.Writer) (err error) {
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile + "." + eng.name)
 		if err != nil {
 			return err
 		}
@@ -62,106 +185,50 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 			}
 		}()
 	}
-	if *num < 1 || *num > 1e16 {
-		return fmt.Errorf("--num must be between 1 and 1e16, got %d", *num)
-	}
-	if *valueSize < 0 {
-		return fmt.Errorf("--value_size must be >= 0, got %d", *valueSize)
-	}
-	if *minBlob < 0 {
-		return fmt.Errorf("--shale_min_blob_size must be >= 0, got %d", *minBlob)
-	}
-	if *badgerThreshold < 0 {
-		return fmt.Errorf("--badger_value_threshold must be >= 0, got %d", *badgerThreshold)
-	}
-	engines, err := parseEngines(*engineList)
+	results, err := runEngine(eng, names, root, wcfg, ecfg, shape, progress)
 	if err != nil {
 		return err
 	}
+	return writeEngineReport(out, results)
+}
+
+// printUsage prints the flags as the flag package does, without the one
+// that only compare itself passes to its child processes.
+func printUsage(flags *flag.FlagSet, w io.Writer) {
+	fmt.Fprintln(w, "Usage of compare:")
+	flags.VisitAll(func(f *flag.Flag) {
+		if f.Name == childEngineFlag {
+			return
+		}
+		kind, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s %s\n    \t%s", f.Name, kind, usage)
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// parseWorkloads turns --benchmarks into workload names, in the order given.
+func parseWorkloads(list string) ([]string, error) {
 	var names []string
-	for _, n := range strings.Split(*benchmarks, ",") {
+	for _, n := range strings.Split(list, ",") {
 		if n = strings.TrimSpace(n); n == "" {
 			continue
 		}
 		if _, ok := workloads[n]; !ok {
-			return fmt.Errorf("unknown workload %q", n)
+			return nil, fmt.Errorf("unknown workload %q", n)
 		}
 		names = append(names, n)
 	}
 	if len(names) == 0 {
-		return errors.New("--benchmarks is empty")
+		return nil, errors.New("--benchmarks is empty")
 	}
-	root := *dir
-	if root == "" {
-		if root, err = os.MkdirTemp("", "shale-compare-"); err != nil {
-			return err
-		}
-		defer func() {
-			if rerr := os.RemoveAll(root); rerr != nil && err == nil {
-				err = rerr
-			}
-		}()
-	}
-	if *deleteWait < 0 {
-		return fmt.Errorf("--delete_wait must be >= 0, got %g", *deleteWait)
-	}
-	wcfg := workloadConfig{num: *num, keySize: 16, valueSize: *valueSize, seed: *seed, deleteWait: time.Duration(*deleteWait * float64(time.Second))}
-	ecfg := engineConfig{
-		cacheSize:                *cacheSize,
-		writeBufferSize:          64 << 20,
-		bloomBits:                10,
-		shaleWALBackgroundWrites: *walBG,
-		shaleBlobFiles:           *blobFiles,
-		shaleMinBlobSize:         *minBlob,
-		shaleBlobGC:              *blobGC,
-		shaleMmapReads:           *mmapReads,
-		badgerValueThreshold:     *badgerThreshold,
-	}
-	results := make([][]result, len(engines))
-	sizes := make([]diskSize, len(engines))
-	for e, eng := range engines {
-		s := newSession(eng.open, filepath.Join(root, eng.name), wcfg, ecfg)
-		for _, n := range names {
-			r, err := s.run(n)
-			if err != nil {
-				s.close()
-				return fmt.Errorf("%s %s: %w", eng.name, n, err)
-			}
-			if r.phases != nil {
-				for _, p := range r.phases {
-					fmt.Fprintf(progress, "%-7s %-11s %-24s %12.3f ms\n", eng.name, n, p.name, float64(p.elapsed.Nanoseconds())/1e6)
-				}
-			} else {
-				fmt.Fprintf(progress, "%-7s %-11s %12.0f ops/sec\n", eng.name, n, r.opsPerSec())
-			}
-			results[e] = append(results[e], r)
-		}
-		if *shape && s.eng != nil {
-			fmt.Fprintf(progress, "%s LSM after the run:\n%s\n", eng.name, s.eng.shape())
-		}
-		if err := s.close(); err != nil {
-			return fmt.Errorf("%s: close: %w", eng.name, err)
-		}
-		if sizes[e], err = dirSize(s.dir); err != nil {
-			return fmt.Errorf("%s: %w", eng.name, err)
-		}
-		if *dir == "" {
-			if err := removeAll(s.dir); err != nil {
-				return err
-			}
-		}
-	}
-	engineNames := make([]string, len(engines))
-	for i, eng := range engines {
-		engineNames[i] = eng.name
-	}
-	printTable(out, names, engineNames, results)
-	printSizes(out, names[len(names)-1], engineNames, sizes)
-	return nil
+	return names, nil
 }
 
 // engineOpeners lists the engines --engines may name.
-var engineOpeners = []namedOpener{{"shale", openShale}, {"pebble", openPebble}, {"badger", openBadger}}
+var engineOpeners = []namedOpener{{"shale", openShale}, {"pebble", openPebble}, {"badger", openBadger}, {"goleveldb", openGoleveldb}}
 
 type namedOpener struct {
 	name string
@@ -178,7 +245,7 @@ func parseEngines(list string) ([]namedOpener, error) {
 		}
 		i := slices.IndexFunc(engineOpeners, func(o namedOpener) bool { return o.name == n })
 		if i < 0 {
-			return nil, fmt.Errorf("--engines: unknown engine %q (want shale, pebble or badger)", n)
+			return nil, fmt.Errorf("--engines: unknown engine %q (want shale, pebble, badger or goleveldb)", n)
 		}
 		if seen[n] {
 			return nil, fmt.Errorf("--engines: %q named twice", n)
@@ -204,19 +271,13 @@ func printTable(w io.Writer, names, engines []string, results [][]result) {
 			peers = append(peers, e)
 		}
 	}
-	ratio := func(a, b float64) string {
-		if b > 0 {
-			return fmt.Sprintf("%.2f", a/b)
-		}
-		return "-"
-	}
 	header := true
 	for i, n := range names {
 		if results[0][i].phases != nil {
 			continue
 		}
 		if header {
-			fmt.Fprintf(w, "%-12s", "workload")
+			fmt.Fprintf(w, "%-16s", "workload")
 			for _, e := range engines {
 				fmt.Fprintf(w, " %16s", e+" ops/sec")
 			}
@@ -226,7 +287,7 @@ func printTable(w io.Writer, names, engines []string, results [][]result) {
 			fmt.Fprintln(w)
 			header = false
 		}
-		fmt.Fprintf(w, "%-12s", n)
+		fmt.Fprintf(w, "%-16s", n)
 		for e := range engines {
 			fmt.Fprintf(w, " %16.0f", results[e][i].opsPerSec())
 		}
@@ -280,9 +341,9 @@ type diskSize struct{ bytes, allocated int64 }
 // does not.
 func printSizes(w io.Writer, last string, engines []string, sizes []diskSize) {
 	fmt.Fprintf(w, "on-disk size after %s, closed (each engine's directory):\n", last)
-	fmt.Fprintf(w, "  %-7s %12s %16s\n", "engine", "file MiB", "allocated MiB")
+	fmt.Fprintf(w, "  %-9s %12s %16s\n", "engine", "file MiB", "allocated MiB")
 	for e, n := range engines {
-		fmt.Fprintf(w, "  %-7s %12.1f %16.1f\n", n, float64(sizes[e].bytes)/(1<<20), float64(sizes[e].allocated)/(1<<20))
+		fmt.Fprintf(w, "  %-9s %12.1f %16.1f\n", n, float64(sizes[e].bytes)/(1<<20), float64(sizes[e].allocated)/(1<<20))
 	}
 }
 

@@ -11,11 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
-type pebbleEngine struct {
-	db *pebble.DB
-	// value receives the value get reads (reused: no allocation).
-	value []byte
-}
+type pebbleEngine struct{ db *pebble.DB }
 
 func openPebble(dir string, cfg engineConfig) (engine, error) {
 	cache := pebble.NewCache(cfg.cacheSize)
@@ -52,8 +48,17 @@ func (e *pebbleEngine) compactAll() error {
 	return e.db.Compact(context.Background(), []byte{}, []byte{0xff}, true)
 }
 
-func (e *pebbleEngine) get(key []byte) (bool, error) {
-	v, closer, err := e.db.Get(key)
+func (e *pebbleEngine) newReader() engineReader { return &pebbleReader{db: e.db} }
+
+// pebbleReader is one goroutine's reader.
+type pebbleReader struct {
+	db *pebble.DB
+	// value receives the value get reads (reused: no allocation).
+	value []byte
+}
+
+func (r *pebbleReader) get(key []byte) (bool, error) {
+	v, closer, err := r.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -62,9 +67,12 @@ func (e *pebbleEngine) get(key []byte) (bool, error) {
 	}
 	// Copied out, as every engine's get hands the caller a value it owns
 	// (shale's AppendValue copies into a reused buffer too).
-	e.value = append(e.value[:0], v...)
+	r.value = append(r.value[:0], v...)
 	return true, closer.Close()
 }
+
+// multiGet is a loop of get: Pebble has no MultiGet.
+func (r *pebbleReader) multiGet(keys [][]byte) (int, error) { return getsInLoop(r, keys) }
 
 func (e *pebbleEngine) newIter() (engineIter, error) {
 	it, err := e.db.NewIter(nil)

@@ -9,8 +9,6 @@ import (
 type shaleEngine struct {
 	db *shale.DB
 	wo *shale.WriteOptions
-	// value is get's buffer, reused as the other engines reuse theirs.
-	value []byte
 }
 
 func openShale(dir string, cfg engineConfig) (engine, error) {
@@ -42,15 +40,40 @@ func (e *shaleEngine) delete(key []byte) error { return e.db.Delete(key, e.wo) }
 
 func (e *shaleEngine) compactAll() error { return e.db.CompactRange(nil, nil) }
 
-// get copies the value into the engine's buffer (AppendValue), as the
-// Badger and Pebble engines copy theirs.
-func (e *shaleEngine) get(key []byte) (bool, error) {
+func (e *shaleEngine) newReader() engineReader { return &shaleReader{db: e.db} }
+
+// shaleReader is one goroutine's reader.
+type shaleReader struct {
+	db *shale.DB
+	// value is get's buffer, reused as the other engines reuse theirs.
+	value []byte
+}
+
+// get copies the value into the reader's buffer (AppendValue), as the
+// other engines copy theirs.
+func (r *shaleReader) get(key []byte) (bool, error) {
 	var err error
-	e.value, err = e.db.AppendValue(e.value[:0], key, nil)
+	r.value, err = r.db.AppendValue(r.value[:0], key, nil)
 	if errors.Is(err, shale.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// multiGet uses shale's native MultiGetFunc, which hands each found key a
+// copy of its value.
+func (r *shaleReader) multiGet(keys [][]byte) (int, error) {
+	found := 0
+	var firstErr error
+	r.db.MultiGetFunc(keys, nil, func(_ int, _ []byte, err error) {
+		switch {
+		case err == nil:
+			found++
+		case !errors.Is(err, shale.ErrNotFound) && firstErr == nil:
+			firstErr = err
+		}
+	})
+	return found, firstErr
 }
 
 func (e *shaleEngine) newIter() (engineIter, error) {

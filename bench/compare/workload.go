@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shaledb/shale/internal/benchdata"
@@ -17,7 +19,18 @@ type workloadConfig struct {
 	seed      uint64
 	// deleteWait is deletescan's idle time before its second scan.
 	deleteWait time.Duration
+	// threads is how many goroutines readrandom and readwhilewriting read
+	// with (below 1: one); each reads num keys.
+	threads int
+	// batchSize is multireadrandom's keys per multiGet (below 1:
+	// defaultBatchSize).
+	batchSize int
+	// seekNexts is how many next calls follow each seekrandom seek.
+	seekNexts int
 }
+
+// defaultBatchSize is multireadrandom's batch, as db_bench's --batch_size.
+const defaultBatchSize = 8
 
 // session runs workloads in order against one engine, remembering whether
 // the DB holds data yet.
@@ -27,6 +40,7 @@ type session struct {
 	cfgEng engineConfig
 	open   opener
 	eng    engine
+	rd     engineReader // the single-goroutine workloads' reader
 	filled bool
 	key    []byte
 	values []byte
@@ -40,7 +54,12 @@ type result struct {
 	ops     int64
 	found   int64
 	elapsed time.Duration
-	phases  []phase
+	// p50 and p99 are the operations' latency percentiles; zero when the
+	// workload times none (deletescan).
+	p50, p99 time.Duration
+	// writes counts readwhilewriting's writes, made while its readers ran.
+	writes int64
+	phases []phase
 }
 
 // phase is one timed moment of a scenario.
@@ -62,14 +81,22 @@ var workloads = map[string]struct {
 	fresh bool
 	fn    func(s *session) (result, error)
 }{
-	"fillseq":    {true, (*session).fillSeq},
-	"fillrandom": {true, (*session).fillRandom},
-	"readrandom": {false, (*session).readRandom},
-	"seekrandom": {false, (*session).seekRandom},
-	"deletescan": {true, (*session).deleteScan},
+	"fillseq":          {true, (*session).fillSeq},
+	"fillrandom":       {true, (*session).fillRandom},
+	"overwrite":        {false, (*session).overwrite},
+	"readrandom":       {false, (*session).readRandom},
+	"multireadrandom":  {false, (*session).multiReadRandom},
+	"readseq":          {false, (*session).readSeq},
+	"seekrandom":       {false, (*session).seekRandom},
+	"readwhilewriting": {false, (*session).readWhileWriting},
+	"deletescan":       {true, (*session).deleteScan},
 }
 
 func newSession(open opener, dir string, cfg workloadConfig, ecfg engineConfig) *session {
+	cfg.threads = max(cfg.threads, 1)
+	if cfg.batchSize < 1 {
+		cfg.batchSize = defaultBatchSize
+	}
 	return &session{
 		cfg:    cfg,
 		dir:    dir,
@@ -114,7 +141,7 @@ func (s *session) reopenFresh() error {
 	if err != nil {
 		return err
 	}
-	s.eng, s.filled = eng, false
+	s.eng, s.rd, s.filled = eng, eng.newReader(), false
 	return nil
 }
 
@@ -127,8 +154,12 @@ func (s *session) close() error {
 	return err
 }
 
-func (s *session) rng() *rand.Rand {
-	return rand.New(rand.NewPCG(s.cfg.seed, uint64(s.runs)))
+func (s *session) rng() *rand.Rand { return s.threadRng(0) }
+
+// threadRng is goroutine i's random stream in this workload; goroutine 0's
+// is rng's.
+func (s *session) threadRng(i int) *rand.Rand {
+	return rand.New(rand.NewPCG(s.cfg.seed, uint64(s.runs)|uint64(i)<<32))
 }
 
 func (s *session) makeKey(k int64) []byte {
@@ -147,14 +178,18 @@ func (s *session) value() []byte {
 }
 
 func (s *session) fill(next func() int64) (result, error) {
-	start := time.Now()
+	t := newOpTimer()
+	start := t.last
 	for i := int64(0); i < s.cfg.num; i++ {
 		if err := s.eng.put(s.makeKey(next()), s.value()); err != nil {
 			return result{}, err
 		}
+		t.done()
 	}
 	s.filled = true
-	return result{ops: s.cfg.num, elapsed: time.Since(start)}, nil
+	res := result{ops: s.cfg.num, elapsed: time.Since(start)}
+	setLatency(&res, t)
+	return res, nil
 }
 
 func (s *session) fillSeq() (result, error) {
@@ -167,34 +202,173 @@ func (s *session) fillRandom() (result, error) {
 	return s.fill(func() int64 { return rng.Int64N(s.cfg.num) })
 }
 
-func (s *session) reads(rng *rand.Rand) (result, error) {
-	start := time.Now()
+// overwrite writes num random keys over the DB a fill left, as db_bench's
+// overwrite does over fillrandom's.
+func (s *session) overwrite() (result, error) { return s.fillRandom() }
+
+// randomReads does num gets of random keys through rd, formatting them in
+// key, and times each with t; it returns how many it found.
+func (s *session) randomReads(rd engineReader, key []byte, rng *rand.Rand, t *opTimer) (int64, error) {
 	var found int64
 	for i := int64(0); i < s.cfg.num; i++ {
-		ok, err := s.eng.get(s.makeKey(rng.Int64N(s.cfg.num)))
+		benchdata.FormatKey(key, rng.Int64N(s.cfg.num))
+		ok, err := rd.get(key)
 		if err != nil {
-			return result{}, err
+			return found, err
 		}
 		if ok {
 			found++
 		}
+		t.done()
 	}
-	return result{ops: s.cfg.num, found: found, elapsed: time.Since(start)}, nil
+	return found, nil
 }
 
-// readRandom measures warm random reads: flushed, and after one untimed pass
-// of random reads has loaded the cache and the OS page cache.
+// warm flushes and makes one untimed pass of num random reads, which loads
+// the block cache and the OS page cache.
+func (s *session) warm() error {
+	if err := s.eng.flush(); err != nil {
+		return err
+	}
+	warm := rand.New(rand.NewPCG(s.cfg.seed^0x5eed, uint64(s.runs)))
+	_, err := s.randomReads(s.rd, s.key, warm, newOpTimer())
+	return err
+}
+
+// parallelReads runs cfg.threads goroutines of num random reads each, every
+// one with its own reader, key buffer and random stream, and returns their
+// total over the time until the last one ends.
+func (s *session) parallelReads() (result, error) {
+	n := s.cfg.threads
+	timers := make([]*opTimer, n)
+	found := make([]int64, n)
+	errs := make([]error, n)
+	for i := range timers {
+		timers[i] = newOpTimer()
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			timers[i].restart()
+			found[i], errs[i] = s.randomReads(s.eng.newReader(), make([]byte, s.cfg.keySize), s.threadRng(i), timers[i])
+		})
+	}
+	wg.Wait()
+	res := result{ops: int64(n) * s.cfg.num, elapsed: time.Since(start)}
+	for i := range n {
+		if errs[i] != nil {
+			return result{}, errs[i]
+		}
+		res.found += found[i]
+	}
+	setLatency(&res, timers...)
+	return res, nil
+}
+
+// readRandom measures warm random reads from cfg.threads goroutines.
 func (s *session) readRandom() (result, error) {
+	if err := s.warm(); err != nil {
+		return result{}, err
+	}
+	return s.parallelReads()
+}
+
+// readWhileWriting measures readrandom's reads while one more goroutine
+// writes random keys, as fast as it can, until the readers are done; the
+// result counts the reads, and the writes apart.
+func (s *session) readWhileWriting() (result, error) {
+	if err := s.warm(); err != nil {
+		return result{}, err
+	}
+	var stop atomic.Bool
+	var writes int64
+	var werr error
+	writer := make(chan struct{})
+	go func() {
+		defer close(writer)
+		rng := rand.New(rand.NewPCG(s.cfg.seed^0x3717e, uint64(s.runs)))
+		for !stop.Load() {
+			if werr = s.eng.put(s.makeKey(rng.Int64N(s.cfg.num)), s.value()); werr != nil {
+				return
+			}
+			writes++
+		}
+	}()
+	res, err := s.parallelReads()
+	stop.Store(true)
+	<-writer
+	if err == nil {
+		err = werr
+	}
+	res.writes = writes
+	return res, err
+}
+
+// multiReadRandom reads num random keys, cfg.batchSize per multiGet, after
+// readrandom's warm-up; its ops are keys, its latencies those of a batch.
+func (s *session) multiReadRandom() (result, error) {
+	if err := s.warm(); err != nil {
+		return result{}, err
+	}
+	keys := make([][]byte, s.cfg.batchSize)
+	for i := range keys {
+		keys[i] = make([]byte, s.cfg.keySize)
+	}
+	rng := s.rng()
+	t := newOpTimer()
+	start := t.last
+	var found int64
+	for read := int64(0); read < s.cfg.num; {
+		batch := keys[:min(int64(len(keys)), s.cfg.num-read)]
+		for _, k := range batch {
+			benchdata.FormatKey(k, rng.Int64N(s.cfg.num))
+		}
+		n, err := s.rd.multiGet(batch)
+		if err != nil {
+			return result{}, err
+		}
+		t.done()
+		found += int64(n)
+		read += int64(len(batch))
+	}
+	res := result{ops: s.cfg.num, found: found, elapsed: time.Since(start)}
+	setLatency(&res, t)
+	return res, nil
+}
+
+// readSeq reads every key in order with one iterator, after a flush; it
+// fails if a key does not follow the one before.
+func (s *session) readSeq() (result, error) {
 	if err := s.eng.flush(); err != nil {
 		return result{}, err
 	}
-	warm := rand.New(rand.NewPCG(s.cfg.seed^0x5eed, uint64(s.runs)))
-	if _, err := s.reads(warm); err != nil {
+	it, err := s.eng.newIter()
+	if err != nil {
 		return result{}, err
 	}
-	return s.reads(s.rng())
+	t := newOpTimer()
+	start := t.last
+	var n int64
+	var prev []byte
+	for ok := it.seekGE(nil); ok; ok = it.next() {
+		k := it.key()
+		if n > 0 && bytes.Compare(prev, k) >= 0 {
+			it.close()
+			return result{}, fmt.Errorf("readseq: key %q after %q", k, prev)
+		}
+		prev = append(prev[:0], k...)
+		n++
+		t.done()
+	}
+	res := result{ops: n, found: n, elapsed: time.Since(start)}
+	setLatency(&res, t)
+	return res, it.close()
 }
 
+// seekRandom seeks to num random keys (the DB flushed first), each seek
+// followed by cfg.seekNexts calls of next; found counts the seeks that
+// land on their key.
 func (s *session) seekRandom() (result, error) {
 	if err := s.eng.flush(); err != nil {
 		return result{}, err
@@ -204,15 +378,22 @@ func (s *session) seekRandom() (result, error) {
 		return result{}, err
 	}
 	rng := s.rng()
-	start := time.Now()
+	t := newOpTimer()
+	start := t.last
 	var found int64
 	for i := int64(0); i < s.cfg.num; i++ {
 		k := s.makeKey(rng.Int64N(s.cfg.num))
-		if it.seekGE(k) && bytes.Equal(it.key(), k) {
+		ok := it.seekGE(k)
+		if ok && bytes.Equal(it.key(), k) {
 			found++
 		}
+		for j := 0; ok && j < s.cfg.seekNexts; j++ {
+			ok = it.next()
+		}
+		t.done()
 	}
 	res := result{ops: s.cfg.num, found: found, elapsed: time.Since(start)}
+	setLatency(&res, t)
 	return res, it.close()
 }
 

@@ -5,25 +5,43 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// mapEngine is a reference engine: a map and a sorted key list.
+// mapEngine is a reference engine: a map and a sorted key list. Its lock
+// lets readwhilewriting's writer and readers share it.
 type mapEngine struct {
+	mu      sync.RWMutex
 	m       map[string]bool
 	flushes int
 }
 
 func openMap(string, engineConfig) (engine, error) { return &mapEngine{m: map[string]bool{}}, nil }
 
-func (e *mapEngine) name() string               { return "map" }
-func (e *mapEngine) put(k, _ []byte) error      { e.m[string(k)] = true; return nil }
-func (e *mapEngine) delete(k []byte) error      { delete(e.m, string(k)); return nil }
-func (e *mapEngine) compactAll() error          { return nil }
-func (e *mapEngine) get(k []byte) (bool, error) { return e.m[string(k)], nil }
-func (e *mapEngine) flush() error               { e.flushes++; return nil }
-func (e *mapEngine) close() error               { return nil }
-func (e *mapEngine) shape() string              { return "map" }
+func (e *mapEngine) name() string { return "map" }
+
+func (e *mapEngine) put(k, _ []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.m[string(k)] = true
+	return nil
+}
+
+func (e *mapEngine) delete(k []byte) error { delete(e.m, string(k)); return nil }
+func (e *mapEngine) compactAll() error     { return nil }
+
+func (e *mapEngine) get(k []byte) (bool, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.m[string(k)], nil
+}
+
+func (e *mapEngine) multiGet(keys [][]byte) (int, error) { return getsInLoop(e, keys) }
+func (e *mapEngine) newReader() engineReader             { return e }
+func (e *mapEngine) flush() error                        { e.flushes++; return nil }
+func (e *mapEngine) close() error                        { return nil }
+func (e *mapEngine) shape() string                       { return "map" }
 func (e *mapEngine) newIter() (engineIter, error) {
 	keys := make([]string, 0, len(e.m))
 	for k := range e.m {
@@ -277,5 +295,137 @@ func TestDeleteScanAgainstMap(t *testing.T) {
 	printTable(&out, []string{"deletescan"}, []string{"shale", "pebble"}, [][]result{{r}, {r}})
 	if !strings.Contains(out.String(), "after full compaction") || !strings.Contains(out.String(), "shale ms") {
 		t.Fatalf("table:\n%s", out.String())
+	}
+}
+
+// newWorkloadsOrder runs every workload added for db_bench's names, over a
+// fillseq and then over a fillrandom and an overwrite.
+var newWorkloadsOrder = []string{
+	"fillseq", "readseq", "multireadrandom", "readrandom", "seekrandom", "readwhilewriting",
+	"fillrandom", "overwrite", "readseq", "multireadrandom", "readrandom", "seekrandom",
+}
+
+// runNewWorkloads runs newWorkloadsOrder on open with two reading
+// goroutines and 100 nexts per seek, and returns the results.
+func runNewWorkloads(t *testing.T, open opener, num int64) []result {
+	t.Helper()
+	cfg := workloadConfig{num: num, keySize: 16, valueSize: 100, seed: 3, threads: 2, seekNexts: 100}
+	ecfg := engineConfig{cacheSize: 1 << 20, writeBufferSize: 8 << 20, bloomBits: 10}
+	s := newSession(open, filepath.Join(t.TempDir(), "db"), cfg, ecfg)
+	defer s.close()
+	var results []result
+	for _, w := range newWorkloadsOrder {
+		r, err := s.run(w)
+		if err != nil {
+			t.Fatalf("%s: %v", w, err)
+		}
+		if r.p50 <= 0 || r.p99 < r.p50 {
+			t.Errorf("%s: p50 %v p99 %v", w, r.p50, r.p99)
+		}
+		results = append(results, r)
+	}
+	return results
+}
+
+// TestNewWorkloadsAgainstMap checks the new workloads' counts on the
+// reference engine: after fillseq every read finds its key, readseq sees
+// each key once, the threads read num keys each, and readwhilewriting's
+// writer wrote while its readers read.
+func TestNewWorkloadsAgainstMap(t *testing.T) {
+	const num = 2000
+	r := runNewWorkloads(t, openMap, num)
+	want := []struct{ ops, found int64 }{
+		{num, 0}, {num, num}, {num, num}, {2 * num, 2 * num}, {num, num}, {2 * num, 2 * num},
+	}
+	for i, w := range want {
+		if r[i].ops != w.ops || r[i].found != w.found {
+			t.Errorf("%s after fillseq: ops %d found %d, want %d and %d", newWorkloadsOrder[i], r[i].ops, r[i].found, w.ops, w.found)
+		}
+	}
+	if r[5].writes == 0 {
+		t.Error("readwhilewriting wrote nothing while reading")
+	}
+	// After fillrandom and overwrite: readseq's keys are the distinct ones
+	// written, some but not all; the point reads find some, not all.
+	distinct := r[8].found
+	if distinct <= 0 || distinct >= num || r[8].ops != distinct {
+		t.Errorf("readseq after overwrite: %+v", r[8])
+	}
+	for _, i := range []int{9, 10, 11} {
+		if r[i].found == 0 || r[i].found >= r[i].ops {
+			t.Errorf("%s after overwrite: %+v, want some found", newWorkloadsOrder[i], r[i])
+		}
+	}
+}
+
+// TestEnginesRunNewWorkloads runs the new workloads on every real engine at
+// --num 2000 and checks that each reads back what the reference engine
+// does: the same keys found by every read workload and the same keys, in
+// order, by readseq.
+func TestEnginesRunNewWorkloads(t *testing.T) {
+	const num = 2000
+	want := runNewWorkloads(t, openMap, num)
+	for _, eng := range engineOpeners {
+		t.Run(eng.name, func(t *testing.T) {
+			got := runNewWorkloads(t, eng.open, num)
+			for i, w := range newWorkloadsOrder {
+				if got[i].ops != want[i].ops || got[i].found != want[i].found {
+					t.Errorf("%s (#%d): ops %d found %d, want %d and %d", w, i, got[i].ops, got[i].found, want[i].ops, want[i].found)
+				}
+			}
+		})
+	}
+}
+
+// TestReadSeqRejectsDisorder checks that readseq fails on an iterator that
+// goes backwards.
+func TestReadSeqRejectsDisorder(t *testing.T) {
+	s := newSession(openBackwards, filepath.Join(t.TempDir(), "db"), workloadConfig{num: 10, keySize: 16}, engineConfig{})
+	if _, err := s.run("readseq"); err == nil || !strings.Contains(err.Error(), "readseq: key") {
+		t.Fatalf("readseq over keys out of order: %v", err)
+	}
+}
+
+// backwardsEngine is a mapEngine whose iterator yields its keys in
+// descending order.
+type backwardsEngine struct{ *mapEngine }
+
+func openBackwards(string, engineConfig) (engine, error) {
+	e := &mapEngine{m: map[string]bool{"a": true, "b": true, "c": true}}
+	return backwardsEngine{e}, nil
+}
+
+func (e backwardsEngine) newIter() (engineIter, error) {
+	return &mapIter{keys: []string{"c", "b", "a"}}, nil
+}
+
+// TestGoleveldbFlushWritesTables checks that the goleveldb engine's flush
+// (a close and reopen) leaves the data in level-0 tables and keeps every key.
+func TestGoleveldbFlushWritesTables(t *testing.T) {
+	cfg := workloadConfig{num: 1000, keySize: 16, valueSize: 100, seed: 3}
+	s := newSession(openGoleveldb, filepath.Join(t.TempDir(), "goleveldb"), cfg, engineConfig{cacheSize: 1 << 20, writeBufferSize: 64 << 20})
+	defer s.close()
+	if _, err := s.run("fillseq"); err != nil {
+		t.Fatal(err)
+	}
+	e := s.eng.(*goleveldbEngine)
+	tables := func() string {
+		n, err := e.db.GetProperty("leveldb.num-files-at-level0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := tables(); n != "0" {
+		t.Fatalf("%s level-0 tables before flush with a 64 MiB memtable, want 0", n)
+	}
+	if err := e.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := tables(); n == "0" {
+		t.Fatal("no level-0 table after flush")
+	}
+	if r, err := s.run("readseq"); err != nil || r.found != 1000 {
+		t.Fatalf("readseq after flush: %+v %v", r, err)
 	}
 }
