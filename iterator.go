@@ -63,6 +63,12 @@ type Iterator struct {
 	blobFile     *cachedFile
 	blobValues   *blob.ValueReader
 	fillCache    bool
+	// ro and seq are what the iterator was made with (ro copied), which
+	// SetBounds and Refresh rebuild it from; prior holds the counts of the
+	// iterator stacks they replaced (Stats).
+	ro    ReadOptions
+	seq   base.SeqNum
+	prior PerfContext
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -70,11 +76,6 @@ type Iterator struct {
 func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	if err := d.checkOpen(); err != nil {
 		return &Iterator{err: err}
-	}
-	var lower, upper []byte
-	var readahead int64
-	if ro != nil {
-		lower, upper, readahead = ro.LowerBound, ro.UpperBound, ro.ReadaheadSize
 	}
 	// The read state is taken before the seqnum, and the seqnum before the
 	// memtables' range tombstones (as Get does). Read before the read state,
@@ -90,12 +91,33 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	if rs == nil {
 		return &Iterator{err: ErrClosed}
 	}
+	i := &Iterator{}
+	d.initIterator(i, rs, seq, ro, PerfContext{})
+	if invariants.Enabled && i.it != nil {
+		reportLeakedIterator(i)
+	}
+	return i
+}
+
+// initIterator makes i an iterator over rs at seq under ro, taking over
+// the reference to rs; prior are the counts of the stacks i had before
+// (Stats). On failure i holds only the error.
+func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadOptions, prior PerfContext) {
+	var lower, upper []byte
+	var readahead int64
+	if ro != nil {
+		lower, upper, readahead = ro.LowerBound, ro.UpperBound, ro.ReadaheadSize
+	}
 	async := ro.asyncIO()
 	var group *sstable.ReadGroup
 	if async && d.ioReader != nil {
 		group = sstable.NewReadGroup(d.ioReader)
 	}
-	i := &Iterator{db: d, rs: rs, perf: ro.perfContext(), statistics: d.opts.Statistics, group: group, fillCache: ro.fillCache()}
+	*i = Iterator{db: d, rs: rs, perf: ro.perfContext(), statistics: d.opts.Statistics, group: group, fillCache: ro.fillCache(),
+		seq: seq, prior: prior}
+	if ro != nil {
+		i.ro = *ro
+	}
 	i.tables = i.tablesBuf[:0]
 	d.openIters.Add(1)
 	fill := ro.fillCache()
@@ -111,14 +133,15 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	// (mergeiter.Iter.SetRangeDels).
 	var children []base.InternalIterator
 	var rangeDels []*rangedel.List
-	fail := func(err error) *Iterator {
+	fail := func(err error) {
 		for _, c := range children {
 			c.Close()
 		}
+		i.group.Close()
 		i.releaseTables()
 		d.openIters.Add(-1)
 		rs.unref()
-		return &Iterator{err: err}
+		*i = Iterator{err: err}
 	}
 	v := rs.version
 	// The levels below L0 come from the version's view, built once per
@@ -135,7 +158,8 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		return rd, nil
 	})
 	if err != nil {
-		return fail(err)
+		fail(err)
+		return
 	}
 	n := 1 + len(rs.imms) + len(v.Levels[0])
 	for _, lv := range levels {
@@ -174,7 +198,8 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		}
 		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
-			return fail(err)
+			fail(err)
+			return
 		}
 		i.tables = append(i.tables, t)
 		addChild(t.reader.NewIter(tableIterOpts), t.rangeDels)
@@ -224,10 +249,6 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		merged.SetTwoPhase(true, i.group.Submit)
 	}
 	i.it, i.merged = dbiter.New(merged, opts), merged
-	if invariants.Enabled {
-		reportLeakedIterator(i)
-	}
-	return i
 }
 
 // testHookNewIterator, when set by a test, runs while NewIterator collects
@@ -301,6 +322,19 @@ func (i *Iterator) Seek(key []byte) bool {
 	return i.moved(i.it.SeekGE(key))
 }
 
+// SeekLT moves to the last key strictly less than key (Pebble's SeekLT:
+// SeekForPrev, and Prev when it lands on key itself); it reports whether
+// the iterator is valid.
+func (i *Iterator) SeekLT(key []byte) bool {
+	if !i.SeekForPrev(key) {
+		return false
+	}
+	if i.db.cmp.Compare(i.Key(), key) == 0 {
+		return i.Prev()
+	}
+	return true
+}
+
 // SeekForPrev moves to the last key <= key.
 func (i *Iterator) SeekForPrev(key []byte) bool {
 	if !i.usable() {
@@ -345,7 +379,7 @@ func (i *Iterator) Prev() bool {
 // counters of PerfContext). Reads of the windows in flight are counted
 // once they complete (at the latest when the iterator is closed).
 func (i *Iterator) Stats() PerfContext {
-	var p PerfContext
+	p := i.prior
 	p.addReadStats(&i.stats)
 	p.addBlobStats(&i.blobStats)
 	if i.it != nil {
@@ -442,6 +476,21 @@ func (i *Iterator) Close() error {
 		}
 		return i.err
 	}
+	err := i.closeStack()
+	if invariants.Enabled {
+		// A closed iterator has nothing to report: drop the finalizer, so
+		// the iterator and what it references are freed at the next GC
+		// instead of surviving one more cycle (in long -race runs that
+		// grew the heap without bound).
+		runtime.SetFinalizer(i, nil)
+	}
+	return err
+}
+
+// closeStack closes the iterator's stack of internal iterators and
+// releases what it holds (tables, blob file, read state), handing its
+// counts to the PerfContext and Statistics; it returns the stack's error.
+func (i *Iterator) closeStack() error {
 	err := i.it.Close() // closes the table iterators, which count their last reads
 	if err == nil {
 		err = i.blobErr
@@ -456,12 +505,52 @@ func (i *Iterator) Close() error {
 	}
 	i.rs.unref()
 	i.db.openIters.Add(-1)
-	if invariants.Enabled {
-		// A closed iterator has nothing to report: drop the finalizer, so
-		// the iterator and what it references are freed at the next GC
-		// instead of surviving one more cycle (in long -race runs that
-		// grew the heap without bound).
-		runtime.SetFinalizer(i, nil)
+	return err
+}
+
+// SetBounds changes the iterator's bounds to [lower, upper) (nil: none),
+// as RocksDB's and Pebble's SetBounds: it reads the same state (its
+// snapshot, or the implicit one it was made at) and is left unpositioned.
+// The slices must not change while the iterator uses them. It returns
+// the error of building the new stack (kept by Err), or else the error the
+// replaced one had met.
+func (i *Iterator) SetBounds(lower, upper []byte) error {
+	if !i.usable() {
+		return i.Err()
+	}
+	ro := i.ro
+	ro.LowerBound, ro.UpperBound = lower, upper
+	i.rs.refs.Add(1) // for the new stack: closeStack drops the old one's
+	return i.rebuild(i.rs, i.seq, &ro)
+}
+
+// Refresh moves the iterator to the DB's latest state (RocksDB's
+// Iterator::Refresh), keeping its bounds and options, unpositioned; an
+// iterator made at ReadOptions.Snapshot reads the latest state from then
+// on too. Errors as SetBounds.
+func (i *Iterator) Refresh() error {
+	if !i.usable() {
+		return i.Err()
+	}
+	ro := i.ro
+	ro.Snapshot = nil
+	rs, seq := i.db.loadReadStateAt(&ro, nil)
+	if rs == nil {
+		return ErrClosed
+	}
+	return i.rebuild(rs, seq, &ro)
+}
+
+// rebuild replaces the iterator's stack by one over rs (whose reference
+// it takes) at seq under ro. It returns the error building the new stack,
+// which then stops the iterator, or else the error the old one had met
+// (the new one starts afresh).
+func (i *Iterator) rebuild(rs *readState, seq base.SeqNum, ro *ReadOptions) error {
+	prior := i.Stats()
+	err := i.closeStack()
+	i.db.initIterator(i, rs, seq, ro, prior)
+	if i.err != nil {
+		return i.err
 	}
 	return err
 }

@@ -57,13 +57,18 @@ const (
 	stepPrev
 	stepScanFwd // First, then Next to the end
 	stepScanRev // Last, then Prev to the start
+	// stepSetBounds changes the bounds to [key, upper); stepRefresh moves
+	// the iterator to the latest state. Both leave it unpositioned.
+	stepSetBounds
+	stepRefresh
 )
 
-var stepNames = [...]string{"First", "Last", "SeekGE", "SeekLT", "SeekForPrev", "Next", "Prev", "ScanFwd", "ScanRev"}
+var stepNames = [...]string{"First", "Last", "SeekGE", "SeekLT", "SeekForPrev", "Next", "Prev", "ScanFwd", "ScanRev", "SetBounds", "Refresh"}
 
 type iterStep struct {
-	kind iterStepKind
-	key  []byte // for the seeks
+	kind  iterStepKind
+	key   []byte // for the seeks; the lower bound of stepSetBounds
+	upper []byte // the upper bound of stepSetBounds
 }
 
 // batchEntry is one write of a batch: opPut, opDelete or opDeleteRange
@@ -374,6 +379,18 @@ func (g *opGenerator) iterOp() modelOp {
 				s.kind = stepNext + iterStepKind(rng.IntN(2))
 			}
 		}
+		switch r := rng.IntN(40); {
+		case r < 2:
+			s = iterStep{kind: stepSetBounds}
+			if rng.IntN(2) == 0 {
+				s.key = g.boundKey()
+			}
+			if rng.IntN(2) == 0 {
+				s.upper = g.boundKey()
+			}
+		case r < 3:
+			s = iterStep{kind: stepRefresh}
+		}
 		switch s.kind {
 		case stepSeekGE, stepSeekLT, stepSeekForPrev:
 			s.key = g.boundKey()
@@ -389,6 +406,9 @@ type kvIterator interface {
 	Last() bool
 	Seek(key []byte) bool
 	SeekForPrev(key []byte) bool
+	SeekLT(key []byte) bool
+	SetBounds(lower, upper []byte) error
+	Refresh() error
 	Next() bool
 	Prev() bool
 	Valid() bool
@@ -470,6 +490,7 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("multiget snap#%d:%s", op.snap, b.String())
 	case opIter:
 		it := t.newIter(op.snap, op.lower, op.upper)
+		lower, upper, snap := op.lower, op.upper, op.snap
 		at := func() string {
 			if !it.Valid() {
 				return "invalid"
@@ -491,8 +512,19 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 			case stepSeekForPrev:
 				it.SeekForPrev(s.key)
 			case stepSeekLT:
-				if it.SeekForPrev(s.key) && bytes.Equal(it.Key(), s.key) {
-					it.Prev()
+				it.SeekLT(s.key)
+			case stepSetBounds:
+				lower, upper = s.key, s.upper
+				if s.key != nil && s.upper != nil && bytes.Compare(s.key, s.upper) > 0 {
+					lower, upper = s.upper, s.key
+				}
+				if err := it.SetBounds(lower, upper); err != nil {
+					line("iter SetBounds -> %s", fmtErr(err))
+				}
+			case stepRefresh:
+				snap = 0
+				if err := it.Refresh(); err != nil {
+					line("iter Refresh -> %s", fmtErr(err))
 				}
 			case stepNext, stepPrev:
 				if !it.Valid() {
@@ -518,10 +550,14 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 						ok = it.Next()
 					}
 				}
-				line("iter [%s,%s) snap#%d %s:%s", op.lower, op.upper, op.snap, name, b.String())
+				line("iter [%s,%s) snap#%d %s:%s", lower, upper, snap, name, b.String())
 				continue
 			}
-			line("iter [%s,%s) snap#%d %s -> %s", op.lower, op.upper, op.snap, name, at())
+			if s.kind == stepSetBounds || s.kind == stepRefresh {
+				line("iter [%s,%s) snap#%d %s -> %v", lower, upper, snap, name, it.Valid())
+				continue
+			}
+			line("iter [%s,%s) snap#%d %s -> %s", lower, upper, snap, name, at())
 		}
 		line("iter close -> %s", fmtErr(it.Close()))
 	case opNewSnapshot:
@@ -610,7 +646,7 @@ func (m *modelTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {
 
 func (m *modelTarget) newIter(snap int, lower, upper []byte) kvIterator {
 	s := m.state(snap)
-	return &modelIter{m: s, keys: s.sortedKeys(lower, upper), pos: -1}
+	return &modelIter{target: m, m: s, keys: s.sortedKeys(lower, upper), lower: lower, upper: upper, pos: -1}
 }
 
 func (m *modelTarget) newSnapshot(id int)     { m.snaps[id] = m.cur.clone() }
@@ -645,9 +681,11 @@ func scanDigest(it kvIterator) string {
 // modelIter iterates over a model's sorted keys within bounds, with the
 // DB iterator's semantics (seeks outside the bounds land on the bounds).
 type modelIter struct {
-	m    model
-	keys []string
-	pos  int // -1 or len(keys) = invalid
+	target       *modelTarget
+	m            model
+	keys         []string
+	lower, upper []byte
+	pos          int // -1 or len(keys) = invalid
 }
 
 func (i *modelIter) Valid() bool { return i.pos >= 0 && i.pos < len(i.keys) }
@@ -666,6 +704,20 @@ func (i *modelIter) SeekForPrev(key []byte) bool {
 	}
 	i.pos = pos
 	return i.Valid()
+}
+func (i *modelIter) SeekLT(key []byte) bool {
+	pos, _ := slices.BinarySearch(i.keys, string(key))
+	i.pos = pos - 1
+	return i.Valid()
+}
+func (i *modelIter) SetBounds(lower, upper []byte) error {
+	i.lower, i.upper = lower, upper
+	i.keys, i.pos = i.m.sortedKeys(lower, upper), -1
+	return nil
+}
+func (i *modelIter) Refresh() error {
+	i.m = i.target.state(0)
+	return i.SetBounds(i.lower, i.upper)
 }
 func (i *modelIter) Key() []byte   { return []byte(i.keys[i.pos]) }
 func (i *modelIter) Value() []byte { return []byte(i.m[i.keys[i.pos]]) }
