@@ -65,10 +65,10 @@ type Iterator struct {
 	fillCache    bool
 	// ro and seq are what the iterator was made with (ro copied), which
 	// SetBounds and Refresh rebuild it from; prior holds the counts of the
-	// iterator stacks they replaced (Stats).
+	// iterator stacks they replaced (Stats), nil before the first.
 	ro    ReadOptions
 	seq   base.SeqNum
-	prior PerfContext
+	prior *PerfContext
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -92,7 +92,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		return &Iterator{err: ErrClosed}
 	}
 	i := &Iterator{}
-	d.initIterator(i, rs, seq, ro, PerfContext{})
+	d.initIterator(i, rs, seq, ro, nil)
 	if invariants.Enabled && i.it != nil {
 		reportLeakedIterator(i)
 	}
@@ -102,7 +102,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 // initIterator makes i an iterator over rs at seq under ro, taking over
 // the reference to rs; prior are the counts of the stacks i had before
 // (Stats). On failure i holds only the error.
-func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadOptions, prior PerfContext) {
+func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadOptions, prior *PerfContext) {
 	var lower, upper []byte
 	var readahead int64
 	if ro != nil {
@@ -379,7 +379,10 @@ func (i *Iterator) Prev() bool {
 // counters of PerfContext). Reads of the windows in flight are counted
 // once they complete (at the latest when the iterator is closed).
 func (i *Iterator) Stats() PerfContext {
-	p := i.prior
+	var p PerfContext
+	if i.prior != nil {
+		p = *i.prior
+	}
 	p.addReadStats(&i.stats)
 	p.addBlobStats(&i.blobStats)
 	if i.it != nil {
@@ -548,7 +551,7 @@ func (i *Iterator) Refresh() error {
 func (i *Iterator) rebuild(rs *readState, seq base.SeqNum, ro *ReadOptions) error {
 	prior := i.Stats()
 	err := i.closeStack()
-	i.db.initIterator(i, rs, seq, ro, prior)
+	i.db.initIterator(i, rs, seq, ro, &prior)
 	if i.err != nil {
 		return i.err
 	}
