@@ -38,27 +38,25 @@ func (d *DB) KeyMayExist(key []byte, ro *ReadOptions) (mayExist bool, value []by
 		// entry), so it is deleted.
 		return false, nil, false
 	}
-	v := rs.version
-	for level := range v.Levels {
-		var files []*manifest.FileMetadata
-		if level == 0 {
-			files = v.Levels[0]
-		} else if f := v.FindFile(d.cmp.Compare, level, key); f != nil {
-			files = []*manifest.FileMetadata{f}
+	// The tables in Get's order (getFrom): L0 newest first, then the one
+	// file of each level whose range holds key.
+	mayHold := func(f *manifest.FileMetadata) bool {
+		t, ok := d.fileCache.findOpenTable(f.FileNum)
+		if !ok {
+			return true
 		}
-		for _, f := range files {
-			if !fileContains(d.cmp.Compare, f, key) {
-				continue
-			}
-			t, ok := d.fileCache.findOpenTable(f.FileNum)
-			if !ok {
-				return true, nil, false
-			}
-			may := t.reader.MayContainCached(key)
-			t.release()
-			if may {
-				return true, nil, false
-			}
+		defer t.release()
+		return t.reader.MayContainCached(key)
+	}
+	v := rs.version
+	for _, f := range v.Levels[0] {
+		if fileContains(d.cmp.Compare, f, key) && mayHold(f) {
+			return true, nil, false
+		}
+	}
+	for level := 1; level < len(v.Levels); level++ {
+		if f := v.FindFile(d.cmp.Compare, level, key); f != nil && mayHold(f) {
+			return true, nil, false
 		}
 	}
 	return false, nil, false

@@ -53,16 +53,22 @@ func (r *Reader) cachedIndex(src block.Source) (*tableIndex, error) {
 // (nil): it only saves reads, and the table's data blocks report damage
 // when they are read (RocksDB ignores such errors too).
 func (r *Reader) cachedFilter(src block.Source) []byte {
-	if v, ok := r.bf.CachedValue(r.filterH); ok {
-		if f, ok := v.([]byte); ok {
-			return f
-		}
+	if f := r.filterFromCache(); f != nil {
+		return f
 	}
 	f, err := r.bf.ReadBlock(r.filterH, r.footOff, nil, src)
 	if err != nil {
 		return nil
 	}
 	r.bf.SetCachedValue(r.filterH, f, int64(cap(f)), false)
+	return f
+}
+
+// filterFromCache returns the filter block if the block cache holds it now,
+// else nil; it reads nothing.
+func (r *Reader) filterFromCache() []byte {
+	v, _ := r.bf.CachedValue(r.filterH)
+	f, _ := v.([]byte)
 	return f
 }
 

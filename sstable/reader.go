@@ -320,9 +320,7 @@ func (r *Reader) MayContain(userKey []byte) bool {
 func (r *Reader) MayContainCached(userKey []byte) bool {
 	f := r.filter
 	if f == nil && r.filterInCache {
-		if v, ok := r.bf.CachedValue(r.filterH); ok {
-			f, _ = v.([]byte)
-		}
+		f = r.filterFromCache()
 	}
 	if f == nil {
 		return true

@@ -45,7 +45,6 @@ func (p *Picker) pickAgedBy(v *manifest.Version, baseLevel int, age time.Duratio
 	if cutoff <= 0 {
 		return nil
 	}
-	last := p.opts.NumLevels - 1
 	for level := maxLevel; level >= 0; level-- {
 		var due *manifest.FileMetadata
 		for _, f := range levelFiles(v, level) {
@@ -60,16 +59,7 @@ func (p *Picker) pickAgedBy(v *manifest.Version, baseLevel int, age time.Duratio
 		if due == nil {
 			continue
 		}
-		var c *Compaction
-		switch {
-		case level == 0:
-			c = p.pickL0(v, baseLevel, due, reason)
-		case level == last:
-			c = p.setup(v, level, level, baseLevel, []*manifest.FileMetadata{due}, reason)
-		default:
-			c = p.setup(v, level, level+1, baseLevel, []*manifest.FileMetadata{due}, reason)
-		}
-		if c != nil {
+		if c := p.pickFile(v, level, p.opts.NumLevels-1, baseLevel, due, reason); c != nil {
 			return c
 		}
 	}

@@ -75,13 +75,9 @@ func (p *Picker) pickBlobTables(v *manifest.Version, baseLevel int, num base.Fil
 		if t.Meta.Compacting {
 			continue
 		}
-		var c *Compaction
-		if t.Level == 0 {
-			c = p.pickL0(v, baseLevel, t.Meta, reason)
-		} else {
-			c = p.setup(v, t.Level, t.Level, baseLevel, []*manifest.FileMetadata{t.Meta}, reason)
-		}
-		if c != nil {
+		// Below L0 the table is rewritten in place: its level is taken as
+		// the bottom.
+		if c := p.pickFile(v, t.Level, t.Level, baseLevel, t.Meta, reason); c != nil {
 			return c
 		}
 	}

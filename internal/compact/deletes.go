@@ -203,15 +203,7 @@ func (p *Picker) pickForDeletes(v *manifest.Version, env PickEnv, baseLevel int)
 			return 0
 		})
 		for _, cd := range cands {
-			var c *Compaction
-			switch {
-			case level == 0:
-				c = p.pickL0(v, baseLevel, cd.f, cd.reason)
-			case level == o.NumLevels-1:
-				c = p.setup(v, level, level, baseLevel, []*manifest.FileMetadata{cd.f}, cd.reason)
-			default:
-				c = p.setup(v, level, level+1, baseLevel, []*manifest.FileMetadata{cd.f}, cd.reason)
-			}
+			c := p.pickFile(v, level, o.NumLevels-1, baseLevel, cd.f, cd.reason)
 			if c != nil && totalSize(c.Inputs[0])+totalSize(c.Inputs[1]) <= o.MaxCompactionBytes {
 				return c
 			}

@@ -271,15 +271,10 @@ func (p *Picker) pickExpired(v *manifest.Version, env PickEnv, baseLevel int, sc
 	})
 	for _, cand := range cands {
 		var c *Compaction
-		switch l := cand.level; {
-		case cand.blob != nil:
+		if cand.blob != nil {
 			c = p.pickBlobTables(v, baseLevel, cand.blob.FileNum, ReasonBlobExpired)
-		case l == 0:
-			c = p.pickL0(v, baseLevel, cand.f, ReasonExpired)
-		case l == dl.BottomLevel:
-			c = p.setup(v, l, l, baseLevel, []*manifest.FileMetadata{cand.f}, ReasonExpired)
-		default:
-			c = p.setup(v, l, l+1, baseLevel, []*manifest.FileMetadata{cand.f}, ReasonExpired)
+		} else {
+			c = p.pickFile(v, cand.level, dl.BottomLevel, baseLevel, cand.f, ReasonExpired)
 		}
 		if c != nil {
 			if c.Level < len(sc) {

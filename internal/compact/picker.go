@@ -473,6 +473,20 @@ func (p *Picker) pickByScore(v *manifest.Version, baseLevel int, sc []float64) *
 	return nil
 }
 
+// pickFile returns the compaction of file f of level for reason, or nil
+// when it would conflict with one running: an L0 file into the base level
+// (with the L0 files overlapping it, pickL0), a file of the bottom level
+// rewritten in place, any other into the next level.
+func (p *Picker) pickFile(v *manifest.Version, level, bottom, baseLevel int, f *manifest.FileMetadata, reason string) *Compaction {
+	switch {
+	case level == 0:
+		return p.pickL0(v, baseLevel, f, reason)
+	case level == bottom:
+		return p.setup(v, level, level, baseLevel, []*manifest.FileMetadata{f}, reason)
+	}
+	return p.setup(v, level, level+1, baseLevel, []*manifest.FileMetadata{f}, reason)
+}
+
 // pickL0 compacts the L0 files overlapping seed (the oldest file when nil),
 // transitively, into the base level. Nothing is picked while any L0 file is
 // compacting: a second L0 compaction could move newer data below older data.
