@@ -28,6 +28,9 @@ type Batch struct {
 	// tombstones is set once the batch holds a Delete, SingleDelete or
 	// DeleteRange: its commit dates the memtable's oldest tombstone.
 	tombstones bool
+	// merges is set once the batch holds a Merge: its Write first checks
+	// (and records) the merge operator.
+	merges bool
 	// commit is the batch's place in the commit queue, reused by every
 	// Write of the batch (a batch is written by one goroutine at a time).
 	commit writer
@@ -80,6 +83,7 @@ func (b *Batch) add(kind base.Kind, key, value []byte, hasValue bool) {
 	b.count++
 	b.memBytes += memtable.EntrySizeBound(len(key), len(value))
 	b.tombstones = b.tombstones || isTombstone(kind)
+	b.merges = b.merges || kind == base.KindMerge
 }
 
 // isTombstone reports whether kind deletes (Delete, SingleDelete,
@@ -112,6 +116,7 @@ func (b *Batch) Reset() {
 	b.count = 0
 	b.memBytes = 0
 	b.tombstones = false
+	b.merges = false
 }
 
 // Empty reports whether the batch has no entries.

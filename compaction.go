@@ -418,6 +418,9 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		outs = append(outs, o)
 		return o, nil
 	}
+	if d.opts.MergeOperator != nil {
+		ro.Merger = compactionMerger{d}
+	}
 	stats, err := compact.Run(ro)
 	if err == nil {
 		// Synced by Close, like the tables: the directory sync then makes

@@ -57,6 +57,21 @@ type crashWrite struct {
 	// secondary makes the write DeleteBySecondaryRange(lo, hi).
 	secondary bool
 	lo, hi    uint64
+	// merge makes the write Merge(key, value) under crashMergeOperator.
+	merge bool
+}
+
+// crashMergeOperator is the merge operator of TestCrashRecoveryMerge.
+var crashMergeOperator = StringAppendOperator("|")
+
+// TestCrashRecoveryMerge is TestCrashRecovery with merges among the
+// writes: each recovered DB holds the state after a prefix of the writes,
+// merged values included, however flushes and compactions had merged
+// operands when the crash came.
+func TestCrashRecoveryMerge(t *testing.T) {
+	forEachSeed(t, bySize(3, 2, 30), func(t *testing.T, seed uint64) {
+		runCrashWith(t, seed, func(o *Options) { o.MergeOperator = crashMergeOperator }, nil)
+	})
 }
 
 // crashAttr is the SecondaryDeleteKey of the crash tests: the number
@@ -77,6 +92,13 @@ func crashAttr(_, value []byte) (uint64, bool) {
 // applyCrashWrite applies w to the model state.
 func applyCrashWrite(state model, w crashWrite) {
 	switch {
+	case w.merge:
+		var existing []byte
+		if v, ok := state[w.key]; ok {
+			existing = []byte(v)
+		}
+		v, _ := crashMergeOperator.FullMerge([]byte(w.key), existing, [][]byte{[]byte(w.value)})
+		state[w.key] = string(v)
 	case w.secondary:
 		for k, v := range state {
 			if a, ok := crashAttr([]byte(k), []byte(v)); ok && a >= w.lo && a < w.hi {
@@ -130,7 +152,12 @@ func runCrashWith(t *testing.T, seed uint64, variant func(*Options), check func(
 			w.hi = w.lo + uint64(rng.IntN(i/2+10))
 			sync = true // DeleteBySecondaryRange is always synced
 		}
+		if opts.MergeOperator != nil && rng.IntN(4) == 0 {
+			w = crashWrite{key: k, merge: true, value: fmt.Sprintf("m%d", i)}
+		}
 		switch {
+		case w.merge:
+			err = db.Merge([]byte(k), []byte(w.value), wo)
 		case w.secondary:
 			err = db.DeleteBySecondaryRange(w.lo, w.hi, wo)
 		case w.value == "":

@@ -69,6 +69,10 @@ type DB struct {
 	// after its read state is published and before its seqnum is visible
 	// (loadReadStateAt).
 	secondarySeq atomic.Uint64
+	// mergeRecorded says the MANIFEST names Options.MergeOperator, so that
+	// Merges may be written; mergeRecordMu orders the one edit recording it.
+	mergeRecorded atomic.Bool
+	mergeRecordMu sync.Mutex
 
 	// readState is what a reader pins: memtables and a version.
 	readState struct {
@@ -370,6 +374,14 @@ const maxGroupBytes = 1 << 20
 func (d *DB) Write(b *Batch, wo *WriteOptions) error {
 	if b == nil || b.Empty() {
 		return d.checkOpen()
+	}
+	if b.merges {
+		if err := d.checkOpen(); err != nil {
+			return err
+		}
+		if err := d.recordMergeOperator(); err != nil {
+			return err
+		}
 	}
 	if wo == nil {
 		wo = &defaultWriteOptions

@@ -564,3 +564,11 @@ func (l *recordingListener) OnStallConditionsChanged(i WriteStallInfo) {
 }
 func (l *recordingListener) OnBackgroundError(i BackgroundErrorInfo) { l.record("BackgroundError", i) }
 func (l *recordingListener) OnEventsDropped(i EventsDroppedInfo)     { l.record("EventsDropped", i) }
+
+// must fails the test on a non-nil error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

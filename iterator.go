@@ -234,6 +234,11 @@ func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadO
 	if sf := d.newSecondaryFilter(rs, seq); sf != nil {
 		opts.Secondary = sf
 	}
+	if d.opts.MergeOperator != nil || rs.version.MergeOperatorName != "" {
+		// (Without an operator, a version naming one may hold operands:
+		// reading them fails with ErrNoMergeOperator.)
+		opts.Merge = i.merge
+	}
 	merged := mergeiter.New(d.cmp.Compare, children...)
 	if rangeDels != nil {
 		merged.SetRangeDels(seq, rangeDels)
@@ -438,6 +443,19 @@ func (i *Iterator) readBlob() ([]byte, error) {
 		i.blobFile, i.blobValues = f, f.blobReader.NewValueReader(&i.blobStats)
 	}
 	return i.blobValues.Get(x, i.it.Key(), i.fillCache)
+}
+
+// merge resolves a key whose newest entry is a merge operand (dbiter's
+// Options.Merge): a base value in a blob file is read first.
+func (i *Iterator) merge(key, baseValue []byte, baseKind base.Kind, hasBase bool, operands [][]byte) ([]byte, error) {
+	if hasBase && baseKind == base.KindBlobIndex {
+		v, err := i.db.readBlobValue(key, baseValue, i.fillCache, &i.blobStats)
+		if err != nil {
+			return nil, err
+		}
+		baseValue = v
+	}
+	return i.db.fullMerge(key, baseValue, hasBase, operands)
 }
 
 // releaseBlobFile closes the value reader of the blob file read last and

@@ -11,7 +11,7 @@ import (
 // certainly absent; true means it may exist, and a Get would tell. When a
 // memtable holds the key's newest value inline, valueFound is true and
 // value a copy of it. Tables not open, filters out of the cache, blob
-// values and range tombstones in tables are answered "may exist". A
+// values, merge operands and range tombstones in tables are answered "may exist". A
 // closed DB answers true.
 func (d *DB) KeyMayExist(key []byte, ro *ReadOptions) (mayExist bool, value []byte, valueFound bool) {
 	if d.checkOpen() != nil {
@@ -27,7 +27,8 @@ func (d *DB) KeyMayExist(key []byte, ro *ReadOptions) (mayExist bool, value []by
 		if !entryVisible(kind, seq, maxTomb) || d.newSecondaryFilter(rs, snap).deletes(key, v, kind, seq) {
 			return false, nil, false
 		}
-		if kind == base.KindBlobIndex {
+		if kind == base.KindBlobIndex || kind == base.KindMerge {
+			// The value is in a blob file, or is still to be merged.
 			return true, nil, false
 		}
 		return true, append([]byte{}, v...), true

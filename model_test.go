@@ -226,6 +226,7 @@ func runModelWith(t *testing.T, seed uint64, ops int, cfg dbRunConfig, variants 
 func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int) {
 	gen := newOpGenerator(seed, modelKeys)
 	gen.secondary = d.cfg.secondaryDeletes
+	gen.merge, gen.counters = d.cfg.merge, d.cfg.counters
 	// SHALE_MODEL_TRACE=key logs every operation with the stored versions
 	// of key after it.
 	traceKey := os.Getenv("SHALE_MODEL_TRACE")

@@ -2,6 +2,7 @@ package shale
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -42,6 +43,9 @@ const (
 	// attributes of modelSecondaryKey; generated only when the generator's
 	// secondary flag is set.
 	opSecondaryDelete
+	// opMerge is Merge(key, value) under the op's merge operator; generated
+	// only when the generator has one.
+	opMerge
 )
 
 // iterStepKind names one move of an iterator.
@@ -71,8 +75,9 @@ type iterStep struct {
 	upper []byte // the upper bound of stepSetBounds
 }
 
-// batchEntry is one write of a batch: opPut, opDelete or opDeleteRange
-// (value is then the end key).
+// batchEntry is one write of a batch: opPut, opDelete, opDeleteRange
+// (value is then the end key) or opMerge (under the batch op's merge
+// operator).
 type batchEntry struct {
 	kind       opKind
 	key, value []byte
@@ -94,6 +99,9 @@ type modelOp struct {
 	lower, upper []byte   // iterator bounds (nil = none)
 	steps        []iterStep
 	lo, hi       uint64 // opSecondaryDelete's range
+	// merge is the merge operator of opMerge and of a batch's merges,
+	// which the model applies.
+	merge MergeOperator
 }
 
 func (op modelOp) String() string {
@@ -106,6 +114,8 @@ func (op modelOp) String() string {
 		return fmt.Sprintf("singledelete %s sync=%v", op.key, op.sync)
 	case opDeleteRange:
 		return fmt.Sprintf("deleterange [%s,%s) sync=%v", op.key, op.value, op.sync)
+	case opMerge:
+		return fmt.Sprintf("merge %s+=%s sync=%v", op.key, fmtValue(op.value), op.sync)
 	case opBatch:
 		var b strings.Builder
 		fmt.Fprintf(&b, "batch sync=%v:", op.sync)
@@ -117,6 +127,8 @@ func (op modelOp) String() string {
 				fmt.Fprintf(&b, " delete %s", e.key)
 			case opDeleteRange:
 				fmt.Fprintf(&b, " deleterange [%s,%s)", e.key, e.value)
+			case opMerge:
+				fmt.Fprintf(&b, " merge %s+=%s", e.key, fmtValue(e.value))
 			}
 		}
 		return b.String()
@@ -160,6 +172,15 @@ type opGenerator struct {
 	// secondary makes the sequence hold opSecondaryDelete; off, the
 	// sequence of a seed is what it was before that op existed.
 	secondary bool
+	// merge makes the sequence hold merges under it (opMerge, and merges
+	// in batches); nil, the sequence of a seed is what it was before. A
+	// sequence never holds both merges and secondary deletes: the model
+	// keeps only each key's merged value, while a secondary tombstone
+	// deletes the Set under operands (see decisions.md).
+	merge MergeOperator
+	// counters makes every value and operand an 8-byte little-endian
+	// counter, for UInt64AddOperator.
+	counters bool
 }
 
 func newOpGenerator(seed uint64, numKeys int) *opGenerator {
@@ -221,6 +242,9 @@ func (g *opGenerator) boundKey() []byte {
 }
 
 func (g *opGenerator) value() []byte {
+	if g.counters {
+		return binary.LittleEndian.AppendUint64(nil, g.rng.Uint64N(1<<20))
+	}
 	n := 20 + g.rng.IntN(200)
 	if g.rng.IntN(50) == 0 {
 		n = 1<<10 + g.rng.IntN(5<<10) // spans blocks at small block sizes
@@ -232,6 +256,15 @@ func (g *opGenerator) value() []byte {
 		v[j] = 'a' + byte(g.rng.IntN(26))
 	}
 	return v
+}
+
+// mergeOperand is a Merge's operand: a counter, or a short value (the
+// values of a key grow with every merge).
+func (g *opGenerator) mergeOperand() []byte {
+	if g.counters {
+		return g.value()
+	}
+	return fmt.Appendf(nil, "m%d", g.n)
 }
 
 // readSnap picks the snapshot a read uses: sometimes a live one.
@@ -274,6 +307,11 @@ func (g *opGenerator) next() modelOp {
 		}
 		return modelOp{kind: opSecondaryDelete, lo: lo, hi: hi, sync: sync}
 	}
+	if g.merge != nil && rng.IntN(6) == 0 {
+		op := modelOp{kind: opMerge, key: g.key(), value: g.mergeOperand(), sync: sync, merge: g.merge}
+		g.putsSince[string(op.key)] = 2
+		return op
+	}
 	for {
 		switch r := rng.IntN(100); {
 		case r < 30:
@@ -298,8 +336,14 @@ func (g *opGenerator) next() modelOp {
 			g.markRangeDeleted(s, e)
 			return modelOp{kind: opDeleteRange, key: s, value: e, sync: sync}
 		case r < 50:
-			op := modelOp{kind: opBatch, sync: sync}
+			op := modelOp{kind: opBatch, sync: sync, merge: g.merge}
 			for n := rng.IntN(10); n >= 0; n-- {
+				if g.merge != nil && rng.IntN(4) == 0 {
+					k := g.key()
+					op.batch = append(op.batch, batchEntry{kind: opMerge, key: k, value: g.mergeOperand()})
+					g.putsSince[string(k)] = 2
+					continue
+				}
 				switch k := g.key(); rng.IntN(12) {
 				case 0, 1, 2:
 					op.batch = append(op.batch, batchEntry{kind: opDelete, key: k})
@@ -476,7 +520,7 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		}
 	}
 	switch op.kind {
-	case opPut, opDelete, opSingleDelete, opDeleteRange, opBatch, opSecondaryDelete:
+	case opPut, opDelete, opSingleDelete, opDeleteRange, opBatch, opSecondaryDelete, opMerge:
 		line("%s -> %s", op, fmtErr(t.write(op)))
 	case opGet:
 		v, err := t.get(op.key, op.snap)
@@ -589,6 +633,16 @@ func newModelTarget() *modelTarget {
 func (m *modelTarget) write(op modelOp) error {
 	apply := func(kind opKind, key, value []byte) {
 		switch kind {
+		case opMerge:
+			var existing []byte
+			if v, ok := m.cur[string(key)]; ok {
+				existing = []byte(v)
+			}
+			v, err := op.merge.FullMerge(key, existing, [][]byte{value})
+			if err != nil {
+				panic(fmt.Sprintf("model: merge of %s: %v", key, err)) // a bad test sequence
+			}
+			m.cur[string(key)] = string(v)
 		case opPut:
 			m.cur[string(key)] = string(value)
 		case opDelete, opSingleDelete:
@@ -742,6 +796,10 @@ type dbRunConfig struct {
 	// wantBlobIndexes makes runModelOn fail when no table holds a blob
 	// index at the end (blob files on, and never turned off).
 	wantBlobIndexes bool
+	// merge makes runModelOn generate merges under it (the options must
+	// set it as MergeOperator); counters makes every value a counter.
+	merge    MergeOperator
+	counters bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -893,10 +951,14 @@ func (d *dbTarget) write(op modelOp) error {
 		return d.db.DeleteRange(op.key, op.value, wo)
 	case opSecondaryDelete:
 		return d.db.DeleteBySecondaryRange(op.lo, op.hi, wo)
+	case opMerge:
+		return d.db.Merge(op.key, op.value, wo)
 	}
 	b := d.db.NewBatch()
 	for _, e := range op.batch {
 		switch e.kind {
+		case opMerge:
+			b.Merge(e.key, e.value)
 		case opPut:
 			b.Put(e.key, e.value)
 		case opDelete:

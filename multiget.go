@@ -41,7 +41,8 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 // for every key's next candidate table across all levels. Keys whose
 // value is in a blob file are answered once every table lookup is done:
 // with AsyncIO their values are read as one batch of reads across blob
-// files, else one after another.
+// files, else one after another. Keys whose newest entry is a merge
+// operand are answered last, each by a walk gathering its operands (Get's).
 func (d *DB) MultiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
 	st := d.opts.Statistics
 	var start time.Time
@@ -139,6 +140,9 @@ type multiGet struct {
 	// (blobValues).
 	blobKeys []mgBlob
 	blobIdx  []byte
+	// mergeKeys are the keys whose newest visible entry is a merge operand,
+	// resolved once every table lookup is done, one by one by getMerge.
+	mergeKeys []*mgKey
 	// held are the tables the call took a reference to (besides opened),
 	// released when it returns: a key's candidate table is borrowed from
 	// held or opened, so a table shared by several keys costs the call
@@ -220,6 +224,8 @@ func (m *multiGet) reset() {
 	m.secondary = nil
 	clear(m.blobKeys)
 	m.blobKeys, m.blobIdx = m.blobKeys[:0], m.blobIdx[:0]
+	clear(m.mergeKeys)
+	m.mergeKeys = m.mergeKeys[:0]
 	m.d, m.rs, m.fn, m.found, m.deleted, m.openErrs, m.opened, m.blocked, m.extra = nil, nil, nil, 0, 0, nil, nil, 0, nil
 }
 
@@ -262,6 +268,14 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 	m.tables(ro.multiGetMode())
 	if len(m.blobKeys) > 0 {
 		m.blobValues(ro.asyncIO())
+	}
+	for _, k := range m.mergeKeys {
+		var bs *blob.ReadStats
+		if m.extra != nil {
+			bs = &m.blobStats
+		}
+		v, _, err := d.getMerge(rs, k.key, snap, m.fill, m.extra, bs)
+		m.resolve(k, v, err)
 	}
 }
 
@@ -358,6 +372,12 @@ func (m *multiGet) resolveEntry(k *mgKey, value []byte, kind base.Kind, seq base
 	if !entryVisible(kind, seq, k.maxTomb) || m.secondary.deletes(k.key, value, kind, seq) {
 		m.deleted++
 		m.resolve(k, nil, ErrNotFound)
+		return
+	}
+	if kind == base.KindMerge {
+		// Done with this walk; the operands are gathered after it.
+		k.done = true
+		m.mergeKeys = append(m.mergeKeys, k)
 		return
 	}
 	if kind == base.KindBlobIndex {

@@ -179,6 +179,9 @@ func (d *DB) loadForWriting() error {
 	if err := d.checkSecondaryDeleteKey(); err != nil {
 		return err
 	}
+	if err := d.checkMergeOperator(); err != nil {
+		return err
+	}
 	if o.ParanoidChecks {
 		if err := d.checkLiveTables(); err != nil {
 			return err

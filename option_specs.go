@@ -116,6 +116,28 @@ var optionSpecs = []optionSpec{
 		},
 		immutable: "it orders every key in every file",
 	},
+	{
+		name: "merge_operator", field: "MergeOperator",
+		format: func(o *Options) string {
+			if o.MergeOperator == nil {
+				return "nullptr" // RocksDB's word for none
+			}
+			return o.MergeOperator.Name()
+		},
+		parse: func(o *Options, v string) error {
+			switch {
+			case v == "nullptr" || v == "":
+				o.MergeOperator = nil
+			case o.MergeOperator != nil && o.MergeOperator.Name() == v:
+			case v == UInt64AddOperator.Name():
+				o.MergeOperator = UInt64AddOperator
+			default:
+				return fmt.Errorf("merge operator %q must be supplied by the program", v)
+			}
+			return nil
+		},
+		immutable: "the operands already written were written under it",
+	},
 	boolOption("disable_auto_compactions", "DisableAutoCompactions", func(o *Options) *bool { return &o.DisableAutoCompactions }),
 	// The database's files, and Open's work.
 	immutable(int64Option("max_manifest_file_size", "MaxManifestFileSize", func(o *Options) *int64 { return &o.MaxManifestFileSize }),

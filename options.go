@@ -120,6 +120,11 @@ type Options struct {
 	Compression Compression
 	// Comparer orders user keys. Default DefaultComparer.
 	Comparer *Comparer
+	// MergeOperator resolves the operands of Merge (merge_operator).
+	// Default nil: Merge is refused. Its Name is recorded in the MANIFEST
+	// at the first Merge; opening the database again under another name is
+	// an error.
+	MergeOperator MergeOperator
 	// DisableAutoCompactions turns off automatic compactions. Default false.
 	DisableAutoCompactions bool
 	// FS is the file system. Default vfs.Default (the OS).

@@ -83,9 +83,12 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		if !entryVisible(kind, seq, maxTomb) || sf.deletes(key, value, kind, seq) {
 			return nil, true, ErrNotFound
 		}
-		if kind == base.KindBlobIndex {
+		switch kind {
+		case base.KindBlobIndex:
 			v, err := d.readBlobValue(key, value, fillCache, blobStats)
 			return v, false, err
+		case base.KindMerge:
+			return d.getMerge(rs, key, snap, fillCache, stats, blobStats)
 		}
 		return value, false, nil
 	}
@@ -133,6 +136,95 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		}
 	}
 	return nil, false, ErrNotFound
+}
+
+// getMerge answers key when its newest visible entry is a Merge: it walks
+// the sources of rs again, newest first, as getFrom does, gathering the
+// key's operands down to what the merge applies to — a value (a Set, or a
+// blob value, read), or nothing: a tombstone, an entry a range tombstone
+// deletes, a Set a secondary tombstone deletes, or no older entry — and
+// merges them. deleted is always false: a merge makes a value.
+func (d *DB) getMerge(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats, blobStats *blob.ReadStats) ([]byte, bool, error) {
+	var ops mergeOperands
+	var maxTomb base.SeqNum
+	sf := d.newSecondaryFilter(rs, snap)
+	var baseValue []byte
+	var hasBase, done bool
+	var err error
+	visit := func(value []byte, kind base.Kind, seq base.SeqNum) bool {
+		if seq < maxTomb {
+			done = true
+			return false
+		}
+		switch kind {
+		case base.KindMerge:
+			ops.add(value)
+			return true
+		case base.KindSet:
+			if !sf.deletes(key, value, kind, seq) {
+				baseValue, hasBase = append([]byte{}, value...), true
+			}
+		case base.KindBlobIndex:
+			baseValue, err = d.readBlobValue(key, value, fillCache, blobStats)
+			hasBase = err == nil
+		}
+		done = true
+		return false
+	}
+	for i := -1; i < len(rs.imms) && !done; i++ {
+		m := rs.mem
+		if i >= 0 {
+			m = rs.imms[len(rs.imms)-1-i]
+		}
+		if rd := m.RangeTombstones(); !rd.Empty() {
+			maxTomb = max(maxTomb, rd.MaxCoveringSeq(key, snap))
+		}
+		m.Versions(key, snap, visit)
+	}
+	var bloom sstable.BloomCounts
+	defer d.addBloom(&bloom, stats)
+	probe := func(f *manifest.FileMetadata) error {
+		t, err := d.fileCache.findTable(f.FileNum)
+		if err != nil {
+			return err
+		}
+		defer t.release()
+		if t.rangeDels != nil {
+			maxTomb = max(maxTomb, t.rangeDels.MaxCoveringSeq(key, snap))
+		}
+		_, err = t.reader.Versions(key, snap, fillCache, stats, &bloom, visit)
+		return err
+	}
+	v := rs.version
+	for _, f := range v.Levels[0] {
+		if done {
+			break
+		}
+		if fileContains(d.cmp.Compare, f, key) {
+			if perr := probe(f); perr != nil {
+				return nil, false, perr
+			}
+		}
+	}
+	for level := 1; level < len(v.Levels) && !done; level++ {
+		if f := v.FindFile(d.cmp.Compare, level, key); f != nil {
+			if perr := probe(f); perr != nil {
+				return nil, false, perr
+			}
+		}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if ops.len() == 0 {
+		// Not reached from getFrom, which saw a Merge; kept exact anyway.
+		if !hasBase {
+			return nil, true, ErrNotFound
+		}
+		return baseValue, false, nil
+	}
+	value, err := d.fullMerge(key, baseValue, hasBase, ops.oldestFirst())
+	return value, false, err
 }
 
 // addBloom adds the bloom probes of one read (c) to the DB's read counts

@@ -99,6 +99,9 @@ func (d *DB) loadReadOnlyOnce() error {
 	if err := d.checkSecondaryDeleteKey(); err != nil {
 		return err
 	}
+	if err := d.checkMergeOperator(); err != nil {
+		return err
+	}
 	logNum := vs.LogNumber()
 	if readOnlyLoadedHook != nil {
 		readOnlyLoadedHook()

@@ -399,6 +399,59 @@ func (r *Reader) GetCounted(key []byte, snapshot base.SeqNum, fillCache bool, st
 	return nil, 0, 0, false, nil
 }
 
+// Versions calls fn with each point entry of key with seqnum <= snapshot,
+// newest first (across data blocks), until fn returns false, and reports
+// whether there was any; stats and bloom as GetCounted's. A value aliases
+// block memory and is valid only during its call. It is how a read
+// gathers the operands of a merge, which GetCounted's newest entry alone
+// does not decide.
+func (r *Reader) Versions(key []byte, snapshot base.SeqNum, fillCache bool, stats *ReadStats, bloom *BloomCounts,
+	fn func(value []byte, kind base.Kind, seq base.SeqNum) bool) (found bool, err error) {
+	if !r.ProbeBloom(key, bloom, stats) {
+		return false, nil
+	}
+	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
+	src := r.bf.Source()
+	src.Stats = blockStats(stats)
+	ix := r.ix
+	if ix == nil {
+		if ix, err = r.cachedIndex(src); err != nil {
+			return false, err
+		}
+	}
+	bi := getIterPool.Get().(*blockIter)
+	defer putGetIter(bi)
+	seek := true
+	for i := ix.seek(search, r.cmp); i < len(ix.items); i++ {
+		h := ix.items[i].handle
+		if err := r.loadDataBlock(bi, h, fillCache, seek, nil, src); err != nil {
+			return found, err
+		}
+		var ok bool
+		if seek {
+			ok = bi.seekGE(search, r.cmp)
+		} else {
+			ok = bi.first()
+		}
+		for ; ok; ok = bi.next() {
+			k := bi.ikey
+			if r.cmp(k.UserKey, key) != 0 {
+				return found, nil
+			}
+			found = true
+			if !fn(bi.val, k.Kind(), k.SeqNum()) {
+				return found, nil
+			}
+		}
+		if bi.corrupt {
+			return found, r.corruptf(h, "bad data block entry")
+		}
+		// The key's versions may go on in the next block.
+		seek = false
+	}
+	return found, nil
+}
+
 // RangeTombstones returns the table's range tombstones as stored:
 // fragmented, sorted by start, seqnums descending within each span. The
 // caller must not modify them.

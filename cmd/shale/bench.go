@@ -108,7 +108,10 @@ type benchConfig struct {
 
 	// Key-value separation (issue 13): db_bench's blob flags, each the
 	// Options field of the same RocksDB name.
-	enableBlobFiles    bool
+	enableBlobFiles bool
+	// mergeOperator is --merge_operator: "" (none), uint64add or
+	// stringappend.
+	mergeOperator      string
 	minBlobSize        int64
 	blobFileSize       int64
 	blobCompression    string
@@ -225,6 +228,9 @@ var benchSpecs = map[string]benchSpec{
 	"readhot":               {fn: benchReadHot, op: opRead},
 	"updaterandom":          {fn: benchUpdateRandom, op: opUpdate, message: updateMessage},
 	"readrandomwriterandom": {fn: benchReadRandomWriteRandom, op: opRead, message: readWriteMessage},
+	// Merges of issue 15 (bench_workloads.go): compare with updaterandom,
+	// the read-modify-write loop a merge replaces.
+	"mergerandom": {fn: benchMergeRandom, op: opWrite},
 	// The delete scan of issue 12 (bench_deletescan.go), one fresh
 	// database per variant.
 	"deletescan": {fn: benchDeleteScan, freshDB: true, control: true, ownOutput: true, defaultValueSize: deleteScanValueSize},
@@ -234,7 +240,7 @@ var benchSpecs = map[string]benchSpec{
 }
 
 // knownBenchmarks lists the benchmark names for help and errors.
-const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio, deletescan, secondarydelete"
+const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, mergerandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio, deletescan, secondarydelete"
 
 // benchResult is the merged outcome of one benchmark over its threads.
 type benchResult struct {
@@ -472,6 +478,9 @@ func (c *benchConfig) validate() error {
 	if _, err := sstable.ParseCompression(c.blobCompression); err != nil {
 		return fmt.Errorf("--blob_compression_type: %v", err)
 	}
+	if _, err := benchMergeOperator(c.mergeOperator); err != nil {
+		return err
+	}
 	return c.validateWorkloadFlags()
 }
 
@@ -542,6 +551,9 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		BlobGarbageCollectionForceThreshold: r.cfg.blobGCForce,
 		BlobFileStartingLevel:               r.cfg.blobFileStartLevel,
 		BlobCacheSize:                       r.cfg.blobCacheSize,
+	}
+	if o.MergeOperator, err = benchMergeOperator(r.cfg.mergeOperator); err != nil {
+		return nil, err
 	}
 	if o.MaxAutoReadaheadSize == 0 {
 		o.MaxAutoReadaheadSize = -1

@@ -220,6 +220,7 @@ scan read. It runs with the ids written in order and shuffled.`,
 	f.BoolVar(&cfg.useExistingKeys, "use_existing_keys", false, "with --use_existing_db: read the database's keys first and use them instead of generated keys (their count becomes --num)")
 	f.IntVar(&cfg.readWritePercent, "readwritepercent", cfg.readWritePercent, "readrandomwriterandom: percent of the ops that are reads")
 	f.Float64Var(&deleteWait, "delete_wait", cfg.deleteWait.Seconds(), "deletescan: seconds of idle time between the deletes and the second scan")
+	f.StringVar(&cfg.mergeOperator, "merge_operator", "", "the merge operator (db_bench's names): uint64add (8-byte little-endian counters; mergerandom then writes 8-byte operands) or stringappend (\",\" between values); empty: none")
 	f.BoolVar(&cfg.enableBlobFiles, "enable_blob_files", false, "write values of at least --min_blob_size bytes to blob files (key-value separation)")
 	f.Int64Var(&cfg.minBlobSize, "min_blob_size", 0, "smallest value written to a blob file (0 = every non-empty value)")
 	f.Int64Var(&cfg.blobFileSize, "blob_file_size", cfg.blobFileSize, "size at which a blob file is finished and another started")

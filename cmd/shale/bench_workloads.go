@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -186,6 +187,42 @@ func benchUpdateRandom(r *benchRunner, t *benchThread) error {
 		t.finished(1, bytes+int64(len(k)+len(nv)))
 	}
 	return nil
+}
+
+// benchMergeRandom is db_bench's mergerandom: --num Merges of random keys
+// under --merge_operator (8-byte counters for uint64add, else
+// --value_size-byte values), on each thread or for --duration.
+func benchMergeRandom(r *benchRunner, t *benchThread) error {
+	if r.cfg.mergeOperator == "" {
+		return fmt.Errorf("mergerandom needs --merge_operator (uint64add or stringappend)")
+	}
+	var counter [8]byte
+	for i := int64(0); t.more(i, r.cfg.num, true); i++ {
+		k := t.randomKey()
+		v := t.value()
+		if r.cfg.mergeOperator == "uint64add" {
+			binary.LittleEndian.PutUint64(counter[:], uint64(i)+1)
+			v = counter[:]
+		}
+		if err := r.db.Merge(k, v, r.wo); err != nil {
+			return err
+		}
+		t.finished(1, int64(len(k)+len(v)))
+	}
+	return nil
+}
+
+// benchMergeOperator returns the merge operator --merge_operator names.
+func benchMergeOperator(name string) (shale.MergeOperator, error) {
+	switch name {
+	case "":
+		return nil, nil
+	case "uint64add":
+		return shale.UInt64AddOperator, nil
+	case "stringappend":
+		return shale.StringAppendOperator(","), nil
+	}
+	return nil, fmt.Errorf("--merge_operator %q: want uint64add or stringappend", name)
 }
 
 // updateMessage is updaterandom's message: "( updates:N found:F)".

@@ -60,6 +60,15 @@ type RunOptions struct {
 	// SecondaryDeleteKey extracts the attribute of a Set (nil: no entry
 	// has one).
 	SecondaryDeleteKey func(key, value []byte) (uint64, bool)
+	// Merger resolves merge operands (nil: every operand is kept, and so is
+	// everything under it). With one, the operands of a stripe are merged
+	// onto the value under them in the same stripe (a Set at the newest
+	// operand's seqnum), or onto nothing when a tombstone or a deleted entry
+	// is under them, or when the key has no older entry in the input and
+	// ElideTombstone says none lies below; otherwise (the base is in an
+	// older stripe, or may be below the output level) adjacent operands are
+	// combined where PartialMerge can and kept as operands.
+	Merger Merger
 	// NewOutput opens the next output file.
 	NewOutput func() (OutputWriter, error)
 	// TargetFileSize cuts an output once its EstimatedSize reaches it.
@@ -70,8 +79,19 @@ type RunOptions struct {
 	Grandparents []*manifest.FileMetadata
 }
 
+// Merger resolves merge operands for Run; the DB implements it around
+// Options.MergeOperator.
+type Merger interface {
+	// FullMerge applies operands, oldest first, to base (of kind Set or
+	// BlobIndex, which it resolves) when hasBase, else to nothing.
+	FullMerge(key, base []byte, baseKind base.Kind, hasBase bool, operands [][]byte) ([]byte, error)
+	// PartialMerge combines two adjacent operands, left the older; ok is
+	// false when it cannot.
+	PartialMerge(key, left, right []byte) (merged []byte, ok bool)
+}
+
 // Stats counts what Run did with point entries. InputEntries equals
-// OutputEntries plus the four Dropped counts.
+// OutputEntries plus the Dropped counts and Merged.
 type Stats struct {
 	// DroppedBySecondary counts Sets a secondary tombstone deleted that
 	// were dropped; SecondaryToDelete those replaced by a Delete (counted
@@ -90,6 +110,9 @@ type Stats struct {
 	// DroppedByRangeDel counts entries covered by a range tombstone of the
 	// same stripe.
 	DroppedByRangeDel int64
+	// Merged counts the entries (operands and the values under them) that
+	// merges consumed: replaced by fewer entries, counted in OutputEntries.
+	Merged int64
 }
 
 // inputName names the merged input in corruption errors: Run does not know
@@ -126,6 +149,15 @@ type runner struct {
 	// of it was written.
 	curKey     []byte
 	keyEmitted bool
+
+	// ops are the operands being merged (mergeOperands), newest first.
+	ops []mergeOperand
+}
+
+// mergeOperand is one operand of a merge: its trailer and a copy of it.
+type mergeOperand struct {
+	trailer uint64
+	value   []byte
 }
 
 // Run turns the entries of o.Input into output files, keeping what some
@@ -307,6 +339,17 @@ func (r *runner) run() error {
 			valid = it.Next()
 			continue
 		}
+		if kind == base.KindMerge {
+			var decides bool
+			var err error
+			if valid, decides, prevTrailer, err = r.merge(key.Trailer, it.Value(), st); err != nil {
+				return err
+			}
+			if decides {
+				decided, hidingValue = st, r.o.KeepShadowedTombstones
+			}
+			continue
+		}
 		if kind == base.KindSingleDelete {
 			// Look at the next older version: a Set of the same stripe is
 			// annihilated together with the SingleDelete.
@@ -347,6 +390,134 @@ func (r *runner) run() error {
 		return err
 	}
 	return flushPendingSD(true)
+}
+
+// merge writes what the operands of curKey in stripe st become, the
+// newest one, at trailer, at the input. It gathers the stripe's operands
+// (consuming them) down to the first entry that is not one, and:
+//   - under them a value, which no range or secondary tombstone of the
+//     stripe deletes: merges them onto it (consuming it too) into a Set;
+//   - under them a tombstone or a deleted entry: merges them onto nothing;
+//     the entry stays for the caller, which drops it as shadowed (or keeps
+//     a tombstone, KeepShadowedTombstones);
+//   - the key's last entry in the input, and ElideTombstone says nothing of
+//     it lies below: merges them onto nothing;
+//   - else (an older stripe's entry under them, or possibly data below the
+//     output level): combines adjacent ones where PartialMerge can, and
+//     writes them as operands.
+//
+// The Set written has the newest operand's seqnum. Without a Merger the
+// operand is written alone and decides nothing (decides false): the caller
+// goes on with the next entry as if it were the newest of its stripe.
+// merge returns whether the input is at an entry and the trailer of the
+// last entry consumed.
+func (r *runner) merge(trailer uint64, value []byte, st int) (valid, decides bool, prevTrailer uint64, err error) {
+	it := r.o.Input
+	key := base.InternalKey{UserKey: r.curKey, Trailer: trailer}
+	if r.o.Merger == nil {
+		if err := r.emit(key, value); err != nil {
+			return false, false, 0, err
+		}
+		return it.Next(), false, trailer, nil
+	}
+	r.ops = append(r.ops[:0], mergeOperand{trailer: trailer, value: append([]byte(nil), value...)})
+	consumed := 1 // entries of the input this merge replaces
+	prevTrailer = trailer
+	full := false
+	var setValue []byte // the merged Set, once full
+	valid = it.Next()
+	for ; valid; valid = it.Next() {
+		next := it.Key()
+		if r.cmp(next.UserKey, r.curKey) != 0 {
+			break
+		}
+		if next.Trailer >= prevTrailer {
+			return false, false, 0, base.CorruptionErrorf(inputName, 0, "key %s not older than previous version: out of order", next)
+		}
+		seq, kind := next.SeqNum(), next.Kind()
+		if r.stripe(seq) != st {
+			break // an older stripe's: the caller's
+		}
+		if r.coveredSameStripe(r.curKey, seq, st) {
+			full = true
+			break
+		}
+		if kind == base.KindMerge {
+			r.stats.InputEntries++
+			consumed++
+			prevTrailer = next.Trailer
+			r.ops = append(r.ops, mergeOperand{trailer: next.Trailer, value: append([]byte(nil), it.Value()...)})
+			continue
+		}
+		full = true
+		if (kind == base.KindSet || kind == base.KindBlobIndex) &&
+			(kind != base.KindSet || r.o.SecondaryTombstones == nil || !r.secondaryDeletes(it.Value(), seq, st)) {
+			r.stats.InputEntries++
+			consumed++
+			prevTrailer = next.Trailer
+			// Merged before the input moves off the value.
+			if setValue, err = r.o.Merger.FullMerge(r.curKey, it.Value(), kind, true, r.oldestFirst()); err != nil {
+				return false, false, 0, err
+			}
+			valid = it.Next()
+		}
+		break // else a tombstone, or a deleted value: the caller's
+	}
+	if !valid {
+		if err := it.Error(); err != nil {
+			return false, false, 0, err
+		}
+	}
+	keyEnds := !valid || r.cmp(it.Key().UserKey, r.curKey) != 0
+	if setValue == nil && (full || keyEnds && r.o.ElideTombstone != nil && r.o.ElideTombstone(r.curKey)) {
+		if setValue, err = r.o.Merger.FullMerge(r.curKey, nil, 0, false, r.oldestFirst()); err != nil {
+			return false, false, 0, err
+		}
+	}
+	if setValue != nil {
+		r.stats.Merged += int64(consumed - 1)
+		return valid, true, prevTrailer, r.emit(base.MakeInternalKey(r.curKey, key.SeqNum(), base.KindSet), setValue)
+	}
+	n, err := r.emitOperands()
+	r.stats.Merged += int64(consumed - n)
+	return valid, true, prevTrailer, err
+}
+
+// oldestFirst returns the values of ops, oldest first.
+func (r *runner) oldestFirst() [][]byte {
+	out := make([][]byte, len(r.ops))
+	for i, op := range r.ops {
+		out[len(r.ops)-1-i] = op.value
+	}
+	return out
+}
+
+// emitOperands writes ops (newest first), each run of adjacent operands
+// that PartialMerge combines written as one, at the newest one's trailer;
+// it returns the number written.
+func (r *runner) emitOperands() (int, error) {
+	ops := r.ops
+	// Combined from the oldest up; out is oldest first.
+	var out []mergeOperand
+	for i := len(ops) - 1; i >= 0; {
+		acc := ops[i]
+		j := i - 1
+		for ; j >= 0; j-- {
+			m, ok := r.o.Merger.PartialMerge(r.curKey, acc.value, ops[j].value)
+			if !ok {
+				break
+			}
+			acc = mergeOperand{trailer: ops[j].trailer, value: m}
+		}
+		out = append(out, acc)
+		i = j
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		if err := r.emit(base.InternalKey{UserKey: r.curKey, Trailer: out[i].trailer}, out[i].value); err != nil {
+			return 0, err
+		}
+	}
+	return len(out), nil
 }
 
 // secondaryDeletes reports whether a secondary tombstone of stripe st

@@ -55,8 +55,9 @@ func describe(outs []*memOutput) string {
 // ElideRangeTombstone, which allow elision for every key but those of
 // below=(...)), secondary=(lo-hi@seq,...) (secondary tombstones, the
 // attribute of a Set being its value read as a decimal number, none when it
-// is not one), and raw (feed the entries in the order written instead of
-// sorting them). It prints each output (points | tombstones, "(open)" if
+// is not one), merge (RunOptions.Merger is testMerger: "+" joins, every
+// third pair refused by PartialMerge), and raw (feed the entries in the
+// order written instead of sorting them). It prints each output (points | tombstones, "(open)" if
 // left open), the Stats (with secondary=, also the secondary counts), and
 // the error.
 func TestRun(t *testing.T) {
@@ -85,6 +86,9 @@ func TestRun(t *testing.T) {
 				n, err := strconv.ParseUint(string(value), 10, 64)
 				return n, err == nil
 			}
+		}
+		if td.HasArg("merge") {
+			o.Merger = testMerger{}
 		}
 		var below []string
 		if arg, ok := td.Arg("below"); ok {
@@ -153,6 +157,9 @@ func TestRun(t *testing.T) {
 		b.WriteString(describe(outs))
 		fmt.Fprintf(&b, "stats: in=%d out=%d shadowed=%d tombstones=%d range-deleted=%d\n",
 			st.InputEntries, st.OutputEntries, st.DroppedShadowed, st.DroppedTombstones, st.DroppedByRangeDel)
+		if o.Merger != nil {
+			fmt.Fprintf(&b, "merged: %d\n", st.Merged)
+		}
 		if o.SecondaryTombstones != nil {
 			fmt.Fprintf(&b, "secondary: dropped=%d to-delete=%d\n", st.DroppedBySecondary, st.SecondaryToDelete)
 		}

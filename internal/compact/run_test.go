@@ -2,6 +2,7 @@ package compact
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -138,23 +139,75 @@ func cmpSeq(a, b base.SeqNum) int {
 
 // read returns what a reader at snap sees for key: its value, or "" with
 // found=false. Merge and BlobIndex read like Set.
-func read(points []entry, tombs []rangedel.Tombstone, key []byte, snap base.SeqNum) (string, bool) {
-	var best *entry
+func read(points []entry, tombs []rangedel.Tombstone, key []byte, snap base.SeqNum, merger bool) (string, bool) {
+	// The key's visible versions, newest first.
+	var vs []*entry
 	for i := range points {
 		e := &points[i]
-		if bytes.Equal(e.key.UserKey, key) && e.key.SeqNum() <= snap && (best == nil || e.key.SeqNum() > best.key.SeqNum()) {
-			best = e
+		if bytes.Equal(e.key.UserKey, key) && e.key.SeqNum() <= snap {
+			vs = append(vs, e)
 		}
 	}
-	if best == nil || best.key.Kind().IsTombstone() {
+	slices.SortFunc(vs, func(a, b *entry) int { return cmp.Compare(b.key.SeqNum(), a.key.SeqNum()) })
+	deleted := func(e *entry) bool {
+		if e.key.Kind().IsTombstone() {
+			return true
+		}
+		for _, t := range tombs {
+			if t.Seq <= snap && t.Seq > e.key.SeqNum() && bytes.Compare(t.Start, key) <= 0 && bytes.Compare(key, t.End) < 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if len(vs) == 0 || deleted(vs[0]) {
 		return "", false
 	}
-	for _, t := range tombs {
-		if t.Seq <= snap && t.Seq > best.key.SeqNum() && bytes.Compare(t.Start, key) <= 0 && bytes.Compare(key, t.End) < 0 {
-			return "", false
+	if !merger || vs[0].key.Kind() != base.KindMerge {
+		return string(vs[0].value), true
+	}
+	var ops [][]byte
+	var baseValue []byte
+	var baseKind base.Kind
+	hasBase := false
+	for _, e := range vs {
+		if deleted(e) {
+			break
+		}
+		if e.key.Kind() != base.KindMerge {
+			baseValue, baseKind, hasBase = e.value, e.key.Kind(), true
+			break
+		}
+		ops = append([][]byte{e.value}, ops...)
+	}
+	v, _ := testMerger{}.FullMerge(key, baseValue, baseKind, hasBase, ops)
+	return string(v), true
+}
+
+// testMerger joins the base ("-" for none; a blob index resolved as
+// "blob(index)") and the operands with "+"; PartialMerge refuses every
+// third pair, so that some operands stay apart.
+type testMerger struct{}
+
+func (testMerger) FullMerge(key, baseValue []byte, baseKind base.Kind, hasBase bool, ops [][]byte) ([]byte, error) {
+	b := []byte("-")
+	if hasBase {
+		b = baseValue
+		if baseKind == base.KindBlobIndex {
+			b = fmt.Appendf(nil, "blob(%s)", baseValue)
 		}
 	}
-	return string(best.value), true
+	for _, op := range ops {
+		b = append(append(slices.Clip(b), '+'), op...)
+	}
+	return b, nil
+}
+
+func (testMerger) PartialMerge(key, left, right []byte) ([]byte, bool) {
+	if (len(left)+len(right))%3 == 0 {
+		return nil, false
+	}
+	return append(append(append([]byte{}, left...), '+'), right...), true
 }
 
 type modelCase struct {
@@ -166,6 +219,8 @@ type modelCase struct {
 	elide     bool // pass Elide* funcs derived from below
 	// keepShadowed sets RunOptions.KeepShadowedTombstones.
 	keepShadowed bool
+	// merger sets RunOptions.Merger to testMerger.
+	merger bool
 }
 
 // genCase builds a random history on a few keys. Keys are either "normal"
@@ -189,6 +244,11 @@ func genCase(rng *rand.Rand) modelCase {
 	}
 	c.elide = rng.IntN(4) != 0
 	c.keepShadowed = rng.IntN(2) == 0
+	c.merger = rng.IntN(2) == 0
+	kinds := []base.Kind{base.KindSet, base.KindSet, base.KindDelete, base.KindMerge, base.KindBlobIndex}
+	if c.merger {
+		kinds = append(kinds, base.KindMerge, base.KindMerge, base.KindMerge)
+	}
 	for seq := base.SeqNum(1); seq <= base.SeqNum(total); seq++ {
 		if int(seq) > nbelow && rng.IntN(6) == 0 {
 			a, b := rng.IntN(nkeys+1), rng.IntN(nkeys+1)
@@ -208,7 +268,7 @@ func genCase(rng *rand.Rand) modelCase {
 			}
 			lastSet[k] = !lastSet[k]
 		} else {
-			kind = []base.Kind{base.KindSet, base.KindSet, base.KindDelete, base.KindMerge, base.KindBlobIndex}[rng.IntN(5)]
+			kind = kinds[rng.IntN(len(kinds))]
 		}
 		var value []byte
 		if !kind.IsTombstone() {
@@ -243,6 +303,9 @@ func runCase(t *testing.T, c modelCase, target uint64) ([]*memOutput, Stats, err
 			outs = append(outs, m)
 			return m, nil
 		},
+	}
+	if c.merger {
+		o.Merger = testMerger{}
 	}
 	if c.elide {
 		o.ElideTombstone = func(k []byte) bool {
@@ -284,7 +347,7 @@ func dumpCase(c modelCase) string {
 	for _, t := range c.tombs {
 		fmt.Fprintf(&b, " [%s,%s)#%d", t.Start, t.End, t.Seq)
 	}
-	fmt.Fprintf(&b, "\nelide=%v keepShadowed=%v\n", c.elide, c.keepShadowed)
+	fmt.Fprintf(&b, "\nelide=%v keepShadowed=%v merger=%v\n", c.elide, c.keepShadowed, c.merger)
 	return b.String()
 }
 
@@ -338,20 +401,26 @@ func checkOutputs(c modelCase, outs []*memOutput, st Stats) string {
 		outPoints = append(outPoints, m.points...)
 		outTombs = append(outTombs, m.tombs...)
 	}
-	// Every output entry comes from the input, and within one stripe at most
-	// one version of a key survives, or with keepShadowed a value and the
-	// tombstone it hides.
+	// Every output entry comes from the input (but for merges), and within
+	// one stripe at most one version of a key survives under its
+	// operands, or with keepShadowed a value and the tombstone it hides.
 	inSet := map[string]bool{}
 	for _, e := range c.input {
 		inSet[string(e.key.AppendEncoded(nil))+string(e.value)] = true
 	}
-	seen := map[string]int{} // versions per key and stripe
+	seen := map[string]int{} // versions per key and stripe, operands aside
 	newest := map[string]base.Kind{}
 	for _, p := range outPoints {
-		if !inSet[string(p.key.AppendEncoded(nil))+string(p.value)] {
+		if !inSet[string(p.key.AppendEncoded(nil))+string(p.value)] && !(c.merger && bytes.Contains(p.value, []byte("+"))) {
 			return fmt.Sprintf("output entry %s not in the input", p.key)
 		}
 		id := fmt.Sprintf("%s/%d", p.key.UserKey, stripeOf(c.snapshots, p.key.SeqNum()))
+		if p.key.Kind() == base.KindMerge {
+			if seen[id] > 0 {
+				return fmt.Sprintf("operand %s under a value of its stripe", p.key)
+			}
+			continue
+		}
 		switch seen[id] {
 		case 0:
 			newest[id] = p.key.Kind()
@@ -382,7 +451,7 @@ func checkOutputs(c modelCase, outs []*memOutput, st Stats) string {
 		tombStripe[id] = true
 	}
 	if int64(len(c.input)) != st.InputEntries || int64(len(outPoints)) != st.OutputEntries ||
-		st.InputEntries != st.OutputEntries+st.DroppedShadowed+st.DroppedTombstones+st.DroppedByRangeDel {
+		st.InputEntries != st.OutputEntries+st.DroppedShadowed+st.DroppedTombstones+st.DroppedByRangeDel+st.Merged {
 		return fmt.Sprintf("stats %+v do not add up (input %d, output %d)", st, len(c.input), len(outPoints))
 	}
 	// Every reader sees the same thing before and after.
@@ -390,8 +459,8 @@ func checkOutputs(c modelCase, outs []*memOutput, st Stats) string {
 	after := append(slices.Clone(c.below), outPoints...)
 	for _, snap := range append(slices.Clone(c.snapshots), base.SeqNumMax) {
 		for _, k := range c.keys {
-			v1, ok1 := read(before, c.tombs, k, snap)
-			v2, ok2 := read(after, outTombs, k, snap)
+			v1, ok1 := read(before, c.tombs, k, snap, c.merger)
+			v2, ok2 := read(after, outTombs, k, snap, c.merger)
 			if v1 != v2 || ok1 != ok2 {
 				return fmt.Sprintf("key %q at snapshot %d: before (%q,%v) after (%q,%v)", k, snap, v1, ok1, v2, ok2)
 			}
@@ -450,9 +519,10 @@ func TestRunRandomized(t *testing.T) {
 		dropped.DroppedTombstones += st.DroppedTombstones
 		dropped.DroppedByRangeDel += st.DroppedByRangeDel
 		dropped.KeptShadowed += st.KeptShadowed
+		dropped.Merged += st.Merged
 	}
 	// The generator must exercise every kind of drop.
-	if dropped.DroppedShadowed == 0 || dropped.DroppedTombstones == 0 || dropped.DroppedByRangeDel == 0 || dropped.KeptShadowed == 0 {
+	if dropped.DroppedShadowed == 0 || dropped.DroppedTombstones == 0 || dropped.DroppedByRangeDel == 0 || dropped.KeptShadowed == 0 || dropped.Merged == 0 {
 		t.Fatalf("generator too weak: %+v", dropped)
 	}
 }

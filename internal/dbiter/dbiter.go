@@ -40,6 +40,16 @@ type Options struct {
 	// tells the caller what it holds). The DB's iterators pass none and
 	// resolve blob indexes only when Value is called.
 	ValueResolver func(kind base.Kind, value []byte) ([]byte, error)
+	// Merge, when not nil, resolves merge operands: a key whose newest
+	// visible entry is a Merge takes the value Merge returns for its
+	// operands, oldest first, applied to base (of baseKind Set or BlobIndex,
+	// which Merge resolves) when hasBase: the newest older entry the reader
+	// sees, if it is a value that no range tombstone and no secondary
+	// tombstone deletes. A tombstone, a deleted value or the end of the
+	// key's entries leaves no base; an operand a range tombstone deletes
+	// ends the operands there, with no base. Such a key's Kind is Set.
+	// Without Merge, a Merge entry's value passes through ValueResolver.
+	Merge func(key, base []byte, baseKind base.Kind, hasBase bool, operands [][]byte) ([]byte, error)
 	// Reseek turns on seeking past long runs of versions of one user key,
 	// after MaxSkip of them, RocksDB's max_sequential_skip_in_iterations:
 	// once a move has stepped over more than MaxSkip entries of one user
@@ -112,6 +122,13 @@ type Iter struct {
 	// child has already moved past the deciding entry.
 	valBuf []byte
 	err    error
+	// ops, base*, gathered by gatherForward and valueBackward, are the
+	// operands and base of the key being merged (mergeState).
+	merge mergeState
+	// ahead is set, while posForward, when the child is already past the
+	// entry that decided the current key (a merge gathered its operands):
+	// at an entry not yet stepped over, or exhausted when !childValid.
+	ahead bool
 	// seeker is it as a base.InternalSeeker, nil when it is none or
 	// Options.Reseek is off.
 	seeker base.InternalSeeker
@@ -148,6 +165,7 @@ func (i *Iter) reseekBackward(skipped int) bool {
 }
 
 func (i *Iter) fail(err error) bool {
+	i.ahead = false
 	i.err = err
 	i.pos = posError
 	i.key, i.value = nil, nil
@@ -166,6 +184,7 @@ func (i *Iter) exhausted(p pos) bool {
 // outOfBounds records that a seek fell outside the bounds, without touching
 // the child.
 func (i *Iter) outOfBounds(p pos) bool {
+	i.ahead = false
 	i.pos = p
 	i.key, i.value = nil, nil
 	return false
@@ -203,6 +222,7 @@ func (i *Iter) resolve(kind base.Kind, value []byte) ([]byte, error) {
 // snapshot sees; at most once until a new key is reached, so that a seek
 // that lands short cannot repeat forever.
 func (i *Iter) findNextEntry(ok, skipping bool) bool {
+	i.ahead = false
 	snap, upper := i.opts.Snapshot, i.opts.Upper
 	// haveKey says keyBuf holds the key of the entries being counted in
 	// skipped: a key decided (skipping), or one only newer versions of
@@ -236,6 +256,9 @@ func (i *Iter) findNextEntry(ok, skipping bool) bool {
 				i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
 				if (i.opts.RangeDels == nil || !i.opts.RangeDels.Covers(i.keyBuf, seq, snap)) &&
 					(kind != base.KindSet || i.opts.Secondary == nil || !i.opts.Secondary.Deletes(i.keyBuf, i.it.Value(), seq)) {
+					if kind == base.KindMerge && i.opts.Merge != nil {
+						return i.mergeForward()
+					}
 					v, err := i.resolve(kind, i.it.Value())
 					if err != nil {
 						return i.fail(err)
@@ -299,6 +322,7 @@ func (i *Iter) nextSet() bool {
 // (valueBackward), then the child steps back past the key's remaining
 // entries (beforeKey).
 func (i *Iter) findPrevEntry(ok bool) bool {
+	i.ahead = false
 	lower := i.opts.Lower
 	for ok {
 		k := i.it.Key()
@@ -351,6 +375,7 @@ const (
 // FindValueForCurrentKeyUsingSeek).
 func (i *Iter) valueBackward() (live bool, seq base.SeqNum, kind base.Kind, pos childAt, err error) {
 	snap := i.opts.Snapshot
+	i.merge.reset(false)
 	ok := true
 	for skipped := 0; ok; skipped++ {
 		k := i.it.Key()
@@ -361,11 +386,20 @@ func (i *Iter) valueBackward() (live bool, seq base.SeqNum, kind base.Kind, pos 
 			return i.newestVisible()
 		}
 		switch kd := k.Kind(); kd {
-		case base.KindSet, base.KindMerge, base.KindBlobIndex:
+		case base.KindMerge:
+			live, seq, kind = true, k.SeqNum(), kd
+			if i.opts.Merge != nil {
+				i.merge.add(i.it.Value(), seq)
+			} else {
+				i.valBuf = append(i.valBuf[:0], i.it.Value()...)
+			}
+		case base.KindSet, base.KindBlobIndex:
 			live, seq, kind = true, k.SeqNum(), kd
 			i.valBuf = append(i.valBuf[:0], i.it.Value()...)
+			i.merge.setBase(true, seq, kd)
 		case base.KindDelete, base.KindSingleDelete:
 			live = false
+			i.merge.setBase(false, 0, 0)
 			i.stats.DeleteSkipped++
 		case base.KindRangeDelete, base.KindLogData:
 		default:
@@ -390,7 +424,27 @@ func (i *Iter) newestVisible() (live bool, seq base.SeqNum, kind base.Kind, pos 
 	for ; ok && i.cmp(i.it.Key().UserKey, i.keyBuf) == 0; ok = i.it.Next() {
 		k := i.it.Key()
 		switch kd := k.Kind(); kd {
-		case base.KindSet, base.KindMerge, base.KindBlobIndex:
+		case base.KindMerge:
+			if i.opts.Merge == nil {
+				i.valBuf = append(i.valBuf[:0], i.it.Value()...)
+				return true, k.SeqNum(), kd, atEntry, nil
+			}
+			// Gathered forward; then the child is put before the key.
+			ok, err := i.gatherForward()
+			if err == nil && !ok {
+				err = i.it.Error()
+			}
+			if err != nil {
+				return false, 0, 0, atEntry, err
+			}
+			if !i.it.SeekLT(i.keyBuf) {
+				if err := i.it.Error(); err != nil {
+					return false, 0, 0, atEntry, err
+				}
+				return true, k.SeqNum(), kd, atStart, nil
+			}
+			return true, k.SeqNum(), kd, beforeKeyBuf, nil
+		case base.KindSet, base.KindBlobIndex:
 			i.valBuf = append(i.valBuf[:0], i.it.Value()...)
 			return true, k.SeqNum(), kd, atEntry, nil
 		case base.KindDelete, base.KindSingleDelete:
@@ -458,6 +512,14 @@ func (i *Iter) decide(seq base.SeqNum, kind base.Kind) (bool, error) {
 		kind == base.KindSet && i.opts.Secondary != nil && i.opts.Secondary.Deletes(i.keyBuf, i.valBuf, seq) {
 		i.stats.DeleteSkipped++
 		return false, nil
+	}
+	if kind == base.KindMerge && i.opts.Merge != nil {
+		v, err := i.mergeValue()
+		if err != nil {
+			return false, err
+		}
+		i.key, i.value, i.kind, i.pos = i.keyBuf, v, base.KindSet, posReverse
+		return true, nil
 	}
 	v, err := i.resolve(kind, i.valBuf)
 	if err != nil {
@@ -542,7 +604,13 @@ func (i *Iter) Next() bool {
 		// The current entry counts as skipped, and the older versions of
 		// the current key (in keyBuf) are skipped.
 		i.stats.KeySkipped++
-		ok := i.it.Next()
+		var ok bool
+		if i.ahead {
+			i.ahead = false
+			ok = i.childValid
+		} else {
+			ok = i.it.Next()
+		}
 		if ok && i.plain && i.nextSet() {
 			return true
 		}
@@ -571,6 +639,13 @@ func (i *Iter) Prev() bool {
 	case posForward:
 		// Step back over the current entry and the newer, invisible
 		// versions of the current key (in keyBuf).
+		if i.ahead {
+			i.ahead = false
+			if !i.childValid && !i.it.Last() {
+				// (Not reached: the key's own entries are there.)
+				return i.exhausted(posExhaustedReverse)
+			}
+		}
 		ok, err := i.beforeKey(atEntry)
 		if err != nil {
 			return i.fail(err)

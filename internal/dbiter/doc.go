@@ -7,7 +7,11 @@
 // decides: Set, Merge and BlobIndex make the key present (Merge and
 // BlobIndex values pass through Options.ValueResolver, identity when nil),
 // Delete and SingleDelete make it absent, and so does a range tombstone that
-// covers that entry (Options.RangeDels). RangeDelete and LogData entries in
+// covers that entry (Options.RangeDels). With Options.Merge, a key whose
+// newest visible entry is a Merge takes the merge of its operands (down to
+// the value, tombstone or deleted entry under them) instead; the operands
+// are gathered going forward in either direction's last step (backward, from
+// the oldest visible entry up). RangeDelete and LogData entries in
 // the point stream are ignored. An entry of an unknown kind stops iteration
 // with an error matching base.ErrCorruption.
 //

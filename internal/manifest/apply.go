@@ -28,6 +28,8 @@ type versionBuilder struct {
 	secondary []SecondaryTombstone
 	// blobs are the blob files so far.
 	blobs blobBuilder
+	// mergeOperator is the merge operator name the edits leave recorded.
+	mergeOperator string
 }
 
 func newVersionBuilder(cmp *base.Comparer, numLevels int, v *Version) (*versionBuilder, error) {
@@ -47,6 +49,7 @@ func newVersionBuilder(cmp *base.Comparer, numLevels int, v *Version) (*versionB
 		return b, nil
 	}
 	b.secondary = v.SecondaryTombstones
+	b.mergeOperator = v.MergeOperatorName
 	b.blobs.base = v.BlobFiles
 	for level, files := range v.Levels {
 		if len(files) > 0 && level >= numLevels {
@@ -65,6 +68,9 @@ func (b *versionBuilder) apply(e *VersionEdit) error {
 		return err
 	}
 	b.secondary = sec
+	if e.MergeOperatorName != "" {
+		b.mergeOperator = e.MergeOperatorName
+	}
 	// Deletions come before additions, so an edit can move a file between
 	// levels; sorted, so the first error reported does not depend on map
 	// order.
@@ -122,7 +128,8 @@ func (b *versionBuilder) apply(e *VersionEdit) error {
 // overlap. Unchanged levels share their base's slice (versions are
 // immutable).
 func (b *versionBuilder) finish() (*Version, error) {
-	v := &Version{Levels: make([][]*FileMetadata, b.numLevels), SecondaryTombstones: b.secondary, BlobFiles: b.blobs.finish()}
+	v := &Version{Levels: make([][]*FileMetadata, b.numLevels), SecondaryTombstones: b.secondary, BlobFiles: b.blobs.finish(),
+		MergeOperatorName: b.mergeOperator}
 	if b.base != nil {
 		v.tracker = b.base.tracker
 	}

@@ -28,6 +28,12 @@ const (
 	tagSecondaryTombstone = 140
 	tagRetireSecondary    = 141
 
+	// tagMergeOperator names the merge operator the database's merge
+	// operands were written under (a string). It lacks tagSafeToIgnore: a
+	// reader that does not resolve merges would return operands as values,
+	// so an older shale refuses such a MANIFEST ("unknown tag").
+	tagMergeOperator = 150
+
 	// Blob files: tagBlobFileAddition adds one (number | total blobs | total
 	// bytes | file size | checksum method | checksum value | custom fields),
 	// tagBlobFileGarbage adds garbage to one (number | blobs | bytes |
@@ -122,6 +128,11 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, tagComparer)
 		dst = binary.AppendUvarint(dst, uint64(len(e.ComparerName)))
 		dst = append(dst, e.ComparerName...)
+	}
+	if e.MergeOperatorName != "" {
+		dst = binary.AppendUvarint(dst, tagMergeOperator)
+		dst = binary.AppendUvarint(dst, uint64(len(e.MergeOperatorName)))
+		dst = append(dst, e.MergeOperatorName...)
 	}
 	if e.HasLogNumber {
 		dst = binary.AppendUvarint(dst, tagLogNumber)
@@ -353,6 +364,15 @@ func (e *VersionEdit) Decode(data []byte, fileName string, offset int64) error {
 				return d.errorf("empty comparer name")
 			}
 			e.ComparerName = string(b)
+		case tagMergeOperator:
+			b, err := d.bytes("merge operator name")
+			if err != nil {
+				return err
+			}
+			if len(b) == 0 {
+				return d.errorf("empty merge operator name")
+			}
+			e.MergeOperatorName = string(b)
 		case tagLogNumber:
 			v, err := d.uvarint("log number")
 			if err != nil {

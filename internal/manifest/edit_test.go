@@ -54,6 +54,9 @@ func randEdit(rng *rand.Rand) *VersionEdit {
 		e.ComparerName = fmt.Sprintf("cmp-%d", rng.IntN(100))
 	}
 	if rng.IntN(3) == 0 {
+		e.MergeOperatorName = fmt.Sprintf("merge-%d", rng.IntN(100))
+	}
+	if rng.IntN(3) == 0 {
 		e.ManifestFormat = 1 + rng.Uint64N(5)
 	}
 	if rng.IntN(2) == 0 {

@@ -89,7 +89,11 @@ type Version struct {
 	// none. A blob file stays from the edit that adds it to the edit that
 	// deletes it (see UnreferencedBlobFiles).
 	BlobFiles []*BlobFileMetadata
-	refs      atomic.Int32
+	// MergeOperatorName is the merge operator the database's merge
+	// operands were written under: set by the first edit naming one, kept
+	// by every later version; empty when no merge was ever written.
+	MergeOperatorName string
+	refs              atomic.Int32
 
 	// tracker receives this version's file references; nil for a version
 	// that belongs to no VersionSet (file refs are then counted only in
@@ -117,8 +121,11 @@ type DeletedFileEntry struct {
 type VersionEdit struct {
 	// ManifestFormat is the MANIFEST format version, written in the first
 	// record of each MANIFEST; 0 means absent.
-	ManifestFormat    uint64
-	ComparerName      string
+	ManifestFormat uint64
+	ComparerName   string
+	// MergeOperatorName, when not empty, records the merge operator the
+	// database's merge operands are written under (Version.MergeOperatorName).
+	MergeOperatorName string
 	HasLogNumber      bool
 	LogNumber         base.FileNum // WALs numbered below this are obsolete
 	HasNextFileNumber bool

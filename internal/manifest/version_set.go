@@ -212,6 +212,7 @@ func (vs *VersionSet) snapshotEdit(v *Version, logNum base.FileNum, lastSeq base
 	e := &VersionEdit{
 		ManifestFormat:    ManifestFormatV1,
 		ComparerName:      vs.opts.Comparer.Name,
+		MergeOperatorName: v.MergeOperatorName,
 		HasLogNumber:      true,
 		LogNumber:         logNum,
 		HasNextFileNumber: true,

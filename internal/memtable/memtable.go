@@ -354,6 +354,22 @@ func (m *Memtable) Get(key []byte, snapshot base.SeqNum) (value []byte, kind bas
 	return m.value(n), base.Kind(t & 0xff), base.SeqNum(t >> 8), true
 }
 
+// Versions calls fn with each point entry of key with seqnum <= snapshot,
+// newest first, until fn returns false, and reports whether there was any.
+// Values alias the arena, as Get's. Range tombstones are not applied.
+func (m *Memtable) Versions(key []byte, snapshot base.SeqNum, fn func(value []byte, kind base.Kind, seq base.SeqNum) bool) bool {
+	snapshot = min(snapshot, base.SeqNumMax)
+	found := false
+	for n := m.seekGE(&m.points, key, base.MakeTrailer(snapshot, base.KindMax)); n != 0 && m.cmp(m.key(n), key) == 0; n = m.nextOf(n, 0) {
+		found = true
+		t := m.trailer(n)
+		if !fn(m.value(n), base.Kind(t&0xff), base.SeqNum(t>>8)) {
+			break
+		}
+	}
+	return found
+}
+
 // RangeTombstones returns the range tombstones added so far, fragmented. The
 // result is cached and rebuilt only after a new range tombstone is added.
 func (m *Memtable) RangeTombstones() *rangedel.List {

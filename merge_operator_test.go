@@ -1,0 +1,373 @@
+package shale
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/vfs"
+)
+
+// joinOperator is the model tests' user merge operator: "+" joins a value
+// and its operands; PartialMerge refuses every pair whose lengths add up
+// to a multiple of 3, so that compactions keep some operands apart.
+type joinOperator struct{}
+
+func (joinOperator) Name() string { return "shale.test.join" }
+
+func (joinOperator) FullMerge(key, existing []byte, operands [][]byte) ([]byte, error) {
+	out := append([]byte{}, existing...)
+	for i, op := range operands {
+		if existing != nil || i > 0 {
+			out = append(out, '+')
+		}
+		out = append(out, op...)
+	}
+	return out, nil
+}
+
+func (joinOperator) PartialMerge(key, left, right []byte) ([]byte, bool) {
+	if (len(left)+len(right))%3 == 0 {
+		return nil, false
+	}
+	return append(append(append([]byte{}, left...), '+'), right...), true
+}
+
+// mergeOperatorCases are the operators the merge model tests run: both
+// built-in ones and a user one whose partial merges sometimes fail.
+var mergeOperatorCases = []struct {
+	name     string
+	op       MergeOperator
+	counters bool
+}{
+	{"uint64add", UInt64AddOperator, true},
+	{"stringappend", StringAppendOperator(','), false},
+	{"user-join", joinOperator{}, false},
+}
+
+// TestModelMerge is TestModel with Merge among the writes (alone and in
+// batches), under each operator, with small memtables and levels, and with
+// blob files holding the bases: reads at every snapshot, flushes,
+// compactions (full and partial merges), reopens and read-only opens must
+// answer as the model, which applies each merge as it is written.
+func TestModelMerge(t *testing.T) {
+	ops := bySize(3000, 1200, 20000)
+	variants := []struct {
+		name string
+		set  func(*Options)
+		cfg  dbRunConfig
+	}{
+		{"base", func(o *Options) {}, dbRunConfig{}},
+		{"tiny-memtable-3-levels", func(o *Options) {
+			o.WriteBufferSize = 4 << 10
+			o.TargetFileSizeBase = 4 << 10
+			o.NumLevels = 3
+		}, dbRunConfig{}},
+		{"blob-files-async-io", setBlobTestOptions, dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
+	}
+	for _, mc := range mergeOperatorCases {
+		for _, v := range variants {
+			t.Run(mc.name+"/"+v.name, func(t *testing.T) {
+				forEachSeed(t, bySize(1, 1, 5), func(t *testing.T, seed uint64) {
+					cfg := v.cfg
+					cfg.merge, cfg.counters = mc.op, mc.counters
+					runModelWith(t, seed, ops, cfg, func(o *Options) { o.MergeOperator = mc.op }, v.set)
+				})
+			})
+		}
+	}
+}
+
+// TestMetamorphicMerge is TestMetamorphic with merges among the writes,
+// under the option sets that change how data moves through memtables,
+// levels, tables and blob files and how it is read.
+func TestMetamorphicMerge(t *testing.T) {
+	n := bySize(2000, 600, 8000)
+	names := map[string]bool{
+		"base": true, "tiny-memtable-nocompression": true, "300-byte-blocks": true,
+		"3-static-levels": true, "max-open-files-4-nocache": true, "async-io-single-level": true,
+		"async-io-latency-nocache": true, "max-skip-0": true, "6-jobs": true,
+		"delete-persistence-fake-clock": true,
+	}
+	var sets []metaOptionSet
+	for _, s := range metamorphicSets {
+		if names[s.name] {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) != len(names) {
+		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
+	}
+	sets = append(sets, metaOptionSet{name: "blob-files", set: setBlobTestOptions})
+	op := joinOperator{}
+	for i := range sets {
+		set := sets[i].set
+		sets[i].set = func(o *Options) {
+			set(o)
+			o.MergeOperator = op
+		}
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		g := newOpGenerator(seed, modelKeys)
+		g.merge = op
+		runMetamorphicOps(t, seed, generateOpsWith(g, n), sets)
+	})
+}
+
+func openMergeDB(t *testing.T, fs vfs.FS, op MergeOperator, set func(*Options)) *DB {
+	t.Helper()
+	opts := testOptions(fs)
+	opts.MergeOperator = op
+	if set != nil {
+		set(opts)
+	}
+	d, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func counter(n uint64) []byte { return binary.LittleEndian.AppendUint64(nil, n) }
+
+// TestMergeBuiltInOperators checks both built-in operators through Get,
+// MultiGet, iterators and a full compaction.
+func TestMergeBuiltInOperators(t *testing.T) {
+	t.Run("uint64add", func(t *testing.T) {
+		d := openMergeDB(t, vfs.NewMem(), UInt64AddOperator, nil)
+		defer d.Close()
+		must(t, d.Put([]byte("a"), counter(10), nil))
+		must(t, d.Merge([]byte("a"), counter(5), nil))
+		must(t, d.Merge([]byte("b"), counter(7), nil))
+		must(t, d.Flush())
+		must(t, d.Merge([]byte("a"), counter(1), nil))
+		want := map[string]uint64{"a": 16, "b": 7}
+		check := func(when string) {
+			for k, n := range want {
+				v, err := d.Get([]byte(k), nil)
+				if err != nil || !bytes.Equal(v, counter(n)) {
+					t.Fatalf("%s: Get %s = %x, %v; want %d", when, k, v, err, n)
+				}
+			}
+		}
+		check("before compaction")
+		must(t, d.CompactRange(nil, nil))
+		check("after compaction")
+		// A bad operand is an error naming the key, and loses nothing.
+		must(t, d.Merge([]byte("a"), []byte("xyz"), nil))
+		if _, err := d.Get([]byte("a"), nil); err == nil || !strings.Contains(err.Error(), `"a"`) {
+			t.Fatalf("Get over a 3-byte operand: %v, want an error naming the key", err)
+		}
+	})
+	t.Run("stringappend", func(t *testing.T) {
+		for _, op := range []MergeOperator{StringAppendOperator(","), StringAppendOperator(byte(',')), StringAppendOperator(',')} {
+			d := openMergeDB(t, vfs.NewMem(), op, nil)
+			must(t, d.Merge([]byte("k"), []byte("x"), nil))
+			must(t, d.Merge([]byte("k"), []byte("y"), nil))
+			must(t, d.Flush())
+			must(t, d.Merge([]byte("k"), []byte("z"), nil))
+			for _, when := range []string{"before", "after"} {
+				v, err := d.Get([]byte("k"), nil)
+				if err != nil || string(v) != "x,y,z" {
+					t.Fatalf("%s compaction: Get = %q, %v; want x,y,z", when, v, err)
+				}
+				vals, errs := d.MultiGet([][]byte{[]byte("k"), []byte("none")}, &ReadOptions{AsyncIO: true})
+				if errs[0] != nil || string(vals[0]) != "x,y,z" || !errors.Is(errs[1], ErrNotFound) {
+					t.Fatalf("%s compaction: MultiGet = %q %v", when, vals, errs)
+				}
+				must(t, d.CompactRange(nil, nil))
+			}
+			must(t, d.Close())
+		}
+	})
+}
+
+// TestMergeSnapshotStripes keeps a snapshot between operands: compaction
+// must keep what the snapshot sees while merging what it may.
+func TestMergeSnapshotStripes(t *testing.T) {
+	d := openMergeDB(t, vfs.NewMem(), StringAppendOperator("|"), nil)
+	defer d.Close()
+	must(t, d.Put([]byte("k"), []byte("base"), nil))
+	must(t, d.Merge([]byte("k"), []byte("1"), nil))
+	snap := d.NewSnapshot()
+	defer snap.Release()
+	must(t, d.Merge([]byte("k"), []byte("2"), nil))
+	must(t, d.Merge([]byte("k"), []byte("3"), nil))
+	must(t, d.CompactRange(nil, nil))
+	for _, c := range []struct {
+		ro   *ReadOptions
+		want string
+	}{{nil, "base|1|2|3"}, {&ReadOptions{Snapshot: snap}, "base|1"}} {
+		v, err := d.Get([]byte("k"), c.ro)
+		if err != nil || string(v) != c.want {
+			t.Fatalf("Get = %q, %v; want %q", v, err, c.want)
+		}
+		it := d.NewIterator(c.ro)
+		if !it.Last() || string(it.Value()) != c.want {
+			t.Fatalf("iterator Last = %q; want %q", it.Value(), c.want)
+		}
+		must(t, it.Close())
+	}
+}
+
+// TestMergeOperatorMissing: Merge needs an operator; a database holding
+// operands opens without one, and reads of them fail clearly.
+func TestMergeOperatorMissing(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openMergeDB(t, fs, nil, nil)
+	if err := d.Merge([]byte("k"), []byte("v"), nil); !errors.Is(err, ErrNoMergeOperator) {
+		t.Fatalf("Merge without an operator: %v", err)
+	}
+	b := d.NewBatch()
+	b.Put([]byte("p"), []byte("v"))
+	b.Merge([]byte("k"), []byte("v"))
+	if err := d.Write(b, nil); !errors.Is(err, ErrNoMergeOperator) {
+		t.Fatalf("Write of a batch with a Merge: %v", err)
+	}
+	if _, err := d.Get([]byte("p"), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the refused batch's Put is visible: %v", err)
+	}
+	must(t, d.Close())
+	d = openMergeDB(t, fs, StringAppendOperator(","), nil)
+	must(t, d.Merge([]byte("k"), []byte("v"), nil))
+	must(t, d.Close())
+	d = openMergeDB(t, fs, nil, nil)
+	defer d.Close()
+	if _, err := d.Get([]byte("k"), nil); !errors.Is(err, ErrNoMergeOperator) {
+		t.Fatalf("Get of an operand without an operator: %v", err)
+	}
+	it := d.NewIterator(nil)
+	if it.First() || !errors.Is(it.Err(), ErrNoMergeOperator) {
+		t.Fatalf("iterator over an operand without an operator: valid %v, err %v", it.Valid(), it.Err())
+	}
+	it.Close()
+}
+
+// TestMergeOperatorNameChecked: reopening under another operator name is
+// refused, naming both; under the same one it opens.
+func TestMergeOperatorNameChecked(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openMergeDB(t, fs, UInt64AddOperator, nil)
+	must(t, d.Merge([]byte("k"), counter(1), nil))
+	must(t, d.Flush())
+	must(t, d.Close())
+	opts := testOptions(fs)
+	opts.MergeOperator = StringAppendOperator(",")
+	_, err := Open("db", opts)
+	if err == nil || !strings.Contains(err.Error(), "UInt64AddOperator") || !strings.Contains(err.Error(), "StringAppendOperator") {
+		t.Fatalf("Open under another operator: %v; want an error naming both", err)
+	}
+	if _, err := OpenForReadOnly("db", opts); err == nil {
+		t.Fatal("OpenForReadOnly under another operator succeeded")
+	}
+	d = openMergeDB(t, fs, UInt64AddOperator, nil)
+	defer d.Close()
+	if v, err := d.Get([]byte("k"), nil); err != nil || !bytes.Equal(v, counter(1)) {
+		t.Fatalf("Get after reopening = %x, %v", v, err)
+	}
+}
+
+// failingOperator fails every merge while fail is set.
+type failingOperator struct{ fail *atomic.Bool }
+
+func (failingOperator) Name() string { return "shale.test.failing" }
+func (o failingOperator) FullMerge(key, existing []byte, operands [][]byte) ([]byte, error) {
+	if o.fail.Load() {
+		return nil, errTestMerge
+	}
+	return joinOperator{}.FullMerge(key, existing, operands)
+}
+func (o failingOperator) PartialMerge(key, left, right []byte) ([]byte, bool) {
+	if o.fail.Load() {
+		return nil, false
+	}
+	return joinOperator{}.PartialMerge(key, left, right)
+}
+
+var errTestMerge = errors.New("test merge failure")
+
+// TestMergeOperatorError: an operator's error is returned by reads
+// (wrapped, naming the key) and fails a compaction as a background error;
+// nothing is lost, and once the operator works again so do reads.
+func TestMergeOperatorError(t *testing.T) {
+	var fail atomic.Bool
+	// No automatic compaction merges the operands before the failure.
+	d := openMergeDB(t, vfs.NewMem(), failingOperator{&fail}, func(o *Options) { o.DisableAutoCompactions = true })
+	defer d.Close()
+	must(t, d.Put([]byte("k"), []byte("b"), nil))
+	must(t, d.Merge([]byte("k"), []byte("x"), nil))
+	must(t, d.Flush())
+	must(t, d.Merge([]byte("k"), []byte("y"), nil))
+	must(t, d.Flush())
+	fail.Store(true)
+	if _, err := d.Get([]byte("k"), nil); !errors.Is(err, errTestMerge) || !strings.Contains(err.Error(), `"k"`) {
+		t.Fatalf("Get: %v; want the operator's error naming the key", err)
+	}
+	_, errs := d.MultiGet([][]byte{[]byte("k")}, nil)
+	if !errors.Is(errs[0], errTestMerge) {
+		t.Fatalf("MultiGet: %v", errs[0])
+	}
+	it := d.NewIterator(nil)
+	if it.First() || !errors.Is(it.Err(), errTestMerge) {
+		t.Fatalf("iterator: valid %v, err %v", it.Valid(), it.Err())
+	}
+	it.Close()
+	if err := d.CompactRange(nil, nil); !errors.Is(err, errTestMerge) {
+		t.Fatalf("CompactRange: %v; want the operator's error", err)
+	}
+	fail.Store(false)
+	if err := d.Resume(); err != nil {
+		t.Logf("Resume: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := d.Get([]byte("k"), nil)
+		if err == nil && string(v) == "b+x+y" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Get after the operator recovered = %q, %v", v, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	must(t, d.CompactRange(nil, nil))
+	if v, err := d.Get([]byte("k"), nil); err != nil || string(v) != "b+x+y" {
+		t.Fatalf("Get after compaction = %q, %v", v, err)
+	}
+}
+
+// TestMergeOverBlobValue merges onto a base value kept in a blob file, in
+// reads and in compaction.
+func TestMergeOverBlobValue(t *testing.T) {
+	d := openMergeDB(t, vfs.NewMem(), StringAppendOperator(","), func(o *Options) {
+		o.EnableBlobFiles = true
+		o.MinBlobSize = 16
+	})
+	defer d.Close()
+	big := strings.Repeat("B", 100)
+	must(t, d.Put([]byte("k"), []byte(big), nil))
+	must(t, d.Flush())
+	if n := checkBlobReferences(t, d); n == 0 {
+		t.Fatal("the base value is not in a blob file")
+	}
+	must(t, d.Merge([]byte("k"), []byte("1"), nil))
+	want := big + ",1"
+	if v, err := d.Get([]byte("k"), nil); err != nil || string(v) != want {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	it := d.NewIterator(nil)
+	if !it.First() || string(it.Value()) != want {
+		t.Fatalf("iterator = %q, %v", it.Value(), it.Err())
+	}
+	must(t, it.Close())
+	must(t, d.Flush())
+	must(t, d.CompactRange(nil, nil))
+	if v, err := d.Get([]byte("k"), nil); err != nil || string(v) != want {
+		t.Fatalf("Get after compaction = %q, %v", v, err)
+	}
+	checkBlobReferences(t, d)
+}
