@@ -621,7 +621,8 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	}
 	mo := d.mutableOptions()
 	gc := d.blobGCFor(c, v, mo)
-	if c.IsTrivialMove() && !gc.collectsFrom(v, c.Inputs[0][0]) {
+	// A compaction filter sees the data it moves down: no trivial moves.
+	if c.IsTrivialMove() && !gc.collectsFrom(v, c.Inputs[0][0]) && !d.hasCompactionFilter() {
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
 		info.TrivialMove = true
 		info.Outputs = []uint64{uint64(c.Inputs[0][0].FileNum)}
@@ -705,9 +706,17 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	blobs := d.newBlobOutput(mo, c.OutputLevel, false)
 	blobs.gc = gc
 	defer gc.close() // on early returns; closed before the install otherwise
+	var input base.InternalIterator = blobRefs
+	if d.hasCompactionFilter() {
+		ctx := CompactionFilterContext{IsFullCompaction: isFullCompaction(v, len(inputs)),
+			IsManualCompaction: c.Reason == compact.ReasonManual, InputLevel: c.Level, OutputLevel: c.OutputLevel}
+		if f := d.compactionFilterFor(ctx); f != nil {
+			input = d.newFilterIter(blobRefs, f, c.Level, snaps)
+		}
+	}
 	ro := compact.RunOptions{
 		Cmp:                 d.cmp,
-		Input:               blobRefs,
+		Input:               input,
 		RangeDels:           rangedel.Fragment(d.cmp.Compare, tombstones),
 		Snapshots:           snaps,
 		ElideTombstone:      func(k []byte) bool { return !older.mayHold(k) },
@@ -857,10 +866,10 @@ type BottommostLevelCompaction int
 
 const (
 	// BottommostLevelCompactionIfHaveCompactionFilter rewrites the last
-	// level only when that changes something: there is no compaction
-	// filter yet, so when its files hold tombstones that can go, or blob
-	// values garbage collection would relocate (RocksDB's
-	// kIfHaveCompactionFilter, which without a filter rewrites nothing).
+	// level when a compaction filter is set (RocksDB's
+	// kIfHaveCompactionFilter), and otherwise only when that changes
+	// something: when its files hold tombstones that can go, or blob values
+	// garbage collection would relocate (RocksDB then rewrites nothing).
 	BottommostLevelCompactionIfHaveCompactionFilter BottommostLevelCompaction = iota
 	// BottommostLevelCompactionSkip never rewrites the last level
 	// (kSkip).
@@ -886,8 +895,9 @@ func (b BottommostLevelCompaction) String() string {
 // skipLastLevel reports whether a manual compaction of [start, end] leaves
 // the last level of v as it is: always with changeLevel (its target is not
 // rewritten) or BottommostLevelCompactionSkip, never with
-// BottommostLevelCompactionForce, and otherwise unless its files there hold
-// what a rewrite would drop or relocate (lastLevelNeedsRewrite).
+// BottommostLevelCompactionForce or a compaction filter, and otherwise
+// unless its files there hold what a rewrite would drop or relocate
+// (lastLevelNeedsRewrite).
 func (d *DB) skipLastLevel(v *manifest.Version, changeLevel bool, b BottommostLevelCompaction, start, end []byte) bool {
 	switch {
 	case changeLevel || b == BottommostLevelCompactionSkip:
@@ -895,7 +905,7 @@ func (d *DB) skipLastLevel(v *manifest.Version, changeLevel bool, b BottommostLe
 	case b == BottommostLevelCompactionForce:
 		return false
 	}
-	return !d.lastLevelNeedsRewrite(v, v.Overlaps(d.cmp.Compare, len(v.Levels)-1, start, end))
+	return !d.hasCompactionFilter() && !d.lastLevelNeedsRewrite(v, v.Overlaps(d.cmp.Compare, len(v.Levels)-1, start, end))
 }
 
 // CompactRangeWithOptions is CompactRange with options; a nil o, or one

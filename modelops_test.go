@@ -181,6 +181,9 @@ type opGenerator struct {
 	// counters makes every value and operand an 8-byte little-endian
 	// counter, for UInt64AddOperator.
 	counters bool
+	// filterValues makes some values ones modelFilter removes ("rm:") or
+	// changes ("chg:"); never with merges.
+	filterValues bool
 }
 
 func newOpGenerator(seed uint64, numKeys int) *opGenerator {
@@ -244,6 +247,14 @@ func (g *opGenerator) boundKey() []byte {
 func (g *opGenerator) value() []byte {
 	if g.counters {
 		return binary.LittleEndian.AppendUint64(nil, g.rng.Uint64N(1<<20))
+	}
+	if g.filterValues {
+		switch g.rng.IntN(8) {
+		case 0:
+			return fmt.Appendf(nil, "rm:%d", g.n)
+		case 1:
+			return fmt.Appendf(nil, "chg:v%d-abc", g.n)
+		}
 	}
 	n := 20 + g.rng.IntN(200)
 	if g.rng.IntN(50) == 0 {
@@ -644,7 +655,11 @@ func (m *modelTarget) write(op modelOp) error {
 			}
 			m.cur[string(key)] = string(v)
 		case opPut:
-			m.cur[string(key)] = string(value)
+			if v, ok := filterCanonical(value); ok {
+				m.cur[string(key)] = string(v)
+			} else {
+				delete(m.cur, string(key))
+			}
 		case opDelete, opSingleDelete:
 			delete(m.cur, string(key))
 		case opDeleteRange:
@@ -800,6 +815,11 @@ type dbRunConfig struct {
 	// set it as MergeOperator); counters makes every value a counter.
 	merge    MergeOperator
 	counters bool
+	// filter says the options set modelFilter as CompactionFilter: the
+	// generator writes values it removes or changes, and every read
+	// canonicalizes what it returns (filterCanonical), so that it answers
+	// the same whether or not a compaction filtered the value yet.
+	filter bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -983,6 +1003,9 @@ func (d *dbTarget) readOptions(snap int) *ReadOptions {
 
 func (d *dbTarget) get(key []byte, snap int) ([]byte, error) {
 	v, err := d.getValue(key, snap)
+	if d.cfg.filter && err == nil {
+		return filterCanonicalResult(v)
+	}
 	if err == nil && d.gets%3 == 0 {
 		// KeyMayExist must never rule out a key Get finds, and a value it
 		// finds in a memtable is Get's.
@@ -1014,7 +1037,15 @@ func (d *dbTarget) getValue(key []byte, snap int) ([]byte, error) {
 }
 
 func (d *dbTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {
-	return d.db.MultiGet(keys, d.readOptions(snap))
+	vals, errs := d.db.MultiGet(keys, d.readOptions(snap))
+	if d.cfg.filter {
+		for i := range vals {
+			if errs[i] == nil {
+				vals[i], errs[i] = filterCanonicalResult(vals[i])
+			}
+		}
+	}
+	return vals, errs
 }
 
 func (d *dbTarget) newIter(snap int, lower, upper []byte) kvIterator {
@@ -1022,6 +1053,9 @@ func (d *dbTarget) newIter(snap int, lower, upper []byte) kvIterator {
 		AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet}
 	if snap != 0 {
 		ro.Snapshot = d.snaps[snap]
+	}
+	if d.cfg.filter {
+		return &canonicalIter{Iterator: d.db.NewIterator(ro)}
 	}
 	return d.db.NewIterator(ro)
 }
@@ -1083,7 +1117,10 @@ func (d *dbTarget) readOnlyScan() string {
 	if err != nil {
 		return "open: " + fmtErr(err)
 	}
-	it := db.NewIterator(nil)
+	var it kvIterator = db.NewIterator(nil)
+	if d.cfg.filter {
+		it = &canonicalIter{Iterator: it.(*Iterator)}
+	}
 	digest := scanDigest(it)
 	if err := it.Close(); err != nil {
 		digest += " iter close: " + fmtErr(err)
@@ -1102,3 +1139,85 @@ func (d *dbTarget) close() error {
 	}
 	return d.db.Close()
 }
+
+// modelFilter is the compaction filter of the model tests: it removes the
+// values that start with "rm:" and upper-cases the rest of those that
+// start with "chg:", which filterCanonical does to every value read.
+type modelFilter struct{}
+
+func (modelFilter) Name() string { return "shale.test.model-filter" }
+
+func (modelFilter) Filter(_ int, _ []byte, vt CompactionFilterValueType, value func() ([]byte, error)) (CompactionFilterDecision, []byte, []byte) {
+	if vt != ValueTypeValue {
+		return DecisionKeep, nil, nil
+	}
+	v, err := value()
+	if err != nil {
+		return DecisionKeep, nil, nil
+	}
+	c, ok := filterCanonical(v)
+	switch {
+	case !ok:
+		return DecisionRemove, nil, nil
+	case !bytes.Equal(c, v):
+		return DecisionChangeValue, c, nil
+	}
+	return DecisionKeep, nil, nil
+}
+
+// filterCanonical returns what modelFilter makes of v: ok false when it
+// removes it.
+func filterCanonical(v []byte) ([]byte, bool) {
+	switch {
+	case bytes.HasPrefix(v, []byte("rm:")):
+		return nil, false
+	case bytes.HasPrefix(v, []byte("chg:")):
+		return append([]byte("chg:"), bytes.ToUpper(v[len("chg:"):])...), true
+	}
+	return v, true
+}
+
+// filterCanonicalResult is filterCanonical as a read's answer.
+func filterCanonicalResult(v []byte) ([]byte, error) {
+	if c, ok := filterCanonical(v); ok {
+		return c, nil
+	}
+	return nil, ErrNotFound
+}
+
+// canonicalIter shows an iterator's data as filterCanonical makes it:
+// removed values' keys are stepped over in the direction of the move.
+type canonicalIter struct {
+	*Iterator
+	value []byte
+}
+
+func (i *canonicalIter) settle(ok, forward bool) bool {
+	for ok {
+		if c, keep := filterCanonical(i.Iterator.Value()); keep {
+			i.value = c
+			return true
+		}
+		if forward {
+			ok = i.Iterator.Next()
+		} else {
+			ok = i.Iterator.Prev()
+		}
+	}
+	return false
+}
+
+func (i *canonicalIter) First() bool { return i.settle(i.Iterator.First(), true) }
+func (i *canonicalIter) Last() bool  { return i.settle(i.Iterator.Last(), false) }
+func (i *canonicalIter) Next() bool  { return i.settle(i.Iterator.Next(), true) }
+func (i *canonicalIter) Prev() bool  { return i.settle(i.Iterator.Prev(), false) }
+func (i *canonicalIter) Seek(k []byte) bool {
+	return i.settle(i.Iterator.Seek(k), true)
+}
+func (i *canonicalIter) SeekForPrev(k []byte) bool {
+	return i.settle(i.Iterator.SeekForPrev(k), false)
+}
+func (i *canonicalIter) SeekLT(k []byte) bool {
+	return i.settle(i.Iterator.SeekLT(k), false)
+}
+func (i *canonicalIter) Value() []byte { return i.value }

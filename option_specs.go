@@ -138,6 +138,18 @@ var optionSpecs = []optionSpec{
 		},
 		immutable: "the operands already written were written under it",
 	},
+	namedObjectOption("compaction_filter", "CompactionFilter", func(o *Options) interface{ Name() string } {
+		if o.CompactionFilter == nil {
+			return nil
+		}
+		return o.CompactionFilter
+	}),
+	namedObjectOption("compaction_filter_factory", "CompactionFilterFactory", func(o *Options) interface{ Name() string } {
+		if o.CompactionFilterFactory == nil {
+			return nil
+		}
+		return o.CompactionFilterFactory
+	}),
 	boolOption("disable_auto_compactions", "DisableAutoCompactions", func(o *Options) *bool { return &o.DisableAutoCompactions }),
 	// The database's files, and Open's work.
 	immutable(int64Option("max_manifest_file_size", "MaxManifestFileSize", func(o *Options) *int64 { return &o.MaxManifestFileSize }),
@@ -387,3 +399,21 @@ func parseOptionInt(v string) (int64, error) {
 	}
 	return n << shift, nil
 }
+
+// namedObjectOption records the name of an object the program supplies
+// (a compaction filter or its factory): written as RocksDB writes it, and
+// read back without changing the field, which a name cannot rebuild.
+func namedObjectOption(name, field string, get func(*Options) interface{ Name() string }) optionSpec {
+	return optionSpec{
+		name: name, field: field,
+		format: func(o *Options) string {
+			if obj := get(o); obj != nil {
+				return obj.Name()
+			}
+			return "nullptr"
+		},
+		parse:     func(*Options, string) error { return nil },
+		immutable: "it is an object the program supplies at Open",
+	}
+}
+

@@ -125,6 +125,14 @@ type Options struct {
 	// at the first Merge; opening the database again under another name is
 	// an error.
 	MergeOperator MergeOperator
+	// CompactionFilter (compaction_filter), shared by every compaction,
+	// decides the fate of the entries compactions keep that no snapshot
+	// sees. Default nil. It takes precedence over CompactionFilterFactory,
+	// as in RocksDB.
+	CompactionFilter CompactionFilter
+	// CompactionFilterFactory (compaction_filter_factory) makes a filter
+	// for each compaction. Default nil.
+	CompactionFilterFactory CompactionFilterFactory
 	// DisableAutoCompactions turns off automatic compactions. Default false.
 	DisableAutoCompactions bool
 	// FS is the file system. Default vfs.Default (the OS).
