@@ -416,4 +416,3 @@ func namedObjectOption(name, field string, get func(*Options) interface{ Name() 
 		immutable: "it is an object the program supplies at Open",
 	}
 }
-
