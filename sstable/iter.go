@@ -334,9 +334,7 @@ func (it *tableIter) seekGEInternal(key base.InternalKey) bool {
 // SeekLT positions at the last entry whose user key is < key (and < Upper).
 func (it *tableIter) SeekLT(key []byte) bool {
 	it.err = nil
-	if it.pend.active {
-		it.discardPending()
-	}
+	defer it.discardPending() // after the load that may use it (PrepareSeekLT)
 	if it.upper != nil && it.cmp(key, it.upper) > 0 {
 		key = it.upper
 	}
@@ -393,12 +391,10 @@ func (it *tableIter) First() bool {
 // Last positions at the last entry (below Upper).
 func (it *tableIter) Last() bool {
 	it.err = nil
-	if it.pend.active {
-		it.discardPending()
-	}
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
+	defer it.discardPending() // after the load that may use it (PrepareLast)
 	if !it.needIndex() {
 		return false
 	}

@@ -128,6 +128,46 @@ func (it *tableIter) PrepareFirst() {
 	}
 }
 
+// PrepareSeekLT is PrepareSeekGE for SeekLT(key): it submits the read of
+// the block SeekLT loads first, the one whose entries reach key (the last
+// block when none does).
+func (it *tableIter) PrepareSeekLT(key []byte) {
+	if !it.async {
+		return
+	}
+	if it.upper != nil && it.cmp(key, it.upper) > 0 {
+		key = it.upper
+	}
+	if it.lower != nil && it.cmp(key, it.lower) <= 0 {
+		return
+	}
+	if !it.prepareIndex() {
+		return
+	}
+	i := it.ix.seek(base.MakeSearchKey(key), it.cmp)
+	if i == len(it.ix.items) {
+		if i == 0 {
+			return
+		}
+		i--
+	}
+	it.prepareBlock(i)
+}
+
+// PrepareLast is PrepareSeekLT for Last.
+func (it *tableIter) PrepareLast() {
+	if !it.async {
+		return
+	}
+	if it.upper != nil {
+		it.PrepareSeekLT(it.upper)
+		return
+	}
+	if it.prepareIndex() && len(it.ix.items) > 0 {
+		it.prepareBlock(len(it.ix.items) - 1)
+	}
+}
+
 // prepareIndex is needIndex for a first phase, which only hints: a failure
 // is left for the positioning that follows to report.
 func (it *tableIter) prepareIndex() bool {

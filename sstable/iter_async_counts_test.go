@@ -70,10 +70,24 @@ func TestAsyncIterCountsEveryRead(t *testing.T) {
 				group.Submit()
 				it.SeekGE(key)
 			case k == 3:
-				it.SeekLT(randomUserKey(rng))
+				key := randomUserKey(rng)
+				switch rng.IntN(3) {
+				case 0:
+					prep.PrepareSeekLT(key)
+				case 1:
+					prep.PrepareSeekLT(randomUserKey(rng))
+				}
+				group.Submit()
+				it.SeekLT(key)
 			case k == 4:
-				prep.PrepareFirst()
-				it.First()
+				if rng.IntN(2) == 0 {
+					prep.PrepareFirst()
+					it.First()
+				} else {
+					prep.PrepareLast()
+					group.Submit()
+					it.Last()
+				}
 			case k < 8:
 				for n := rng.IntN(100); n > 0 && it.Next(); n-- {
 				}

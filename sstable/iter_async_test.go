@@ -112,8 +112,16 @@ func TestAsyncIterMatchesSync(t *testing.T) {
 			case k == 3:
 				key := randomUserKey(rng)
 				name = fmt.Sprintf("SeekLT(%q)", key)
-				if rng.IntN(3) == 0 {
-					prep.PrepareSeekGE(key) // dropped by SeekLT
+				switch rng.IntN(4) {
+				case 0:
+					prep.PrepareSeekGE(key) // another seek's read: dropped or used
+				case 1:
+					prep.PrepareSeekLT(randomUserKey(rng)) // a read the seek may not use
+				case 2:
+					prep.PrepareSeekLT(key)
+				}
+				if rng.IntN(2) == 0 {
+					group.Submit()
 				}
 				a, b = sync.SeekLT(key), asy.SeekLT(key)
 			case k == 4:
@@ -124,6 +132,9 @@ func TestAsyncIterMatchesSync(t *testing.T) {
 				a, b = sync.First(), asy.First()
 			case k == 5:
 				name = "Last"
+				if rng.IntN(2) == 0 {
+					prep.PrepareLast()
+				}
 				a, b = sync.Last(), asy.Last()
 			case k < 8:
 				name = "Next"
@@ -264,6 +275,30 @@ func TestTwoPhaseSeekOverlapsTables(t *testing.T) {
 		t.Fatalf("seek to the start: %d batches of %d reads, %d in flight at once; want 1 batch of %d", b, reads, in, n)
 	}
 	rv.arm(false)
+	// So does Last (a fresh iterator: the first blocks are loaded), and
+	// SeekLT.
+	twoPhaseRev := mk(true)
+	defer twoPhaseRev.Close()
+	rv.arm(true)
+	before = async.Stats()
+	twoPhaseRev.Last()
+	after = async.Stats()
+	if b, reads, in := after.Batches-before.Batches, after.Reads-before.Reads, rv.max(); b != 1 || reads != n || in != n {
+		t.Fatalf("Last: %d batches of %d reads, %d in flight at once; want 1 batch of %d", b, reads, in, n)
+	}
+	rv.arm(false)
+	for seek := 0; seek < 50; seek++ {
+		key := randomUserKey(rng)
+		got := iterState(twoPhaseRev, twoPhaseRev.SeekLT(key))
+		if want := iterState(plain, plain.SeekLT(key)); got != want {
+			t.Fatalf("SeekLT %q: two-phase %s, plain %s", key, got, want)
+		}
+		for step := rng.IntN(20); step > 0; step-- {
+			if a, b := iterState(twoPhaseRev, twoPhaseRev.Prev()), iterState(plain, plain.Prev()); a != b {
+				t.Fatalf("after SeekLT %q: two-phase %s, plain %s", key, a, b)
+			}
+		}
+	}
 	// Random seeks through the merge give the plain seek's results.
 	for seek := 0; seek < 50; seek++ {
 		key := randomUserKey(rng)

@@ -42,6 +42,9 @@ type InternalIterator interface {
 type SeekPreparer interface {
 	PrepareSeekGE(key []byte)
 	PrepareFirst()
+	// PrepareSeekLT and PrepareLast are the same for SeekLT(key) and Last.
+	PrepareSeekLT(key []byte)
+	PrepareLast()
 }
 
 // InternalSeeker is implemented by iterators that can position at an

@@ -221,6 +221,54 @@ func (l *LevelIter) PrepareSeekGE(key []byte) {
 // PrepareFirst is PrepareSeekGE for First.
 func (l *LevelIter) PrepareFirst() { l.prepare(l.lo, nil) }
 
+// PrepareSeekLT opens the file SeekLT(key) starts in and lets it prepare
+// the seek, if it can.
+func (l *LevelIter) PrepareSeekLT(key []byte) {
+	if l.upper != nil && l.cmp(key, l.upper) > 0 {
+		key = l.upper
+	}
+	if l.lower != nil && l.cmp(key, l.lower) <= 0 {
+		return
+	}
+	l.prepareBackward(l.seekLTFile(key), key)
+}
+
+// PrepareLast is PrepareSeekLT for Last.
+func (l *LevelIter) PrepareLast() { l.prepareBackward(l.hi-1, nil) }
+
+// seekLTFile returns the file SeekLT(key) positions in first: the last
+// whose smallest user key is < key.
+func (l *LevelIter) seekLTFile(key []byte) int {
+	return l.lo + sort.Search(l.hi-l.lo, func(j int) bool {
+		return l.cmp(l.files[l.lo+j].Smallest.UserKey, key) >= 0
+	}) - 1
+}
+
+// prepareBackward opens files[i] and prepares its SeekLT(key) (its last
+// entry in bounds when key is nil).
+func (l *LevelIter) prepareBackward(i int, key []byte) {
+	if i < l.lo || i >= l.hi {
+		return
+	}
+	err := l.err
+	l.err = l.prepErr
+	ok := l.load(i)
+	l.err, l.prepErr = err, l.err
+	if !ok {
+		return
+	}
+	p, isPrep := l.iter.(base.SeekPreparer)
+	switch {
+	case !isPrep:
+	case key != nil:
+		p.PrepareSeekLT(key)
+	case l.checkUpper:
+		p.PrepareSeekLT(l.upper)
+	default:
+		p.PrepareLast()
+	}
+}
+
 // prepare opens files[i] and prepares its seek to key (its first entry in
 // bounds when key is nil).
 func (l *LevelIter) prepare(i int, key []byte) {
@@ -300,9 +348,7 @@ func (l *LevelIter) SeekLT(key []byte) bool {
 		return false
 	}
 	// The last file whose smallest user key is < key.
-	i := l.lo + sort.Search(l.hi-l.lo, func(j int) bool {
-		return l.cmp(l.files[l.lo+j].Smallest.UserKey, key) >= 0
-	}) - 1
+	i := l.seekLTFile(key)
 	if !l.load(i) {
 		return false
 	}

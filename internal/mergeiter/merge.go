@@ -66,7 +66,7 @@ type Iter struct {
 	// reverse mode; heap[0] is the current entry.
 	heap []*child
 	err  error
-	// twoPhase makes SeekGE and First prepare every child before
+	// twoPhase makes SeekGE, First, SeekLT and Last prepare every child before
 	// positioning any, then call submit if set (SetTwoPhase); ordered
 	// lets range tombstones be jumped past (SetChildrenOrdered). (The
 	// bools sit together, so that the struct stays in its size class.)
@@ -108,7 +108,8 @@ func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
 }
 
 // SetTwoPhase turns two-phase seeks on or off (default off). With them,
-// SeekGE and First first call PrepareSeekGE (PrepareFirst) on every child
+// SeekGE, First, SeekLT and Last first call PrepareSeekGE (PrepareFirst,
+// PrepareSeekLT, PrepareLast) on every child
 // that is a base.SeekPreparer, then submit (when not nil: it sends the
 // reads the children queued as one batch), so the reads of all children
 // are in flight together, and only then position each child, which waits
@@ -402,6 +403,14 @@ func (m *Iter) SeekGEInternal(key base.InternalKey) bool {
 // SeekLT positions at the last entry whose user key is < key.
 func (m *Iter) SeekLT(key []byte) bool {
 	m.reset(true)
+	if m.twoPhase {
+		for i := range m.children {
+			if p := m.children[i].prep; p != nil {
+				p.PrepareSeekLT(key)
+			}
+		}
+		m.prepared()
+	}
 	for i := range m.children {
 		c := &m.children[i]
 		m.add(c, c.iter.SeekLT(key))
@@ -430,6 +439,14 @@ func (m *Iter) First() bool {
 // Last positions at the last entry.
 func (m *Iter) Last() bool {
 	m.reset(true)
+	if m.twoPhase {
+		for i := range m.children {
+			if p := m.children[i].prep; p != nil {
+				p.PrepareLast()
+			}
+		}
+		m.prepared()
+	}
 	for i := range m.children {
 		c := &m.children[i]
 		m.add(c, c.iter.Last())

@@ -37,6 +37,28 @@ func (p *prepIter) PrepareFirst() {
 	p.prepared = "<first>"
 }
 
+func (p *prepIter) PrepareSeekLT(key []byte) {
+	*p.log = append(*p.log, fmt.Sprintf("%s.prepareLT(%s)", p.name, key))
+	p.prepared = "<lt>" + string(key)
+}
+
+func (p *prepIter) PrepareLast() {
+	*p.log = append(*p.log, p.name+".prepareLast")
+	p.prepared = "<last>"
+}
+
+func (p *prepIter) SeekLT(key []byte) bool {
+	*p.log = append(*p.log, fmt.Sprintf("%s.seekLT(%s)", p.name, key))
+	p.settle("<lt>" + string(key))
+	return p.SliceIter.SeekLT(key)
+}
+
+func (p *prepIter) Last() bool {
+	*p.log = append(*p.log, p.name+".last")
+	p.settle("<last>")
+	return p.SliceIter.Last()
+}
+
 func (p *prepIter) settle(target string) {
 	if p.prepared != "" {
 		if p.prepared == target {
@@ -76,14 +98,19 @@ func TestTwoPhaseOrder(t *testing.T) {
 	defer m.Close()
 	m.SeekGE([]byte("k005"))
 	m.First()
-	if len(log) != 4 {
+	m.SeekLT([]byte("k007"))
+	m.Last()
+	if len(log) != 8 {
 		t.Fatalf("one-phase seeks: %q", log)
 	}
 	log = log[:0]
 	m.SetTwoPhase(true, func() { log = append(log, "submit") })
 	m.SeekGE([]byte("k005"))
 	m.First()
-	want := "[a.prepare(k005) b.prepare(k005) submit a.seek(k005) b.seek(k005) a.prepareFirst b.prepareFirst submit a.first b.first]"
+	m.SeekLT([]byte("k007"))
+	m.Last()
+	want := "[a.prepare(k005) b.prepare(k005) submit a.seek(k005) b.seek(k005) a.prepareFirst b.prepareFirst submit a.first b.first " +
+		"a.prepareLT(k007) b.prepareLT(k007) submit a.seekLT(k007) b.seekLT(k007) a.prepareLast b.prepareLast submit a.last b.last]"
 	if got := fmt.Sprint(log); got != want {
 		t.Fatalf("two-phase calls:\n got %s\nwant %s", got, want)
 	}
