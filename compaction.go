@@ -935,6 +935,7 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 	d.mu.compact.manual++
 	defer func() {
 		d.mu.compact.manual--
+		d.mu.compact.cond.Broadcast() // DeleteFilesInRanges waits for it
 		d.maybeScheduleLocked()
 	}()
 	for d.mu.compact.running > 0 && !d.mu.closing {
