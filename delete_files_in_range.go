@@ -84,6 +84,12 @@ func (d *DB) DeleteFilesInRanges(ranges []Range, includeEnd bool) error {
 	d.mu.Unlock()
 
 	err := d.deleteTables(deleted)
+	if err == nil {
+		// As RocksDB does, the files no version uses any more leave the
+		// disk before the call returns; still counted as running, so that
+		// Close has not released the file cache and version set yet.
+		d.deleteObsoleteFiles(false)
+	}
 
 	d.mu.Lock()
 	for _, lf := range deleted {
@@ -93,11 +99,6 @@ func (d *DB) DeleteFilesInRanges(ranges []Range, includeEnd bool) error {
 	d.mu.compact.cond.Broadcast()
 	d.maybeScheduleLocked()
 	d.mu.Unlock()
-	if err == nil {
-		// As RocksDB does, the files no version uses any more leave the
-		// disk before the call returns.
-		d.deleteObsoleteFiles(false)
-	}
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // dfrKey and dfrValue are the keys and values of the DeleteFilesInRange
@@ -496,6 +497,48 @@ func TestDeleteFilesInRangeErrors(t *testing.T) {
 	}
 	if err := ro.DeleteFilesInRanges([]Range{{}}, false); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("read-only, DeleteFilesInRanges: %v", err)
+	}
+}
+
+// TestDeleteFilesInRangeManifestFailure fails the MANIFEST sync of the
+// deletion: the call fails, writes stop (the edit may be durable), the
+// tables stay readable; after Resume the deletion can be made again.
+func TestDeleteFilesInRangeManifestFailure(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs, _, d := openFaultDB(t, mem, nil)
+	defer d.Close()
+	putKeyRange(t, d, 0, 2000, "v1")
+	if err := d.CompactRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := tablesByLevel(d)
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpSync, PathContains: "MANIFEST"})
+	if err := d.DeleteFilesInRange(dfrKey(500), dfrKey(1500), true); err == nil {
+		t.Fatal("DeleteFilesInRange with a failing MANIFEST succeeded")
+	}
+	if err := d.Put(dfrKey(1), []byte("x"), nil); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("a write after the failed deletion: %v", err)
+	}
+	if err := d.DeleteFilesInRange(dfrKey(500), dfrKey(1500), true); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("a deletion in the read-only state: %v", err)
+	}
+	for i := range 2000 {
+		if v, err := d.Get(dfrKey(i), nil); err != nil || !bytes.Equal(v, dfrValue(i, "v1")) {
+			t.Fatalf("key %d after the failed deletion: %q, %v", i, v, err)
+		}
+	}
+	ffs.ClearRules()
+	if err := d.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if after := tablesByLevel(d); len(after[len(after)-1]) != len(before[len(before)-1]) {
+		t.Fatalf("the failed deletion changed the version: %d tables, before %d", len(after[len(after)-1]), len(before[len(before)-1]))
+	}
+	if err := d.DeleteFilesInRange(dfrKey(500), dfrKey(1500), true); err != nil {
+		t.Fatal(err)
+	}
+	if after := tablesByLevel(d); len(after[len(after)-1]) >= len(before[len(before)-1]) {
+		t.Fatal("nothing deleted after Resume")
 	}
 }
 
