@@ -4,8 +4,10 @@ import "time"
 
 // Clock tells the DB the time (RocksDB's SystemClock, Env::NowMicros). The
 // DB reads it to date tombstones as they are written and to wake up when a
-// delete persistence deadline (Options.DeletePersistenceThreshold) comes;
-// nothing else in the DB reads it. Tests pass a clock they move by hand.
+// delete persistence deadline (Options.DeletePersistenceThreshold) comes,
+// to date tables and memtables for TTL and periodic compactions (and check
+// them at each pick) and snapshots, and for blob GC's off-peak window. Tests
+// pass a clock they move by hand.
 // Implementations must be safe for concurrent use.
 type Clock interface {
 	// Now returns the current time.

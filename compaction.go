@@ -877,6 +877,11 @@ const (
 	// BottommostLevelCompactionForce always rewrites the last level's files
 	// in the range (kForce).
 	BottommostLevelCompactionForce
+	// BottommostLevelCompactionForceOptimized rewrites the last level's
+	// files in the range except those this call has just written by
+	// compacting the level above into it (kForceOptimized): each file is
+	// rewritten once, not twice.
+	BottommostLevelCompactionForceOptimized
 )
 
 // String returns RocksDB's name of b.
@@ -888,6 +893,8 @@ func (b BottommostLevelCompaction) String() string {
 		return "kSkip"
 	case BottommostLevelCompactionForce:
 		return "kForce"
+	case BottommostLevelCompactionForceOptimized:
+		return "kForceOptimized"
 	}
 	return fmt.Sprintf("BottommostLevelCompaction(%d)", int(b))
 }
@@ -895,14 +902,15 @@ func (b BottommostLevelCompaction) String() string {
 // skipLastLevel reports whether a manual compaction of [start, end] leaves
 // the last level of v as it is: always with changeLevel (its target is not
 // rewritten) or BottommostLevelCompactionSkip, never with
-// BottommostLevelCompactionForce or a compaction filter, and otherwise
-// unless its files there hold what a rewrite would drop or relocate
+// BottommostLevelCompactionForce or ForceOptimized or a compaction
+// filter, and otherwise unless its files there hold what a rewrite would
+// drop or relocate
 // (lastLevelNeedsRewrite).
 func (d *DB) skipLastLevel(v *manifest.Version, changeLevel bool, b BottommostLevelCompaction, start, end []byte) bool {
 	switch {
 	case changeLevel || b == BottommostLevelCompactionSkip:
 		return true
-	case b == BottommostLevelCompactionForce:
+	case b == BottommostLevelCompactionForce || b == BottommostLevelCompactionForceOptimized:
 		return false
 	}
 	return !d.hasCompactionFilter() && !d.lastLevelNeedsRewrite(v, v.Overlaps(d.cmp.Compare, len(v.Levels)-1, start, end))
@@ -925,7 +933,8 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 		bottommost = o.BottommostLevelCompaction
 	}
 	switch bottommost {
-	case BottommostLevelCompactionIfHaveCompactionFilter, BottommostLevelCompactionSkip, BottommostLevelCompactionForce:
+	case BottommostLevelCompactionIfHaveCompactionFilter, BottommostLevelCompactionSkip, BottommostLevelCompactionForce,
+		BottommostLevelCompactionForceOptimized:
 	default:
 		return base.InvalidArgumentf("shale: CompactRangeOptions.BottommostLevelCompaction %d is not one of the constants", int(bottommost))
 	}
@@ -948,10 +957,18 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 	d.mu.compact.manual++
 	defer func() {
 		d.mu.compact.manual--
+		d.mu.compact.cond.Broadcast() // DeleteFilesInRanges waits for it
 		d.maybeScheduleLocked()
 	}()
 	for d.mu.compact.running > 0 && !d.mu.closing {
 		d.mu.compact.cond.Wait()
+	}
+	// Every table this call writes has a number from fresh on (a number
+	// no file takes), and only this call writes below L0 now.
+	optimized := bottommost == BottommostLevelCompactionForceOptimized && !changeLevel
+	var fresh base.FileNum
+	if optimized {
+		fresh = d.versions.NewFileNum()
 	}
 	for level := 0; level <= target; level++ {
 		if d.mu.closing {
@@ -969,7 +986,12 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 			v.Unref()
 			break
 		}
-		c := compact.PickManual(v, &co, level, start, end)
+		var c *compact.Compaction
+		if optimized && level == target {
+			c = pickOlderLastLevelRun(d.cmp.Compare, v, &co, start, end, fresh)
+		} else {
+			c = compact.PickManual(v, &co, level, start, end)
+		}
 		if c == nil {
 			v.Unref()
 			continue
@@ -997,9 +1019,36 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 		if c.OutputLevel > level {
 			level = c.OutputLevel - 1
 		}
+		if optimized && level == target {
+			level-- // the next run of older files, if any
+		}
 	}
 	d.signalObsolete()
 	return nil
+}
+
+// pickOlderLastLevelRun returns the in-place compaction, for
+// BottommostLevelCompactionForceOptimized, of the first run of consecutive
+// last-level files of v overlapping [start, end] that are older than fresh
+// (not written by the call), or nil when none is left. A run at a time: a
+// rewrite of older files on both sides of fresh ones would write outputs
+// spanning those. PickManual widens the run to a clean cut, which takes a
+// fresh file only if it shares a user key with the run.
+func pickOlderLastLevelRun(cmp base.Compare, v *manifest.Version, co *compact.Options, start, end []byte, fresh base.FileNum) *compact.Compaction {
+	last := len(v.Levels) - 1
+	files := v.Overlaps(cmp, last, start, end)
+	i := 0
+	for i < len(files) && files[i].FileNum >= fresh {
+		i++
+	}
+	if i == len(files) {
+		return nil
+	}
+	j := i
+	for j < len(files) && files[j].FileNum < fresh {
+		j++
+	}
+	return compact.PickManual(v, co, last, files[i].Smallest.UserKey, files[j-1].Largest.UserKey)
 }
 
 // oldestAncester returns the oldest OldestAncesterTime of files, ignoring

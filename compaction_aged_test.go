@@ -116,3 +116,42 @@ func TestTTLAndPeriodicCompactions(t *testing.T) {
 		t.Fatalf("after reopen: created %d, oldest data %d; want %d, %d", f.FileCreationTime, f.OldestAncesterTime, created, ancester)
 	}
 }
+
+// TestModelAgedCompactions is TestModel with TTL and periodic compactions
+// firing as the operations run (setAgedCompactionTestOptions), alone and
+// over tiny tables in a deeper tree; the model checks every answer, and
+// the listener that both kinds of compaction ran.
+func TestModelAgedCompactions(t *testing.T) {
+	ops := bySize(3000, 1000, 20000)
+	variants := []struct {
+		name string
+		set  func(*Options)
+	}{
+		{"base", func(o *Options) {}},
+		{"tiny-tables-static-levels", func(o *Options) {
+			o.WriteBufferSize = 4 << 10
+			o.TargetFileSizeBase = 4 << 10
+			o.MaxBytesForLevelBase = 16 << 10
+			o.DisableDynamicLevelBytes = true
+		}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			forEachSeed(t, bySize(2, 1, 5), func(t *testing.T, seed uint64) {
+				lis := &recordingListener{}
+				runModel(t, seed, ops, setAgedCompactionTestOptions, v.set, func(o *Options) { o.EventListener = lis })
+				// runModel closed the DB: every event is in.
+				reasons := map[string]int{}
+				for _, c := range ofKind[CompactionInfo](lis, "CompactionCompleted") {
+					if c.Err == nil {
+						reasons[c.Reason]++
+					}
+				}
+				if reasons["ttl"] == 0 || reasons["periodic"] == 0 {
+					t.Fatalf("TTL and periodic compactions did not both run: %v", reasons)
+				}
+				t.Logf("compactions by reason: %v", reasons)
+			})
+		})
+	}
+}

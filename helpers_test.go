@@ -370,6 +370,21 @@ func setBlobDeletePersistenceTestOptions(o *Options) {
 	o.TargetFileSizeBase = 4 << 10
 }
 
+// setAgedCompactionTestOptions turns TTL (2 s) and periodic (5 s)
+// compactions on, on a clock that moves 250 ms at every reading: as the DB
+// works (it reads the clock at each pick, table and memtable), the data of
+// a table above the last level soon outlives the TTL and every table the
+// period, so both kinds of compaction run all the time
+// (TestModelAgedCompactions checks that they do). Time stands still while
+// the DB is idle, so over the model tests' few tables they end; over more
+// than about ten, periodic rewrites (two readings each) would keep time,
+// and themselves, going.
+func setAgedCompactionTestOptions(o *Options) {
+	o.TTL = 2
+	o.PeriodicCompactionSeconds = 5
+	o.Clock = newFakeClock(250 * time.Millisecond)
+}
+
 // setBlobGCTestOptions turns blob garbage collection on, relocating every
 // blob file's values, with targeted compactions of the tables referencing a
 // file once half of it is garbage.

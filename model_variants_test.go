@@ -151,6 +151,9 @@ var metamorphicSets = []metaOptionSet{
 		o.MaxBytesForLevelBase = 16 << 10
 		o.MaxBytesForLevelMultiplier = 2
 	}},
+	// TTL and periodic compactions firing all the time on a fake clock
+	// (setAgedCompactionTestOptions).
+	{name: "ttl-periodic-fake-clock", set: setAgedCompactionTestOptions},
 	{name: "secondary-delete-key", set: func(o *Options) {
 		// Attributes collected and recorded for every table; the
 		// sequences of TestMetamorphic hold no secondary delete, so

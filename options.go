@@ -343,7 +343,8 @@ type Options struct {
 	// Default 0: off.
 	PeriodicCompactionSeconds uint64
 	// Clock tells the time for DeletePersistenceThreshold and the tombstone
-	// dates it counts from. Default SystemClock.
+	// dates it counts from, and for TTL and PeriodicCompactionSeconds and
+	// the table times they count from (see Clock). Default SystemClock.
 	Clock Clock
 	// SecondaryDeleteKey extracts the secondary attribute (a timestamp,
 	// say) of an entry, for DB.DeleteBySecondaryRange (Lethe's KiWi idea;
