@@ -371,3 +371,15 @@ func TestMergeOverBlobValue(t *testing.T) {
 	}
 	checkBlobReferences(t, d)
 }
+
+// TestMergeOperatorRefusesSecondaryDeleteKey: the two options cannot be
+// combined (docs/decisions.md, Merge operator).
+func TestMergeOperatorRefusesSecondaryDeleteKey(t *testing.T) {
+	opts := testOptions(vfs.NewMem())
+	opts.MergeOperator = UInt64AddOperator
+	opts.SecondaryDeleteKey = modelSecondaryKey
+	_, err := Open("db", opts)
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "SecondaryDeleteKey") {
+		t.Fatalf("Open with both: %v", err)
+	}
+}

@@ -594,6 +594,11 @@ func (o *Options) Validate() error {
 		return base.InvalidArgumentf(format, args...)
 	}
 	switch {
+	case o.MergeOperator != nil && o.SecondaryDeleteKey != nil:
+		// A secondary tombstone judges a Set by its attribute; merged
+		// onto, the value it judged is gone, and whether a compaction
+		// merged it first would change what the tombstone deletes.
+		return bad("Options.MergeOperator and Options.SecondaryDeleteKey cannot both be set: secondary tombstones apply to Set values, which merges change")
 	case o.AllowMmapReads && o.UseDirectReads:
 		return bad("Options.AllowMmapReads and Options.UseDirectReads cannot both be set: a mapping reads through the page cache, which direct reads bypass")
 	case o.WriteBufferSize < 4*kib:
