@@ -1,11 +1,11 @@
-// Command compare runs the same workloads through shale, Pebble, Badger and
-// goleveldb in one run and prints their throughput (or, for deletescan,
+// Command compare runs the same workloads through shale, Pebble, Badger,
+// goleveldb and (built with -tags rocksdb) RocksDB in one run and prints their throughput (or, for deletescan,
 // their times) side by side, with shale's ratio to each of the others, then
 // the same as markdown tables with each operation's latency percentiles
 // and each engine's peak memory.
 //
 //	cd bench/compare && go run . [--num 1000000] [--benchmarks fillseq,fillrandom,readrandom,seekrandom]
-//	        [--engines shale,pebble,badger,goleveldb] [--value_size 100] [--dir DIR]
+//	        [--engines shale,pebble,badger,goleveldb[,rocksdb]] [--value_size 100] [--dir DIR]
 //	        [--threads 1] [--batch_size 8] [--seek_nexts 0] [--report FILE]
 //
 // The engines get the same settings wherever they have them: 16-byte
@@ -28,6 +28,24 @@
 // write_bytes of /proc/self/io, read once the engine is closed; elsewhere
 // both are left out), then measures and removes the engine's directory.
 // --cpuprofile FILE writes one profile per engine, FILE.ENGINE.
+//
+// RocksDB runs through cgo (github.com/linxGnu/grocksdb v1.7.14, for
+// RocksDB 7.8) against the system's librocksdb, only in a build with the
+// rocksdb tag; without it, --engines rocksdb says to build with the tag:
+//
+//	cd bench/compare && ./install-rocksdb.sh   # apt-get install librocksdb-dev, if missing
+//	go run -tags rocksdb . --engines shale,pebble,badger,goleveldb,rocksdb
+//
+// (with the tag, --engines defaults to all five). It gets an LRU block
+// cache of --cache_size, a 64 MiB write buffer, 4 KiB blocks with a
+// restart every 16 keys, a 10-bit full bloom filter, snappy and the WAL on
+// without sync; the rest is RocksDB's default (level compaction, two
+// memtables, two background jobs, indexes and filters outside the block
+// cache). Its get is GetPinned, copied out; multireadrandom's MultiGet is
+// RocksDB's batched MultiGet (rocksdb_batched_multi_get_cf, the one
+// db_bench calls), reached through the C API since grocksdb wraps only the
+// per-key rocksdb_multi_get; flush is Flush (waiting), the full compaction
+// CompactRange over every key.
 //
 // goleveldb (v1) gets BlockCacheCapacity the block cache, WriteBuffer
 // 64 MiB, a 10-bit bloom filter, snappy, 4 KiB blocks with a restart every
@@ -70,8 +88,9 @@
 //	                  num timed random reads by each of --threads goroutines
 //	multireadrandom   readrandom's warm-up, then num random keys read in
 //	                  batches of --batch_size (default 8): shale's MultiGet,
-//	                  one read transaction of gets for Badger, a loop of gets
-//	                  for Pebble and goleveldb, which have no MultiGet
+//	                  RocksDB's batched MultiGet, one read transaction of
+//	                  gets for Badger, a loop of gets for Pebble and
+//	                  goleveldb, which have no MultiGet
 //	readseq           every key read in order by one iterator (the DB is
 //	                  flushed first); it fails on a key out of order
 //	seekrandom        num SeekGE to random keys (the DB is flushed first),
@@ -105,7 +124,7 @@
 // Badger counts no compaction bytes written and shale's and Pebble's
 // WriteAmp count different things.
 //
-// This program lives in its own module so that Pebble and Badger never
-// become dependencies of shale itself; it only measures and never changes
-// shale.
+// This program lives in its own module so that Pebble, Badger, goleveldb
+// and grocksdb never become dependencies of shale itself; it only measures
+// and never changes shale.
 package main

@@ -6,6 +6,7 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/dgraph-io/badger/v4 v4.9.6
+	github.com/linxGnu/grocksdb v1.7.14
 	github.com/shaledb/shale v0.0.0-00010101000000-000000000000
 	github.com/syndtr/goleveldb v1.0.0
 )

@@ -27,7 +27,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	flags.SetOutput(progress)
 	num := flags.Int64("num", 1000000, "number of keys")
 	benchmarks := flags.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, overwrite, readrandom, multireadrandom, readseq, seekrandom, readwhilewriting, deletescan")
-	engineList := flags.String("engines", "shale,pebble,badger,goleveldb", "comma-separated engines to run, in this order: shale, pebble, badger, goleveldb")
+	engineList := flags.String("engines", strings.Join(engineNames(), ","), "comma-separated engines to run, in this order: "+strings.Join(engineNames(), ", ")+" (rocksdb with -tags rocksdb)")
 	dir := flags.String("dir", "", "parent directory of the engines' databases (default: a temporary directory, removed afterwards)")
 	cacheSize := flags.Int64("cache_size", 8<<20, "block cache bytes, the same for every engine")
 	valueSize := flags.Int("value_size", 100, "value bytes of the fill workloads (deletescan writes its own 500-byte values)")
@@ -144,18 +144,18 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 			}
 		}
 	}
-	engineNames := make([]string, len(engines))
+	ran := make([]string, len(engines))
 	for i, eng := range engines {
-		engineNames[i] = eng.name
+		ran[i] = eng.name
 	}
 	sizes := make([]diskSize, len(engines))
 	for e := range res {
 		sizes[e] = res[e].size
 	}
-	printTable(out, names, engineNames, results)
-	printSizes(out, names[len(names)-1], engineNames, sizes)
+	printTable(out, names, ran, results)
+	printSizes(out, names[len(names)-1], ran, sizes)
 	var md bytes.Buffer
-	printMarkdown(&md, names, wcfg, engineNames, results, res)
+	printMarkdown(&md, names, wcfg, ran, results, res)
 	fmt.Fprintln(out)
 	if _, err := out.Write(md.Bytes()); err != nil {
 		return err
@@ -227,12 +227,25 @@ func parseWorkloads(list string) ([]string, error) {
 	return names, nil
 }
 
-// engineOpeners lists the engines --engines may name.
+// engineOpeners lists the engines --engines may name. Engines built only
+// under a tag (rocksdb_engine.go) add themselves in an init function.
 var engineOpeners = []namedOpener{{"shale", openShale}, {"pebble", openPebble}, {"badger", openBadger}, {"goleveldb", openGoleveldb}}
+
+// taggedEngines names the engines that need a build tag, and the tag.
+var taggedEngines = map[string]string{"rocksdb": "rocksdb"}
 
 type namedOpener struct {
 	name string
 	open opener
+}
+
+// engineNames lists the engines this build has, in engineOpeners order.
+func engineNames() []string {
+	names := make([]string, len(engineOpeners))
+	for i, o := range engineOpeners {
+		names[i] = o.name
+	}
+	return names
 }
 
 // parseEngines turns --engines into openers, in the order given.
@@ -245,7 +258,10 @@ func parseEngines(list string) ([]namedOpener, error) {
 		}
 		i := slices.IndexFunc(engineOpeners, func(o namedOpener) bool { return o.name == n })
 		if i < 0 {
-			return nil, fmt.Errorf("--engines: unknown engine %q (want shale, pebble, badger or goleveldb)", n)
+			if tag, ok := taggedEngines[n]; ok {
+				return nil, fmt.Errorf("--engines: engine %q is not in this build: build with -tags %s (go run -tags %s .), after installing its library (install-%s.sh)", n, tag, tag, n)
+			}
+			return nil, fmt.Errorf("--engines: unknown engine %q (want one of %s)", n, strings.Join(engineNames(), ", "))
 		}
 		if seen[n] {
 			return nil, fmt.Errorf("--engines: %q named twice", n)

@@ -150,6 +150,12 @@ func TestParseEngines(t *testing.T) {
 			t.Errorf("parseEngines(%q): %v, want %q", list, err, want)
 		}
 	}
+	// Without -tags rocksdb, naming it says how to build it in.
+	if !slices.Contains(engineNames(), "rocksdb") {
+		if _, err := parseEngines("shale,rocksdb"); err == nil || !strings.Contains(err.Error(), "build with -tags rocksdb") {
+			t.Errorf("parseEngines(rocksdb) without the tag: %v, want an error naming -tags rocksdb", err)
+		}
+	}
 	var out, progress bytes.Buffer
 	for _, args := range [][]string{{"--value_size", "-1"}, {"--engines", "nosuch"}} {
 		if err := mainErr(args, &out, &progress); err == nil || !strings.Contains(err.Error(), args[0]) {
