@@ -122,7 +122,7 @@ func (e *rocksdbEngine) newReader() engineReader { return &rocksdbReader{e: e} }
 type rocksdbReader struct {
 	e *rocksdbEngine
 	// value receives the value get reads (reused: no allocation).
-	value []byte
+	val []byte
 }
 
 // get reads through GetPinned, which leaves the value where RocksDB has it
@@ -137,9 +137,11 @@ func (r *rocksdbReader) get(key []byte) (bool, error) {
 	if !h.Exists() {
 		return false, nil
 	}
-	r.value = append(r.value[:0], h.Data()...)
+	r.val = append(r.val[:0], h.Data()...)
 	return true, nil
 }
+
+func (r *rocksdbReader) value() []byte { return r.val }
 
 // multiGet is RocksDB's batched MultiGet (rocksdb_batched_multi_get_cf,
 // the one db_bench's multireadrandom calls), which looks the keys up level
@@ -194,7 +196,7 @@ func (r *rocksdbReader) multiGet(keys [][]byte) (int, error) {
 		v := C.rocksdb_pinnableslice_value(values[i], &size)
 		// Copied out, as get does; each key's value lands in the one
 		// buffer, as shale's MultiGetFunc hands each value to one callback.
-		r.value = append(r.value[:0], unsafe.Slice((*byte)(unsafe.Pointer(v)), int(size))...)
+		r.val = append(r.val[:0], unsafe.Slice((*byte)(unsafe.Pointer(v)), int(size))...)
 		C.rocksdb_pinnableslice_destroy(values[i])
 		found++
 	}
@@ -246,6 +248,8 @@ func (i *rocksdbIter) next() bool { i.it.Next(); return i.it.Valid() }
 
 // key is the iterator's key in RocksDB's memory, valid until it moves.
 func (i *rocksdbIter) key() []byte { return i.it.Key().Data() }
+
+func (i *rocksdbIter) value() ([]byte, error) { return i.it.Value().Data(), nil }
 
 func (i *rocksdbIter) close() error {
 	err := i.it.Err()

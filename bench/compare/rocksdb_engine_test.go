@@ -57,8 +57,8 @@ func TestRocksDBMultiGetMatchesGet(t *testing.T) {
 			}
 		}
 		// The last value multiGet read is the last key's, whole.
-		if _, err := r.multiGet([][]byte{[]byte("nosuch"), []byte("key0010")}); err != nil || !bytes.Equal(r.value, value(10)) {
-			t.Fatalf("multiGet's value %q (%v), want %q", r.value, err, value(10))
+		if _, err := r.multiGet([][]byte{[]byte("nosuch"), []byte("key0010")}); err != nil || !bytes.Equal(r.val, value(10)) {
+			t.Fatalf("multiGet's value %q (%v), want %q", r.val, err, value(10))
 		}
 		if n, err := r.multiGet([][]byte{[]byte("nosuch")}); n != 0 || err != nil {
 			t.Fatalf("multiGet of a missing key: %d %v", n, err)
