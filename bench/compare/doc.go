@@ -80,6 +80,12 @@
 //
 //	go run . --num 100000 --value_size 8192 --benchmarks fillrandom,readrandom --shale_blob_files --badger_value_threshold 1024
 //
+// or issue 13's 8 KiB values on all five, shale separating those of 4 KiB
+// and more (Pebble, goleveldb and RocksDB keep them in their tables;
+// RocksDB's own blob files are not turned on):
+//
+//	go run -tags rocksdb . --num 100000 --value_size 8192 --benchmarks fillrandom,readrandom --shale_blob_files --shale_min_blob_size 4096
+//
 // Workloads, in the spirit of db_bench:
 //
 //	fillseq           write num keys in order into a fresh DB
