@@ -27,7 +27,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	flags.SetOutput(progress)
 	num := flags.Int64("num", 1000000, "number of keys")
 	benchmarks := flags.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, overwrite, readrandom, multireadrandom, readseq, seekrandom, readwhilewriting, deletescan, ycsb_load, ycsb_a, ycsb_b, ycsb_c, ycsb_d, ycsb_e, ycsb_f")
-	engineList := flags.String("engines", strings.Join(engineNames(), ","), "comma-separated engines to run, in this order: "+strings.Join(engineNames(), ", ")+" (rocksdb with -tags rocksdb)")
+	engineList := flags.String("engines", strings.Join(engineNames(), ","), "comma-separated engines to run, in this order: "+strings.Join(engineNames(), ", ")+untaggedEngines())
 	dir := flags.String("dir", "", "parent directory of the engines' databases (default: a temporary directory, removed afterwards)")
 	cacheSize := flags.Int64("cache_size", 8<<20, "block cache bytes, the same for every engine")
 	valueSize := flags.Int("value_size", 100, "value bytes of the fill workloads (deletescan writes its own 500-byte values)")
@@ -278,6 +278,22 @@ func engineNames() []string {
 		names[i] = o.name
 	}
 	return names
+}
+
+// untaggedEngines names, for --engines' usage, the engines this build
+// lacks and the tag each needs.
+func untaggedEngines() string {
+	var missing []string
+	for name, tag := range taggedEngines {
+		if !slices.Contains(engineNames(), name) {
+			missing = append(missing, fmt.Sprintf("%s with -tags %s", name, tag))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	slices.Sort(missing)
+	return " (" + strings.Join(missing, ", ") + ")"
 }
 
 // parseEngines turns --engines into openers, in the order given.
