@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -16,8 +17,8 @@ type badgerEngine struct {
 	db   *badger.DB
 	opts badger.Options
 	// dirty says a put or delete may sit in a memtable: flush reopens the
-	// DB only then.
-	dirty bool
+	// DB only then. Atomic: puts may come from several goroutines.
+	dirty atomic.Bool
 }
 
 // defaultBadgerValueThreshold is Badger's own ValueThreshold (1 MiB in
@@ -63,12 +64,12 @@ func openBadger(dir string, cfg engineConfig) (engine, error) {
 func (e *badgerEngine) name() string { return "badger" }
 
 func (e *badgerEngine) put(key, value []byte) error {
-	e.dirty = true
+	e.dirty.Store(true)
 	return e.db.Update(func(txn *badger.Txn) error { return txn.Set(key, value) })
 }
 
 func (e *badgerEngine) delete(key []byte) error {
-	e.dirty = true
+	e.dirty.Store(true)
 	return e.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
 }
 
@@ -79,7 +80,7 @@ func (e *badgerEngine) newReader() engineReader { return &badgerReader{e: e} }
 type badgerReader struct {
 	e *badgerEngine
 	// value receives the value get reads (reused: no allocation).
-	value []byte
+	val []byte
 }
 
 // get reads the value too (from the value log when it was separated), as
@@ -96,6 +97,8 @@ func (r *badgerReader) get(key []byte) (bool, error) {
 	})
 	return found, err
 }
+
+func (r *badgerReader) value() []byte { return r.val }
 
 // multiGet reads every key in one read transaction, Badger's way of
 // reading several keys at one snapshot; it has no MultiGet.
@@ -125,7 +128,7 @@ func (r *badgerReader) getIn(txn *badger.Txn, key []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	r.value, err = item.ValueCopy(r.value[:0])
+	r.val, err = item.ValueCopy(r.val[:0])
 	return err == nil, err
 }
 
@@ -138,7 +141,7 @@ func (r *badgerReader) getIn(txn *badger.Txn, key []byte) (bool, error) {
 // refills it. With no write since the last flush it does nothing, so a
 // seekrandom after readrandom finds the cache as warm as the peers do.
 func (e *badgerEngine) flush() error {
-	if !e.dirty {
+	if !e.dirty.Load() {
 		return nil
 	}
 	return e.reopen(e.opts)
@@ -167,7 +170,8 @@ func (e *badgerEngine) reopen(closeOpts badger.Options) error {
 	if err != nil {
 		return err
 	}
-	e.db, e.dirty = db, false
+	e.db = db
+	e.dirty.Store(false)
 	return nil
 }
 
@@ -220,11 +224,20 @@ func (e *badgerEngine) shape() string {
 type badgerIter struct {
 	txn *badger.Txn
 	it  *badger.Iterator
+	// val holds the value value read last: Badger reads it (from the
+	// value log if separated) only when asked, since PrefetchValues is off.
+	val []byte
 }
 
 func (i *badgerIter) seekGE(key []byte) bool { i.it.Seek(key); return i.it.Valid() }
 func (i *badgerIter) next() bool             { i.it.Next(); return i.it.Valid() }
 func (i *badgerIter) key() []byte            { return i.it.Item().Key() }
+
+func (i *badgerIter) value() ([]byte, error) {
+	var err error
+	i.val, err = i.it.Item().ValueCopy(i.val[:0])
+	return i.val, err
+}
 
 func (i *badgerIter) close() error {
 	i.it.Close()

@@ -25,13 +25,15 @@ func TestMain(m *testing.M) {
 
 // TestMainErrRunsEachEngineInAChild runs two engines end to end, each in
 // its own process, and checks the markdown tables on stdout and in
-// --report: a row per engine and workload, and each engine's peak RSS.
+// --report: a row per engine and workload, and each engine's peak RSS. The
+// YCSB workloads' go-ycsb prints to stdout, which must not reach the
+// child's report.
 func TestMainErrRunsEachEngineInAChild(t *testing.T) {
 	t.Setenv(childTestEnv, "1")
 	report := filepath.Join(t.TempDir(), "report.md")
 	var out, progress bytes.Buffer
-	args := []string{"--num", "2000", "--benchmarks", "fillseq,readseq,readwhilewriting", "--engines", "shale,goleveldb",
-		"--threads", "2", "--cache_size", "1048576", "--report", report}
+	args := []string{"--num", "2000", "--benchmarks", "fillseq,readseq,readwhilewriting,ycsb_load,ycsb_e", "--engines", "shale,goleveldb",
+		"--threads", "2", "--ycsb_records", "2000", "--cache_size", "1048576", "--report", report}
 	if err := mainErr(args, &out, &progress); err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
@@ -42,7 +44,8 @@ func TestMainErrRunsEachEngineInAChild(t *testing.T) {
 	if !strings.HasSuffix(out.String(), string(md)) {
 		t.Fatalf("stdout does not end with the report:\n%s\nreport:\n%s", out.String(), md)
 	}
-	for _, row := range []string{"| fillseq | shale |", "| readseq | goleveldb |", "| readwhilewriting (2 readers) | shale |"} {
+	for _, row := range []string{"| fillseq | shale |", "| readseq | goleveldb |", "| readwhilewriting (2 readers) | shale |",
+		"| ycsb_load (2000 records of 10×100 B; 2 threads) | goleveldb |", "| ycsb_e (95% scan of 1-100, 5% insert, zipfian; 2 threads) | shale |"} {
 		if !strings.Contains(string(md), row) {
 			t.Errorf("report has no row %q:\n%s", row, md)
 		}

@@ -4,11 +4,14 @@ package main
 // workloads are written once against it.
 type engine interface {
 	name() string
+	// put and delete may run in several goroutines at once (the YCSB
+	// workloads write from each of their threads), and concurrently with
+	// readers and iterators.
 	put(key, value []byte) error
 	delete(key []byte) error
 	// newReader returns a reader for one goroutine. Readers of one engine
-	// may run concurrently with each other and with one goroutine's put,
-	// never with flush, compactAll or close (which may reopen the DB).
+	// may run concurrently with each other and with puts, never with
+	// flush, compactAll or close (which may reopen the DB).
 	newReader() engineReader
 	newIter() (engineIter, error)
 	flush() error
@@ -27,6 +30,8 @@ type engineReader interface {
 	// get reports whether key exists, reading its value into memory the
 	// reader owns until the next get (what a caller keeping the value has).
 	get(key []byte) (bool, error)
+	// value is the value the last get found, in the reader's memory.
+	value() []byte
 	// multiGet looks up keys together and reports how many exist, reading
 	// their values as get does: through the engine's MultiGet where it has
 	// one, else by getsInLoop.
@@ -55,6 +60,9 @@ type engineIter interface {
 	seekGE(key []byte) bool
 	next() bool
 	key() []byte
+	// value reads the current key's value (valid until the iterator
+	// moves); the seek and scan workloads never call it, YCSB's scan does.
+	value() ([]byte, error)
 	close() error
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/filter"
@@ -17,8 +18,8 @@ type goleveldbEngine struct {
 	dir  string
 	opts *opt.Options
 	// dirty says a put or delete may sit in the memtable: flush reopens
-	// the DB only then.
-	dirty bool
+	// the DB only then. Atomic: puts may come from several goroutines.
+	dirty atomic.Bool
 }
 
 func openGoleveldb(dir string, cfg engineConfig) (engine, error) {
@@ -46,12 +47,12 @@ func openGoleveldb(dir string, cfg engineConfig) (engine, error) {
 func (e *goleveldbEngine) name() string { return "goleveldb" }
 
 func (e *goleveldbEngine) put(key, value []byte) error {
-	e.dirty = true
+	e.dirty.Store(true)
 	return e.db.Put(key, value, nil)
 }
 
 func (e *goleveldbEngine) delete(key []byte) error {
-	e.dirty = true
+	e.dirty.Store(true)
 	return e.db.Delete(key, nil)
 }
 
@@ -61,7 +62,7 @@ func (e *goleveldbEngine) delete(key []byte) error {
 // reopens the DB, as the Badger engine does, which empties the block cache;
 // readrandom's untimed warm pass refills it.
 func (e *goleveldbEngine) flush() error {
-	if !e.dirty {
+	if !e.dirty.Load() {
 		return nil
 	}
 	if err := e.db.Close(); err != nil {
@@ -71,13 +72,14 @@ func (e *goleveldbEngine) flush() error {
 	if err != nil {
 		return err
 	}
-	e.db, e.dirty = db, false
+	e.db = db
+	e.dirty.Store(false)
 	return nil
 }
 
 // compactAll flushes the memtable and compacts every level.
 func (e *goleveldbEngine) compactAll() error {
-	e.dirty = false
+	e.dirty.Store(false)
 	return e.db.CompactRange(util.Range{})
 }
 
@@ -103,7 +105,7 @@ type goleveldbReader struct {
 	e *goleveldbEngine
 	// value holds the last value get read. goleveldb's Get returns a new
 	// copy each time; there is no call that reads into a caller's buffer.
-	value []byte
+	val []byte
 }
 
 func (r *goleveldbReader) get(key []byte) (bool, error) {
@@ -114,9 +116,11 @@ func (r *goleveldbReader) get(key []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	r.value = v
+	r.val = v
 	return true, nil
 }
+
+func (r *goleveldbReader) value() []byte { return r.val }
 
 // multiGet is a loop of get: goleveldb has no MultiGet.
 func (r *goleveldbReader) multiGet(keys [][]byte) (int, error) { return getsInLoop(r, keys) }
@@ -130,8 +134,9 @@ func (i *goleveldbIter) seekGE(key []byte) bool {
 	return i.it.Seek(key)
 }
 
-func (i *goleveldbIter) next() bool  { return i.it.Next() }
-func (i *goleveldbIter) key() []byte { return i.it.Key() }
+func (i *goleveldbIter) next() bool             { return i.it.Next() }
+func (i *goleveldbIter) key() []byte            { return i.it.Key() }
+func (i *goleveldbIter) value() ([]byte, error) { return i.it.Value(), nil }
 
 func (i *goleveldbIter) close() error {
 	i.it.Release()

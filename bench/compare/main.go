@@ -26,14 +26,18 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	flags := flag.NewFlagSet("compare", flag.ContinueOnError)
 	flags.SetOutput(progress)
 	num := flags.Int64("num", 1000000, "number of keys")
-	benchmarks := flags.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, overwrite, readrandom, multireadrandom, readseq, seekrandom, readwhilewriting, deletescan")
-	engineList := flags.String("engines", "shale,pebble,badger,goleveldb", "comma-separated engines to run, in this order: shale, pebble, badger, goleveldb")
+	benchmarks := flags.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, overwrite, readrandom, multireadrandom, readseq, seekrandom, readwhilewriting, deletescan, ycsb_load, ycsb_a, ycsb_b, ycsb_c, ycsb_d, ycsb_e, ycsb_f")
+	engineList := flags.String("engines", strings.Join(engineNames(), ","), "comma-separated engines to run, in this order: "+strings.Join(engineNames(), ", ")+untaggedEngines())
 	dir := flags.String("dir", "", "parent directory of the engines' databases (default: a temporary directory, removed afterwards)")
 	cacheSize := flags.Int64("cache_size", 8<<20, "block cache bytes, the same for every engine")
 	valueSize := flags.Int("value_size", 100, "value bytes of the fill workloads (deletescan writes its own 500-byte values)")
-	threads := flags.Int("threads", 1, "readrandom and readwhilewriting: reading goroutines, each reading --num keys")
+	threads := flags.Int("threads", 0, fmt.Sprintf("readrandom and readwhilewriting: reading goroutines, each reading --num keys (0: 1); the ycsb workloads: client threads, sharing the operations (0: %d)", defaultYCSBThreads))
 	batchSize := flags.Int("batch_size", defaultBatchSize, "multireadrandom: keys per MultiGet")
 	seekNexts := flags.Int("seek_nexts", 0, "seekrandom: Next calls after each seek")
+	ycsbRecords := flags.Int64("ycsb_records", defaultYCSBRecords, "ycsb_load: records inserted (YCSB's recordcount), which ycsb_a..ycsb_f then read and write")
+	ycsbOps := flags.Int64("ycsb_ops", 0, "ycsb_a..ycsb_f: operations of each, shared by its threads (YCSB's operationcount; 0: --ycsb_records)")
+	ycsbFields := flags.Int("ycsb_fields", defaultYCSBFields, "YCSB: fields per record (fieldcount)")
+	ycsbFieldLength := flags.Int("ycsb_field_length", defaultYCSBFieldLength, "YCSB: bytes per field (fieldlength)")
 	report := flags.String("report", "", "also write the markdown tables to this file")
 	shape := flags.Bool("shape", false, "print each engine's LSM shape after its runs")
 	seed := flags.Uint64("seed", 1, "seed of the key choice")
@@ -59,8 +63,8 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	if *valueSize < 0 {
 		return fmt.Errorf("--value_size must be >= 0, got %d", *valueSize)
 	}
-	if *threads < 1 {
-		return fmt.Errorf("--threads must be >= 1, got %d", *threads)
+	if *threads < 0 {
+		return fmt.Errorf("--threads must be >= 0, got %d", *threads)
 	}
 	if *batchSize < 1 {
 		return fmt.Errorf("--batch_size must be >= 1, got %d", *batchSize)
@@ -89,6 +93,10 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 		num: *num, keySize: 16, valueSize: *valueSize, seed: *seed,
 		deleteWait: time.Duration(*deleteWait * float64(time.Second)),
 		threads:    *threads, batchSize: *batchSize, seekNexts: *seekNexts,
+		ycsb: ycsbConfig{records: *ycsbRecords, ops: *ycsbOps, fields: *ycsbFields, fieldLength: *ycsbFieldLength},
+	}
+	if err := checkYCSBFlags(wcfg); err != nil {
+		return err
 	}
 	if *childEngine != "" {
 		child, err := parseEngines(*childEngine)
@@ -144,18 +152,18 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 			}
 		}
 	}
-	engineNames := make([]string, len(engines))
+	ran := make([]string, len(engines))
 	for i, eng := range engines {
-		engineNames[i] = eng.name
+		ran[i] = eng.name
 	}
 	sizes := make([]diskSize, len(engines))
 	for e := range res {
 		sizes[e] = res[e].size
 	}
-	printTable(out, names, engineNames, results)
-	printSizes(out, names[len(names)-1], engineNames, sizes)
+	printTable(out, names, ran, results)
+	printSizes(out, names[len(names)-1], ran, sizes)
 	var md bytes.Buffer
-	printMarkdown(&md, names, wcfg, engineNames, results, res)
+	printMarkdown(&md, names, wcfg, ran, results, res)
 	fmt.Fprintln(out)
 	if _, err := out.Write(md.Bytes()); err != nil {
 		return err
@@ -166,9 +174,33 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	return nil
 }
 
+// checkYCSBFlags checks the YCSB flags: go-ycsb's client exits the process
+// when a thread would get no operation.
+func checkYCSBFlags(cfg workloadConfig) error {
+	c, threads := cfg.ycsb, int64(cfg.ycsbThreads())
+	switch {
+	case c.records < threads:
+		return fmt.Errorf("--ycsb_records must be at least the YCSB threads (--threads, %d), got %d", threads, c.records)
+	case c.ops < 0:
+		return fmt.Errorf("--ycsb_ops must be >= 0, got %d", c.ops)
+	case c.operations() < threads:
+		return fmt.Errorf("--ycsb_ops must be at least the YCSB threads (--threads, %d), got %d", threads, c.ops)
+	case c.fields < 1:
+		return fmt.Errorf("--ycsb_fields must be >= 1, got %d", c.fields)
+	case c.fieldLength < 1:
+		return fmt.Errorf("--ycsb_field_length must be >= 1, got %d", c.fieldLength)
+	}
+	return nil
+}
+
 // runChildEngine is the child process's part: it runs the workloads on eng
 // (under a CPU profile if asked) and writes its engineReport to out.
+// go-ycsb prints to os.Stdout, which carries the report to the parent; the
+// child points os.Stdout at os.Stderr, with the progress, while it runs.
 func runChildEngine(eng namedOpener, names []string, root string, wcfg workloadConfig, ecfg engineConfig, shape bool, cpuProfile string, out, progress io.Writer) (err error) {
+	stdout := os.Stdout
+	os.Stdout = os.Stderr
+	defer func() { os.Stdout = stdout }()
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile + "." + eng.name)
 		if err != nil {
@@ -227,12 +259,41 @@ func parseWorkloads(list string) ([]string, error) {
 	return names, nil
 }
 
-// engineOpeners lists the engines --engines may name.
+// engineOpeners lists the engines --engines may name. Engines built only
+// under a tag (rocksdb_engine.go) add themselves in an init function.
 var engineOpeners = []namedOpener{{"shale", openShale}, {"pebble", openPebble}, {"badger", openBadger}, {"goleveldb", openGoleveldb}}
+
+// taggedEngines names the engines that need a build tag, and the tag.
+var taggedEngines = map[string]string{"rocksdb": "rocksdb"}
 
 type namedOpener struct {
 	name string
 	open opener
+}
+
+// engineNames lists the engines this build has, in engineOpeners order.
+func engineNames() []string {
+	names := make([]string, len(engineOpeners))
+	for i, o := range engineOpeners {
+		names[i] = o.name
+	}
+	return names
+}
+
+// untaggedEngines names, for --engines' usage, the engines this build
+// lacks and the tag each needs.
+func untaggedEngines() string {
+	var missing []string
+	for name, tag := range taggedEngines {
+		if !slices.Contains(engineNames(), name) {
+			missing = append(missing, fmt.Sprintf("%s with -tags %s", name, tag))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	slices.Sort(missing)
+	return " (" + strings.Join(missing, ", ") + ")"
 }
 
 // parseEngines turns --engines into openers, in the order given.
@@ -245,7 +306,10 @@ func parseEngines(list string) ([]namedOpener, error) {
 		}
 		i := slices.IndexFunc(engineOpeners, func(o namedOpener) bool { return o.name == n })
 		if i < 0 {
-			return nil, fmt.Errorf("--engines: unknown engine %q (want shale, pebble, badger or goleveldb)", n)
+			if tag, ok := taggedEngines[n]; ok {
+				return nil, fmt.Errorf("--engines: engine %q is not in this build: build with -tags %s (go run -tags %s .), after installing its library (install-%s.sh)", n, tag, tag, n)
+			}
+			return nil, fmt.Errorf("--engines: unknown engine %q (want one of %s)", n, strings.Join(engineNames(), ", "))
 		}
 		if seen[n] {
 			return nil, fmt.Errorf("--engines: %q named twice", n)

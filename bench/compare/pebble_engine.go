@@ -54,7 +54,7 @@ func (e *pebbleEngine) newReader() engineReader { return &pebbleReader{db: e.db}
 type pebbleReader struct {
 	db *pebble.DB
 	// value receives the value get reads (reused: no allocation).
-	value []byte
+	val []byte
 }
 
 func (r *pebbleReader) get(key []byte) (bool, error) {
@@ -67,9 +67,11 @@ func (r *pebbleReader) get(key []byte) (bool, error) {
 	}
 	// Copied out, as every engine's get hands the caller a value it owns
 	// (shale's AppendValue copies into a reused buffer too).
-	r.value = append(r.value[:0], v...)
+	r.val = append(r.val[:0], v...)
 	return true, closer.Close()
 }
+
+func (r *pebbleReader) value() []byte { return r.val }
 
 // multiGet is a loop of get: Pebble has no MultiGet.
 func (r *pebbleReader) multiGet(keys [][]byte) (int, error) { return getsInLoop(r, keys) }
@@ -93,6 +95,8 @@ func (i *pebbleIter) seekGE(key []byte) bool { return i.it.SeekGE(key) }
 func (i *pebbleIter) next() bool             { return i.it.Next() }
 func (i *pebbleIter) key() []byte            { return i.it.Key() }
 func (i *pebbleIter) close() error           { return i.it.Close() }
+
+func (i *pebbleIter) value() ([]byte, error) { return i.it.ValueAndErr() }
 
 // quietLogger drops Pebble's informational messages (shale logs to its LOG
 // file, not the terminal) and keeps errors.

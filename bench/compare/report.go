@@ -18,11 +18,16 @@ type engineResources struct {
 // workloadLabel names a workload in the markdown table with the flags that
 // shape it.
 func workloadLabel(name string, cfg workloadConfig) string {
+	if mix, ok := ycsbMixes[name]; ok {
+		return fmt.Sprintf("%s (%s; %d threads)", name, mix.summary, cfg.ycsbThreads())
+	}
 	switch {
-	case name == "readrandom" && cfg.threads > 1:
-		return fmt.Sprintf("readrandom (%d threads)", cfg.threads)
-	case name == "readwhilewriting" && cfg.threads > 1:
-		return fmt.Sprintf("readwhilewriting (%d readers)", cfg.threads)
+	case name == "ycsb_load":
+		return fmt.Sprintf("ycsb_load (%d records of %d×%d B; %d threads)", cfg.ycsb.records, cfg.ycsb.fields, cfg.ycsb.fieldLength, cfg.ycsbThreads())
+	case name == "readrandom" && cfg.readThreads() > 1:
+		return fmt.Sprintf("readrandom (%d threads)", cfg.readThreads())
+	case name == "readwhilewriting" && cfg.readThreads() > 1:
+		return fmt.Sprintf("readwhilewriting (%d readers)", cfg.readThreads())
 	case name == "readwhilewriting":
 		return "readwhilewriting (1 reader)"
 	case name == "multireadrandom":
@@ -66,6 +71,9 @@ func printMarkdown(w io.Writer, names []string, cfg workloadConfig, engines []st
 	var notes []string
 	if slices.Contains(names, "multireadrandom") {
 		notes = append(notes, "multireadrandom's ops/s are keys/s, its latencies those of one batch.")
+	}
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "ycsb_") }) {
+		notes = append(notes, "The ycsb workloads' ops/s and latencies are of YCSB operations: a read, update, insert, scan or read-modify-write is one.")
 	}
 	if len(writes) > 0 {
 		notes = append(notes, fmt.Sprintf("readwhilewriting counts its readers' reads; the writer wrote meanwhile: %s.", strings.Join(writes, ", ")))

@@ -46,19 +46,21 @@ func (e *shaleEngine) newReader() engineReader { return &shaleReader{db: e.db} }
 type shaleReader struct {
 	db *shale.DB
 	// value is get's buffer, reused as the other engines reuse theirs.
-	value []byte
+	val []byte
 }
 
 // get copies the value into the reader's buffer (AppendValue), as the
 // other engines copy theirs.
 func (r *shaleReader) get(key []byte) (bool, error) {
 	var err error
-	r.value, err = r.db.AppendValue(r.value[:0], key, nil)
+	r.val, err = r.db.AppendValue(r.val[:0], key, nil)
 	if errors.Is(err, shale.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
 }
+
+func (r *shaleReader) value() []byte { return r.val }
 
 // multiGet uses shale's native MultiGetFunc, which hands each found key a
 // copy of its value.
@@ -91,3 +93,13 @@ func (i *shaleIter) seekGE(key []byte) bool { return i.it.Seek(key) }
 func (i *shaleIter) next() bool             { return i.it.Next() }
 func (i *shaleIter) key() []byte            { return i.it.Key() }
 func (i *shaleIter) close() error           { return i.it.Close() }
+
+// value reads a value kept in a blob file on the first call at each key;
+// nil with no error is an empty value.
+func (i *shaleIter) value() ([]byte, error) {
+	v := i.it.Value()
+	if v == nil {
+		return nil, i.it.Err()
+	}
+	return v, nil
+}

@@ -20,14 +20,20 @@ type workloadConfig struct {
 	// deleteWait is deletescan's idle time before its second scan.
 	deleteWait time.Duration
 	// threads is how many goroutines readrandom and readwhilewriting read
-	// with (below 1: one); each reads num keys.
+	// with, each reading num keys, and how many client threads the YCSB
+	// workloads run; 0 (or below) is each one's default: 1 for the reads
+	// (readThreads), defaultYCSBThreads for YCSB (ycsbThreads).
 	threads int
 	// batchSize is multireadrandom's keys per multiGet (below 1:
 	// defaultBatchSize).
 	batchSize int
 	// seekNexts is how many next calls follow each seekrandom seek.
 	seekNexts int
+	ycsb      ycsbConfig
 }
+
+// readThreads is the goroutines of readrandom and readwhilewriting.
+func (c workloadConfig) readThreads() int { return max(c.threads, 1) }
 
 // defaultBatchSize is multireadrandom's batch, as db_bench's --batch_size.
 const defaultBatchSize = 8
@@ -46,6 +52,9 @@ type session struct {
 	values []byte
 	vpos   int
 	runs   int // workloads run so far, to vary the random stream
+	// ycsbLoaded says ycsb_load has run on the DB: the YCSB transaction
+	// workloads need its records, as the read workloads need a fill.
+	ycsbLoaded bool
 }
 
 // result is one timed workload. phases, for workloads that time several
@@ -75,25 +84,39 @@ func (r result) opsPerSec() float64 {
 	return float64(r.ops) / r.elapsed.Seconds()
 }
 
-// workloads maps a name to its function; the fill workloads start from a
-// fresh DB.
-var workloads = map[string]struct {
+// workload is one entry of workloads.
+type workload struct {
+	// fresh says the workload starts from a fresh DB (the fills, deletescan,
+	// ycsb_load).
 	fresh bool
-	fn    func(s *session) (result, error)
-}{
-	"fillseq":          {true, (*session).fillSeq},
-	"fillrandom":       {true, (*session).fillRandom},
-	"overwrite":        {false, (*session).overwrite},
-	"readrandom":       {false, (*session).readRandom},
-	"multireadrandom":  {false, (*session).multiReadRandom},
-	"readseq":          {false, (*session).readSeq},
-	"seekrandom":       {false, (*session).seekRandom},
-	"readwhilewriting": {false, (*session).readWhileWriting},
-	"deletescan":       {true, (*session).deleteScan},
+	// ycsb says the workload reads YCSB's records: on a DB that ycsb_load
+	// has not written, ycsb_load runs first, untimed (a fillrandom for the
+	// others).
+	ycsb bool
+	fn   func(s *session) (result, error)
+}
+
+// workloads maps a name to its workload.
+var workloads = map[string]workload{
+	"fillseq":          {fresh: true, fn: (*session).fillSeq},
+	"fillrandom":       {fresh: true, fn: (*session).fillRandom},
+	"overwrite":        {fn: (*session).overwrite},
+	"readrandom":       {fn: (*session).readRandom},
+	"multireadrandom":  {fn: (*session).multiReadRandom},
+	"readseq":          {fn: (*session).readSeq},
+	"seekrandom":       {fn: (*session).seekRandom},
+	"readwhilewriting": {fn: (*session).readWhileWriting},
+	"deletescan":       {fresh: true, fn: (*session).deleteScan},
+	"ycsb_load":        {fresh: true, ycsb: true, fn: (*session).ycsbLoad},
+}
+
+func init() {
+	for name := range ycsbMixes {
+		workloads[name] = workload{ycsb: true, fn: func(s *session) (result, error) { return s.ycsbTransactions(name) }}
+	}
 }
 
 func newSession(open opener, dir string, cfg workloadConfig, ecfg engineConfig) *session {
-	cfg.threads = max(cfg.threads, 1)
 	if cfg.batchSize < 1 {
 		cfg.batchSize = defaultBatchSize
 	}
@@ -118,7 +141,13 @@ func (s *session) run(name string) (result, error) {
 			return result{}, err
 		}
 	}
-	if !w.fresh && !s.filled {
+	switch {
+	case w.fresh:
+	case w.ycsb && !s.ycsbLoaded:
+		if _, err := s.ycsbLoad(); err != nil {
+			return result{}, err
+		}
+	case !w.ycsb && !s.filled:
 		if _, err := s.fillRandom(); err != nil {
 			return result{}, err
 		}
@@ -141,7 +170,7 @@ func (s *session) reopenFresh() error {
 	if err != nil {
 		return err
 	}
-	s.eng, s.rd, s.filled = eng, eng.newReader(), false
+	s.eng, s.rd, s.filled, s.ycsbLoaded = eng, eng.newReader(), false, false
 	return nil
 }
 
@@ -235,11 +264,11 @@ func (s *session) warm() error {
 	return err
 }
 
-// parallelReads runs cfg.threads goroutines of num random reads each, every
+// parallelReads runs cfg.readThreads() goroutines of num random reads each, every
 // one with its own reader, key buffer and random stream, and returns their
 // total over the time until the last one ends.
 func (s *session) parallelReads() (result, error) {
-	n := s.cfg.threads
+	n := s.cfg.readThreads()
 	timers := make([]*opTimer, n)
 	found := make([]int64, n)
 	errs := make([]error, n)
@@ -266,7 +295,7 @@ func (s *session) parallelReads() (result, error) {
 	return res, nil
 }
 
-// readRandom measures warm random reads from cfg.threads goroutines.
+// readRandom measures warm random reads from cfg.readThreads() goroutines.
 func (s *session) readRandom() (result, error) {
 	if err := s.warm(); err != nil {
 		return result{}, err

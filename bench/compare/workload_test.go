@@ -10,50 +10,78 @@ import (
 )
 
 // mapEngine is a reference engine: a map and a sorted key list. Its lock
-// lets readwhilewriting's writer and readers share it.
+// lets readwhilewriting's writer, YCSB's writing threads and the readers
+// share it.
 type mapEngine struct {
 	mu      sync.RWMutex
-	m       map[string]bool
+	m       map[string][]byte
 	flushes int
 }
 
-func openMap(string, engineConfig) (engine, error) { return &mapEngine{m: map[string]bool{}}, nil }
+func openMap(string, engineConfig) (engine, error) { return &mapEngine{m: map[string][]byte{}}, nil }
 
 func (e *mapEngine) name() string { return "map" }
 
-func (e *mapEngine) put(k, _ []byte) error {
+func (e *mapEngine) put(k, v []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.m[string(k)] = true
+	e.m[string(k)] = slices.Clone(v)
 	return nil
 }
 
-func (e *mapEngine) delete(k []byte) error { delete(e.m, string(k)); return nil }
-func (e *mapEngine) compactAll() error     { return nil }
-
-func (e *mapEngine) get(k []byte) (bool, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.m[string(k)], nil
+func (e *mapEngine) delete(k []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, string(k))
+	return nil
 }
 
-func (e *mapEngine) multiGet(keys [][]byte) (int, error) { return getsInLoop(e, keys) }
-func (e *mapEngine) newReader() engineReader             { return e }
-func (e *mapEngine) flush() error                        { e.flushes++; return nil }
-func (e *mapEngine) close() error                        { return nil }
-func (e *mapEngine) shape() string                       { return "map" }
+func (e *mapEngine) compactAll() error       { return nil }
+func (e *mapEngine) newReader() engineReader { return &mapReader{e: e} }
+func (e *mapEngine) flush() error            { e.flushes++; return nil }
+func (e *mapEngine) close() error            { return nil }
+func (e *mapEngine) shape() string           { return "map" }
+func (e *mapEngine) keyCount() int           { return len(e.m) }
+
 func (e *mapEngine) newIter() (engineIter, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	keys := make([]string, 0, len(e.m))
 	for k := range e.m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	return &mapIter{keys: keys}, nil
+	values := make([][]byte, len(keys))
+	for i, k := range keys {
+		values[i] = e.m[k]
+	}
+	return &mapIter{keys: keys, values: values}, nil
 }
 
+// mapReader is one goroutine's reader of a mapEngine.
+type mapReader struct {
+	e   *mapEngine
+	val []byte
+}
+
+func (r *mapReader) get(k []byte) (bool, error) {
+	r.e.mu.RLock()
+	defer r.e.mu.RUnlock()
+	v, ok := r.e.m[string(k)]
+	if ok {
+		r.val = append(r.val[:0], v...)
+	}
+	return ok, nil
+}
+
+func (r *mapReader) value() []byte                       { return r.val }
+func (r *mapReader) multiGet(keys [][]byte) (int, error) { return getsInLoop(r, keys) }
+
+// mapIter iterates a copy of the keys and values taken when it was made.
 type mapIter struct {
-	keys []string
-	pos  int
+	keys   []string
+	values [][]byte
+	pos    int
 }
 
 func (i *mapIter) seekGE(k []byte) bool {
@@ -64,11 +92,18 @@ func (i *mapIter) next() bool   { i.pos++; return i.pos < len(i.keys) }
 func (i *mapIter) key() []byte  { return []byte(i.keys[i.pos]) }
 func (i *mapIter) close() error { return nil }
 
+func (i *mapIter) value() ([]byte, error) {
+	if i.values == nil {
+		return nil, nil
+	}
+	return i.values[i.pos], nil
+}
+
 func TestWorkloadsAgainstMap(t *testing.T) {
 	cfg := workloadConfig{num: 500, keySize: 16, valueSize: 100, seed: 3}
 	s := newSession(openMap, filepath.Join(t.TempDir(), "db"), cfg, engineConfig{})
 	r, err := s.run("fillseq")
-	if err != nil || r.ops != 500 || len(s.eng.(*mapEngine).m) != 500 {
+	if err != nil || r.ops != 500 || s.eng.(*mapEngine).keyCount() != 500 {
 		t.Fatalf("fillseq: %+v %v", r, err)
 	}
 	for k := range s.eng.(*mapEngine).m {
@@ -87,7 +122,7 @@ func TestWorkloadsAgainstMap(t *testing.T) {
 	if _, err := s.run("fillrandom"); err != nil {
 		t.Fatal(err)
 	}
-	distinct := int64(len(s.eng.(*mapEngine).m))
+	distinct := int64(s.eng.(*mapEngine).keyCount())
 	if distinct >= 500 || distinct < 250 {
 		t.Fatalf("fillrandom wrote %d distinct keys of 500; want repeats", distinct)
 	}
@@ -148,6 +183,12 @@ func TestParseEngines(t *testing.T) {
 	} {
 		if _, err := parseEngines(list); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("parseEngines(%q): %v, want %q", list, err, want)
+		}
+	}
+	// Without -tags rocksdb, naming it says how to build it in.
+	if !slices.Contains(engineNames(), "rocksdb") {
+		if _, err := parseEngines("shale,rocksdb"); err == nil || !strings.Contains(err.Error(), "build with -tags rocksdb") {
+			t.Errorf("parseEngines(rocksdb) without the tag: %v, want an error naming -tags rocksdb", err)
 		}
 	}
 	var out, progress bytes.Buffer
@@ -288,7 +329,7 @@ func TestDeleteScanAgainstMap(t *testing.T) {
 	if len(r.phases) != 3 || r.ops != 3*500 {
 		t.Fatalf("deletescan: %+v", r)
 	}
-	if n := len(s.eng.(*mapEngine).m); n != 600 {
+	if n := s.eng.(*mapEngine).keyCount(); n != 600 {
 		t.Fatalf("deletescan left %d keys, want 600", n)
 	}
 	var out bytes.Buffer
@@ -391,7 +432,7 @@ func TestReadSeqRejectsDisorder(t *testing.T) {
 type backwardsEngine struct{ *mapEngine }
 
 func openBackwards(string, engineConfig) (engine, error) {
-	e := &mapEngine{m: map[string]bool{"a": true, "b": true, "c": true}}
+	e := &mapEngine{m: map[string][]byte{"a": nil, "b": nil, "c": nil}}
 	return backwardsEngine{e}, nil
 }
 
@@ -427,5 +468,44 @@ func TestGoleveldbFlushWritesTables(t *testing.T) {
 	}
 	if r, err := s.run("readseq"); err != nil || r.found != 1000 {
 		t.Fatalf("readseq after flush: %+v %v", r, err)
+	}
+}
+
+// TestEnginesRunLargeValues runs issue 13's 8 KiB values through
+// fillrandom and readrandom on every engine, and on shale with blob files
+// (--shale_blob_files --shale_min_blob_size 4096): each finds the keys the
+// reference engine finds, and shale with blob files has written some.
+func TestEnginesRunLargeValues(t *testing.T) {
+	const num, valueSize = 300, 8192
+	cfg := workloadConfig{num: num, keySize: 16, valueSize: valueSize, seed: 3}
+	run := func(t *testing.T, open opener, ecfg engineConfig) (fill, read result) {
+		ecfg.cacheSize, ecfg.writeBufferSize, ecfg.bloomBits = 1<<20, 8<<20, 10
+		s := newSession(open, filepath.Join(t.TempDir(), "db"), cfg, ecfg)
+		defer s.close()
+		fill, err := s.run("fillrandom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if read, err = s.run("readrandom"); err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := s.eng.(*shaleEngine); ok && ecfg.shaleBlobFiles && e.db.Metrics().Blob.Files == 0 {
+			t.Error("shale with blob files wrote none")
+		}
+		return fill, read
+	}
+	_, want := run(t, openMap, engineConfig{})
+	engines := append(slices.Clip(engineOpeners), namedOpener{"shale-blob", openShale})
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			var ecfg engineConfig
+			if eng.name == "shale-blob" {
+				ecfg.shaleBlobFiles, ecfg.shaleMinBlobSize = true, 4096
+			}
+			fill, read := run(t, eng.open, ecfg)
+			if fill.ops != num || read.ops != num || read.found != want.found {
+				t.Fatalf("fillrandom %d ops, readrandom %d ops found %d; want %d, %d and %d", fill.ops, read.ops, read.found, num, num, want.found)
+			}
+		})
 	}
 }
