@@ -60,7 +60,14 @@ type stressConfig struct {
 	blobGCAgeCutoff, blobGCForceThreshold float64
 	// allowMmapReads is Options.AllowMmapReads.
 	allowMmapReads bool
+	// merges makes writers issue Merges (stresslog.OpMerge) under
+	// stressMergeOperator.
+	merges bool
 }
+
+// stressMergeOperator is the merge operator of --merges: an operand names
+// its key and batch (stressOperand), appended after a comma.
+var stressMergeOperator = shale.StringAppendOperator(",")
 
 // stressDeletePolicies are the values of --delete_policy: the built-in
 // tombstone-density policy, a deletion collector (RocksDB's
@@ -142,14 +149,25 @@ func (c *stressConfig) baseOptions() *shale.Options {
 		BlobGarbageCollectionAgeCutoff:      c.blobGCAgeCutoff,
 		BlobGarbageCollectionForceThreshold: c.blobGCForceThreshold,
 		AllowMmapReads:                      c.allowMmapReads,
+		MergeOperator:                       c.mergeOperator(),
 	}
+}
+
+// mergeOperator is the child's Options.MergeOperator: stressMergeOperator
+// with --merges.
+func (c *stressConfig) mergeOperator() shale.MergeOperator {
+	if c.merges {
+		return stressMergeOperator
+	}
+	return nil
 }
 
 // secondaryDeleteKey is the child's Options.SecondaryDeleteKey: none when
 // blob files are on and writers issue no secondary deletes, so that values
-// go to blob files.
+// go to blob files, and none with --merges, which it cannot be combined
+// with.
 func (c *stressConfig) secondaryDeleteKey() func(key, value []byte) (uint64, bool) {
-	if c.enableBlobFiles && !c.secondaryDeletes {
+	if c.enableBlobFiles && !c.secondaryDeletes || c.merges {
 		return nil
 	}
 	return stressAttr
@@ -196,6 +214,8 @@ func (c *stressConfig) validate() error {
 		return fmt.Errorf("stress: --delete_persistence_threshold must not be negative, got %v", c.deletePersistence)
 	case c.minBlobSize < 0:
 		return fmt.Errorf("stress: --min_blob_size must not be negative, got %d", c.minBlobSize)
+	case c.merges && c.secondaryDeletes:
+		return errors.New("stress: --merges and --secondary_deletes cannot be combined (Options.MergeOperator refuses SecondaryDeleteKey)")
 	}
 	return nil
 }
@@ -221,6 +241,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--blob_garbage_collection_age_cutoff", strconv.FormatFloat(c.blobGCAgeCutoff, 'g', -1, 64),
 		"--blob_garbage_collection_force_threshold", strconv.FormatFloat(c.blobGCForceThreshold, 'g', -1, 64),
 		"--allow_mmap_reads=" + strconv.FormatBool(c.allowMmapReads),
+		"--merges=" + strconv.FormatBool(c.merges),
 	}
 }
 
@@ -294,6 +315,8 @@ func registerStressFlags(f interface {
 		"Options.BlobGarbageCollectionForceThreshold of the child's database: the garbage ratio of an old blob file that forces compactions of its tables")
 	f.BoolVar(&cfg.allowMmapReads, "allow_mmap_reads", false,
 		"Options.AllowMmapReads of the child's database: tables and blob files are read through memory mappings")
+	f.BoolVar(&cfg.merges, "merges", false,
+		"writers also issue Merges under a string-append merge operator (Options.MergeOperator of the child's database)")
 }
 
 func newStressChildCmd() *cobra.Command {
@@ -390,6 +413,9 @@ func describeFound(k uint32, v []byte) string {
 	if v == nil {
 		return "absent"
 	}
+	if bytes.IndexByte(v, ',') >= 0 {
+		return fmt.Sprintf("the merged value %q", truncate(v))
+	}
 	id, named, exact := parseStressValue(k, v)
 	switch {
 	case !named:
@@ -404,6 +430,8 @@ func describeFound(k uint32, v []byte) string {
 func verdict(want keyState, k uint32, v []byte) string {
 	id, named, exact := parseStressValue(k, v)
 	switch {
+	case want.merges != "" || bytes.IndexByte(v, ',') >= 0:
+		return "a merged value differs (an operand lost, doubled or out of order, or its base)"
 	case v != nil && (!named || !exact):
 		return "a damaged value"
 	case want.present && v == nil:
@@ -423,18 +451,44 @@ func truncate(v []byte) []byte {
 	return v
 }
 
-// keyState is what the model expects at one key.
+// keyState is what the model expects at one key: the value a batch put
+// (present), and the operands merged since, joined as stressMergeOperator
+// joins them.
 type keyState struct {
 	present bool
 	id      batchID
 	n       uint32 // value length asked for
+	merges  string
+}
+
+// value returns the bytes expected at key k, nil when absent.
+func (s keyState) value(k uint32) []byte {
+	var v []byte
+	if s.present {
+		v = stressValue(nil, k, s.id, int(s.n))
+		if s.merges != "" {
+			v = append(v, ',')
+		}
+	} else if s.merges == "" {
+		return nil
+	}
+	return append(v, s.merges...)
 }
 
 func (s keyState) describe(k uint32) string {
-	if !s.present {
+	switch {
+	case s.merges != "":
+		return fmt.Sprintf("the merged value %q", truncate(s.value(k)))
+	case !s.present:
 		return "absent"
 	}
 	return fmt.Sprintf("the value of batch %s (%d bytes)", s.id, len(stressValue(nil, k, s.id, int(s.n))))
+}
+
+// stressOperand returns the operand batch id merges into key k: the key,
+// "@" and the batch.
+func stressOperand(dst []byte, k uint32, id batchID) []byte {
+	return fmt.Appendf(stressKey(dst, k), "@%s", id)
 }
 
 // stressModel is the expected state of consecutive keys, one entry per key;
@@ -451,6 +505,12 @@ func (m stressModel) apply(lo uint32, id batchID, ops []stresslog.Op) {
 			m[op.Key-lo] = keyState{present: true, id: id, n: op.Arg}
 		case stresslog.OpDelete:
 			m[op.Key-lo] = keyState{}
+		case stresslog.OpMerge:
+			s := &m[op.Key-lo]
+			if s.merges != "" {
+				s.merges += ","
+			}
+			s.merges += string(stressOperand(nil, op.Key, id))
 		case stresslog.OpDeleteRange:
 			for k := op.Key; k < op.Arg; k++ {
 				m[k-lo] = keyState{}
@@ -483,10 +543,8 @@ func (m stressModel) mismatches(lo uint32, found [][]byte) (first, n int) {
 }
 
 func matches(s keyState, k uint32, v []byte) bool {
-	if !s.present {
-		return v == nil
-	}
-	return v != nil && bytes.Equal(v, stressValue(nil, k, s.id, int(s.n)))
+	want := s.value(k)
+	return (v == nil) == (want == nil) && bytes.Equal(v, want)
 }
 
 // partition returns the keys writer t owns: [lo, hi).
@@ -497,13 +555,23 @@ func partition(keys, threads, t int) (lo, hi uint32) {
 // genOps draws a random batch over the keys [lo, hi): often one overwrite,
 // sometimes a lone delete or range delete, otherwise a mix of up to 12 ops
 // (the same key may appear twice; the later op wins).
-func genOps(rng *rand.Rand, lo, hi uint32, valueSize int, ops []stresslog.Op) []stresslog.Op {
+func genOps(rng *rand.Rand, lo, hi uint32, valueSize int, merges bool, ops []stresslog.Op) []stresslog.Op {
 	span := int(hi - lo)
 	key := func() uint32 { return lo + uint32(rng.IntN(span)) }
 	put := func() stresslog.Op {
 		return stresslog.Op{Kind: stresslog.OpPut, Key: key(), Arg: uint32(valueSize/2 + rng.IntN(valueSize+1))}
 	}
 	del := func() stresslog.Op { return stresslog.Op{Kind: stresslog.OpDelete, Key: key()} }
+	if merges && rng.IntN(4) == 0 {
+		// Merges, alone or several, some on one key.
+		for n := 1 + rng.IntN(4); n > 0; n-- {
+			ops = append(ops, stresslog.Op{Kind: stresslog.OpMerge, Key: key()})
+		}
+		if rng.IntN(3) == 0 {
+			ops = append(ops, put())
+		}
+		return ops
+	}
 	rangeDel := func() stresslog.Op {
 		start := key()
 		return stresslog.Op{Kind: stresslog.OpDeleteRange, Key: start, Arg: min(hi, start+1+uint32(rng.IntN(16)))}
@@ -588,7 +656,7 @@ func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
 			first := 1 + rng.Uint64N(seq)
 			ops = append(ops[:0], stresslog.Op{Kind: stresslog.OpSecondaryDelete, Key: uint32(first), Arg: uint32(first + 1 + rng.Uint64N(40))})
 		} else {
-			ops = genOps(rng, lo, hi, cfg.valueSize, ops[:0])
+			ops = genOps(rng, lo, hi, cfg.valueSize, cfg.merges, ops[:0])
 		}
 		if err := log.Pending(seq, ops); err != nil {
 			return err
@@ -612,6 +680,8 @@ func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
 				b.Put(key, val)
 			case stresslog.OpDelete:
 				b.Delete(key)
+			case stresslog.OpMerge:
+				b.Merge(key, stressOperand(val[:0], op.Key, id))
 			case stresslog.OpDeleteRange:
 				val = stressKey(val[:0], op.Arg)
 				b.DeleteRange(key, val)

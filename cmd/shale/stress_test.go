@@ -118,6 +118,18 @@ func TestStressKillsBlobGC(t *testing.T) {
 		"--allow_mmap_reads")
 }
 
+// TestStressKillsMerges runs stress with writers merging into their keys
+// (several operands a batch, some with a Put after them) over blob files,
+// so that kills land in flushes and compactions that merge operands fully
+// or in part, and every reopen reads merged values back exactly.
+func TestStressKillsMerges(t *testing.T) {
+	kills := 4
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 40
+	}
+	runStressTest(t, kills, "--merges", "--enable_blob_files", "--min_blob_size", "64")
+}
+
 func runStressTest(t *testing.T, kills int, extra ...string) {
 	seed := uint64(time.Now().UnixNano())
 	dir := filepath.Join(testdir.New(t), "stress")

@@ -25,6 +25,9 @@ const (
 	// writer (of the same generation) put in its batches [Key, Arg): it
 	// deletes every key whose newest value one of those batches wrote.
 	OpSecondaryDelete OpKind = 4
+	// OpMerge merges into Key an operand the caller derives from the key
+	// and the batch.
+	OpMerge OpKind = 5
 )
 
 // Op is one operation of a logged batch.
@@ -260,7 +263,7 @@ func (l *Log) apply(p []byte) error {
 			if !ok1 || !ok2 || key > 1<<32-1 || arg > 1<<32-1 {
 				return fmt.Errorf("batch %d: truncated or oversized op", seq)
 			}
-			if kind < OpPut || kind > OpSecondaryDelete {
+			if kind < OpPut || kind > OpMerge {
 				return fmt.Errorf("batch %d: unknown op kind %d", seq, kind)
 			}
 			ops = append(ops, Op{Kind: kind, Key: uint32(key), Arg: uint32(arg)})
