@@ -81,6 +81,23 @@ func TestPowerLossSecondaryDelete(t *testing.T) {
 	})
 }
 
+// TestPowerLossMerge is TestPowerLoss with Merges among the writes, over
+// blob files: crashes hit flushes and compactions merging operands fully
+// or in part, and every recovered state is a prefix of the writes, merged
+// values exact.
+func TestPowerLossMerge(t *testing.T) {
+	sample := 1.0
+	if testing.Short() && !stress() {
+		sample = 0.5
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, func(o *Options) {
+			o.MergeOperator = crashMergeOperator
+			setBlobTestOptions(o)
+		})
+	})
+}
+
 // plStep is one step of the power-loss workload: a write, or an action.
 type plStep struct {
 	write crashWrite
@@ -111,10 +128,16 @@ type plImage struct {
 }
 
 // plWorkload returns the steps of numbered writes; with secondary, some
-// writes are DeleteBySecondaryRange over write numbers (crashAttr).
-func plWorkload(rng *rand.Rand, writes int, secondary bool) []plStep {
+// writes are DeleteBySecondaryRange over write numbers (crashAttr); with
+// merges, some are Merges under crashMergeOperator.
+func plWorkload(rng *rand.Rand, writes int, secondary, merges bool) []plStep {
 	var steps []plStep
 	for i := 0; i < writes; i++ {
+		if merges && rng.IntN(4) == 0 {
+			k := fmt.Sprintf("k%04d", rng.IntN(300))
+			steps = append(steps, plStep{write: crashWrite{key: k, merge: true, value: fmt.Sprintf("m%d", i)}, sync: rng.IntN(4) == 0})
+			continue
+		}
 		if secondary && rng.IntN(120) == 0 {
 			w := crashWrite{secondary: true, lo: uint64(rng.IntN(i + 1))}
 			w.hi = w.lo + uint64(rng.IntN(i/2+10))
@@ -155,7 +178,8 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64, vari
 	for _, v := range variants {
 		v(probe)
 	}
-	steps := plWorkload(rng, numWrites, probe.SecondaryDeleteKey != nil)
+	merges := probe.MergeOperator != nil
+	steps := plWorkload(rng, numWrites, probe.SecondaryDeleteKey != nil, merges)
 	deadlines := probe.DeletePersistenceThreshold > 0
 	if deadlines {
 		steps = slices.DeleteFunc(steps, func(s plStep) bool { return strings.HasSuffix(s.action, "-fault") })
@@ -221,7 +245,7 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64, vari
 			if img.fs == nil {
 				continue
 			}
-			if msg := checkPowerLossImage(img, writes, failed); msg != "" {
+			if msg := checkPowerLossImage(img, writes, failed, merges); msg != "" {
 				select {
 				case failures <- msg:
 				default:
@@ -249,6 +273,8 @@ func runPowerLoss(t *testing.T, seed uint64, numWrites int, sample float64, vari
 			wo := &WriteOptions{Sync: s.sync}
 			issued.Add(1)
 			switch {
+			case s.write.merge:
+				err = db.Merge([]byte(s.write.key), []byte(s.write.value), wo)
 			case s.write.secondary:
 				err = db.DeleteBySecondaryRange(s.write.lo, s.write.hi, wo)
 			case s.write.value == "":
@@ -431,7 +457,7 @@ func crashPhase(stack string) string {
 
 // checkPowerLossImage reopens one crash image and checks every crash point
 // that leaves it; it returns a failure message, or "".
-func checkPowerLossImage(img *plImage, writes []crashWrite, failed model) string {
+func checkPowerLossImage(img *plImage, writes []crashWrite, failed model, merges bool) string {
 	first := img.points[0]
 	where := first.String()
 	if len(img.points) > 1 {
@@ -441,8 +467,13 @@ func checkPowerLossImage(img *plImage, writes []crashWrite, failed model) string
 	o.Logger = slog.New(slog.DiscardHandler)
 	o.DisableAutoCompactions = true
 	// Needed to open an image holding secondary tombstones; it changes
-	// nothing for the others.
-	o.SecondaryDeleteKey = crashAttr
+	// nothing for the others. (Merges, which cannot go with it, are never
+	// in the same workload.)
+	if merges {
+		o.MergeOperator = crashMergeOperator
+	} else {
+		o.SecondaryDeleteKey = crashAttr
+	}
 	db, err := Open("/db", o)
 	if err != nil {
 		return fmt.Sprintf("%s: reopen: %v\n%s", where, err, img.fs)
@@ -517,6 +548,15 @@ func checkPowerLossImage(img *plImage, writes []crashWrite, failed model) string
 					set(k, "")
 				}
 			}
+			continue
+		}
+		if w := writes[p]; w.merge {
+			var existing []byte
+			if v, ok := state[w.key]; ok {
+				existing = []byte(v)
+			}
+			v, _ := crashMergeOperator.FullMerge([]byte(w.key), existing, [][]byte{[]byte(w.value)})
+			set(w.key, string(v))
 			continue
 		}
 		set(writes[p].key, writes[p].value)
