@@ -420,6 +420,13 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 	}
 	if d.opts.MergeOperator != nil {
 		ro.Merger = compactionMerger{d}
+		// A failing merge keeps the key as it is, for reads to report:
+		// failing the job would stop writes and, at the recovery flush,
+		// Open, over one bad operand.
+		ro.OnMergeError = func(key []byte, err error) {
+			d.opts.Statistics.add(TickerNumberMergeFailures, 1)
+			d.logger.Warn("merge failed in a flush or compaction; the key's entries are kept unmerged", "job", job.jobID, "err", err)
+		}
 	}
 	stats, err := compact.Run(ro)
 	if err == nil {

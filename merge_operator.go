@@ -152,6 +152,13 @@ func (d *DB) recordMergeOperator() error {
 	if d.mergeRecorded.Load() {
 		return nil
 	}
+	d.mu.Lock()
+	bgErr := d.mu.bgErr
+	d.mu.Unlock()
+	if bgErr != nil {
+		// The write would fail the same way; no edit meanwhile.
+		return fmt.Errorf("%w: %w", ErrReadOnly, bgErr)
+	}
 	v := d.versions.Current()
 	recorded := v.MergeOperatorName
 	v.Unref()
@@ -182,6 +189,7 @@ func (d *DB) fullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byt
 	}
 	v, err := op.FullMerge(key, base, operands)
 	if err != nil {
+		d.opts.Statistics.add(TickerNumberMergeFailures, 1)
 		return nil, mergeError(key, err)
 	}
 	if v == nil {
@@ -223,8 +231,8 @@ func (m *mergeOperands) oldestFirst() [][]byte {
 }
 
 // compactionMerger is compact.Merger over Options.MergeOperator: a base
-// value in a blob file is read (without filling the cache), and a failing
-// merge fails the compaction (a background error).
+// value in a blob file is read (without filling the cache). A failing merge
+// leaves the key unmerged (compact.RunOptions.OnMergeError).
 type compactionMerger struct{ d *DB }
 
 func (m compactionMerger) FullMerge(key, baseValue []byte, baseKind base.Kind, hasBase bool, operands [][]byte) ([]byte, error) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/shaledb/shale/vfs"
 )
@@ -291,18 +290,23 @@ func (o failingOperator) PartialMerge(key, left, right []byte) ([]byte, bool) {
 var errTestMerge = errors.New("test merge failure")
 
 // TestMergeOperatorError: an operator's error is returned by reads
-// (wrapped, naming the key) and fails a compaction as a background error;
-// nothing is lost, and once the operator works again so do reads.
+// (wrapped, naming the key); a flush or compaction whose merge fails keeps
+// the key's entries as they are, counts the failure and goes on, so that
+// writes never stop over it; nothing is lost, and once the operator works
+// again so do reads and merges.
 func TestMergeOperatorError(t *testing.T) {
 	var fail atomic.Bool
+	stats := NewStatistics()
 	// No automatic compaction merges the operands before the failure.
-	d := openMergeDB(t, vfs.NewMem(), failingOperator{&fail}, func(o *Options) { o.DisableAutoCompactions = true })
+	d := openMergeDB(t, vfs.NewMem(), failingOperator{&fail}, func(o *Options) {
+		o.DisableAutoCompactions = true
+		o.Statistics = stats
+	})
 	defer d.Close()
 	must(t, d.Put([]byte("k"), []byte("b"), nil))
 	must(t, d.Merge([]byte("k"), []byte("x"), nil))
 	must(t, d.Flush())
 	must(t, d.Merge([]byte("k"), []byte("y"), nil))
-	must(t, d.Flush())
 	fail.Store(true)
 	if _, err := d.Get([]byte("k"), nil); !errors.Is(err, errTestMerge) || !strings.Contains(err.Error(), `"k"`) {
 		t.Fatalf("Get: %v; want the operator's error naming the key", err)
@@ -316,27 +320,73 @@ func TestMergeOperatorError(t *testing.T) {
 		t.Fatalf("iterator: valid %v, err %v", it.Valid(), it.Err())
 	}
 	it.Close()
-	if err := d.CompactRange(nil, nil); !errors.Is(err, errTestMerge) {
-		t.Fatalf("CompactRange: %v; want the operator's error", err)
+	before := stats.TickerCount(TickerNumberMergeFailures)
+	must(t, d.Flush())
+	must(t, d.CompactRange(nil, nil))
+	if n := stats.TickerCount(TickerNumberMergeFailures) - before; n == 0 {
+		t.Fatal("the failed merges of the flush and compaction were not counted")
 	}
+	must(t, d.Put([]byte("other"), []byte("v"), nil)) // writes go on
 	fail.Store(false)
-	if err := d.Resume(); err != nil {
-		t.Logf("Resume: %v", err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v, err := d.Get([]byte("k"), nil)
-		if err == nil && string(v) == "b+x+y" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Get after the operator recovered = %q, %v", v, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if v, err := d.Get([]byte("k"), nil); err != nil || string(v) != "b+x+y" {
+		t.Fatalf("Get after the operator recovered = %q, %v", v, err)
 	}
 	must(t, d.CompactRange(nil, nil))
 	if v, err := d.Get([]byte("k"), nil); err != nil || string(v) != "b+x+y" {
 		t.Fatalf("Get after compaction = %q, %v", v, err)
+	}
+}
+
+// TestMergeBadOperandKeepsDatabaseWritable: an operand the operator
+// refuses for good (a 3-byte counter) fails the reads of its key only:
+// flushes, compactions, writes and reopening work, and deleting or
+// overwriting the key mends it.
+func TestMergeBadOperandKeepsDatabaseWritable(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openMergeDB(t, fs, UInt64AddOperator, nil)
+	must(t, d.Put([]byte("k"), counter(1), nil))
+	must(t, d.Merge([]byte("k"), []byte("xyz"), nil))
+	must(t, d.Merge([]byte("j"), counter(2), nil))
+	must(t, d.Flush())
+	must(t, d.CompactRange(nil, nil))
+	must(t, d.Put([]byte("p"), counter(3), nil))
+	must(t, d.Close())
+	d = openMergeDB(t, fs, UInt64AddOperator, nil)
+	defer d.Close()
+	if _, err := d.Get([]byte("k"), nil); err == nil {
+		t.Fatal("Get over the bad operand succeeded")
+	}
+	if v, err := d.Get([]byte("j"), nil); err != nil || !bytes.Equal(v, counter(2)) {
+		t.Fatalf("Get j = %x, %v", v, err)
+	}
+	must(t, d.Put([]byte("k"), counter(7), nil))
+	must(t, d.Merge([]byte("k"), counter(1), nil))
+	must(t, d.CompactRange(nil, nil))
+	if v, err := d.Get([]byte("k"), nil); err != nil || !bytes.Equal(v, counter(8)) {
+		t.Fatalf("Get k after overwriting = %x, %v", v, err)
+	}
+}
+
+// TestMergeOperatorOptionsFileChecks: the OPTIONS file names any operator
+// and Check and ParseOptionsFile accept it.
+func TestMergeOperatorOptionsFileChecks(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openMergeDB(t, fs, StringAppendOperator(","), nil)
+	must(t, d.Merge([]byte("k"), []byte("v"), nil))
+	must(t, d.Flush())
+	must(t, d.Close())
+	opts := testOptions(fs)
+	opts.MergeOperator = StringAppendOperator(",")
+	rep, err := Check("db", opts)
+	if err != nil || !rep.OK() {
+		t.Fatalf("Check: %v\n%v", err, rep)
+	}
+	_, data := newestOptionsFile(t, fs, "db")
+	if !strings.Contains(string(data), "merge_operator=StringAppendOperator") {
+		t.Fatalf("the OPTIONS file does not name the operator:\n%s", data)
+	}
+	if _, err := ParseOptionsFile(data); err != nil {
+		t.Fatalf("ParseOptionsFile: %v", err)
 	}
 }
 

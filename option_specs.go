@@ -131,9 +131,9 @@ var optionSpecs = []optionSpec{
 			case o.MergeOperator != nil && o.MergeOperator.Name() == v:
 			case v == UInt64AddOperator.Name():
 				o.MergeOperator = UInt64AddOperator
-			default:
-				return fmt.Errorf("merge operator %q must be supplied by the program", v)
 			}
+			// Any other name is an operator the program supplies: the
+			// field stays as it is (the MANIFEST checks the name at Open).
 			return nil
 		},
 		immutable: "the operands already written were written under it",

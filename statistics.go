@@ -65,6 +65,10 @@ const (
 	TickerBlobFileBytesWritten
 	TickerBlobGCNumKeysRelocated
 	TickerBlobGCBytesRelocated
+	// TickerNumberMergeFailures counts the merges whose operator failed,
+	// in reads and in flushes and compactions (RocksDB's
+	// NUMBER_MERGE_FAILURES).
+	TickerNumberMergeFailures
 	numTickers
 )
 
@@ -94,6 +98,7 @@ var tickerNames = [numTickers]string{
 	TickerBlobFileBytesWritten:               "shale.blobdb.blob.file.bytes.written",
 	TickerBlobGCNumKeysRelocated:             "shale.blobdb.gc.num.keys.relocated",
 	TickerBlobGCBytesRelocated:               "shale.blobdb.gc.bytes.relocated",
+	TickerNumberMergeFailures:                "shale.number.merge.failures",
 }
 
 // String returns the ticker's name, e.g. "shale.block.cache.hit".

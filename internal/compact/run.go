@@ -69,6 +69,10 @@ type RunOptions struct {
 	// older stripe, or may be below the output level) adjacent operands are
 	// combined where PartialMerge can and kept as operands.
 	Merger Merger
+	// OnMergeError, when set, is told of a key whose FullMerge failed; the
+	// key's operands, and the value under them, are then written as they
+	// are, and Run goes on. Without it the error fails Run.
+	OnMergeError func(key []byte, err error)
 	// NewOutput opens the next output file.
 	NewOutput func() (OutputWriter, error)
 	// TargetFileSize cuts an output once its EstimatedSize reaches it.
@@ -113,6 +117,8 @@ type Stats struct {
 	// Merged counts the entries (operands and the values under them) that
 	// merges consumed: replaced by fewer entries, counted in OutputEntries.
 	Merged int64
+	// MergeErrors counts the keys whose FullMerge failed (OnMergeError).
+	MergeErrors int64
 }
 
 // inputName names the merged input in corruption errors: Run does not know
@@ -424,7 +430,8 @@ func (r *runner) merge(trailer uint64, value []byte, st int) (valid, decides boo
 	consumed := 1 // entries of the input this merge replaces
 	prevTrailer = trailer
 	full := false
-	var setValue []byte // the merged Set, once full
+	var setValue []byte // the merged Set, once merged
+	merged := false
 	valid = it.Next()
 	for ; valid; valid = it.Next() {
 		next := it.Key()
@@ -457,8 +464,19 @@ func (r *runner) merge(trailer uint64, value []byte, st int) (valid, decides boo
 			prevTrailer = next.Trailer
 			// Merged before the input moves off the value.
 			if setValue, err = r.o.Merger.FullMerge(r.curKey, it.Value(), kind, true, r.oldestFirst()); err != nil {
-				return false, false, 0, err
+				if err = r.mergeFailed(err); err != nil {
+					return false, false, 0, err
+				}
+				// The operands, then the value, as they are.
+				if err := r.emitRaw(); err != nil {
+					return false, false, 0, err
+				}
+				if err := r.emit(next, it.Value()); err != nil {
+					return false, false, 0, err
+				}
+				return it.Next(), true, prevTrailer, nil
 			}
+			merged = true
 			valid = it.Next()
 		}
 		break // else a tombstone, or a deleted value: the caller's
@@ -469,18 +487,45 @@ func (r *runner) merge(trailer uint64, value []byte, st int) (valid, decides boo
 		}
 	}
 	keyEnds := !valid || r.cmp(it.Key().UserKey, r.curKey) != 0
-	if setValue == nil && (full || keyEnds && r.o.ElideTombstone != nil && r.o.ElideTombstone(r.curKey)) {
+	if !merged && (full || keyEnds && r.o.ElideTombstone != nil && r.o.ElideTombstone(r.curKey)) {
 		if setValue, err = r.o.Merger.FullMerge(r.curKey, nil, 0, false, r.oldestFirst()); err != nil {
-			return false, false, 0, err
+			if err = r.mergeFailed(err); err != nil {
+				return false, false, 0, err
+			}
+			// The operands as they are; what is under them stays the
+			// caller's, as the newest entry of the stripe.
+			return valid, false, prevTrailer, r.emitRaw()
 		}
+		merged = true
 	}
-	if setValue != nil {
+	if merged {
 		r.stats.Merged += int64(consumed - 1)
 		return valid, true, prevTrailer, r.emit(base.MakeInternalKey(r.curKey, key.SeqNum(), base.KindSet), setValue)
 	}
 	n, err := r.emitOperands()
 	r.stats.Merged += int64(consumed - n)
 	return valid, true, prevTrailer, err
+}
+
+// mergeFailed handles a failed FullMerge of curKey: it returns err when
+// Run must fail, nil when OnMergeError took it.
+func (r *runner) mergeFailed(err error) error {
+	if r.o.OnMergeError == nil {
+		return err
+	}
+	r.stats.MergeErrors++
+	r.o.OnMergeError(r.curKey, err)
+	return nil
+}
+
+// emitRaw writes ops, newest first, each as it was read.
+func (r *runner) emitRaw() error {
+	for _, op := range r.ops {
+		if err := r.emit(base.InternalKey{UserKey: r.curKey, Trailer: op.trailer}, op.value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // oldestFirst returns the values of ops, oldest first.

@@ -56,7 +56,8 @@ func describe(outs []*memOutput) string {
 // below=(...)), secondary=(lo-hi@seq,...) (secondary tombstones, the
 // attribute of a Set being its value read as a decimal number, none when it
 // is not one), merge (RunOptions.Merger is testMerger: "+" joins, every
-// third pair refused by PartialMerge), and raw (feed the entries in the
+// third pair refused by PartialMerge), merge-fail=X (testMerger failing
+// every FullMerge with an operand X, with OnMergeError set), and raw (feed the entries in the
 // order written instead of sorting them). It prints each output (points | tombstones, "(open)" if
 // left open), the Stats (with secondary=, also the secondary counts), and
 // the error.
@@ -89,6 +90,11 @@ func TestRun(t *testing.T) {
 		}
 		if td.HasArg("merge") {
 			o.Merger = testMerger{}
+		}
+		var mergeErrs []string
+		if arg, ok := td.Arg("merge-fail"); ok {
+			o.Merger = failingMerger{bad: arg.Vals[0]}
+			o.OnMergeError = func(key []byte, err error) { mergeErrs = append(mergeErrs, fmt.Sprintf("%s: %v", key, err)) }
 		}
 		var below []string
 		if arg, ok := td.Arg("below"); ok {
@@ -159,6 +165,9 @@ func TestRun(t *testing.T) {
 			st.InputEntries, st.OutputEntries, st.DroppedShadowed, st.DroppedTombstones, st.DroppedByRangeDel)
 		if o.Merger != nil {
 			fmt.Fprintf(&b, "merged: %d\n", st.Merged)
+		}
+		for _, e := range mergeErrs {
+			fmt.Fprintf(&b, "merge error: %s\n", e)
 		}
 		if o.SecondaryTombstones != nil {
 			fmt.Fprintf(&b, "secondary: dropped=%d to-delete=%d\n", st.DroppedBySecondary, st.SecondaryToDelete)
@@ -260,4 +269,20 @@ func TestRunAllocations(t *testing.T) {
 	if large > small+4 {
 		t.Fatalf("allocations grow with entries: %v for 10 keys, %v for 2000", small, large)
 	}
+}
+
+// failingMerger is testMerger whose FullMerge fails when an operand is bad.
+type failingMerger struct{ bad string }
+
+func (m failingMerger) FullMerge(key, baseValue []byte, baseKind base.Kind, hasBase bool, ops [][]byte) ([]byte, error) {
+	for _, op := range ops {
+		if string(op) == m.bad {
+			return nil, fmt.Errorf("bad operand %q", op)
+		}
+	}
+	return testMerger{}.FullMerge(key, baseValue, baseKind, hasBase, ops)
+}
+
+func (m failingMerger) PartialMerge(key, left, right []byte) ([]byte, bool) {
+	return testMerger{}.PartialMerge(key, left, right)
 }
