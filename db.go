@@ -741,6 +741,7 @@ func (d *DB) walWriterOptions() wal.WriterOptions {
 	return wal.WriterOptions{
 		PreallocateSize:  min(int64(d.mutableOptions().WriteBufferSize), 4<<20),
 		BackgroundWrites: d.opts.WALBackgroundWrites,
+		Mmap:             d.opts.AllowMmapWrites,
 	}
 }
 

@@ -220,6 +220,12 @@ var metamorphicSets = []metaOptionSet{
 		o.BlobCompactionReadaheadSize = 1024
 	}, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 3}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
+	{name: "osfs-mmap-writes", set: func(o *Options) {
+		// WALs written through shared mappings, across windows and
+		// reopens (the tiny memtable rotates them often).
+		o.AllowMmapWrites = true
+		o.WriteBufferSize = 4 << 10
+	}, osFS: true},
 	{name: "osfs-blob-files-direct", set: func(o *Options) {
 		// Blob values read with direct IO (aligned reads of records).
 		setBlobTestOptions(o)

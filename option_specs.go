@@ -181,6 +181,8 @@ var optionSpecs = []optionSpec{
 		"the async reader is made at Open"),
 	immutable(boolOption("wal_background_writes", "WALBackgroundWrites", func(o *Options) *bool { return &o.WALBackgroundWrites }),
 		"it decides what a write without Sync promises, for the life of the WAL writer"),
+	immutable(boolOption("allow_mmap_writes", "AllowMmapWrites", func(o *Options) *bool { return &o.AllowMmapWrites }),
+		"each WAL writer takes it when it is made"),
 	// Read by Close (after any SetOptions under way has returned).
 	boolOption("avoid_flush_during_shutdown", "AvoidFlushDuringShutdown", func(o *Options) *bool { return &o.AvoidFlushDuringShutdown }),
 	// Delete-aware compaction: the counts of tables written from now on,

@@ -175,6 +175,17 @@ type Options struct {
 	// under a mapping is a SIGBUS rather than an error returned, as with
 	// every mmap reader. Incompatible with UseDirectReads. Default false.
 	AllowMmapReads bool
+	// AllowMmapWrites writes the WAL through a shared, writable memory
+	// mapping of its file (allow_mmap_writes, which RocksDB applies to
+	// every file it writes; shale to WALs, tables being written in large
+	// blocks already): a write without Sync is copied into the page cache
+	// with no system call, and still survives a crash of the process, as
+	// without the option. Syncs, power loss and recovery are unchanged (a
+	// WAL reads as zeros past its last record until it is closed). Each
+	// 4 MiB of WAL is reserved with fallocate before it is mapped, so a full
+	// disk is an error; on a file system without fallocate it can instead
+	// fault the process at the copy, as with any mmap writer. Default false.
+	AllowMmapWrites bool
 	// MaxAutoReadaheadSize caps the automatic readahead of iterators, which
 	// starts at 8 KiB on the third sequential block read of a file (the
 	// second with ReadOptions.AsyncIO, which then prefetches windows of

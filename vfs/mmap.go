@@ -34,3 +34,36 @@ func MapReadOnly(f File, size int64) (data []byte, unmap func() error, err error
 	}
 	return m.MapReadOnly(size)
 }
+
+// MapWriteAlignment is the alignment MapWritable's offsets need: Windows'
+// allocation granularity, a multiple of every page size.
+const MapWriteAlignment = 64 << 10
+
+// WritableMappable is implemented by the OS files, whose contents can be
+// written through a shared, writable memory mapping (mmap PROT_WRITE,
+// MAP_SHARED on POSIX; a read-write file mapping view on Windows). What is
+// copied into the mapping is the file's content at once: other readers see
+// it, and it is in the page cache, so it survives a crash of the process;
+// SyncData makes it durable like written bytes (the mapping's Flush first).
+type WritableMappable interface {
+	// MapWritable extends the file to size bytes when it is shorter (the
+	// new bytes read as zeros) and maps [off, size) read-write; off is a
+	// multiple of MapWriteAlignment. flush writes the mapping's dirty pages
+	// back to the file (msync; FlushViewOfFile), for the file's sync to
+	// make durable; unmap is called once, after which data must not be
+	// touched. Truncating the file while it is mapped is not allowed.
+	MapWritable(off, size int64) (data []byte, flush, unmap func() error, err error)
+}
+
+// MapWritable maps [off, size) of f read-write (WritableMappable), or
+// returns ErrMapUnsupported (wrapped) when f cannot be.
+func MapWritable(f File, off, size int64) (data []byte, flush, unmap func() error, err error) {
+	m, ok := f.(WritableMappable)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("%w (%T)", ErrMapUnsupported, f)
+	}
+	if off < 0 || off%MapWriteAlignment != 0 || size <= off || int64(int(size-off)) != size-off {
+		return nil, nil, nil, fmt.Errorf("shale: cannot map [%d, %d) for writing", off, size)
+	}
+	return m.MapWritable(off, size)
+}

@@ -64,3 +64,60 @@ func TestMapReadOnlyUnsupported(t *testing.T) {
 		t.Fatal("mapping 0 bytes succeeded")
 	}
 }
+
+// TestMapWritable maps windows of an OS file for writing: the file grows
+// to the window's end (zeros past what was copied), what is copied is read
+// back at once through another handle, flush and sync work, and after
+// unmap the file can be trimmed. MemFS and wrapping files refuse.
+func TestMapWritable(t *testing.T) {
+	dir := testDir(t)
+	name := Default.PathJoin(dir, "wal")
+	f, err := Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := Default.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var want []byte
+	for w := int64(0); w < 2; w++ {
+		off := w * MapWriteAlignment
+		data, flush, unmap, err := MapWritable(f, off, off+MapWriteAlignment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := f.Size(); n != off+MapWriteAlignment {
+			t.Fatalf("window %d: file is %d bytes, want %d", w, n, off+MapWriteAlignment)
+		}
+		chunk := bytes.Repeat([]byte{byte('a' + w)}, int(MapWriteAlignment))
+		copy(data, chunk)
+		want = append(want, chunk...)
+		got := make([]byte, len(want))
+		if _, err := r.ReadAt(got, 0); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("window %d: another handle reads %d differing bytes (%v)", w, len(got), err)
+		}
+		if err := flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.SyncData(); err != nil {
+			t.Fatal(err)
+		}
+		if err := unmap(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Truncate(MapWriteAlignment + 10); err != nil {
+		t.Fatalf("trimming after unmap: %v", err)
+	}
+	if _, _, _, err := MapWritable(f, 100, 200); err == nil {
+		t.Fatal("an unaligned offset was mapped")
+	}
+	m := NewMem()
+	mf, _ := m.Create("/f")
+	if _, _, _, err := MapWritable(mf, 0, MapWriteAlignment); !errors.Is(err, ErrMapUnsupported) {
+		t.Fatalf("MemFS file: %v, want ErrMapUnsupported", err)
+	}
+}

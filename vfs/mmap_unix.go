@@ -26,3 +26,27 @@ func (f *osFile) MapReadOnly(size int64) ([]byte, func() error, error) {
 	}
 	return data, func() error { return unix.Munmap(data) }, nil
 }
+
+// MapWritable extends the file with ftruncate when it is shorter than size
+// and maps [off, size) with mmap(PROT_READ|PROT_WRITE, MAP_SHARED). A
+// DirectIO file is not mapped.
+func (f *osFile) MapWritable(off, size int64) ([]byte, func() error, func() error, error) {
+	if f.dio != nil {
+		return nil, nil, nil, ErrMapUnsupported
+	}
+	st, err := f.file.Stat()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if st.Size() < size {
+		if err := f.file.Truncate(size); err != nil {
+			return nil, nil, nil, fmt.Errorf("shale: extending %s to %d bytes for a mapping: %w", f.file.Name(), size, err)
+		}
+	}
+	data, err := unix.Mmap(int(f.file.Fd()), off, int(size-off), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("shale: mmap %s for writing: %w", f.file.Name(), err)
+	}
+	flush := func() error { return unix.Msync(data, unix.MS_SYNC) }
+	return data, flush, func() error { return unix.Munmap(data) }, nil
+}

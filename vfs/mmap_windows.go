@@ -46,3 +46,34 @@ func (f *osFile) MapReadOnly(size int64) ([]byte, func() error, error) {
 	h.data, h.len, h.cap = addr, int(size), int(size)
 	return data, func() error { return windows.UnmapViewOfFile(addr) }, nil
 }
+
+// MapWritable maps [off, size) with a read-write file mapping (which
+// extends the file to size when it is shorter) and a view of that range;
+// the mapping handle is closed at once. A DirectIO file is not mapped.
+func (f *osFile) MapWritable(off, size int64) ([]byte, func() error, func() error, error) {
+	if f.direct != nil {
+		return nil, nil, nil, ErrMapUnsupported
+	}
+	if err := f.enter("mmap"); err != nil {
+		return nil, nil, nil, err
+	}
+	defer f.leave()
+	m, err := windows.CreateFileMapping(f.handle, nil, windows.PAGE_READWRITE, uint32(uint64(size)>>32), uint32(size), nil)
+	if err != nil {
+		return nil, nil, nil, &os.PathError{Op: "CreateFileMapping", Path: f.name, Err: err}
+	}
+	n := uintptr(size - off)
+	addr, err := windows.MapViewOfFile(m, windows.FILE_MAP_WRITE, uint32(uint64(off)>>32), uint32(off), n)
+	windows.CloseHandle(m)
+	if err != nil {
+		return nil, nil, nil, &os.PathError{Op: "MapViewOfFile", Path: f.name, Err: err}
+	}
+	var data []byte
+	h := (*struct {
+		data     uintptr
+		len, cap int
+	})(unsafe.Pointer(&data))
+	h.data, h.len, h.cap = addr, int(n), int(n)
+	flush := func() error { return windows.FlushViewOfFile(addr, n) }
+	return data, flush, func() error { return windows.UnmapViewOfFile(addr) }, nil
+}

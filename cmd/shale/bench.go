@@ -117,6 +117,7 @@ type benchConfig struct {
 	blobCompression    string
 	enableBlobGC       bool
 	mmapRead           bool
+	mmapWrite          bool
 	blobGCAgeCutoff    float64
 	blobGCForce        float64
 	blobFileStartLevel int
@@ -519,6 +520,7 @@ func (r *benchRunner) options() (*shale.Options, error) {
 
 		UseDirectReads:                   r.cfg.useDirectReads,
 		AllowMmapReads:                   r.cfg.mmapRead,
+		AllowMmapWrites:                  r.cfg.mmapWrite,
 		UseDirectIOForFlushAndCompaction: r.cfg.useDirectIOForFlush,
 		MaxAutoReadaheadSize:             r.cfg.maxAutoReadaheadSize,
 		BytesPerSync:                     r.cfg.bytesPerSync,

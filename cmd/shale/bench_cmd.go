@@ -181,6 +181,7 @@ scan read. It runs with the ids written in order and shuffled.`,
 	f.Int64Var(&jitterUS, "env_read_jitter_us", 0, "spread --env_read_latency_us uniformly by +- this many microseconds")
 	f.Int64Var(&cfg.envReadBandwidthMB, "env_read_bandwidth_mb", 0, "share this read bandwidth, in MiB/s, among all file reads (0 = unlimited)")
 	f.BoolVar(&cfg.mmapRead, "mmap_read", false, "read SST and blob files through memory mappings (Options.AllowMmapReads, db_bench's --mmap_read)")
+	f.BoolVar(&cfg.mmapWrite, "mmap_write", false, "write WALs through shared memory mappings (Options.AllowMmapWrites, db_bench's --mmap_write): no system call per write, still process-crash durable")
 	f.BoolVar(&cfg.useDirectReads, "use_direct_reads", false, "read SST files with direct IO (O_DIRECT); randread_batch reads with direct IO unless this is set to false")
 	f.BoolVar(&cfg.useDirectIOForFlush, "use_direct_io_for_flush_and_compaction", false, "write SST files with direct IO")
 	f.Int64Var(&cfg.readaheadSize, "readahead_size", 0, "bytes iterators read ahead from each table (ReadOptions.ReadaheadSize; 0 = automatic)")

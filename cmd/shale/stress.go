@@ -58,8 +58,9 @@ type stressConfig struct {
 	// and BlobGarbageCollectionForceThreshold.
 	enableBlobGC                          bool
 	blobGCAgeCutoff, blobGCForceThreshold float64
-	// allowMmapReads is Options.AllowMmapReads.
-	allowMmapReads bool
+	// allowMmapReads and allowMmapWrites are Options.AllowMmapReads and
+	// AllowMmapWrites.
+	allowMmapReads, allowMmapWrites bool
 	// merges makes writers issue Merges (stresslog.OpMerge) under
 	// stressMergeOperator.
 	merges bool
@@ -149,6 +150,7 @@ func (c *stressConfig) baseOptions() *shale.Options {
 		BlobGarbageCollectionAgeCutoff:      c.blobGCAgeCutoff,
 		BlobGarbageCollectionForceThreshold: c.blobGCForceThreshold,
 		AllowMmapReads:                      c.allowMmapReads,
+		AllowMmapWrites:                     c.allowMmapWrites,
 		MergeOperator:                       c.mergeOperator(),
 	}
 }
@@ -241,6 +243,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--blob_garbage_collection_age_cutoff", strconv.FormatFloat(c.blobGCAgeCutoff, 'g', -1, 64),
 		"--blob_garbage_collection_force_threshold", strconv.FormatFloat(c.blobGCForceThreshold, 'g', -1, 64),
 		"--allow_mmap_reads=" + strconv.FormatBool(c.allowMmapReads),
+		"--allow_mmap_writes=" + strconv.FormatBool(c.allowMmapWrites),
 		"--merges=" + strconv.FormatBool(c.merges),
 	}
 }
@@ -315,6 +318,8 @@ func registerStressFlags(f interface {
 		"Options.BlobGarbageCollectionForceThreshold of the child's database: the garbage ratio of an old blob file that forces compactions of its tables")
 	f.BoolVar(&cfg.allowMmapReads, "allow_mmap_reads", false,
 		"Options.AllowMmapReads of the child's database: tables and blob files are read through memory mappings")
+	f.BoolVar(&cfg.allowMmapWrites, "allow_mmap_writes", false,
+		"Options.AllowMmapWrites of the child's database: WALs are written through memory mappings (a kill must lose no acknowledged write all the same)")
 	f.BoolVar(&cfg.merges, "merges", false,
 		"writers also issue Merges under a string-append merge operator (Options.MergeOperator of the child's database)")
 }

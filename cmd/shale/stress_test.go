@@ -130,6 +130,17 @@ func TestStressKillsMerges(t *testing.T) {
 	runStressTest(t, kills, "--merges", "--enable_blob_files", "--min_blob_size", "64")
 }
 
+// TestStressKillsMmapWAL runs stress with WALs written through memory
+// mappings (Options.AllowMmapWrites): a kill right after a write without
+// Sync returned must find it in the WAL, from the page cache.
+func TestStressKillsMmapWAL(t *testing.T) {
+	kills := 4
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 40
+	}
+	runStressTest(t, kills, "--allow_mmap_writes")
+}
+
 func runStressTest(t *testing.T, kills int, extra ...string) {
 	seed := uint64(time.Now().UnixNano())
 	dir := filepath.Join(testdir.New(t), "stress")

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -100,7 +101,22 @@ type Writer struct {
 	preallocStep, preallocated int64
 	// backgroundWrites is WriterOptions.BackgroundWrites.
 	backgroundWrites bool
+
+	// mmap is WriterOptions.Mmap: records are copied into a shared,
+	// writable mapping of the file instead of written (writeMapped). The
+	// window maps [mapOff, mapOff+len(mapData)); mapped says a window was
+	// ever made (Close then trims the file to its written size). Used only
+	// by the goroutine writing (w.writing) and by Close after the flusher.
+	mmap               bool
+	mapped             bool
+	mapOff             int64
+	mapData            []byte
+	mapFlush, mapUnmap func() error
 }
+
+// mapWindow is the size of the WAL's mapping windows: each new one is
+// reserved (File.Preallocate), extends the file, and is mapped.
+const mapWindow = 4 << 20
 
 // WriterOptions configure NewWriterWithOptions.
 type WriterOptions struct {
@@ -114,6 +130,14 @@ type WriterOptions struct {
 	// commits into one write system call. Faster for small writes, but a
 	// crash of the process can lose the last commits made without sync.
 	BackgroundWrites bool
+	// Mmap copies records into a shared, writable mapping of the file
+	// (vfs.MapWritable) instead of writing them: once copied they are in
+	// the page cache, so Commit(false) keeps its guarantee (a crash of the
+	// process loses nothing) with no system call per commit. The file grows
+	// in windows of 4 MiB, reserved first, and reads as zeros past the last
+	// record until Close trims it. A file that cannot be mapped is written
+	// as without Mmap.
+	Mmap bool
 }
 
 // NewWriter returns a Writer appending to f, a newly created empty file;
@@ -133,7 +157,8 @@ func NewWriterWithOptions(f vfs.File, fileName string, o WriterOptions) *Writer 
 // framed from that point, and what is already there counts as synced. It
 // starts the background flusher.
 func NewWriterAt(f vfs.File, fileName string, offset int64, o WriterOptions) *Writer {
-	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{}), preallocStep: max(o.PreallocateSize, 0), backgroundWrites: o.BackgroundWrites}
+	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{}), preallocStep: max(o.PreallocateSize, 0), backgroundWrites: o.BackgroundWrites,
+		mmap: o.Mmap}
 	w.flushCond.L = &w.mu
 	w.doneCond.L = &w.mu
 	// never flushed: the flusher takes its buffer
@@ -301,6 +326,16 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 	end := w.written + int64(len(data))
 	w.mu.Unlock()
 	var err error
+	if w.mmap && len(data) > 0 {
+		if err = w.writeMapped(data, w.written); errors.Is(err, vfs.ErrMapUnsupported) && !w.mapped {
+			w.mmap, err = false, nil // written as without Mmap
+		} else if err != nil {
+			err = fmt.Errorf("shale: writing WAL %s through its mapping: %w", w.fileName, err)
+		}
+		if err == nil && w.mmap {
+			data = data[:0:cap(data)] // copied: nothing left to write
+		}
+	}
 	if len(data) > 0 && w.preallocStep > 0 && end > w.preallocated {
 		next := (end + w.preallocStep - 1) / w.preallocStep * w.preallocStep
 		if perr := w.f.Preallocate(w.preallocated, next-w.preallocated); perr != nil {
@@ -319,6 +354,14 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 		}
 		if err != nil {
 			err = fmt.Errorf("shale: writing WAL %s: %w", w.fileName, err)
+		}
+	}
+	if err == nil && doSync && w.mapData != nil {
+		// The window's dirty pages reach the file for the sync to cover
+		// (earlier windows were unmapped, their pages left to the page
+		// cache, which the sync covers).
+		if err = w.mapFlush(); err != nil {
+			err = fmt.Errorf("shale: flushing the mapping of WAL %s: %w", w.fileName, err)
 		}
 	}
 	if err == nil && doSync {
@@ -347,6 +390,43 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 	return err
 }
 
+// writeMapped copies data into the mapping at file offset at, mapping new
+// windows as it goes.
+func (w *Writer) writeMapped(data []byte, at int64) error {
+	for len(data) > 0 {
+		if w.mapData == nil || at < w.mapOff || at >= w.mapOff+int64(len(w.mapData)) {
+			if err := w.unmap(); err != nil {
+				return err
+			}
+			off := at &^ (vfs.MapWriteAlignment - 1)
+			size := off + mapWindow
+			// Blocks reserved before the pages are touched: a full disk
+			// is then an error here, not a fault at the copy.
+			if err := w.f.Preallocate(off, size-off); err != nil {
+				return err
+			}
+			d, flush, unmap, err := vfs.MapWritable(w.f, off, size)
+			if err != nil {
+				return err
+			}
+			w.mapOff, w.mapData, w.mapFlush, w.mapUnmap, w.mapped = off, d, flush, unmap, true
+		}
+		n := copy(w.mapData[at-w.mapOff:], data)
+		data, at = data[n:], at+int64(n)
+	}
+	return nil
+}
+
+// unmap drops the current window, if any; its pages stay in the page cache.
+func (w *Writer) unmap() error {
+	if w.mapData == nil {
+		return nil
+	}
+	err := w.mapUnmap()
+	w.mapData, w.mapFlush, w.mapUnmap = nil, nil, nil
+	return err
+}
+
 // Close writes and syncs what is buffered, stops the flusher, trims space
 // preallocated past the end and closes the file. The file is closed even when the flush fails; that error is returned.
 func (w *Writer) Close() error {
@@ -372,7 +452,18 @@ func (w *Writer) Close() error {
 	putBuffer(w.spare)
 	w.spare = nil
 	w.mu.Unlock()
-	if err == nil && w.preallocated > written {
+	if uerr := w.unmap(); err == nil && uerr != nil {
+		err = fmt.Errorf("shale: unmapping WAL %s: %w", w.fileName, uerr)
+	}
+	if err == nil && w.mapped {
+		// The windows grew the file past its records: back to its size,
+		// synced so that no zeros past it outlive a crash either.
+		if terr := w.f.Truncate(written); terr != nil {
+			err = fmt.Errorf("shale: trimming WAL %s: %w", w.fileName, terr)
+		} else if serr := w.f.SyncData(); serr != nil {
+			err = fmt.Errorf("shale: syncing WAL %s: %w", w.fileName, serr)
+		}
+	} else if err == nil && w.preallocated > written {
 		// Give back the reserved space past the end; the size is unchanged,
 		// so nothing needs syncing again.
 		if terr := w.f.Truncate(written); terr != nil {
