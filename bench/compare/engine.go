@@ -82,6 +82,10 @@ type engineConfig struct {
 	// shaleMmapReads sets shale's Options.AllowMmapReads (Badger reads
 	// its value log through mappings).
 	shaleMmapReads bool
+	// shaleMmapWrites sets shale's Options.AllowMmapWrites (the WAL
+	// written through a shared mapping: no system call per write, still
+	// process-crash durable).
+	shaleMmapWrites bool
 	// badgerValueThreshold sets Badger's Options.ValueThreshold; 0 leaves
 	// Badger's default.
 	badgerValueThreshold int64

@@ -25,6 +25,7 @@ func openShale(dir string, cfg engineConfig) (engine, error) {
 		MinBlobSize:                 cfg.shaleMinBlobSize,
 		EnableBlobGarbageCollection: cfg.shaleBlobGC,
 		AllowMmapReads:              cfg.shaleMmapReads,
+		AllowMmapWrites:             cfg.shaleMmapWrites,
 	})
 	if err != nil {
 		return nil, err
