@@ -309,7 +309,7 @@ func TestModelCompactionFilter(t *testing.T) {
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
+			forEachSeed(t, bySize(2, 1, 4), func(t *testing.T, seed uint64) {
 				cfg := v.cfg
 				cfg.filter = true
 				runModelWith(t, seed, ops, cfg, func(o *Options) { o.CompactionFilter = modelFilter{} }, v.set)

@@ -71,7 +71,7 @@ func TestModelMerge(t *testing.T) {
 	for _, mc := range mergeOperatorCases {
 		for _, v := range variants {
 			t.Run(mc.name+"/"+v.name, func(t *testing.T) {
-				forEachSeed(t, bySize(1, 1, 5), func(t *testing.T, seed uint64) {
+				forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
 					cfg := v.cfg
 					cfg.merge, cfg.counters = mc.op, mc.counters
 					runModelWith(t, seed, ops, cfg, func(o *Options) { o.MergeOperator = mc.op }, v.set)
