@@ -76,7 +76,10 @@ func SeekGEInternal(it InternalIterator, cmp Compare, key InternalKey) bool {
 // LevelIter also the bounds of its files. SeekPrefixGE(prefix, key) is
 // SeekGE(key) for a caller that wants only the entries at or after key
 // whose user keys have prefix: it returns false, reading nothing, when the
-// iterator knows it holds no such entry. Entries of other prefixes may or
+// iterator knows it holds no such entry. key is at or after a key with the
+// prefix: the seek key of a prefix seek has it, and the seeks that follow
+// within one (past a range tombstone, into a level's next file) go
+// forward from there. Entries of other prefixes may or
 // may not be returned, and a false return does not mean that nothing lies
 // past key: an iterator exhausted this way must be repositioned by an
 // absolute positioning call before it is stepped or turned around, which
