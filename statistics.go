@@ -65,6 +65,12 @@ const (
 	TickerBlobFileBytesWritten
 	TickerBlobGCNumKeysRelocated
 	TickerBlobGCBytesRelocated
+	// TickerBloomPrefixChecked counts the probes of tables' prefix filters
+	// by iterators' prefix seeks, TickerBloomPrefixUseful those that ruled
+	// a table out, added when the iterator closes (RocksDB's
+	// BLOOM_FILTER_PREFIX_CHECKED and BLOOM_FILTER_PREFIX_USEFUL).
+	TickerBloomPrefixChecked
+	TickerBloomPrefixUseful
 	numTickers
 )
 
@@ -94,6 +100,8 @@ var tickerNames = [numTickers]string{
 	TickerBlobFileBytesWritten:               "shale.blobdb.blob.file.bytes.written",
 	TickerBlobGCNumKeysRelocated:             "shale.blobdb.gc.num.keys.relocated",
 	TickerBlobGCBytesRelocated:               "shale.blobdb.gc.bytes.relocated",
+	TickerBloomPrefixChecked:                 "shale.bloom.filter.prefix.checked",
+	TickerBloomPrefixUseful:                  "shale.bloom.filter.prefix.useful",
 }
 
 // String returns the ticker's name, e.g. "shale.block.cache.hit".
@@ -299,6 +307,10 @@ func (s *Statistics) TickerCount(t Ticker) uint64 {
 		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.BloomChecks }
 	case TickerBloomUseful:
 		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.BloomUseful }
+	case TickerBloomPrefixChecked:
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.PrefixChecks }
+	case TickerBloomPrefixUseful:
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.PrefixUseful }
 	case TickerFileReads:
 		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.FileReads }
 	case TickerBlobFileBytesRead:
