@@ -504,3 +504,94 @@ type namedTransform struct {
 }
 
 func (n namedTransform) Name() string { return n.name }
+
+// modelPrefixExtractors are the extractors the model and metamorphic tests
+// run prefix seeks under: a fixed one (keys of modelPrefixLen bytes and
+// more have a prefix: the model's "a" and "z" seek keys do not) and a
+// capped one (every key has one: "a" is a prefix of its own).
+var modelPrefixExtractors = []SliceTransform{
+	NewFixedPrefixTransform(modelPrefixLen),
+	NewCappedPrefixTransform(modelPrefixLen - 1), // "key001": a hundred keys
+}
+
+// TestModelPrefixSeek is TestModel with iterators in prefix mode among the
+// operations (ReadOptions.PrefixSameAsStart, sometimes with TotalOrderSeek),
+// checked against the model's prefix semantics: with each extractor, with
+// memtable prefix blooms, with filters of prefixes only, with AsyncIO
+// (two-phase prefix seeks), with blob files, and with SetOptions changing
+// options (not the extractor) mid-run.
+func TestModelPrefixSeek(t *testing.T) {
+	ops := bySize(3000, 1000, 20000)
+	variants := []struct {
+		name string
+		cfg  dbRunConfig
+		set  func(*Options)
+	}{
+		{"memtable-bloom", dbRunConfig{}, func(o *Options) { o.MemtablePrefixBloomSizeRatio = 0.05 }},
+		{"prefixes-only-tiny-tables", dbRunConfig{}, func(o *Options) {
+			o.DisableWholeKeyFiltering = true
+			o.WriteBufferSize = 4 << 10
+			o.TargetFileSizeBase = 4 << 10
+		}},
+		{"async-io", dbRunConfig{asyncIO: true, optimizeMultiGet: true}, func(o *Options) { o.MemtablePrefixBloomSizeRatio = 0.1 }},
+		{"blob-files", dbRunConfig{}, setBlobTestOptions},
+		{"set-options", dbRunConfig{setOptions: true}, func(o *Options) {}},
+	}
+	for _, tr := range modelPrefixExtractors {
+		for _, v := range variants {
+			t.Run(tr.Name()+"/"+v.name, func(t *testing.T) {
+				forEachSeed(t, bySize(1, 1, 5), func(t *testing.T, seed uint64) {
+					cfg := v.cfg
+					cfg.prefixSeeks = true
+					cfg.setOptionsSeed = seed
+					runModelWith(t, seed, ops, cfg, func(o *Options) { o.PrefixExtractor = tr }, v.set)
+				})
+			})
+		}
+	}
+}
+
+// TestMetamorphicPrefixSeek is TestMetamorphic with iterators in prefix
+// mode, under the option sets that change where keys live and how tables
+// and memtables are read, each with the extractor and a memtable prefix
+// bloom on top (and one set without whole keys in its filters): every set
+// must answer as the model's prefix semantics say.
+func TestMetamorphicPrefixSeek(t *testing.T) {
+	n := bySize(1500, 500, 8000)
+	names := []string{
+		"base", "tiny-memtable-nocompression", "big-blocks-nobloom", "300-byte-blocks",
+		"7-static-levels", "max-open-files-4-nocache", "cache-index-filter-small-cache",
+		"async-io", "async-io-latency-nocache", "max-skip-0", "blob-files-tiny",
+		"delete-persistence-fake-clock", "set-options-mid-run",
+	}
+	for _, tr := range modelPrefixExtractors {
+		t.Run(tr.Name(), func(t *testing.T) {
+			var sets []metaOptionSet
+			for _, name := range names {
+				i := slices.IndexFunc(metamorphicSets, func(s metaOptionSet) bool { return s.name == name })
+				if i < 0 {
+					t.Fatalf("no option set %q", name)
+				}
+				s := metamorphicSets[i]
+				set := s.set
+				s.set = func(o *Options) {
+					set(o)
+					o.PrefixExtractor = tr
+					o.MemtablePrefixBloomSizeRatio = 0.1
+				}
+				sets = append(sets, s)
+			}
+			sets = append(sets, metaOptionSet{name: "prefixes-only-no-memtable-bloom", set: func(o *Options) {
+				o.PrefixExtractor = tr
+				o.DisableWholeKeyFiltering = true
+			}})
+			forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+				g := newOpGenerator(seed, modelKeys)
+				g.prefixSeeks = true
+				m := newModelTarget()
+				m.prefix = tr
+				runMetamorphicModel(t, seed, generateOpsWith(g, n), sets, m)
+			})
+		})
+	}
+}
