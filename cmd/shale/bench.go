@@ -127,6 +127,7 @@ type benchConfig struct {
 	prefixSameAsStart      bool    // --prefix_same_as_start: ReadOptions.PrefixSameAsStart
 	totalOrderSeek         bool    // --total_order_seek: ReadOptions.TotalOrderSeek
 	wholeKeyFiltering      bool    // --whole_key_filtering: Options.WholeKeyFiltering
+	seekMissingPrefix      bool    // --seek_missing_prefix: prefixscan seeks prefixes no key has
 }
 
 // defaultBenchConfig returns db_bench's defaults.

@@ -121,7 +121,7 @@ options. prefixscan (shale's; db_bench's closest is seekrandom with
 PrefixSameAsStart and reads all of its keys (at most --seek_nexts when
 positive); with --total_order_seek it reads the same keys in total order,
 stopping at the first key of another prefix itself, without the prefix
-filters.`,
+filters; with --seek_missing_prefix it seeks prefixes no key has.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
@@ -251,6 +251,7 @@ filters.`,
 	f.BoolVar(&cfg.prefixSameAsStart, "prefix_same_as_start", false, "iterators read only the keys of their seek key's prefix (ReadOptions.PrefixSameAsStart; prefixscan always does)")
 	f.BoolVar(&cfg.totalOrderSeek, "total_order_seek", false, "iterators read in total order, consulting no prefix filter (ReadOptions.TotalOrderSeek)")
 	f.BoolVar(&cfg.wholeKeyFiltering, "whole_key_filtering", cfg.wholeKeyFiltering, "keep whole keys in the bloom filters beside the prefixes (Options.WholeKeyFiltering; false: prefixes only)")
+	f.BoolVar(&cfg.seekMissingPrefix, "seek_missing_prefix", false, "prefixscan seeks prefixes no key has (with --keys_per_prefix: numbers past the last prefix)")
 	return cmd
 }
 

@@ -57,7 +57,13 @@ func (c *benchConfig) validatePrefixFlags() error {
 	case !(c.memtableBloomSizeRatio >= 0) || math.IsInf(c.memtableBloomSizeRatio, 0):
 		return fmt.Errorf("--memtable_bloom_size_ratio must be >= 0 (0: none), got %g", c.memtableBloomSizeRatio)
 	}
+	if c.seekMissingPrefix && c.numPrefixes() == 0 {
+		return errors.New("--seek_missing_prefix needs --keys_per_prefix: the missing prefixes are the numbers past the last one")
+	}
 	if n := c.numPrefixes(); n > 0 {
+		if c.seekMissingPrefix {
+			n *= 2 // the missing prefixes go up to twice as far
+		}
 		if len(fmt.Sprint(n-1)) > c.prefixSize {
 			return fmt.Errorf("--prefix_size %d is too small for the %d decimal prefixes of --num %d / --keys_per_prefix %d", c.prefixSize, n, c.num, c.keysPerPrefix)
 		}
@@ -83,8 +89,10 @@ func (c *benchConfig) setPrefixOptions(o *shale.Options) {
 // --total_order_seek the iterator reads in total order and the scan stops at
 // the first key of another prefix itself: the same keys, without prefix
 // filters. The prefix is drawn from the prefixes of --keys_per_prefix, or
-// is the first --prefix_size bytes of a random key. found counts the scans
-// that found a key; --seek_nexts > 0 bounds the keys read per scan.
+// is the first --prefix_size bytes of a random key; with
+// --seek_missing_prefix (and --keys_per_prefix) it is one no key has, a
+// number past the last prefix. found counts the scans that found a key;
+// --seek_nexts > 0 bounds the keys read per scan.
 func benchPrefixScan(r *benchRunner, t *benchThread) error {
 	c := &r.cfg
 	if c.prefixSize <= 0 {
@@ -97,7 +105,11 @@ func benchPrefixScan(r *benchRunner, t *benchThread) error {
 	var err error
 	for i := int64(0); t.more(i, c.reads, true); i++ {
 		if n := c.numPrefixes(); n > 0 {
-			benchdata.FormatKey(prefix, t.rng.Int64N(n))
+			p := t.rng.Int64N(n)
+			if c.seekMissingPrefix {
+				p += n // past every prefix written
+			}
+			benchdata.FormatKey(prefix, p)
 		} else {
 			copy(prefix, t.randomKey())
 		}

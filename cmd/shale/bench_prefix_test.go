@@ -50,12 +50,14 @@ func TestBenchPrefixKeys(t *testing.T) {
 		mod  func(*benchConfig)
 		flag string
 	}{
-		{func(c *benchConfig) { c.prefixSize = 1; c.keysPerPrefix = 1 }, "--prefix_size"},       // 1000 prefixes in 1 digit
-		{func(c *benchConfig) { c.prefixSize = 12 }, "--prefix_size"},                           // no room for the key
-		{func(c *benchConfig) { c.prefixSize = 0 }, "--keys_per_prefix"},                        // a prefix of nothing
-		{func(c *benchConfig) { c.memtableBloomSizeRatio = -1 }, "--memtable_bloom_size_ratio"}, //
-		{func(c *benchConfig) { c.keySize = 6 }, "--key_size"},                                  // 4 digits of prefix, 2 of key
-		{func(c *benchConfig) { c.keysPerPrefix = 0; c.prefixSize = 13 }, "--prefix_size"},      // longer than the key
+		{func(c *benchConfig) { c.prefixSize = 1; c.keysPerPrefix = 1 }, "--prefix_size"},                              // 1000 prefixes in 1 digit
+		{func(c *benchConfig) { c.prefixSize = 12 }, "--prefix_size"},                                                  // no room for the key
+		{func(c *benchConfig) { c.prefixSize = 0 }, "--keys_per_prefix"},                                               // a prefix of nothing
+		{func(c *benchConfig) { c.memtableBloomSizeRatio = -1 }, "--memtable_bloom_size_ratio"},                        //
+		{func(c *benchConfig) { c.keySize = 6 }, "--key_size"},                                                         // 4 digits of prefix, 2 of key
+		{func(c *benchConfig) { c.keysPerPrefix = 0; c.prefixSize = 13 }, "--prefix_size"},                             // longer than the key
+		{func(c *benchConfig) { c.keysPerPrefix = 0; c.seekMissingPrefix = true }, "--keys_per_prefix"},                // no numbered prefixes
+		{func(c *benchConfig) { c.prefixSize = 2; c.keysPerPrefix = 10; c.seekMissingPrefix = true }, "--prefix_size"}, // 100 prefixes fit, 200 do not
 	} {
 		bad := cfg
 		c.mod(&bad)
@@ -85,6 +87,10 @@ func TestBenchPrefixScan(t *testing.T) {
 		// some 6 keys per prefix of 10.
 		if perScan := r.bytes / int64(cfg.keySize+cfg.valueSize) / max(r.found, 1); perScan < 3 || perScan > 10 {
 			t.Errorf("total order %v: %d keys per prefix read, want about 6", total, perScan)
+		}
+		cfg.benchmarks, cfg.useExistingDB, cfg.seekMissingPrefix = []string{"prefixscan"}, true, true
+		if r := runQuiet(t, cfg)["prefixscan"]; r.ops != cfg.reads || r.found != 0 || r.bytes != 0 {
+			t.Errorf("total order %v: --seek_missing_prefix: %d ops found %d keys, %d bytes", total, r.ops, r.found, r.bytes)
 		}
 	}
 }
