@@ -251,7 +251,7 @@ filters; with --seek_missing_prefix it seeks prefixes no key has.`,
 	f.BoolVar(&cfg.prefixSameAsStart, "prefix_same_as_start", false, "iterators read only the keys of their seek key's prefix (ReadOptions.PrefixSameAsStart; prefixscan always does)")
 	f.BoolVar(&cfg.totalOrderSeek, "total_order_seek", false, "iterators read in total order, consulting no prefix filter (ReadOptions.TotalOrderSeek)")
 	f.BoolVar(&cfg.wholeKeyFiltering, "whole_key_filtering", cfg.wholeKeyFiltering, "keep whole keys in the bloom filters beside the prefixes (Options.WholeKeyFiltering; false: prefixes only)")
-	f.BoolVar(&cfg.seekMissingPrefix, "seek_missing_prefix", false, "prefixscan seeks prefixes no key has (with --keys_per_prefix: numbers past the last prefix)")
+	f.BoolVar(&cfg.seekMissingPrefix, "seek_missing_prefix", false, "prefixscan seeks prefixes no key has (with --keys_per_prefix: a prefix number whose last digit is ':', between two written prefixes)")
 	return cmd
 }
 

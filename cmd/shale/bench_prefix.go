@@ -58,12 +58,9 @@ func (c *benchConfig) validatePrefixFlags() error {
 		return fmt.Errorf("--memtable_bloom_size_ratio must be >= 0 (0: none), got %g", c.memtableBloomSizeRatio)
 	}
 	if c.seekMissingPrefix && c.numPrefixes() == 0 {
-		return errors.New("--seek_missing_prefix needs --keys_per_prefix: the missing prefixes are the numbers past the last one")
+		return errors.New("--seek_missing_prefix needs --keys_per_prefix: the missing prefixes are numbered prefixes with a non-digit last byte")
 	}
 	if n := c.numPrefixes(); n > 0 {
-		if c.seekMissingPrefix {
-			n *= 2 // the missing prefixes go up to twice as far
-		}
 		if len(fmt.Sprint(n-1)) > c.prefixSize {
 			return fmt.Errorf("--prefix_size %d is too small for the %d decimal prefixes of --num %d / --keys_per_prefix %d", c.prefixSize, n, c.num, c.keysPerPrefix)
 		}
@@ -90,8 +87,9 @@ func (c *benchConfig) setPrefixOptions(o *shale.Options) {
 // the first key of another prefix itself: the same keys, without prefix
 // filters. The prefix is drawn from the prefixes of --keys_per_prefix, or
 // is the first --prefix_size bytes of a random key; with
-// --seek_missing_prefix (and --keys_per_prefix) it is one no key has, a
-// number past the last prefix. found counts the scans that found a key;
+// --seek_missing_prefix (and --keys_per_prefix) it is one no key has: a
+// prefix number ending in ':' instead of its last digit, which sorts
+// between two written prefixes. found counts the scans that found a key;
 // --seek_nexts > 0 bounds the keys read per scan.
 func benchPrefixScan(r *benchRunner, t *benchThread) error {
 	c := &r.cfg
@@ -105,11 +103,13 @@ func benchPrefixScan(r *benchRunner, t *benchThread) error {
 	var err error
 	for i := int64(0); t.more(i, c.reads, true); i++ {
 		if n := c.numPrefixes(); n > 0 {
-			p := t.rng.Int64N(n)
+			benchdata.FormatKey(prefix, t.rng.Int64N(n))
 			if c.seekMissingPrefix {
-				p += n // past every prefix written
+				// A byte no decimal key has: the prefix sorts between
+				// those of two written ones, so every seek lands amid
+				// the tables' keys.
+				prefix[len(prefix)-1] = ':'
 			}
-			benchdata.FormatKey(prefix, p)
 		} else {
 			copy(prefix, t.randomKey())
 		}
