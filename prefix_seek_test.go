@@ -97,7 +97,9 @@ func scanPrefix(t *testing.T, d *DB, ro *ReadOptions, p int) ([]string, PerfCont
 func TestPrefixSeekAbsentPrefixReadsNoDataBlock(t *testing.T) {
 	for _, async := range []bool{false, true} {
 		t.Run(fmt.Sprintf("AsyncIO=%v", async), func(t *testing.T) {
-			d, err := Open("/db", prefixTestOptions(vfs.NewMem()))
+			o := prefixTestOptions(vfs.NewMem())
+			o.Statistics = NewStatistics()
+			d, err := Open("/db", o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,10 +113,12 @@ func TestPrefixSeekAbsentPrefixReadsNoDataBlock(t *testing.T) {
 			prefixRO := &ReadOptions{PrefixSameAsStart: true, AsyncIO: async}
 			totalRO := &ReadOptions{PrefixSameAsStart: true, TotalOrderSeek: true, AsyncIO: async}
 			clean, absent := 0, 0
-			var memUseful uint64
+			var memUseful, checks, useful uint64
 			for p := 0; p < nPrefixes; p++ {
 				keys, st := scanPrefix(t, d, prefixRO, p)
 				memUseful += st.MemtablePrefixBloomUseful
+				checks += st.PrefixBloomChecks
+				useful += st.PrefixBloomUseful
 				if prefixPresent(p) {
 					if len(keys) != keysPer {
 						t.Fatalf("prefix %d: %d keys %q, want %d", p, len(keys), keys, keysPer)
@@ -157,6 +161,9 @@ func TestPrefixSeekAbsentPrefixReadsNoDataBlock(t *testing.T) {
 			}
 			if memUseful < uint64(absent*8/10) {
 				t.Errorf("the memtable's prefix bloom ruled out %d of %d absent prefixes", memUseful, absent)
+			}
+			if c, u := o.Statistics.TickerCount(TickerBloomPrefixChecked), o.Statistics.TickerCount(TickerBloomPrefixUseful); c != checks || u != useful {
+				t.Errorf("tickers: %d prefix probes, %d useful; the iterators counted %d and %d", c, u, checks, useful)
 			}
 		})
 	}
