@@ -20,9 +20,9 @@ type asyncDBTarget struct {
 	perf *PerfContext
 }
 
-func (d asyncDBTarget) newIter(snap int, lower, upper []byte) kvIterator {
+func (d asyncDBTarget) newIter(snap int, lower, upper []byte, mode iterMode) kvIterator {
 	ro := &ReadOptions{LowerBound: lower, UpperBound: upper, ReadaheadSize: d.cfg.readaheadSize,
-		AsyncIO: true, PerfContext: d.perf}
+		AsyncIO: true, PerfContext: d.perf, PrefixSameAsStart: mode.prefixSameAsStart, TotalOrderSeek: mode.totalOrderSeek}
 	if snap != 0 {
 		ro.Snapshot = d.snaps[snap]
 	}

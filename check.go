@@ -747,6 +747,7 @@ func (c *checker) checkOptions(name string) {
 		return
 	}
 	var all []byte
+	checkOpts := c.opts // the options Check was given
 	for off := 0; off < len(data); {
 		line, _, _ := bytes.Cut(data[off:], []byte{'\n'})
 		lineOff := off
@@ -754,6 +755,9 @@ func (c *checker) checkOptions(name string) {
 		trimmed := strings.TrimSpace(string(line))
 		if k, v, ok := strings.Cut(trimmed, "="); ok && k == "comparator" && v == c.opts.Comparer.Name {
 			continue // a custom comparer is the program's; ParseOptionsFile knows only the default
+		}
+		if k, v, ok := strings.Cut(trimmed, "="); ok && k == "prefix_extractor" && v == prefixExtractorName(checkOpts.PrefixExtractor) {
+			continue // so is a custom prefix extractor; ParseOptionsFile knows only RocksDB's
 		}
 		if _, err := ParseOptionsFile(line); err != nil {
 			cf.Status, cf.Err = CheckDamaged, fmt.Errorf("%w: %w", base.CorruptionErrorf(path, int64(lineOff), "bad OPTIONS line"), err)

@@ -353,6 +353,9 @@ func (d *DB) writerOptions(targetSize int64) sstable.WriterOptions {
 		DeletionSizeRatioThreshold: o.DeletionSizeRatioThreshold,
 		// Per-block attribute ranges let compactions skip deleted blocks.
 		BlockAttr: d.opts.SecondaryDeleteKey,
+		// Prefix blooms (prefix_seek.go).
+		PrefixExtractor:          o.PrefixExtractor,
+		DisableWholeKeyFiltering: !o.WholeKeyFiltering,
 	}
 }
 

@@ -197,7 +197,8 @@ type memTable struct {
 // least minCapacity bytes of entries (by memtable.EntrySizeBound) besides
 // its fixed overhead.
 func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
-	size := d.mutableOptions().WriteBufferSize
+	mo := d.mutableOptions()
+	size := mo.WriteBufferSize
 	capacity := size + size/8 + 1<<20
 	capacity = max(capacity, memtable.FixedOverhead+minCapacity)
 	m := &memTable{
@@ -208,6 +209,7 @@ func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
 		writeBufferSize: size,
 		flushed:         make(chan struct{}),
 	}
+	setPrefixBloom(m.Memtable, mo, size)
 	m.refs.Store(1)
 	return m
 }

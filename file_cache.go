@@ -449,6 +449,9 @@ func (c *fileCache) open(t *cachedFile) error {
 		CacheIndexAndFilterBlocks: d.opts.CacheIndexAndFilterBlocks,
 		PinIndexAndFilterBlocks:   d.pinIndexAndFilter(t.num),
 		MmapReads:                 d.opts.AllowMmapReads,
+		// For point lookups in tables of prefixes only (whole_key_filtering
+		// off); the reader keeps the extractor current at its open.
+		PrefixExtractor: d.mutableOptions().PrefixExtractor,
 	})
 	if err != nil {
 		return err // NewReader has closed f

@@ -12,6 +12,7 @@ import (
 	"github.com/shaledb/shale/internal/dbiter"
 	"github.com/shaledb/shale/internal/invariants"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/memtable"
 	"github.com/shaledb/shale/internal/mergeiter"
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/sstable"
@@ -69,6 +70,11 @@ type Iterator struct {
 	ro    ReadOptions
 	seq   base.SeqNum
 	prior *PerfContext
+	// prefixTr is the extractor of prefix mode (ReadOptions.
+	// PrefixSameAsStart; prefix_seek.go), nil in total order; memBloom
+	// counts the probes of the memtables' prefix blooms.
+	prefixTr SliceTransform
+	memBloom memtable.BloomCounts
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -121,10 +127,18 @@ func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadO
 	i.tables = i.tablesBuf[:0]
 	d.openIters.Add(1)
 	fill := ro.fillCache()
+	mo := d.mutableOptions()
+	i.prefixTr = iteratorPrefixExtractor(mo, ro)
 	// Not modified after this: the level iterators' open closures capture
 	// it by value, which keeps it off the heap.
 	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill, ReadaheadSize: readahead,
-		Async: async, Group: group, Stats: &i.stats}
+		Async: async, Group: group, Stats: &i.stats, PrefixExtractor: i.prefixTr}
+	newMemIter := func(m *memTable) base.InternalIterator {
+		if i.prefixTr == nil {
+			return m.NewIter()
+		}
+		return m.NewIterWith(memtable.IterOptions{PrefixExtractor: i.prefixTr.Name(), Bloom: &i.memBloom})
+	}
 
 	// children are the sources newest first (memtables, L0 tables, then one
 	// LevelIter per level). rangeDels, once one of them has range
@@ -181,8 +195,7 @@ func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadO
 		}
 		children = append(children, c)
 	}
-	memIter := rs.mem.NewIter()
-	mo := d.mutableOptions()
+	memIter := newMemIter(rs.mem)
 	if ms, ok := memIter.(memSteps); ok && mo.MemtableOpScanFlushTrigger > 0 && !d.readOnly &&
 		!rs.mem.scanFlushRequested.Load() {
 		i.memSteps, i.memStepsLimit = ms.StepCounter(), uint64(mo.MemtableOpScanFlushTrigger)
@@ -190,7 +203,7 @@ func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadO
 	}
 	addChild(memIter, rs.mem.RangeTombstones())
 	for j := len(rs.imms) - 1; j >= 0; j-- {
-		addChild(rs.imms[j].NewIter(), rs.imms[j].RangeTombstones())
+		addChild(newMemIter(rs.imms[j]), rs.imms[j].RangeTombstones())
 	}
 	for _, f := range v.Levels[0] {
 		if !overlapsBounds(d.cmp.Compare, f.Smallest.UserKey, f.Largest.UserKey, lower, upper) {
@@ -212,7 +225,7 @@ func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadO
 		files := v.Levels[level]
 		slot := len(i.tables)
 		i.tables = append(i.tables, nil)
-		addChild(mergeiter.NewLevelIter(d.cmp.Compare, lv, func(j int) (base.InternalIterator, error) {
+		li := mergeiter.NewLevelIter(d.cmp.Compare, lv, func(j int) (base.InternalIterator, error) {
 			// The level iterator has closed the iterator of the file it
 			// read before: that file's reference goes.
 			if t := i.tables[slot]; t != nil {
@@ -225,12 +238,16 @@ func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadO
 			}
 			i.tables[slot] = t
 			return t.reader.NewIter(tableIterOpts), nil
-		}, lower, upper), lv.RangeDels())
+		}, lower, upper)
+		if i.prefixTr != nil {
+			li.SetPrefixExtractor(i.prefixTr)
+		}
+		addChild(li, lv.RangeDels())
 	}
 	// Range tombstones are applied by the merge, level by level, so dbiter
 	// needs no checker.
 	opts := dbiter.Options{Cmp: d.cmp, Snapshot: seq, Lower: lower, Upper: upper,
-		Reseek: true, MaxSkip: int32(min(mo.maxSequentialSkip(), math.MaxInt32))}
+		Reseek: true, MaxSkip: int32(min(mo.maxSequentialSkip(), math.MaxInt32)), PrefixExtractor: i.prefixTr}
 	if sf := d.newSecondaryFilter(rs, seq); sf != nil {
 		opts.Secondary = sf
 	}
@@ -292,34 +309,48 @@ func (i *Iterator) moved(ok bool) bool {
 // for Next and Prev), reading the clock only when it is set.
 
 // First moves to the first key; it reports whether the iterator is valid.
+// In prefix mode (ReadOptions.PrefixSameAsStart) it positions in total
+// order and confines the moves that follow to the prefix of the key it
+// lands on.
 func (i *Iterator) First() bool {
 	if !i.usable() {
 		return false
 	}
+	if i.prefixTr != nil {
+		i.it.ClearPrefix()
+	}
 	if i.statistics == nil {
-		return i.moved(i.it.First())
+		return i.moved(i.confineToCurrent(i.it.First()))
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.moved(i.it.First())
+	return i.moved(i.confineToCurrent(i.it.First()))
 }
 
-// Last moves to the last key.
+// Last moves to the last key; in prefix mode as First does.
 func (i *Iterator) Last() bool {
 	if !i.usable() {
 		return false
 	}
+	if i.prefixTr != nil {
+		i.it.ClearPrefix()
+	}
 	if i.statistics == nil {
-		return i.moved(i.it.Last())
+		return i.moved(i.confineToCurrent(i.it.Last()))
 	}
 	defer i.statistics.record(HistogramSeekMicros, time.Now())
-	return i.moved(i.it.Last())
+	return i.moved(i.confineToCurrent(i.it.Last()))
 }
 
-// Seek moves to the first key >= key.
+// Seek moves to the first key >= key. In prefix mode
+// (ReadOptions.PrefixSameAsStart), with key in the extractor's domain, it
+// reads only the keys of key's prefix: it is invalid when the first key >=
+// key lacks the prefix, skips the tables and memtables whose prefix filter
+// rules the prefix out, and the moves that follow stay within the prefix.
 func (i *Iterator) Seek(key []byte) bool {
 	if !i.usable() {
 		return false
 	}
+	i.confineTo(key)
 	if i.statistics == nil {
 		return i.moved(i.it.SeekGE(key))
 	}
@@ -340,11 +371,15 @@ func (i *Iterator) SeekLT(key []byte) bool {
 	return true
 }
 
-// SeekForPrev moves to the last key <= key.
+// SeekForPrev moves to the last key <= key. In prefix mode, with key in
+// the extractor's domain, it is invalid when that key lacks key's prefix,
+// and the moves that follow stay within the prefix (no prefix filter is
+// consulted: the seek is in total order).
 func (i *Iterator) SeekForPrev(key []byte) bool {
 	if !i.usable() {
 		return false
 	}
+	i.confineTo(key)
 	if i.statistics == nil {
 		return i.moved(i.it.SeekForPrev(key))
 	}
@@ -352,9 +387,10 @@ func (i *Iterator) SeekForPrev(key []byte) bool {
 	return i.moved(i.it.SeekForPrev(key))
 }
 
-// Next moves to the next key.
+// Next moves to the next key. Confined to a prefix (prefix mode), it stays
+// within it, and an iterator that is invalid does not move.
 func (i *Iterator) Next() bool {
-	if !i.usable() {
+	if !i.usable() || i.stuck() {
 		return false
 	}
 	if i.statistics == nil {
@@ -364,9 +400,9 @@ func (i *Iterator) Next() bool {
 	return i.moved(i.it.Next())
 }
 
-// Prev moves to the previous key.
+// Prev moves to the previous key; confined to a prefix, as Next.
 func (i *Iterator) Prev() bool {
-	if !i.usable() {
+	if !i.usable() || i.stuck() {
 		return false
 	}
 	if i.statistics == nil {
@@ -390,6 +426,7 @@ func (i *Iterator) Stats() PerfContext {
 	}
 	p.addReadStats(&i.stats)
 	p.addBlobStats(&i.blobStats)
+	p.addMemtableBloom(i.memBloom)
 	if i.it != nil {
 		p.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
 	}
@@ -520,7 +557,14 @@ func (i *Iterator) closeStack() error {
 	i.releaseTables() // once nothing reads them; before the version goes
 	i.perf.addReadStats(&i.stats)
 	i.perf.addBlobStats(&i.blobStats)
+	i.perf.addMemtableBloom(i.memBloom)
 	i.perf.addIterCounts(i.it.Stats(), i.merged.RangeDelReseeks())
+	if c := i.stats.PrefixChecks.Load(); c != 0 {
+		// The tickers of prefix probes, which table iterators count only
+		// in their own stats.
+		i.db.fileCache.stats.PrefixChecks.Add(c)
+		i.db.fileCache.stats.PrefixUseful.Add(i.stats.PrefixUseful.Load())
+	}
 	if i.statistics != nil {
 		i.statistics.add(TickerNumberOfReseeksInIteration, i.it.Stats().Reseeks)
 	}

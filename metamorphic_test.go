@@ -67,13 +67,18 @@ func runMetamorphic(t *testing.T, seed uint64, n int, sets []metaOptionSet) {
 
 // runMetamorphicOps is runMetamorphic with the operations given.
 func runMetamorphicOps(t *testing.T, seed uint64, ops []modelOp, sets []metaOptionSet) {
+	runMetamorphicModel(t, seed, ops, sets, newModelTarget())
+}
+
+// runMetamorphicModel is runMetamorphicOps with the model given (one that
+// knows the sets' prefix extractor, for iterators in prefix mode).
+func runMetamorphicModel(t *testing.T, seed uint64, ops []modelOp, sets []metaOptionSet, m *modelTarget) {
 	ops = append(ops,
 		modelOp{kind: opIter, steps: []iterStep{{kind: stepScanFwd}}},
 		modelOp{kind: opReopen},
 		modelOp{kind: opIter, steps: []iterStep{{kind: stepScanRev}}},
 	)
 	// want is the model's log; wantEnd[i] is its length after op i.
-	m := newModelTarget()
 	var want []string
 	wantEnd := make([]int, len(ops))
 	for i, op := range ops {

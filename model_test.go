@@ -216,7 +216,11 @@ func runModelWith(t *testing.T, seed uint64, ops int, cfg dbRunConfig, variants 
 		t.Fatal(err)
 	}
 	defer func() { d.close() }()
-	runModelOn(t, d, newModelTarget(), seed, ops)
+	m := newModelTarget()
+	if cfg.prefixSeeks {
+		m.prefix = opts.PrefixExtractor
+	}
+	runModelOn(t, d, m, seed, ops)
 }
 
 // runModelOn runs ops operations generated from seed on d and on m, which
@@ -228,6 +232,7 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 	gen.secondary = d.cfg.secondaryDeletes
 	gen.merge, gen.counters = d.cfg.merge, d.cfg.counters
 	gen.filterValues = d.cfg.filter
+	gen.prefixSeeks = d.cfg.prefixSeeks
 	// SHALE_MODEL_TRACE=key logs every operation with the stored versions
 	// of key after it.
 	traceKey := os.Getenv("SHALE_MODEL_TRACE")
@@ -269,6 +274,9 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 	d.countWork()
 	if d.cfg.setOptions && d.optionChanges == 0 {
 		t.Fatal("test did not change options")
+	}
+	if p := d.iterPerf; d.cfg.prefixSeeks && p.PrefixBloomUseful == 0 {
+		t.Fatalf("no prefix seek skipped a table: %d probes", p.PrefixBloomChecks)
 	}
 	if d.flushes == 0 || d.compactions == 0 {
 		t.Fatalf("test did not exercise flushes (%d) and compactions (%d):\n%s", d.flushes, d.compactions, db.Metrics())

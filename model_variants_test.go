@@ -219,6 +219,15 @@ var metamorphicSets = []metaOptionSet{
 		o.BlobGarbageCollectionAgeCutoff = 0.5
 		o.BlobCompactionReadaheadSize = 1024
 	}, cfg: dbRunConfig{setOptions: true, setOptionsSeed: 3}},
+	// A prefix extractor: filters of prefixes only (point lookups probe
+	// the key's prefix), memtable prefix blooms. The sequences of
+	// TestMetamorphic make no prefix-mode iterators, so every read is in
+	// total order (TestMetamorphicPrefixSeek makes them).
+	{name: "prefix-extractor-prefixes-only", set: func(o *Options) {
+		o.PrefixExtractor = NewFixedPrefixTransform(modelPrefixLen)
+		o.DisableWholeKeyFiltering = true
+		o.MemtablePrefixBloomSizeRatio = 0.1
+	}},
 	{name: "osfs", set: func(o *Options) {}, osFS: true},
 	{name: "osfs-mmap-writes", set: func(o *Options) {
 		// WALs written through shared mappings, across windows and

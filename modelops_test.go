@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/shaledb/shale/internal/base"
 )
 
 // This file holds what the model test (TestModel) and the metamorphic test
@@ -102,6 +104,25 @@ type modelOp struct {
 	// merge is the merge operator of opMerge and of a batch's merges,
 	// which the model applies.
 	merge MergeOperator
+	// mode is the iterator's prefix mode (opIter).
+	mode iterMode
+}
+
+// iterMode is how an iterator of opIter reads: ReadOptions.PrefixSameAsStart
+// and TotalOrderSeek. Only a generator with prefixSeeks set makes other
+// than the zero mode.
+type iterMode struct{ prefixSameAsStart, totalOrderSeek bool }
+
+func (m iterMode) String() string {
+	switch {
+	case m.prefixSameAsStart && m.totalOrderSeek:
+		return " prefix-same-as-start,total-order"
+	case m.prefixSameAsStart:
+		return " prefix-same-as-start"
+	case m.totalOrderSeek:
+		return " total-order"
+	}
+	return ""
 }
 
 func (op modelOp) String() string {
@@ -137,7 +158,7 @@ func (op modelOp) String() string {
 	case opMultiGet:
 		return fmt.Sprintf("multiget %s snap#%d", bytes.Join(op.keys, []byte(",")), op.snap)
 	case opIter:
-		return fmt.Sprintf("iter [%s,%s) snap#%d, %d steps", op.lower, op.upper, op.snap, len(op.steps))
+		return fmt.Sprintf("iter [%s,%s) snap#%d%s, %d steps", op.lower, op.upper, op.snap, op.mode, len(op.steps))
 	case opNewSnapshot:
 		return fmt.Sprintf("new snapshot #%d", op.snap)
 	case opReleaseSnapshot:
@@ -184,7 +205,15 @@ type opGenerator struct {
 	// filterValues makes some values ones modelFilter removes ("rm:") or
 	// changes ("chg:"); never with merges.
 	filterValues bool
+	// prefixSeeks makes iterators in prefix mode (iterMode) and seeks to
+	// the first key of a prefix (modelPrefixLen bytes of a key); off, the
+	// sequence is what it was before prefix seeks existed.
+	prefixSeeks bool
 }
+
+// modelPrefixLen is the length of the prefixes of the model tests' prefix
+// extractors: "key0012" of "key00123", ten keys each.
+const modelPrefixLen = 7
 
 func newOpGenerator(seed uint64, numKeys int) *opGenerator {
 	return &opGenerator{
@@ -415,6 +444,9 @@ func (g *opGenerator) next() modelOp {
 func (g *opGenerator) iterOp() modelOp {
 	rng := g.rng
 	op := modelOp{kind: opIter, snap: g.readSnap()}
+	if g.prefixSeeks {
+		op.mode = iterMode{prefixSameAsStart: rng.IntN(4) != 0, totalOrderSeek: rng.IntN(8) == 0}
+	}
 	if rng.IntN(3) == 0 {
 		op.lower = g.boundKey()
 	}
@@ -449,6 +481,9 @@ func (g *opGenerator) iterOp() modelOp {
 		switch s.kind {
 		case stepSeekGE, stepSeekLT, stepSeekForPrev:
 			s.key = g.boundKey()
+			if g.prefixSeeks && rng.IntN(3) == 0 {
+				s.key = g.key()[:modelPrefixLen] // a prefix's first key, or before it
+			}
 		}
 		op.steps = append(op.steps, s)
 	}
@@ -477,7 +512,7 @@ type opTarget interface {
 	write(op modelOp) error // opPut, opDelete, opSingleDelete, opDeleteRange, opBatch
 	get(key []byte, snap int) ([]byte, error)
 	multiGet(keys [][]byte, snap int) ([][]byte, []error)
-	newIter(snap int, lower, upper []byte) kvIterator
+	newIter(snap int, lower, upper []byte, mode iterMode) kvIterator
 	newSnapshot(id int)
 	releaseSnapshot(id int)
 	flush() error
@@ -544,7 +579,7 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		}
 		line("multiget snap#%d:%s", op.snap, b.String())
 	case opIter:
-		it := t.newIter(op.snap, op.lower, op.upper)
+		it := t.newIter(op.snap, op.lower, op.upper, op.mode)
 		lower, upper, snap := op.lower, op.upper, op.snap
 		at := func() string {
 			if !it.Valid() {
@@ -635,6 +670,9 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 type modelTarget struct {
 	cur   model
 	snaps map[int]model
+	// prefix is the DB's Options.PrefixExtractor, which the model's
+	// iterators in prefix mode confine to (nil: none).
+	prefix SliceTransform
 }
 
 func newModelTarget() *modelTarget {
@@ -713,9 +751,13 @@ func (m *modelTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {
 	return vals, errs
 }
 
-func (m *modelTarget) newIter(snap int, lower, upper []byte) kvIterator {
+func (m *modelTarget) newIter(snap int, lower, upper []byte, mode iterMode) kvIterator {
 	s := m.state(snap)
-	return &modelIter{target: m, m: s, keys: s.sortedKeys(lower, upper), lower: lower, upper: upper, pos: -1}
+	it := &modelIter{target: m, m: s, keys: s.sortedKeys(lower, upper), lower: lower, upper: upper, pos: -1}
+	if mode.prefixSameAsStart && !mode.totalOrderSeek {
+		it.prefixTr = m.prefix
+	}
+	return it
 }
 
 func (m *modelTarget) newSnapshot(id int)     { m.snaps[id] = m.cur.clone() }
@@ -730,7 +772,7 @@ func (m *modelTarget) reopen() error {
 }
 
 func (m *modelTarget) readOnlyScan() string {
-	it := m.newIter(0, nil, nil)
+	it := m.newIter(0, nil, nil, iterMode{})
 	defer it.Close()
 	return scanDigest(it)
 }
@@ -749,24 +791,70 @@ func scanDigest(it kvIterator) string {
 
 // modelIter iterates over a model's sorted keys within bounds, with the
 // DB iterator's semantics (seeks outside the bounds land on the bounds).
+//
+// In prefix mode (prefixTr set; ReadOptions.PrefixSameAsStart) it knows
+// the prefix semantics: a seek to a key with a prefix, and First and Last
+// at the key they land on, confine it to that prefix, and it is invalid at
+// any key without it; Next and Prev of a confined invalid iterator do not
+// move. Other seeks lift the confinement.
 type modelIter struct {
 	target       *modelTarget
 	m            model
 	keys         []string
 	lower, upper []byte
 	pos          int // -1 or len(keys) = invalid
+	prefixTr     SliceTransform
+	inPrefix     bool
+	prefix       []byte
 }
 
-func (i *modelIter) Valid() bool { return i.pos >= 0 && i.pos < len(i.keys) }
-func (i *modelIter) First() bool { i.pos = 0; return i.Valid() }
-func (i *modelIter) Last() bool  { i.pos = len(i.keys) - 1; return i.Valid() }
-func (i *modelIter) Next() bool  { i.pos++; return i.Valid() }
-func (i *modelIter) Prev() bool  { i.pos--; return i.Valid() }
+func (i *modelIter) inRange() bool { return i.pos >= 0 && i.pos < len(i.keys) }
+func (i *modelIter) Valid() bool {
+	return i.inRange() && (!i.inPrefix || base.HasPrefix(i.prefixTr, []byte(i.keys[i.pos]), i.prefix))
+}
+
+// confineTo confines the iterator to key's prefix in prefix mode, or lifts
+// the confinement when key has none.
+func (i *modelIter) confineTo(key []byte) {
+	i.inPrefix = i.prefixTr != nil && i.prefixTr.InDomain(key)
+	if i.inPrefix {
+		i.prefix = append([]byte(nil), i.prefixTr.Transform(key)...)
+	}
+}
+
+func (i *modelIter) First() bool { i.pos = 0; return i.landed() }
+func (i *modelIter) Last() bool  { i.pos = len(i.keys) - 1; return i.landed() }
+
+// landed confines the iterator after First or Last to the prefix of the
+// key it is at.
+func (i *modelIter) landed() bool {
+	i.inPrefix = false
+	if i.inRange() {
+		i.confineTo([]byte(i.keys[i.pos]))
+	}
+	return i.Valid()
+}
+func (i *modelIter) Next() bool {
+	if i.inPrefix && !i.Valid() {
+		return false
+	}
+	i.pos++
+	return i.Valid()
+}
+func (i *modelIter) Prev() bool {
+	if i.inPrefix && !i.Valid() {
+		return false
+	}
+	i.pos--
+	return i.Valid()
+}
 func (i *modelIter) Seek(key []byte) bool {
+	i.confineTo(key)
 	i.pos, _ = slices.BinarySearch(i.keys, string(key))
 	return i.Valid()
 }
 func (i *modelIter) SeekForPrev(key []byte) bool {
+	i.confineTo(key)
 	pos, found := slices.BinarySearch(i.keys, string(key))
 	if !found {
 		pos--
@@ -775,6 +863,7 @@ func (i *modelIter) SeekForPrev(key []byte) bool {
 	return i.Valid()
 }
 func (i *modelIter) SeekLT(key []byte) bool {
+	i.confineTo(key)
 	pos, _ := slices.BinarySearch(i.keys, string(key))
 	i.pos = pos - 1
 	return i.Valid()
@@ -782,6 +871,7 @@ func (i *modelIter) SeekLT(key []byte) bool {
 func (i *modelIter) SetBounds(lower, upper []byte) error {
 	i.lower, i.upper = lower, upper
 	i.keys, i.pos = i.m.sortedKeys(lower, upper), -1
+	i.inPrefix = false
 	return nil
 }
 func (i *modelIter) Refresh() error {
@@ -820,6 +910,9 @@ type dbRunConfig struct {
 	// canonicalizes what it returns (filterCanonical), so that it answers
 	// the same whether or not a compaction filtered the value yet.
 	filter bool
+	// prefixSeeks makes runModelOn generate iterators in prefix mode,
+	// which the model runs with the options' PrefixExtractor.
+	prefixSeeks bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -848,6 +941,8 @@ type dbTarget struct {
 	// getBuf, which it reuses.
 	gets   int
 	getBuf []byte
+	// iterPerf sums the counts of the iterators, with cfg.prefixSeeks.
+	iterPerf PerfContext
 }
 
 // appendValuePrefix is what dbTarget.get puts in the buffer it hands
@@ -876,7 +971,7 @@ func (d *dbTarget) changeOptions() error {
 	}
 	one := func() map[string]string {
 		i := func(lo, hi int) string { return fmt.Sprint(lo + r.IntN(hi-lo+1)) }
-		switch r.IntN(19) {
+		switch r.IntN(20) {
 		case 0:
 			// Off less often than on, so L0 does not grow for long.
 			return map[string]string{"disable_auto_compactions": fmt.Sprint(r.IntN(3) == 0)}
@@ -930,6 +1025,12 @@ func (d *dbTarget) changeOptions() error {
 				"blob_garbage_collection_force_threshold": []string{"0.2", "0.5", "1"}[r.IntN(3)],
 				"blob_garbage_collection_off_peak_window": []string{"", "00:00-23:59", "03:00-03:01"}[r.IntN(3)],
 				"blob_compaction_readahead_size":          []string{"-1", "0", "4096"}[r.IntN(3)]}
+		case 18:
+			// Filters with and without whole keys, memtables with and
+			// without prefix blooms (with a prefix extractor; else
+			// nothing changes).
+			return map[string]string{"whole_key_filtering": fmt.Sprint(r.IntN(2) == 0),
+				"memtable_prefix_bloom_size_ratio": []string{"0", "0.01", "0.2"}[r.IntN(3)]}
 		default:
 			return map[string]string{"delete_persistence_threshold": []string{"0s", "30ms"}[r.IntN(2)]}
 		}
@@ -1048,11 +1149,15 @@ func (d *dbTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {
 	return vals, errs
 }
 
-func (d *dbTarget) newIter(snap int, lower, upper []byte) kvIterator {
+func (d *dbTarget) newIter(snap int, lower, upper []byte, mode iterMode) kvIterator {
 	ro := &ReadOptions{LowerBound: lower, UpperBound: upper, ReadaheadSize: d.cfg.readaheadSize,
-		AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet}
+		AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet,
+		PrefixSameAsStart: mode.prefixSameAsStart, TotalOrderSeek: mode.totalOrderSeek}
 	if snap != 0 {
 		ro.Snapshot = d.snaps[snap]
+	}
+	if d.cfg.prefixSeeks {
+		ro.PerfContext = &d.iterPerf
 	}
 	if d.cfg.filter {
 		return &canonicalIter{Iterator: d.db.NewIterator(ro)}

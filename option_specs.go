@@ -269,6 +269,32 @@ var optionSpecs = []optionSpec{
 	immutable(int64Option("blob_cache", "BlobCacheSize", func(o *Options) *int64 { return &o.BlobCacheSize }),
 		"the blob cache is made at Open, as the block cache is"),
 	boolOption("prepopulate_blob_cache", "PrepopulateBlobCache", func(o *Options) *bool { return &o.PrepopulateBlobCache }),
+	// Prefix seeks: each table written from now on records the extractor
+	// its filter holds prefixes of, each memtable made from now on and
+	// each iterator keeps the values it was made with, so a change never
+	// mixes two extractors' prefixes.
+	{
+		name: "prefix_extractor", field: "PrefixExtractor",
+		format: func(o *Options) string { return prefixExtractorName(o.PrefixExtractor) },
+		parse: func(o *Options, v string) error {
+			t, known, err := base.ParseSliceTransform(v)
+			if !known {
+				return fmt.Errorf("prefix extractor %q must be supplied by the program (shale knows rocksdb.FixedPrefix.<n> and rocksdb.CappedPrefix.<n>)", v)
+			}
+			o.PrefixExtractor = t
+			return err
+		},
+	},
+	{
+		name: "whole_key_filtering", field: "WholeKeyFiltering",
+		format: func(o *Options) string { return strconv.FormatBool(o.WholeKeyFiltering) },
+		parse: func(o *Options, v string) (err error) {
+			o.WholeKeyFiltering, err = strconv.ParseBool(v)
+			o.DisableWholeKeyFiltering = !o.WholeKeyFiltering
+			return err
+		},
+	},
+	floatOption("memtable_prefix_bloom_size_ratio", "MemtablePrefixBloomSizeRatio", func(o *Options) *float64 { return &o.MemtablePrefixBloomSizeRatio }),
 }
 
 // Options fields the OPTIONS file does not record have no name, so
@@ -276,8 +302,8 @@ var optionSpecs = []optionSpec{
 // only), FS, Logger, Statistics, Lock, Clock, SecondaryDeleteKey,
 // EventListener and RateLimiter (objects and functions; a rate limiter's
 // rate changes through its SetBytesPerSecond), DisableDynamicLevelBytes (level_compaction_dynamic_level_
-// bytes), and KeepLogFileNum and MaxLogFileSize (the LOG file, opened at
-// Open).
+// bytes) and DisableWholeKeyFiltering (whole_key_filtering), and
+// KeepLogFileNum and MaxLogFileSize (the LOG file, opened at Open).
 
 // optionSpecsByName finds optionSpecs' entries by name.
 var optionSpecsByName = func() map[string]*optionSpec {

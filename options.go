@@ -445,7 +445,49 @@ type Options struct {
 	// values a flush writes to blob files into the blob cache, as hot data.
 	// Default false.
 	PrepopulateBlobCache bool
+
+	// Prefix seeks (docs/decisions.md, Prefix seek). Each of these can
+	// change while the DB is open (SetOptions): tables record the
+	// extractor they were written with, memtables and iterators keep the
+	// options they were made with.
+
+	// PrefixExtractor (prefix_extractor, RocksDB's SliceTransform) gives
+	// keys a prefix: the bloom filter of every table written from now on
+	// also holds the prefixes of its keys (when BloomBitsPerKey leaves it
+	// a filter), memtables may keep a prefix bloom
+	// (MemtablePrefixBloomSizeRatio), and an iterator with
+	// ReadOptions.PrefixSameAsStart reads only the keys of its seek key's
+	// prefix, skipping every table and memtable whose prefix filter rules
+	// it out. NewFixedPrefixTransform and NewCappedPrefixTransform make
+	// RocksDB's transforms; a program may supply its own (see
+	// SliceTransform for what it must promise). A table's prefix filter is
+	// used only by an extractor of the name the table records, so a
+	// change of extractor (or none) never gives wrong answers: older
+	// tables are just not skipped. Default nil: no prefixes.
+	PrefixExtractor SliceTransform
+	// WholeKeyFiltering (whole_key_filtering) keeps whole keys in the
+	// bloom filters of tables beside their prefixes; false, with a
+	// PrefixExtractor, writes filters of prefixes only (smaller), which
+	// point lookups then probe with the key's prefix (a key outside the
+	// extractor's domain, or a table of another extractor, is not
+	// filtered). Without a PrefixExtractor filters always hold whole keys.
+	// Default true; since a zero bool cannot mean true, set
+	// DisableWholeKeyFiltering to turn it off.
+	WholeKeyFiltering bool
+	// DisableWholeKeyFiltering turns WholeKeyFiltering off.
+	DisableWholeKeyFiltering bool
+	// MemtablePrefixBloomSizeRatio (memtable_prefix_bloom_size_ratio),
+	// with a PrefixExtractor, gives each memtable made from now on a bloom
+	// filter of the prefixes of its keys, of this fraction of
+	// WriteBufferSize in bytes, which prefix seeks consult to skip the
+	// memtable. Values above 0.25 are taken as 0.25, as RocksDB does.
+	// Default 0: none.
+	MemtablePrefixBloomSizeRatio float64
 }
+
+// maxMemtablePrefixBloomSizeRatio is where RocksDB clamps
+// memtable_prefix_bloom_size_ratio.
+const maxMemtablePrefixBloomSizeRatio = 0.25
 
 // defaultBlobFileSize is Options.BlobFileSize's default (RocksDB's).
 const defaultBlobFileSize = 256 * mib
@@ -584,6 +626,10 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.BlobCompactionReadaheadSize == 0 {
 		o.BlobCompactionReadaheadSize = defaultBlobCompactionReadahead
 	}
+	o.WholeKeyFiltering = !o.DisableWholeKeyFiltering
+	if o.MemtablePrefixBloomSizeRatio > maxMemtablePrefixBloomSizeRatio {
+		o.MemtablePrefixBloomSizeRatio = maxMemtablePrefixBloomSizeRatio
+	}
 	return o
 }
 
@@ -680,6 +726,10 @@ func (o *Options) Validate() error {
 		return bad("Options.BlobFileStartingLevel must be >= 0, got %d", o.BlobFileStartingLevel)
 	case o.BlobCacheSize < 0:
 		return bad("Options.BlobCacheSize must be >= 0 (0 shares the block cache), got %d", o.BlobCacheSize)
+	case o.PrefixExtractor != nil && o.PrefixExtractor.Name() == "":
+		return bad("Options.PrefixExtractor must have a Name: tables record it to know whose prefixes their filters hold")
+	case !(o.MemtablePrefixBloomSizeRatio >= 0): // NaN fails too
+		return bad("Options.MemtablePrefixBloomSizeRatio must be between 0 and 0.25, got %g", o.MemtablePrefixBloomSizeRatio)
 	}
 	for i, f := range o.TablePropertiesCollectorFactories {
 		if f == nil {
@@ -843,6 +893,22 @@ type ReadOptions struct {
 	// theirs when they return, an iterator when it is closed. Calls that
 	// share one PerfContext must not run concurrently.
 	PerfContext *PerfContext
+	// PrefixSameAsStart (prefix_same_as_start) puts an iterator of a DB
+	// with a PrefixExtractor in prefix mode: a Seek or SeekForPrev (and
+	// SeekLT) to a key in the extractor's domain reads only the keys of
+	// that key's prefix, skipping the tables and memtables whose prefix
+	// filters rule it out, and the iterator becomes invalid at the first
+	// key, either way, without the prefix. First and Last position in
+	// total order, and confine the moves that follow to the prefix of the
+	// key they land on. A seek key outside the domain seeks in total order.
+	// Unlike RocksDB's prefix mode, results are always those of a total
+	// order iteration cut at the prefix's end (docs/decisions.md, Prefix
+	// seek). Default false: total order.
+	PrefixSameAsStart bool
+	// TotalOrderSeek (total_order_seek) turns prefix mode off whatever
+	// PrefixSameAsStart says: every iterator move is in total order, and
+	// no prefix filter is consulted. Default false.
+	TotalOrderSeek bool
 }
 
 // NewReadOptions returns ReadOptions with RocksDB's defaults

@@ -3,6 +3,7 @@ package shale
 import (
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/dbiter"
+	"github.com/shaledb/shale/internal/memtable"
 	"github.com/shaledb/shale/sstable"
 )
 
@@ -65,6 +66,30 @@ type PerfContext struct {
 	// read the deciding entry of each key directly and so count no skipped
 	// keys.
 	InternalKeySkippedCount, InternalDeleteSkippedCount, InternalRecentSkippedCount, InternalRangeDelReseekCount uint64
+
+	// PrefixBloomChecks counts the probes of tables' prefix filters by
+	// the seeks of iterators in prefix mode (ReadOptions.PrefixSameAsStart;
+	// RocksDB's rocksdb.bloom.filter.prefix.checked), PrefixBloomUseful
+	// those that ruled a table out, so that the seek read none of its
+	// blocks (rocksdb.bloom.filter.prefix.useful). A level's files that
+	// their bounds rule out are not probed and not counted.
+	PrefixBloomChecks, PrefixBloomUseful uint64
+	// MemtablePrefixBloomChecks counts the probes of memtables' prefix
+	// blooms (Options.MemtablePrefixBloomSizeRatio) by such seeks,
+	// MemtablePrefixBloomUseful those that ruled a memtable out: RocksDB's
+	// bloom_memtable_miss_count, and bloom_memtable_hit_count is the
+	// difference.
+	MemtablePrefixBloomChecks, MemtablePrefixBloomUseful uint64
+}
+
+// addMemtableBloom adds the probes of memtable prefix blooms c to p (p may
+// be nil).
+func (p *PerfContext) addMemtableBloom(c memtable.BloomCounts) {
+	if p == nil {
+		return
+	}
+	p.MemtablePrefixBloomChecks += c.Checks
+	p.MemtablePrefixBloomUseful += c.Useful
 }
 
 // addIterCounts adds the counts of an iterator's moves to p (p may be nil).
@@ -104,4 +129,6 @@ func (p *PerfContext) addReadStats(s *sstable.ReadStats) {
 	}
 	p.BloomChecks += s.BloomChecks.Load()
 	p.BloomUseful += s.BloomUseful.Load()
+	p.PrefixBloomChecks += s.PrefixChecks.Load()
+	p.PrefixBloomUseful += s.PrefixUseful.Load()
 }

@@ -69,6 +69,12 @@ const (
 	// in reads and in flushes and compactions (RocksDB's
 	// NUMBER_MERGE_FAILURES).
 	TickerNumberMergeFailures
+	// TickerBloomPrefixChecked counts the probes of tables' prefix filters
+	// by iterators' prefix seeks, TickerBloomPrefixUseful those that ruled
+	// a table out, added when the iterator closes (RocksDB's
+	// BLOOM_FILTER_PREFIX_CHECKED and BLOOM_FILTER_PREFIX_USEFUL).
+	TickerBloomPrefixChecked
+	TickerBloomPrefixUseful
 	numTickers
 )
 
@@ -99,6 +105,8 @@ var tickerNames = [numTickers]string{
 	TickerBlobGCNumKeysRelocated:             "shale.blobdb.gc.num.keys.relocated",
 	TickerBlobGCBytesRelocated:               "shale.blobdb.gc.bytes.relocated",
 	TickerNumberMergeFailures:                "shale.number.merge.failures",
+	TickerBloomPrefixChecked:                 "shale.bloom.filter.prefix.checked",
+	TickerBloomPrefixUseful:                  "shale.bloom.filter.prefix.useful",
 }
 
 // String returns the ticker's name, e.g. "shale.block.cache.hit".
@@ -304,6 +312,10 @@ func (s *Statistics) TickerCount(t Ticker) uint64 {
 		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.BloomChecks }
 	case TickerBloomUseful:
 		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.BloomUseful }
+	case TickerBloomPrefixChecked:
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.PrefixChecks }
+	case TickerBloomPrefixUseful:
+		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.PrefixUseful }
 	case TickerFileReads:
 		load = func(r *readCounts) *atomic.Uint64 { return &r.tables.FileReads }
 	case TickerBlobFileBytesRead:

@@ -170,6 +170,8 @@ func TestStatisticsTickers(t *testing.T) {
 	s.add(TickerBlobFileBytesWritten, 21)
 	s.add(TickerBlobGCNumKeysRelocated, 22)
 	s.add(TickerBlobGCBytesRelocated, 23)
+	ts.PrefixChecks.Add(24)
+	ts.PrefixUseful.Add(25)
 	want := map[Ticker]uint64{
 		TickerBlockReads: 1, TickerBytesRead: 2, TickerBlockCacheHits: 3, TickerAsyncReads: 4,
 		TickerReadsCoalesced: 5, TickerPrefetchHits: 6, TickerPrefetchWastedBytes: 70,
@@ -180,6 +182,7 @@ func TestStatisticsTickers(t *testing.T) {
 		TickerNumberOfReseeksInIteration: 17,
 		TickerBlobFileBytesRead:          18, TickerBlobFileReads: 19, TickerBlobCacheHits: 20,
 		TickerBlobFileBytesWritten: 21, TickerBlobGCNumKeysRelocated: 22, TickerBlobGCBytesRelocated: 23,
+		TickerBloomPrefixChecked: 24, TickerBloomPrefixUseful: 25,
 	}
 	if len(want) != int(numTickers) {
 		t.Fatalf("test covers %d tickers of %d", len(want), numTickers)

@@ -261,6 +261,12 @@ type TableProperties struct {
 	// UserCollectedProperties are the properties the collectors of
 	// Options.TablePropertiesCollectorFactories added.
 	UserCollectedProperties UserCollectedProperties
+	// PrefixExtractorName names the Options.PrefixExtractor the table was
+	// written with ("" for none; RocksDB's prefix_extractor_name).
+	// WholeKeyFiltering and PrefixFiltering say whether its bloom filter
+	// holds the user keys and the extractor's prefixes.
+	PrefixExtractorName                string
+	WholeKeyFiltering, PrefixFiltering bool
 }
 
 func tablePropertiesOf(p *sstable.Properties) *TableProperties {
@@ -272,6 +278,9 @@ func tablePropertiesOf(p *sstable.Properties) *TableProperties {
 		ComparatorName: p.ComparerName, CompressionName: p.CompressionName,
 		CreationTime:            p.CreationTime,
 		UserCollectedProperties: UserCollectedProperties{},
+		PrefixExtractorName:     p.PrefixExtractorName,
+		WholeKeyFiltering:       p.WholeKeyFiltering,
+		PrefixFiltering:         p.PrefixFiltering,
 	}
 	for k, v := range p.User {
 		tp.UserCollectedProperties[k] = v

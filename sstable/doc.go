@@ -2,9 +2,11 @@
 // builds a table from sorted internal keys, and the Reader that opens one,
 // answers point lookups (Get, with the bloom filter checked first) and
 // iterates it (a two-level index -> data block iterator with bounds pushed
-// down). It owns what is inside a table's blocks — data, index, filter,
+// down; SeekPrefixGE skips a table whose prefix filter rules the prefix
+// out). It owns what is inside a table's blocks — data, index, filter,
 // range-del, properties and metaindex blocks, the footer — and the full-file
-// bloom filter, table properties and property collectors.
+// bloom filter (of keys, prefixes or both), table properties and property
+// collectors.
 //
 // Everything below the contents of a block is internal/block's: handles,
 // the block trailer (type byte and checksum), compression, and the reads
@@ -74,8 +76,14 @@
 //	                  "shale.num.tombstone-dense-blocks" counts the data
 //	                  blocks dense in point tombstones, see
 //	                  WriterOptions.NumDeletionsThreshold; a table
-//	                  without it predates it and reads 0)
-//	metaindex block:  "fullfilter.shale.bloom", "rocksdb.properties",
+//	                  without it predates it and reads 0;
+//	                  "rocksdb.prefix.extractor.name" names the prefix
+//	                  extractor, "nullptr" for none, and
+//	                  "rocksdb.block.based.table.whole.key.filtering" and
+//	                  ".prefix.filtering" are "1" or "0": what the filter
+//	                  holds; a table without them holds whole keys only)
+//	metaindex block:  "fullfilter.shale.bloom" or
+//	                  "fullfilter.shale.prefixbloom", "rocksdb.properties",
 //	                  "rocksdb.range_del" -> block handle
 //
 // # Block trailer
@@ -99,6 +107,21 @@
 //
 // Each distinct user key h = xxhash64(key) sets k bits at (h + i*d) mod 8n,
 // i < k, d = h rotated by 31 bits; k = round(bitsPerKey * ln 2) in [1, 30].
+//
+// With WriterOptions.PrefixExtractor the filter also holds the prefix of
+// every point key in the extractor's domain (each distinct prefix once,
+// hashed as a key is), as RocksDB's full filters do, and n counts them
+// too. The block is then "fullfilter.shale.bloom" as before: whole keys
+// and prefixes share one bit array, so either may make the other a false
+// positive, never a false negative, and readers from before prefixes were
+// added read it correctly. With DisableWholeKeyFiltering the filter holds
+// prefixes only and is stored as "fullfilter.shale.prefixbloom", in the
+// same layout: a reader that knows only the first name finds no filter and
+// filters nothing, where it would otherwise take the prefixes for keys.
+// Neither changes the layout of a block, so the format version stays 1. A
+// reader uses the prefixes only for an extractor of the name the
+// properties record (RocksDB's rule): a table written under another
+// extractor, or none, is read as without a prefix filter.
 //
 // # Cached data blocks (in memory only)
 //
@@ -132,7 +155,9 @@
 //	|          |                                       | uint32  | LE      |
 //	+----------+---------------------------------------+---------+---------+
 //
-// Format version is 1; magic is 0x7368616c65535354 ("shaleSST"). An unknown
+// Format version is 1 (a new meta block or property that older readers
+// can ignore safely needs no new version; a change to the layout of a
+// block does); magic is 0x7368616c65535354 ("shaleSST"). An unknown
 // magic, version or checksum type, a bad checksum or a malformed block is
 // reported as a base.CorruptionError naming the file and block offset; the
 // reader never panics on a damaged file.

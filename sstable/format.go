@@ -22,6 +22,12 @@ const (
 	metaFilterName     = "fullfilter.shale.bloom"
 	metaPropertiesName = "rocksdb.properties"
 	metaRangeDelName   = "rocksdb.range_del"
+	// metaPrefixFilterName names the filter of a table written without
+	// whole keys (WriterOptions.DisableWholeKeyFiltering): the same block
+	// layout, holding prefixes only. The other name keeps it from readers
+	// that predate it, which would take its answers for whole keys; they
+	// see no filter at all.
+	metaPrefixFilterName = "fullfilter.shale.prefixbloom"
 )
 
 // footer is the fixed-size tail of a table.

@@ -66,13 +66,21 @@ type tableIter struct {
 	// set for an iterator without bounds.
 	skipBlock func(p *BlockProps, lower base.InternalKey, hasLower bool, sep base.InternalKey) bool
 	skipped   *int64
+	// prefixFilter says SeekPrefixGE consults the table's prefix filter:
+	// IterOptions.PrefixExtractor has the name of the extractor the table
+	// was written with. stats is IterOptions.Stats (nil for none), which
+	// counts its probes.
+	prefixFilter bool
+	stats        *ReadStats
 }
 
 var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
 
 var (
-	_ base.InternalIterator = (*tableIter)(nil)
-	_ base.InternalSeeker   = (*tableIter)(nil)
+	_ base.InternalIterator   = (*tableIter)(nil)
+	_ base.InternalSeeker     = (*tableIter)(nil)
+	_ base.PrefixSeeker       = (*tableIter)(nil)
+	_ base.PrefixSeekPreparer = (*tableIter)(nil)
 )
 
 // NewIter returns an iterator over the table's point entries. Range
@@ -100,6 +108,8 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	if o.Lower == nil && o.Upper == nil {
 		it.skipBlock, it.skipped = o.SkipBlock, o.Skipped
 	}
+	it.prefixFilter = o.PrefixExtractor != nil && r.prefixName != "" && o.PrefixExtractor.Name() == r.prefixName
+	it.stats = o.Stats
 	return it
 }
 
@@ -293,6 +303,47 @@ func (it *tableIter) SeekGE(key []byte) bool {
 	ok := it.seekGE(key)
 	if it.pend.active {
 		it.discardPending()
+	}
+	return ok
+}
+
+// SeekPrefixGE is SeekGE(key) for the entries of prefix only
+// (base.PrefixSeeker): when the table's prefix filter says no point key has
+// the prefix, it returns false, reading no data block. The iterator is then
+// unpositioned (Next and Prev return false). A table written with another
+// extractor, or none, is sought as by SeekGE.
+func (it *tableIter) SeekPrefixGE(prefix, key []byte) bool {
+	if !it.prefixMayMatch(prefix, true) {
+		it.err = nil
+		it.prepValid = false
+		if it.pend.active {
+			it.discardPending()
+		}
+		return it.stop(posInvalid)
+	}
+	return it.SeekGE(key)
+}
+
+// PrepareSeekPrefixGE is PrepareSeekGE for SeekPrefixGE: a table the
+// prefix filter rules out submits no read.
+func (it *tableIter) PrepareSeekPrefixGE(prefix, key []byte) {
+	if it.async && it.prefixMayMatch(prefix, false) {
+		it.PrepareSeekGE(key)
+	}
+}
+
+// prefixMayMatch probes the table's prefix filter for prefix, counting the
+// probe in the iterator's stats when count.
+func (it *tableIter) prefixMayMatch(prefix []byte, count bool) bool {
+	if !it.prefixFilter {
+		return true
+	}
+	ok, probed := it.r.prefixMayMatch(it.r.prefixName, prefix, it.src)
+	if probed && count && it.stats != nil {
+		it.stats.PrefixChecks.Add(1)
+		if !ok {
+			it.stats.PrefixUseful.Add(1)
+		}
 	}
 	return ok
 }

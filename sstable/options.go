@@ -88,6 +88,18 @@ type WriterOptions struct {
 	// (shale.Options.SecondaryDeleteKey), and every index entry records
 	// its data block's BlockProps. Default nil: none (the index as before).
 	BlockAttr func(key, value []byte) (uint64, bool)
+	// PrefixExtractor, when set, puts the prefix of every point key in its
+	// domain into the bloom filter besides the whole key (RocksDB's prefix
+	// bloom), and its name into the properties: a prefix seek of a reader
+	// with an extractor of that name skips the table when the filter rules
+	// its prefix out. Default nil: whole keys only.
+	PrefixExtractor base.SliceTransform
+	// DisableWholeKeyFiltering, with a PrefixExtractor, keeps whole keys
+	// out of the filter (RocksDB's whole_key_filtering=false): a smaller
+	// filter of prefixes only, which point lookups then probe with the
+	// key's prefix, and only through a reader with an extractor of the
+	// table's name. Without a PrefixExtractor it changes nothing.
+	DisableWholeKeyFiltering bool
 }
 
 func (o *WriterOptions) ensureDefaults() {
@@ -164,6 +176,13 @@ type ReaderOptions struct {
 	// that cannot be mapped is read with ReadAt. Blocks are still verified
 	// and cached as usual.
 	MmapReads bool
+	// PrefixExtractor lets point lookups (Get, MayContain, ProbeBloom)
+	// probe a table whose filter holds prefixes only
+	// (WriterOptions.DisableWholeKeyFiltering) with the key's prefix, when
+	// the table was written with an extractor of its name. Default nil:
+	// such a table's filter is not used by point lookups. Prefix seeks
+	// name their extractor in IterOptions instead.
+	PrefixExtractor base.SliceTransform
 }
 
 // IterOptions configure a table iterator.
@@ -208,6 +227,11 @@ type IterOptions struct {
 	SkipBlock func(p *BlockProps, lower base.InternalKey, hasLower bool, sep base.InternalKey) bool
 	// Skipped, when set, counts the blocks SkipBlock skipped.
 	Skipped *int64
+	// PrefixExtractor is the extractor of the prefixes SeekPrefixGE is
+	// given: the table's prefix filter is consulted only when the table
+	// was written with an extractor of the same name (any other table is
+	// sought as by SeekGE). Default nil: SeekPrefixGE is SeekGE.
+	PrefixExtractor base.SliceTransform
 }
 
 // ReadGroup gathers the reads of the first phase of two-phase seeks of many

@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"cmp"
 	"encoding/binary"
 	"sort"
 
@@ -37,6 +38,14 @@ type Properties struct {
 	SmallestSeq, LargestSeq base.SeqNum
 	// User holds the properties of the PropertyCollectors.
 	User map[string]string
+	// PrefixExtractorName names the WriterOptions.PrefixExtractor the table
+	// was written with ("" for none; stored as RocksDB's "nullptr").
+	PrefixExtractorName string
+	// WholeKeyFiltering says the bloom filter holds the user keys, and
+	// PrefixFiltering that it holds the prefixes of PrefixExtractorName
+	// (RocksDB's block-based table properties of those names). Tables
+	// written before they were recorded read true and false.
+	WholeKeyFiltering, PrefixFiltering bool
 }
 
 // Property names, RocksDB's where RocksDB has one.
@@ -56,7 +65,22 @@ const (
 	propCreationTime      = "rocksdb.creation.time"
 	propSmallestSeq       = "shale.smallest.seqno"
 	propLargestSeq        = "shale.largest.seqno"
+	propPrefixExtractor   = "rocksdb.prefix.extractor.name"
+	propWholeKeyFiltering = "rocksdb.block.based.table.whole.key.filtering"
+	propPrefixFiltering   = "rocksdb.block.based.table.prefix.filtering"
 )
+
+// noPrefixExtractor is RocksDB's rocksdb.prefix.extractor.name of a table
+// written without one.
+const noPrefixExtractor = "nullptr"
+
+// boolProp renders a boolean property as RocksDB does.
+func boolProp(b bool) []byte {
+	if b {
+		return []byte("1")
+	}
+	return []byte("0")
+}
 
 // uintProps maps the numeric property names to their fields.
 func (p *Properties) uintProps() map[string]*uint64 {
@@ -90,6 +114,9 @@ func (p *Properties) encode(restartInterval int) []byte {
 	}
 	vals[propComparer] = []byte(p.ComparerName)
 	vals[propCompression] = []byte(p.CompressionName)
+	vals[propPrefixExtractor] = []byte(cmp.Or(p.PrefixExtractorName, noPrefixExtractor))
+	vals[propWholeKeyFiltering] = boolProp(p.WholeKeyFiltering)
+	vals[propPrefixFiltering] = boolProp(p.PrefixFiltering)
 	names := make([]string, 0, len(vals))
 	for k := range vals {
 		names = append(names, k)
@@ -105,7 +132,7 @@ func (p *Properties) encode(restartInterval int) []byte {
 // decodeProperties parses a properties block; the error message is empty on
 // success.
 func decodeProperties(block []byte) (*Properties, string) {
-	p := &Properties{User: map[string]string{}}
+	p := &Properties{User: map[string]string{}, WholeKeyFiltering: true}
 	nums := p.uintProps()
 	var it blockIter
 	if !it.init(block, false) {
@@ -130,6 +157,14 @@ func decodeProperties(block []byte) (*Properties, string) {
 			p.ComparerName = string(it.val)
 		case propCompression:
 			p.CompressionName = string(it.val)
+		case propPrefixExtractor:
+			if p.PrefixExtractorName = string(it.val); p.PrefixExtractorName == noPrefixExtractor {
+				p.PrefixExtractorName = ""
+			}
+		case propWholeKeyFiltering:
+			p.WholeKeyFiltering = string(it.val) == "1"
+		case propPrefixFiltering:
+			p.PrefixFiltering = string(it.val) == "1"
 		default:
 			p.User[string(it.key)] = string(it.val)
 		}

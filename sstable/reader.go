@@ -56,6 +56,14 @@ type Reader struct {
 	// id numbers the Reader among all Readers of the process (MultiGetBatch
 	// orders its reads by it).
 	id uint64
+	// filterWholeKeys says the filter holds the table's user keys (it is
+	// the fullfilter block; otherwise it holds prefixes only). prefixName
+	// names the extractor whose prefixes the filter holds ("" for none);
+	// prefixTr is ReaderOptions.PrefixExtractor when it has that name, for
+	// point lookups in a table without whole keys.
+	filterWholeKeys bool
+	prefixName      string
+	prefixTr        base.SliceTransform
 }
 
 // fileAlignment is vfs.Alignment; tests replace it to read through a fake
@@ -152,6 +160,10 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 		return nil, r.corruptf(ft.metaindex, "no properties block")
 	}
 	fh, hasFilter := handles[metaFilterName]
+	r.filterWholeKeys = hasFilter
+	if !hasFilter {
+		fh, hasFilter = handles[metaPrefixFilterName]
+	}
 	rh, hasRangeDels := handles[metaRangeDelName]
 	r.metaStart = min(r.metaStart, ft.index.Offset, ph.Offset, ft.metaindex.Offset)
 	if hasFilter {
@@ -203,6 +215,12 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 	if props.ComparerName != o.Comparer.Name {
 		return nil, fmt.Errorf("shale: table %s was written with comparer %q, not %q: %w",
 			r.bf.Name(), props.ComparerName, o.Comparer.Name, base.ErrInvalidArgument)
+	}
+	if hasFilter && props.PrefixFiltering && props.PrefixExtractorName != "" {
+		r.prefixName = props.PrefixExtractorName
+		if t := o.PrefixExtractor; t != nil && t.Name() == r.prefixName {
+			r.prefixTr = t
+		}
 	}
 	if hasRangeDels {
 		if err := r.decodeRangeDels(rh, got[len(got)-1]); err != nil {
@@ -301,9 +319,28 @@ func (r *Reader) decodeRangeDels(h block.Handle, b []byte) error {
 	return nil
 }
 
+// pointProbe returns what a point lookup of userKey probes the filter
+// with: the key, or in a table whose filter holds prefixes only, the key's
+// prefix by the extractor the table was written with (ok false when the
+// filter cannot answer for the key: no such extractor, or the key has no
+// prefix).
+func (r *Reader) pointProbe(userKey []byte) (probe []byte, ok bool) {
+	if r.filterWholeKeys {
+		return userKey, true
+	}
+	if t := r.prefixTr; t != nil && t.InDomain(userKey) {
+		return t.Transform(userKey), true
+	}
+	return nil, false
+}
+
 // MayContain probes the bloom filter: false means the table has no entry
 // for userKey. It does not allocate.
 func (r *Reader) MayContain(userKey []byte) bool {
+	probe, ok := r.pointProbe(userKey)
+	if !ok {
+		return true
+	}
 	f := r.filter
 	if f == nil && r.filterInCache {
 		f = r.cachedFilter(r.bf.Source())
@@ -311,13 +348,17 @@ func (r *Reader) MayContain(userKey []byte) bool {
 	if f == nil {
 		return true
 	}
-	return bloomMayContain(f, bloomHash(userKey))
+	return bloomMayContain(f, bloomHash(probe))
 }
 
 // MayContainCached is MayContain reading nothing: with the filter in the
 // block cache (CacheIndexAndFilterBlocks) and not there now, it reports
 // true, as for a table without a filter.
 func (r *Reader) MayContainCached(userKey []byte) bool {
+	probe, ok := r.pointProbe(userKey)
+	if !ok {
+		return true
+	}
 	f := r.filter
 	if f == nil && r.filterInCache {
 		f = r.filterFromCache()
@@ -325,7 +366,37 @@ func (r *Reader) MayContainCached(userKey []byte) bool {
 	if f == nil {
 		return true
 	}
-	return bloomMayContain(f, bloomHash(userKey))
+	return bloomMayContain(f, bloomHash(probe))
+}
+
+// PrefixExtractorName names the extractor whose prefixes the table's
+// filter holds, "" when it holds none (no extractor, or no filter).
+func (r *Reader) PrefixExtractorName() string { return r.prefixName }
+
+// MayContainPrefix probes the table's prefix filter for prefix, a prefix
+// of the extractor named extractor: false means no point key of the table
+// has it. A table whose filter holds no prefixes of that extractor (no
+// filter, none, or another extractor's) answers true, as does one whose
+// filter cannot be read.
+func (r *Reader) MayContainPrefix(extractor string, prefix []byte) bool {
+	ok, _ := r.prefixMayMatch(extractor, prefix, r.bf.Source())
+	return ok
+}
+
+// prefixMayMatch is MayContainPrefix reading a filter the cache no longer
+// holds through src; probed says the filter answered.
+func (r *Reader) prefixMayMatch(extractor string, prefix []byte, src block.Source) (ok, probed bool) {
+	if r.prefixName == "" || extractor != r.prefixName {
+		return true, false
+	}
+	f := r.filter
+	if f == nil && r.filterInCache {
+		f = r.cachedFilter(src)
+	}
+	if f == nil {
+		return true, false
+	}
+	return bloomMayContain(f, bloomHash(prefix)), true
 }
 
 // ProbeBloom is MayContain counting the probe in c when c is not nil
@@ -333,6 +404,10 @@ func (r *Reader) MayContainCached(userKey []byte) bool {
 // counts the filter block's read when the block cache holds filters. A
 // table without a filter is not probed and not counted.
 func (r *Reader) ProbeBloom(userKey []byte, c *BloomCounts, extra *ReadStats) bool {
+	probe, ok := r.pointProbe(userKey)
+	if !ok {
+		return true
+	}
 	f := r.filter
 	if f == nil && r.filterInCache {
 		src := r.bf.Source()
@@ -342,7 +417,7 @@ func (r *Reader) ProbeBloom(userKey []byte, c *BloomCounts, extra *ReadStats) bo
 	if f == nil {
 		return true
 	}
-	ok := bloomMayContain(f, bloomHash(userKey))
+	ok = bloomMayContain(f, bloomHash(probe))
 	if c != nil {
 		c.Checks++
 		if !ok {

@@ -23,6 +23,12 @@ type ReadStats struct {
 	// itself), RocksDB's estimate-table-readers-mem. NewReader adds a
 	// Reader's, Close takes them back.
 	ReadersMem atomic.Int64
+	// PrefixChecks counts the prefix filter probes of iterators' prefix
+	// seeks (SeekPrefixGE), PrefixUseful those that ruled the table out,
+	// so that the seek read nothing of it (RocksDB's
+	// rocksdb.bloom.filter.prefix.checked and .useful). Only the
+	// iterator's IterOptions.Stats receive them.
+	PrefixChecks, PrefixUseful atomic.Uint64
 }
 
 // Add adds every counter of o to s (not the gauge ReadersMem).
@@ -30,6 +36,8 @@ func (s *ReadStats) Add(o *ReadStats) {
 	s.ReadStats.Add(&o.ReadStats)
 	s.BloomChecks.Add(o.BloomChecks.Load())
 	s.BloomUseful.Add(o.BloomUseful.Load())
+	s.PrefixChecks.Add(o.PrefixChecks.Load())
+	s.PrefixUseful.Add(o.PrefixUseful.Load())
 }
 
 // BloomCounts counts the bloom filter probes of one caller, for one

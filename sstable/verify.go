@@ -74,7 +74,7 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 				p.NumDataBlocks != r.props.NumDataBlocks || p.ComparerName != r.props.ComparerName {
 				return r.corruptf(h, "properties block differs from the one read at open")
 			}
-		case metaFilterName:
+		case metaFilterName, metaPrefixFilterName:
 			// With the filter in the cache, the copy compared is the
 			// cache's, if it still holds one.
 			held := r.filter

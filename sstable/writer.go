@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -75,6 +76,13 @@ type Writer struct {
 	// block being built and the bytes they take in it, to tell whether the block
 	// is tombstone-dense when it is flushed.
 	blockDels, blockDelBytes int
+
+	// wholeKeys says the filter holds user keys; lastPrefix is the prefix
+	// (WriterOptions.PrefixExtractor) of the last key in the filter, while
+	// hasPrefix.
+	wholeKeys  bool
+	hasPrefix  bool
+	lastPrefix []byte
 }
 
 // NewWriter returns a Writer that writes a table to f, which it owns from
@@ -94,7 +102,36 @@ func NewWriter(f vfs.File, fileName string, o WriterOptions) *Writer {
 	w.props.ComparerName = o.Comparer.Name
 	w.props.CompressionName = o.Compression.String()
 	w.props.CreationTime = uint64(time.Now().Unix())
+	w.wholeKeys = o.PrefixExtractor == nil || !o.DisableWholeKeyFiltering
+	w.props.WholeKeyFiltering = w.wholeKeys
+	if o.PrefixExtractor != nil {
+		w.props.PrefixExtractorName = o.PrefixExtractor.Name()
+		w.props.PrefixFiltering = true
+	}
 	return w
+}
+
+// addToFilter adds the user key of a new point key to the filter's hashes:
+// the key itself unless whole keys are off, and its prefix when it has one
+// other than the previous key's (keys come sorted, so the keys of a prefix
+// come together) and other than the key itself, already in.
+func (w *Writer) addToFilter(userKey []byte) {
+	if w.wholeKeys {
+		w.hashes = append(w.hashes, bloomHash(userKey))
+	}
+	tr := w.o.PrefixExtractor
+	if tr == nil || !tr.InDomain(userKey) {
+		return
+	}
+	p := tr.Transform(userKey)
+	if w.hasPrefix && bytes.Equal(p, w.lastPrefix) {
+		return
+	}
+	if !w.wholeKeys || !bytes.Equal(p, userKey) {
+		w.hashes = append(w.hashes, bloomHash(p))
+	}
+	w.lastPrefix = append(w.lastPrefix[:0], p...)
+	w.hasPrefix = true
 }
 
 func (w *Writer) noteSeq(s base.SeqNum) {
@@ -130,7 +167,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		w.addIndexEntry(key.UserKey)
 	}
 	if w.o.BloomBitsPerKey > 0 && (w.lastHash == nil || w.cmp(w.lastHash, key.UserKey) != 0) {
-		w.hashes = append(w.hashes, bloomHash(key.UserKey))
+		w.addToFilter(key.UserKey)
 		w.lastHash = append(w.lastHash[:0], key.UserKey...)
 	}
 	w.lastKey = key.AppendEncoded(w.lastKey[:0])
@@ -330,7 +367,11 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 	if w.o.BloomBitsPerKey > 0 && len(w.hashes) > 0 {
 		h := w.writeBlock(buildBloom(w.hashes, w.o.BloomBitsPerKey), false)
 		w.props.FilterSize = h.Length + block.TrailerLen
-		metaNames = append(metaNames, metaFilterName)
+		name := metaFilterName
+		if !w.wholeKeys {
+			name = metaPrefixFilterName
+		}
+		metaNames = append(metaNames, name)
 		metaHandles = append(metaHandles, h)
 	}
 	if w.hasRangeDel {

@@ -122,6 +122,16 @@ type benchConfig struct {
 	blobGCForce        float64
 	blobFileStartLevel int
 	blobCacheSize      int64
+
+	// Prefix seeks (issue 15, item 3; bench_prefix.go): db_bench's flags of
+	// the same names.
+	prefixSize             int     // --prefix_size: Options.PrefixExtractor of this many bytes; 0 = none
+	keysPerPrefix          int64   // --keys_per_prefix: keys start with prefix number k mod (num / this); 0 = plain keys
+	memtableBloomSizeRatio float64 // --memtable_bloom_size_ratio: Options.MemtablePrefixBloomSizeRatio
+	prefixSameAsStart      bool    // --prefix_same_as_start: ReadOptions.PrefixSameAsStart
+	totalOrderSeek         bool    // --total_order_seek: ReadOptions.TotalOrderSeek
+	wholeKeyFiltering      bool    // --whole_key_filtering: Options.WholeKeyFiltering
+	seekMissingPrefix      bool    // --seek_missing_prefix: prefixscan seeks prefixes no key has
 }
 
 // defaultBenchConfig returns db_bench's defaults.
@@ -167,6 +177,8 @@ func defaultBenchConfig() benchConfig {
 		readWritePercent:               90,
 
 		deleteWait: 10 * time.Second,
+
+		wholeKeyFiltering: true,
 	}
 }
 
@@ -238,10 +250,12 @@ var benchSpecs = map[string]benchSpec{
 	// Secondary-attribute range deletes of issue 12 item 5
 	// (bench_secondarydelete.go), one fresh database per variant.
 	"secondarydelete": {fn: benchSecondaryDelete, freshDB: true, control: true, ownOutput: true},
+	// Prefix range reads of issue 15 item 3 (bench_prefix.go).
+	"prefixscan": {fn: benchPrefixScan, op: opSeek},
 }
 
 // knownBenchmarks lists the benchmark names for help and errors.
-const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, mergerandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio, deletescan, secondarydelete"
+const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, mergerandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio, deletescan, secondarydelete, prefixscan"
 
 // benchResult is the merged outcome of one benchmark over its threads.
 type benchResult struct {
@@ -482,6 +496,9 @@ func (c *benchConfig) validate() error {
 	if _, err := benchMergeOperator(c.mergeOperator); err != nil {
 		return err
 	}
+	if err := c.validatePrefixFlags(); err != nil {
+		return err
+	}
 	return c.validateWorkloadFlags()
 }
 
@@ -557,6 +574,7 @@ func (r *benchRunner) options() (*shale.Options, error) {
 	if o.MergeOperator, err = benchMergeOperator(r.cfg.mergeOperator); err != nil {
 		return nil, err
 	}
+	r.cfg.setPrefixOptions(o)
 	if o.MaxAutoReadaheadSize == 0 {
 		o.MaxAutoReadaheadSize = -1
 	}
@@ -834,7 +852,7 @@ func (t *benchThread) makeKey(k int64) []byte {
 	if keys := t.runner.keys; keys != nil {
 		return keys[k] // --use_existing_keys
 	}
-	benchdata.FormatKey(t.key, k)
+	t.runner.cfg.formatKey(t.key, k)
 	return t.key
 }
 

@@ -23,6 +23,8 @@ func (c *benchConfig) readOptions() *shale.ReadOptions {
 		ReadaheadSize:         c.readaheadSize,
 		AsyncIO:               c.asyncIO,
 		OptimizeMultiGetForIO: c.optimizeMultiGetForIO,
+		PrefixSameAsStart:     c.prefixSameAsStart,
+		TotalOrderSeek:        c.totalOrderSeek,
 	}
 }
 

@@ -108,7 +108,20 @@ timestamp with one DeleteBySecondaryRange (Options.SecondaryDeleteKey reads
 the timestamp) or, as a RocksDB user would, by iterating over everything
 and deleting each old key, and times each delete and a full scan after it,
 right away and once background compactions are idle, with the blocks the
-scan read. It runs with the ids written in order and shuffled.`,
+scan read. It runs with the ids written in order and shuffled.
+
+Prefix seeks (docs/decisions.md, Prefix seek): --prefix_size N gives the
+database a fixed prefix extractor of N bytes, as in db_bench, and
+--keys_per_prefix K makes key number k start with the decimal prefix number
+k mod (--num / K) (db_bench writes both numbers in binary).
+--memtable_bloom_size_ratio gives memtables a prefix bloom, and
+--prefix_same_as_start and --total_order_seek are the iterators' read
+options. prefixscan (shale's; db_bench's closest is seekrandom with
+--prefix_same_as_start) seeks each op to a random prefix with
+PrefixSameAsStart and reads all of its keys (at most --seek_nexts when
+positive); with --total_order_seek it reads the same keys in total order,
+stopping at the first key of another prefix itself, without the prefix
+filters; with --seek_missing_prefix it seeks prefixes no key has.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
@@ -232,6 +245,15 @@ scan read. It runs with the ids written in order and shuffled.`,
 	f.IntVar(&cfg.blobFileStartLevel, "blob_file_starting_level", 0, "first level whose outputs separate values into blob files")
 	f.Int64Var(&cfg.blobCacheSize, "blob_cache_size", 0, "bytes of a blob value cache apart from the block cache (0 = share the block cache)")
 	f.StringVar(&deletePersistence, "delete_persistence_threshold", "0", "deleted data leaves every file within this time (Options.DeletePersistenceThreshold): seconds, or a Go duration such as 1m30s (0 = off)")
+
+	// Prefix seeks (bench_prefix.go).
+	f.IntVar(&cfg.prefixSize, "prefix_size", 0, "give the database a fixed prefix extractor of this many bytes (Options.PrefixExtractor; 0 = none)")
+	f.Int64Var(&cfg.keysPerPrefix, "keys_per_prefix", 0, "keys start with a --prefix_size prefix: key number k with prefix number k mod (--num / this) (0 = plain keys)")
+	f.Float64Var(&cfg.memtableBloomSizeRatio, "memtable_bloom_size_ratio", 0, "give memtables a prefix bloom of this fraction of --write_buffer_size (Options.MemtablePrefixBloomSizeRatio; 0 = none)")
+	f.BoolVar(&cfg.prefixSameAsStart, "prefix_same_as_start", false, "iterators read only the keys of their seek key's prefix (ReadOptions.PrefixSameAsStart; prefixscan always does)")
+	f.BoolVar(&cfg.totalOrderSeek, "total_order_seek", false, "iterators read in total order, consulting no prefix filter (ReadOptions.TotalOrderSeek)")
+	f.BoolVar(&cfg.wholeKeyFiltering, "whole_key_filtering", cfg.wholeKeyFiltering, "keep whole keys in the bloom filters beside the prefixes (Options.WholeKeyFiltering; false: prefixes only)")
+	f.BoolVar(&cfg.seekMissingPrefix, "seek_missing_prefix", false, "prefixscan seeks prefixes no key has (with --keys_per_prefix: a prefix number whose last digit is ':', between two written prefixes)")
 	return cmd
 }
 

@@ -117,7 +117,7 @@ func (t *benchThread) setBatchKey(keys [][]byte, i int, k int64) {
 		keys[i] = existing[k]
 		return
 	}
-	benchdata.FormatKey(keys[i], k)
+	t.runner.cfg.formatKey(keys[i], k)
 }
 
 // readKeys is readrandom with the keys chosen by key: --reads Gets (or

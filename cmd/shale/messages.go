@@ -124,6 +124,8 @@ var benchOptionFlags = map[string]string{
 	"IOUringSQPoll":                    "--io_uring_sqpoll",
 	"WALBackgroundWrites":              "--wal_background_writes",
 	"Statistics":                       "--statistics",
+	"PrefixExtractor":                  "--prefix_size",
+	"MemtablePrefixBloomSizeRatio":     "--memtable_bloom_size_ratio",
 }
 
 // warnRecoveryLosses prints a warning on w for each WAL file whose records

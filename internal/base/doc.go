@@ -1,6 +1,8 @@
 // Package base owns the vocabulary every other shale package shares: internal
-// keys (user key + sequence number + kind), the Comparer, the InternalIterator
-// interface, file numbers and names, and the error kinds.
+// keys (user key + sequence number + kind), the Comparer, the prefix
+// extractor (SliceTransform, with RocksDB's fixed and capped transforms), the
+// InternalIterator interface and its optional extensions (internal seeks,
+// two-phase and prefix seeks), file numbers and names, and the error kinds.
 //
 // It never does IO and imports no other shale package.
 //

@@ -72,3 +72,28 @@ func SeekGEInternal(it InternalIterator, cmp Compare, key InternalKey) bool {
 	}
 	return ok
 }
+
+// PrefixSeeker is implemented by iterators that can seek for the entries of
+// one key prefix (a SliceTransform's) and skip what holds none (Pebble's
+// SeekPrefixGE): tables and memtables consult their prefix bloom filter, a
+// LevelIter also the bounds of its files. SeekPrefixGE(prefix, key) is
+// SeekGE(key) for a caller that wants only the entries at or after key
+// whose user keys have prefix: it returns false, reading nothing, when the
+// iterator knows it holds no such entry. key is at or after a key with the
+// prefix: the seek key of a prefix seek has it, and the seeks that follow
+// within one (past a range tombstone, into a level's next file) go
+// forward from there. Entries of other prefixes may or
+// may not be returned, and a false return does not mean that nothing lies
+// past key: an iterator exhausted this way must be repositioned by an
+// absolute positioning call before it is stepped or turned around, which
+// the caller does (a merging iterator in prefix mode repositions its
+// exhausted children before moving backward).
+type PrefixSeeker interface {
+	SeekPrefixGE(prefix, key []byte) bool
+}
+
+// PrefixSeekPreparer is SeekPreparer's first phase for SeekPrefixGE: an
+// iterator that rules the prefix out starts no read.
+type PrefixSeekPreparer interface {
+	PrepareSeekPrefixGE(prefix, key []byte)
+}

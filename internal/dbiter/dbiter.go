@@ -62,6 +62,9 @@ type Options struct {
 	// with Reseek.)
 	Reseek  bool
 	MaxSkip int32
+	// PrefixExtractor is the extractor of the prefixes SetPrefix confines
+	// iteration to; nil when SetPrefix is never called.
+	PrefixExtractor base.SliceTransform
 }
 
 // Stats counts the internal entries an Iter passed over, with the meanings
@@ -139,6 +142,12 @@ type Iter struct {
 	// comparer is bytewise and there are no range tombstones, secondary
 	// tombstones or value resolver to consult (nextSet's condition).
 	plain bool
+	// inPrefix confines iteration to the keys of prefix (SetPrefix);
+	// prefixSeeker is it as a base.PrefixSeeker, which SeekGE then seeks
+	// with.
+	inPrefix     bool
+	prefix       []byte
+	prefixSeeker base.PrefixSeeker
 }
 
 // New returns an iterator over it with the options o. The iterator takes
@@ -152,7 +161,34 @@ func New(it base.InternalIterator, o Options) *Iter {
 	if o.Reseek {
 		i.seeker, _ = it.(base.InternalSeeker)
 	}
+	i.prefixSeeker, _ = it.(base.PrefixSeeker)
 	return i
+}
+
+// SetPrefix confines iteration to the keys with prefix, a prefix by
+// Options.PrefixExtractor, until ClearPrefix (RocksDB's
+// prefix_same_as_start): every move stops, as at a bound, at the first key
+// without it. A SeekGE then seeks the child with SeekPrefixGE, when it is
+// a base.PrefixSeeker, so that sources without the prefix are skipped; the
+// seek key must have the prefix. It may be called while positioned (at a
+// key with the prefix): the moves that follow are confined.
+func (i *Iter) SetPrefix(prefix []byte) {
+	if i.opts.PrefixExtractor == nil {
+		base.AssertionFailedf("dbiter: SetPrefix without Options.PrefixExtractor")
+	}
+	i.inPrefix, i.prefix = true, append(i.prefix[:0], prefix...)
+}
+
+// ClearPrefix ends SetPrefix's confinement.
+func (i *Iter) ClearPrefix() { i.inPrefix = false }
+
+// InPrefix reports whether iteration is confined to a prefix (SetPrefix).
+func (i *Iter) InPrefix() bool { return i.inPrefix }
+
+// outOfPrefix reports whether user key k is past the prefix iteration is
+// confined to; only called while inPrefix.
+func (i *Iter) outOfPrefix(k []byte) bool {
+	return !base.HasPrefix(i.opts.PrefixExtractor, k, i.prefix)
 }
 
 // Stats returns the counts of the entries the iterator passed over so far.
@@ -235,6 +271,9 @@ func (i *Iter) findNextEntry(ok, skipping bool) bool {
 		if upper != nil && i.compare(k.UserKey, upper) >= 0 {
 			break
 		}
+		if i.inPrefix && i.outOfPrefix(k.UserKey) {
+			break
+		}
 		if seq := k.SeqNum(); seq > snap {
 			i.stats.RecentSkipped++
 			if haveKey && i.cmp(k.UserKey, i.keyBuf) == 0 {
@@ -307,7 +346,8 @@ func (i *Iter) nextSet() bool {
 	k := i.it.Key()
 	if k.Kind() != base.KindSet || k.SeqNum() > i.opts.Snapshot ||
 		bytes.Compare(k.UserKey, i.keyBuf) <= 0 ||
-		i.opts.Upper != nil && bytes.Compare(k.UserKey, i.opts.Upper) >= 0 {
+		i.opts.Upper != nil && bytes.Compare(k.UserKey, i.opts.Upper) >= 0 ||
+		i.inPrefix && i.outOfPrefix(k.UserKey) {
 		return false
 	}
 	i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
@@ -327,6 +367,9 @@ func (i *Iter) findPrevEntry(ok bool) bool {
 	for ok {
 		k := i.it.Key()
 		if lower != nil && i.cmp(k.UserKey, lower) < 0 {
+			break
+		}
+		if i.inPrefix && i.outOfPrefix(k.UserKey) {
 			break
 		}
 		i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
@@ -555,6 +598,9 @@ func (i *Iter) SeekGE(key []byte) bool {
 	}
 	if i.opts.Upper != nil && i.cmp(key, i.opts.Upper) >= 0 {
 		return i.outOfBounds(posExhaustedForward)
+	}
+	if i.inPrefix && i.prefixSeeker != nil {
+		return i.findNextEntry(i.prefixSeeker.SeekPrefixGE(i.prefix, key), false)
 	}
 	return i.findNextEntry(i.it.SeekGE(key), false)
 }

@@ -31,6 +31,11 @@
 // that is a base.InternalSeeker. A run of tombstones on different keys is
 // not a run of one key: each key is visited (and counted).
 //
+// Prefix confinement (SetPrefix, RocksDB's prefix_same_as_start): every
+// move stops at the first key without the prefix, as at a bound, stepping
+// over no entry past it, and SeekGE seeks the child with SeekPrefixGE
+// (base.PrefixSeeker) so that sources without the prefix are skipped.
+//
 // Positions: after iteration ran off the end, Prev returns the last key;
 // after it ran off the start, Next returns the first; on a new iterator Next
 // is First and Prev is Last.

@@ -1,6 +1,9 @@
 // Package memtable owns the in-memory table that receives writes before they
 // are flushed to an L0 SST: an arena-backed skiplist of point entries, and a
-// second skiplist, in the same arena, of range tombstones.
+// second skiplist, in the same arena, of range tombstones; and, when asked
+// (SetPrefixBloom), a bloom filter of the prefixes of the point keys, outside
+// the arena (RocksDB's memtable prefix bloom), which lets a prefix seek
+// (SeekPrefixGE of a NewIterWith iterator) skip the memtable.
 //
 // One goroutine at a time adds entries; any number of goroutines read
 // concurrently without locks (Get, iterators, RangeTombstones). The package

@@ -12,6 +12,30 @@ func (m *Memtable) NewIter() base.InternalIterator {
 	return &iterator{m: m}
 }
 
+// IterOptions configure an iterator of NewIterWith.
+type IterOptions struct {
+	// PrefixExtractor names the extractor of the prefixes SeekPrefixGE is
+	// given: the memtable's prefix bloom is consulted only when it was
+	// built by an extractor of that name. "" never consults it.
+	PrefixExtractor string
+	// Bloom, when set, counts the probes of the prefix bloom.
+	Bloom *BloomCounts
+}
+
+// BloomCounts counts the probes of prefix blooms for one reader: Checks,
+// and Useful those that ruled the memtable out (RocksDB's
+// bloom_memtable_hit_count is Checks - Useful, bloom_memtable_miss_count
+// Useful). Plain integers: one goroutine's.
+type BloomCounts struct{ Checks, Useful uint64 }
+
+// NewIterWith is NewIter with options: SeekPrefixGE skips the memtable when
+// its prefix bloom rules the prefix out.
+func (m *Memtable) NewIterWith(o IterOptions) base.InternalIterator {
+	it := &iterator{m: m, counts: o.Bloom}
+	it.prefixFilter = m.bloom != nil && o.PrefixExtractor != "" && m.bloom.tr.Name() == o.PrefixExtractor
+	return it
+}
+
 // iterator walks the point skiplist; n is the current node, 0 when
 // unpositioned.
 type iterator struct {
@@ -20,6 +44,10 @@ type iterator struct {
 	key base.InternalKey
 	// steps counts the Next and Prev calls (Steps).
 	steps uint64
+	// prefixFilter says SeekPrefixGE consults the prefix bloom; counts,
+	// when set, counts its probes.
+	prefixFilter bool
+	counts       *BloomCounts
 }
 
 // Steps returns how many times it stepped (Next, Prev) since it was made:
@@ -35,6 +63,7 @@ func (it *iterator) StepCounter() *uint64 { return &it.steps }
 var (
 	_ base.InternalIterator = (*iterator)(nil)
 	_ base.InternalSeeker   = (*iterator)(nil)
+	_ base.PrefixSeeker     = (*iterator)(nil)
 )
 
 func (it *iterator) setNode(n uint32) bool {
@@ -49,6 +78,26 @@ func (it *iterator) setNode(n uint32) bool {
 
 func (it *iterator) SeekGE(key []byte) bool {
 	return it.setNode(it.m.seekGE(&it.m.points, key, searchTrailer))
+}
+
+// SeekPrefixGE is SeekGE for the entries of prefix only
+// (base.PrefixSeeker): with a prefix bloom of the iterator's extractor
+// that rules the prefix out, it returns false without searching the list,
+// unpositioned.
+func (it *iterator) SeekPrefixGE(prefix, key []byte) bool {
+	if it.prefixFilter {
+		ok := it.m.bloom.mayContain(prefix)
+		if c := it.counts; c != nil {
+			c.Checks++
+			if !ok {
+				c.Useful++
+			}
+		}
+		if !ok {
+			return it.setNode(0)
+		}
+	}
+	return it.SeekGE(key)
 }
 
 // SeekGEInternal positions at the first entry at or after key in

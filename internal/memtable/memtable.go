@@ -91,6 +91,10 @@ type Memtable struct {
 
 	rangeDelMu    sync.Mutex // serializes rebuilds of rangeDelCache
 	rangeDelCache atomic.Pointer[rangeDelCache]
+
+	// bloom is the prefix bloom of the point keys (SetPrefixBloom), nil
+	// for none.
+	bloom *prefixBloom
 }
 
 // New returns an empty memtable whose arena holds capacity bytes (clamped to
@@ -305,6 +309,9 @@ func (m *Memtable) Add(seq base.SeqNum, kind base.Kind, key, value []byte) error
 	copy(m.buf[k:], key)
 	copy(m.buf[v:], value)
 	m.valueBytes.Add(uint64(len(value)))
+	if m.bloom != nil && kind != base.KindRangeDelete {
+		m.bloom.add(key)
+	}
 
 	// Find the splice. Levels above the list's height splice at the head.
 	x := l.head

@@ -17,6 +17,15 @@
 // merged from every table. Neither does IO itself; LevelIter obtains file
 // iterators through a caller-supplied open function.
 //
+// Prefix seeks (SeekPrefixGE, base.PrefixSeeker): both iterators pass the
+// prefix down, so that children whose prefix filter rules it out, and a
+// level's files whose bounds do (LevelIter.SetPrefixExtractor), are not
+// read, and a LevelIter moving forward stops before a file that starts past
+// the prefix. They return every entry of the prefix, in order; what follows
+// the prefix's last entry is for the caller to cut off. A merge stays in
+// that prefix mode until the next absolute positioning call, and turning
+// backward out of it repositions every child at the current entry.
+//
 // Positioning contract (beyond base.InternalIterator): after a positioning
 // call returned false, Next and Prev keep returning false until an absolute
 // positioning call (First, Last, SeekGE, SeekLT). Both iterators rely on the

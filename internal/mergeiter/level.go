@@ -63,13 +63,50 @@ type LevelIter struct {
 	// prepErr is an error of the last prepare call (opening or closing a
 	// file), which the positioning call that follows reports as its own.
 	prepErr error
+
+	// prefixTr is SetPrefixExtractor's; inPrefix is set by SeekPrefixGE
+	// and cleared by every other positioning call and by Prev: while it
+	// is set, forward moves look for the entries of prefix only.
+	prefixTr base.SliceTransform
+	inPrefix bool
+	prefix   []byte
 }
 
 var (
-	_ base.InternalIterator = (*LevelIter)(nil)
-	_ base.SeekPreparer     = (*LevelIter)(nil)
-	_ base.InternalSeeker   = (*LevelIter)(nil)
+	_ base.InternalIterator   = (*LevelIter)(nil)
+	_ base.SeekPreparer       = (*LevelIter)(nil)
+	_ base.InternalSeeker     = (*LevelIter)(nil)
+	_ base.PrefixSeeker       = (*LevelIter)(nil)
+	_ base.PrefixSeekPreparer = (*LevelIter)(nil)
 )
+
+// SetPrefixExtractor gives the iterator the extractor of the prefixes
+// SeekPrefixGE is given, so that it also skips files by their bounds: by
+// the contiguity of prefixes (base.SliceTransform), a file whose smallest
+// key lies past the seek key without having its prefix holds no entry of
+// the prefix, nor does any file after it. Without one, SeekPrefixGE
+// consults only the files' own prefix filters.
+func (l *LevelIter) SetPrefixExtractor(t base.SliceTransform) { l.prefixTr = t }
+
+// pastPrefix reports whether no entry of files[i:] has the prefix
+// SeekPrefixGE(prefix, key) looks for: i is past the level's files in
+// bounds, or, with an extractor, files[i] starts after key without the
+// prefix.
+func (l *LevelIter) pastPrefix(i int, prefix, key []byte) bool {
+	if i >= l.hi {
+		return true
+	}
+	s := l.files[i].Smallest.UserKey
+	return l.prefixTr != nil && l.cmp(s, key) > 0 && !base.HasPrefix(l.prefixTr, s, prefix)
+}
+
+// seekPrefixFile positions the open file at key for the entries of prefix.
+func (l *LevelIter) seekPrefixFile(prefix, key []byte) bool {
+	if ps, ok := l.iter.(base.PrefixSeeker); ok {
+		return ps.SeekPrefixGE(prefix, key)
+	}
+	return l.iter.SeekGE(key)
+}
 
 // NewLevelIter returns an iterator over the files of level. open(i) opens
 // the iterator of the level's file i; it is called only when the iterator is
@@ -161,7 +198,20 @@ func (l *LevelIter) forward(ok bool) bool {
 		if l.fileFailed() {
 			break
 		}
-		if !l.load(l.index + 1) {
+		next := l.index + 1
+		if l.inPrefix {
+			// Every key of the next file is past the key sought.
+			if l.pastPrefix(next, l.prefix, l.files[next-1].Largest.UserKey) || !l.load(next) {
+				break
+			}
+			key := l.files[next].Smallest.UserKey
+			if l.checkLower {
+				key = l.lower
+			}
+			ok = l.seekPrefixFile(l.prefix, key)
+			continue
+		}
+		if !l.load(next) {
 			break
 		}
 		if l.checkLower {
@@ -215,11 +265,25 @@ func (l *LevelIter) PrepareSeekGE(key []byte) {
 	if l.upper != nil && l.cmp(key, l.upper) >= 0 {
 		return
 	}
-	l.prepare(l.seekFile(key), key)
+	l.prepare(l.seekFile(key), key, nil, false)
+}
+
+// PrepareSeekPrefixGE is PrepareSeekGE for SeekPrefixGE: a file its bounds
+// rule out is not opened, and one whose prefix filter does starts no read.
+func (l *LevelIter) PrepareSeekPrefixGE(prefix, key []byte) {
+	if l.lower != nil && l.cmp(key, l.lower) < 0 {
+		key = l.lower
+	}
+	if l.upper != nil && l.cmp(key, l.upper) >= 0 {
+		return
+	}
+	if i := l.seekFile(key); !l.pastPrefix(i, prefix, key) {
+		l.prepare(i, key, prefix, true)
+	}
 }
 
 // PrepareFirst is PrepareSeekGE for First.
-func (l *LevelIter) PrepareFirst() { l.prepare(l.lo, nil) }
+func (l *LevelIter) PrepareFirst() { l.prepare(l.lo, nil, nil, false) }
 
 // PrepareSeekLT opens the file SeekLT(key) starts in and lets it prepare
 // the seek, if it can.
@@ -270,13 +334,17 @@ func (l *LevelIter) prepareBackward(i int, key []byte) {
 }
 
 // prepare opens files[i] and prepares its seek to key (its first entry in
-// bounds when key is nil).
-func (l *LevelIter) prepare(i int, key []byte) {
+// bounds when key is nil), for the entries of prefix when inPrefix.
+func (l *LevelIter) prepare(i int, key, prefix []byte, inPrefix bool) {
 	err := l.err
 	l.err = l.prepErr
 	ok := l.load(i)
 	l.err, l.prepErr = err, l.err
 	if !ok {
+		return
+	}
+	if pp, ok := l.iter.(base.PrefixSeekPreparer); ok && inPrefix {
+		pp.PrepareSeekPrefixGE(prefix, key)
 		return
 	}
 	p, isPrep := l.iter.(base.SeekPreparer)
@@ -295,6 +363,28 @@ func (l *LevelIter) prepare(i int, key []byte) {
 // taking over the error of a prepare call before it.
 func (l *LevelIter) startPositioning() {
 	l.err, l.valid, l.prepErr = l.prepErr, false, nil
+	l.inPrefix = false
+}
+
+// SeekPrefixGE is SeekGE(key) for the entries of prefix only
+// (base.PrefixSeeker): a file whose bounds (with SetPrefixExtractor) or
+// prefix filter rule the prefix out is not read, and until the next
+// positioning call other than Next, a forward move stops before a file
+// that starts past the prefix instead of reading its first block.
+func (l *LevelIter) SeekPrefixGE(prefix, key []byte) bool {
+	l.startPositioning()
+	if l.lower != nil && l.cmp(key, l.lower) < 0 {
+		key = l.lower
+	}
+	if l.upper != nil && l.cmp(key, l.upper) >= 0 {
+		return false
+	}
+	i := l.seekFile(key)
+	if l.pastPrefix(i, prefix, key) || !l.load(i) {
+		return false
+	}
+	l.inPrefix, l.prefix = true, append(l.prefix[:0], prefix...)
+	return l.forward(l.seekPrefixFile(prefix, key))
 }
 
 // SeekGE positions at the first entry whose user key is >= key.
@@ -392,6 +482,7 @@ func (l *LevelIter) Prev() bool {
 	if !l.valid {
 		return false
 	}
+	l.inPrefix = false
 	return l.backward(l.iter.Prev())
 }
 

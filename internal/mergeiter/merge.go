@@ -11,8 +11,11 @@ import (
 // that heap comparisons do not go through the interface.
 type child struct {
 	iter base.InternalIterator
-	// prep is iter as a base.SeekPreparer, nil when it is none.
+	// prep is iter as a base.SeekPreparer, nil when it is none; pseek and
+	// pprep as a base.PrefixSeeker and PrefixSeekPreparer.
 	prep  base.SeekPreparer
+	pseek base.PrefixSeeker
+	pprep base.PrefixSeekPreparer
 	key   base.InternalKey
 	index int
 	// valid is true while iter is positioned at an entry. The merge keeps the
@@ -84,11 +87,21 @@ type Iter struct {
 	// rangeDelReseeks counts the child seeks made to jump past entries a
 	// newer child's range tombstone deletes (RangeDelReseeks).
 	rangeDelReseeks uint64
+	// inPrefix is set by SeekPrefixGE and cleared by every other absolute
+	// positioning call and by turning backward: while it is set, the
+	// merge looks for the entries of prefix only, and a child that is not
+	// valid may still hold entries past the current one (SeekPrefixGE).
+	// turnKey holds the current key while turn repositions such children.
+	inPrefix    bool
+	prefix      []byte
+	turnKey     []byte
+	turnTrailer uint64
 }
 
 var (
 	_ base.InternalIterator = (*Iter)(nil)
 	_ base.InternalSeeker   = (*Iter)(nil)
+	_ base.PrefixSeeker     = (*Iter)(nil)
 )
 
 // New returns an iterator merging iters, ordered by cmp on user keys. The
@@ -103,6 +116,8 @@ func New(cmp base.Compare, iters ...base.InternalIterator) *Iter {
 	for i, it := range iters {
 		m.children[i] = child{iter: it, index: i}
 		m.children[i].prep, _ = it.(base.SeekPreparer)
+		m.children[i].pseek, _ = it.(base.PrefixSeeker)
+		m.children[i].pprep, _ = it.(base.PrefixSeekPreparer)
 	}
 	return m
 }
@@ -235,9 +250,14 @@ func (m *Iter) seekPast(from int, target []byte) bool {
 		c := &m.children[j]
 		if c.valid && m.shortOf(c.key.UserKey, target) {
 			m.rangeDelReseeks++
-			if m.reverse {
+			switch {
+			case m.reverse:
 				m.reposition(c, c.iter.SeekLT(target))
-			} else {
+			case m.inPrefix:
+				// target is past the prefix seek's key, as SeekPrefixGE
+				// wants.
+				m.reposition(c, m.seekPrefix(c, target))
+			default:
 				m.reposition(c, c.iter.SeekGE(target))
 			}
 		}
@@ -369,6 +389,47 @@ func (m *Iter) reset(reverse bool) {
 	m.err = nil
 	m.reverse = reverse
 	m.heap = m.heap[:0]
+	m.inPrefix = false
+}
+
+// seekPrefix seeks c to key for the entries of the prefix of SeekPrefixGE.
+func (m *Iter) seekPrefix(c *child, key []byte) bool {
+	if c.pseek != nil {
+		return c.pseek.SeekPrefixGE(m.prefix, key)
+	}
+	return c.iter.SeekGE(key)
+}
+
+// SeekPrefixGE is SeekGE(key) for a reader that wants only the entries
+// whose user keys have prefix, as key does (base.PrefixSeeker, Pebble's
+// SeekPrefixGE): each child that is a base.PrefixSeeker is sought with it,
+// so one that holds no such entry (its prefix filter, or a level's file
+// bounds, say so) drops out without a read, also from the first phase of
+// a two-phase seek. Entries of other prefixes may follow those of prefix;
+// the caller stops at the first. Until the next absolute positioning call,
+// the merge stays in prefix mode: forward moves (Next, SeekGEInternal, the
+// jumps past range tombstones) leave the dropped children out, and a turn
+// backward first repositions them at the current entry, after which the
+// merge is in total order again.
+func (m *Iter) SeekPrefixGE(prefix, key []byte) bool {
+	m.reset(false)
+	m.inPrefix, m.prefix = true, append(m.prefix[:0], prefix...)
+	if m.twoPhase {
+		for i := range m.children {
+			switch c := &m.children[i]; {
+			case c.pprep != nil:
+				c.pprep.PrepareSeekPrefixGE(prefix, key)
+			case c.prep != nil:
+				c.prep.PrepareSeekGE(key)
+			}
+		}
+		m.prepared()
+	}
+	for i := range m.children {
+		c := &m.children[i]
+		m.add(c, m.seekPrefix(c, key))
+	}
+	return m.skipDeleted(m.build())
 }
 
 // SeekGE positions at the first entry whose user key is >= key.
@@ -391,10 +452,20 @@ func (m *Iter) SeekGE(key []byte) bool {
 
 // SeekGEInternal positions at the first entry at or after key in
 // internal-key order: every child is sought there (base.SeekGEInternal).
+//
+// In prefix mode (SeekPrefixGE) it is a seek within the prefix seek, which
+// the DB iterator makes forward past a run of versions, and key must not
+// sort before the current entry: the children not valid hold no entry of
+// the prefix from where they stopped on, and are left out.
 func (m *Iter) SeekGEInternal(key base.InternalKey) bool {
+	inPrefix := m.inPrefix
 	m.reset(false)
+	m.inPrefix = inPrefix
 	for i := range m.children {
 		c := &m.children[i]
+		if inPrefix && !c.valid {
+			continue
+		}
 		m.add(c, base.SeekGEInternal(c.iter, m.cmp, key))
 	}
 	return m.skipDeleted(m.build())
@@ -512,12 +583,25 @@ func (m *Iter) Prev() bool {
 // new direction is the first one past the current entry, and every entry
 // of an exhausted child lies past it: a valid child steps once, an
 // exhausted one starts again from its end.
+//
+// In prefix mode the invariant holds only for the entries of the prefix:
+// a child may have passed over others (a LevelIter a file its filter
+// ruled out, an invalid child all of them), so turning backward seeks
+// every child to the current entry and steps back from there.
 func (m *Iter) turn(reverse bool) bool {
+	inPrefix := m.inPrefix
+	if inPrefix && reverse {
+		cur := m.heap[0].key
+		m.turnKey = append(m.turnKey[:0], cur.UserKey...)
+		m.turnTrailer = cur.Trailer
+	}
 	m.reset(reverse)
 	for i := range m.children {
 		c := &m.children[i]
 		var ok bool
 		switch {
+		case reverse && inPrefix:
+			ok = m.before(c)
 		case c.valid && reverse:
 			ok = c.iter.Prev()
 		case c.valid:
@@ -530,6 +614,21 @@ func (m *Iter) turn(reverse bool) bool {
 		m.add(c, ok)
 	}
 	return m.build()
+}
+
+// before positions c at its last entry before the entry (turnKey,
+// turnTrailer) the merge was at when it turned backward in prefix mode.
+// (An entry of c equal to that one would be left after it: the sources of
+// a DB read never hold one internal key twice.)
+func (m *Iter) before(c *child) bool {
+	ok := base.SeekGEInternal(c.iter, m.cmp, base.InternalKey{UserKey: m.turnKey, Trailer: m.turnTrailer})
+	if ok {
+		return c.iter.Prev()
+	}
+	if c.iter.Error() != nil {
+		return false
+	}
+	return c.iter.Last()
 }
 
 // Key returns the current entry's internal key; the zero key when the
