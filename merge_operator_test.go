@@ -433,3 +433,45 @@ func TestMergeOperatorRefusesSecondaryDeleteKey(t *testing.T) {
 		t.Fatalf("Open with both: %v", err)
 	}
 }
+
+// TestMetamorphicMergePrefixBlobs runs merges, prefix-mode iterators and
+// blob files together (issue 15's combined option sets): the operands and
+// the blob values they merge onto, read through prefix seeks that skip
+// what the prefix filters rule out, must answer as the model under every
+// set.
+func TestMetamorphicMergePrefixBlobs(t *testing.T) {
+	n := bySize(1500, 500, 6000)
+	tr := modelPrefixExtractors[0]
+	op := joinOperator{}
+	withAll := func(set func(*Options)) func(*Options) {
+		return func(o *Options) {
+			if set != nil {
+				set(o)
+			}
+			setBlobTestOptions(o)
+			o.MergeOperator = op
+			o.PrefixExtractor = tr
+			o.MemtablePrefixBloomSizeRatio = 0.1
+		}
+	}
+	sets := []metaOptionSet{
+		{name: "blob-files", set: withAll(nil)},
+		{name: "blob-files-tiny-memtable", set: withAll(func(o *Options) {
+			o.WriteBufferSize = 4 << 10
+			o.TargetFileSizeBase = 4 << 10
+		})},
+		{name: "blob-files-prefixes-only", set: withAll(func(o *Options) { o.DisableWholeKeyFiltering = true })},
+		{name: "blob-files-async-io", set: withAll(nil), cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
+		{name: "blob-files-gc-max-skip-0", set: withAll(func(o *Options) {
+			setBlobGCTestOptions(o)
+			o.MaxSequentialSkipInIterations = -1
+		})},
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		g := newOpGenerator(seed, modelKeys)
+		g.merge, g.prefixSeeks = op, true
+		m := newModelTarget()
+		m.prefix = tr
+		runMetamorphicModel(t, seed, generateOpsWith(g, n), sets, m)
+	})
+}

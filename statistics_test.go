@@ -172,6 +172,7 @@ func TestStatisticsTickers(t *testing.T) {
 	s.add(TickerBlobGCBytesRelocated, 23)
 	ts.PrefixChecks.Add(24)
 	ts.PrefixUseful.Add(25)
+	s.add(TickerNumberMergeFailures, 26)
 	want := map[Ticker]uint64{
 		TickerBlockReads: 1, TickerBytesRead: 2, TickerBlockCacheHits: 3, TickerAsyncReads: 4,
 		TickerReadsCoalesced: 5, TickerPrefetchHits: 6, TickerPrefetchWastedBytes: 70,
@@ -182,7 +183,7 @@ func TestStatisticsTickers(t *testing.T) {
 		TickerNumberOfReseeksInIteration: 17,
 		TickerBlobFileBytesRead:          18, TickerBlobFileReads: 19, TickerBlobCacheHits: 20,
 		TickerBlobFileBytesWritten: 21, TickerBlobGCNumKeysRelocated: 22, TickerBlobGCBytesRelocated: 23,
-		TickerBloomPrefixChecked: 24, TickerBloomPrefixUseful: 25,
+		TickerBloomPrefixChecked: 24, TickerBloomPrefixUseful: 25, TickerNumberMergeFailures: 26,
 	}
 	if len(want) != int(numTickers) {
 		t.Fatalf("test covers %d tickers of %d", len(want), numTickers)

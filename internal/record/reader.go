@@ -103,6 +103,8 @@ type Reader struct {
 	// TailDamage.
 	tailDamage error
 	err        error // sticky: an IO error, or io.EOF at the end
+	// mappedUnit is SetMappedWriteUnit's unit (0: off).
+	mappedUnit int64
 }
 
 // NewReader returns a Reader of the file read from r, which must be
@@ -110,6 +112,16 @@ type Reader struct {
 func NewReader(r io.Reader, fileName string) *Reader {
 	return &Reader{r: r, fileName: fileName, resumeAt: -1}
 }
+
+// SetMappedWriteUnit tells r that its file may have been appended to
+// through a shared memory mapping grown in windows of unit bytes (the
+// WAL's wal.WriterOptions.Mmap). A crash of the writing process can then
+// cut its last copy at any byte, leaving a prefix of it and zeros to the
+// end of the window, which no sector rule explains: a bad fragment is
+// also taken for torn when the file's size is a multiple of unit and the
+// file's last non-zero byte lies inside the fragment's block from its start
+// on. 0, the default, turns this off.
+func (r *Reader) SetMappedWriteUnit(unit int64) { r.mappedUnit = max(unit, 0) }
 
 // fragment is one fragment as seen by Next.
 type fragment struct {
@@ -401,6 +413,10 @@ func (r *Reader) judgeTail(fragOff int64, st fragStatus, dropFrom int64) error {
 	}
 	d := r.data
 	i := int(fragOff - r.dataOff)
+	if r.mappedTear(fragOff) {
+		// A copy into a mapping cut short by a crash of the process.
+		return nil
+	}
 	if r.zeroedSector(i, i+HeaderSize) {
 		// A sector under the header never reached the disk.
 		return nil
@@ -441,6 +457,23 @@ func (r *Reader) judgeTail(fragOff int64, st fragStatus, dropFrom int64) error {
 		return damaged("record header's length is %d but its checksum matches %d bytes: the length field is damaged", length, n)
 	}
 	return nil
+}
+
+// mappedTear reports whether the bad fragment at fragOff can be the cut
+// end of a copy into a mapping (SetMappedWriteUnit): the file's size is a
+// multiple of the unit and everything from inside the fragment's block,
+// after its start, to the end of the file reads as zeros.
+func (r *Reader) mappedTear(fragOff int64) bool {
+	if r.mappedUnit == 0 || !r.loaded {
+		return false
+	}
+	fileEnd := r.dataOff + int64(len(r.data))
+	if fileEnd == 0 || fileEnd%r.mappedUnit != 0 {
+		return false
+	}
+	lastData := r.dataOff + int64(r.nonZeroEnd) // just past the last non-zero byte
+	blockEnd := (fragOff/BlockSize + 1) * BlockSize
+	return lastData > fragOff && lastData <= blockEnd
 }
 
 // zeroedSector reports whether a sector overlapping d[lo:hi] reads as zeros

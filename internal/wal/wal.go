@@ -109,6 +109,9 @@ func Replay(fs vfs.FS, path string, mode RecoveryMode, fn func(rec []byte, off i
 	}
 	defer f.Close()
 	rr := record.NewReader(io.NewSectionReader(f, 0, math.MaxInt64), path)
+	// A WAL written through a mapping (WriterOptions.Mmap) can end in a
+	// copy cut at any byte by a crash of the process.
+	rr.SetMappedWriteUnit(mapWindow)
 	// stopped is set once PointInTimeRecovery met damage: the rest of the
 	// log, already in the reader's memory, is only counted.
 	stopped := false

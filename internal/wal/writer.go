@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -411,10 +412,27 @@ func (w *Writer) writeMapped(data []byte, at int64) error {
 			}
 			w.mapOff, w.mapData, w.mapFlush, w.mapUnmap, w.mapped = off, d, flush, unmap, true
 		}
-		n := copy(w.mapData[at-w.mapOff:], data)
+		n := copyForward(w.mapData[at-w.mapOff:], data)
 		data, at = data[n:], at+int64(n)
 	}
 	return nil
+}
+
+// copyForward copies src into dst like copy, but strictly from the first
+// byte to the last, a word at a time: a crash of the process in the middle
+// leaves a prefix of src in the mapping and zeros after it (what a torn
+// append looks like to the record reader), where copy's memmove may store
+// a later chunk before an earlier one.
+func copyForward(dst, src []byte) int {
+	n := min(len(dst), len(src))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:]))
+	}
+	for ; i < n; i++ {
+		dst[i] = src[i]
+	}
+	return n
 }
 
 // unmap drops the current window, if any; its pages stay in the page cache.
