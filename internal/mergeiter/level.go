@@ -311,14 +311,7 @@ func (l *LevelIter) seekLTFile(key []byte) int {
 // prepareBackward opens files[i] and prepares its SeekLT(key) (its last
 // entry in bounds when key is nil).
 func (l *LevelIter) prepareBackward(i int, key []byte) {
-	if i < l.lo || i >= l.hi {
-		return
-	}
-	err := l.err
-	l.err = l.prepErr
-	ok := l.load(i)
-	l.err, l.prepErr = err, l.err
-	if !ok {
+	if i < l.lo || i >= l.hi || !l.loadForPrepare(i) {
 		return
 	}
 	p, isPrep := l.iter.(base.SeekPreparer)
@@ -333,14 +326,21 @@ func (l *LevelIter) prepareBackward(i int, key []byte) {
 	}
 }
 
-// prepare opens files[i] and prepares its seek to key (its first entry in
-// bounds when key is nil), for the entries of prefix when inPrefix.
-func (l *LevelIter) prepare(i int, key, prefix []byte, inPrefix bool) {
+// loadForPrepare opens files[i] for a prepare call: an error it meets is
+// kept for the positioning call that follows (prepErr), the iterator's own
+// error untouched.
+func (l *LevelIter) loadForPrepare(i int) bool {
 	err := l.err
 	l.err = l.prepErr
 	ok := l.load(i)
 	l.err, l.prepErr = err, l.err
-	if !ok {
+	return ok
+}
+
+// prepare opens files[i] and prepares its seek to key (its first entry in
+// bounds when key is nil), for the entries of prefix when inPrefix.
+func (l *LevelIter) prepare(i int, key, prefix []byte, inPrefix bool) {
+	if !l.loadForPrepare(i) {
 		return
 	}
 	if pp, ok := l.iter.(base.PrefixSeekPreparer); ok && inPrefix {

@@ -9,7 +9,8 @@ import (
 	"github.com/shaledb/shale/internal/base"
 )
 
-// readAllMapped is readAll with SetMappedWriteUnit(unit).
+// readAllMapped reads every record of file, with SetMappedWriteUnit(unit)
+// (0: off, readAll).
 func readAllMapped(file []byte, unit int64) (readResult, *Reader) {
 	r := NewReader(bytes.NewReader(file), testFile)
 	r.SetMappedWriteUnit(unit)

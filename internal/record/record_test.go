@@ -71,19 +71,7 @@ type readResult struct {
 }
 
 // readAll reads until the first error.
-func readAll(file []byte) (readResult, *Reader) {
-	r := NewReader(bytes.NewReader(file), testFile)
-	var res readResult
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			res.err = err
-			return res, r
-		}
-		res.recs = append(res.recs, append([]byte(nil), rec...))
-		res.offsets = append(res.offsets, r.Offset())
-	}
-}
+func readAll(file []byte) (readResult, *Reader) { return readAllMapped(file, 0) }
 
 func checkPrefix(t *testing.T, got readResult, w written, n int) {
 	t.Helper()
