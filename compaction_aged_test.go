@@ -119,21 +119,25 @@ func TestTTLAndPeriodicCompactions(t *testing.T) {
 
 // TestModelAgedCompactions is TestModel with TTL and periodic compactions
 // firing as the operations run (setAgedCompactionTestOptions), alone and
-// over tiny tables in a deeper tree; the model checks every answer, and
-// the listener that both kinds of compaction ran.
+// over tiny tables in a deeper tree, and with periodic compactions only;
+// the model checks every answer, and the listener that the variant's kind
+// of aged compaction ran (with both set, TTL's shorter age often rewrites
+// files before any is due for its period).
 func TestModelAgedCompactions(t *testing.T) {
 	ops := bySize(3000, 1000, 20000)
 	variants := []struct {
 		name string
 		set  func(*Options)
+		want string
 	}{
-		{"base", func(o *Options) {}},
+		{"base", func(o *Options) {}, "ttl"},
 		{"tiny-tables-static-levels", func(o *Options) {
 			o.WriteBufferSize = 4 << 10
 			o.TargetFileSizeBase = 4 << 10
 			o.MaxBytesForLevelBase = 16 << 10
 			o.DisableDynamicLevelBytes = true
-		}},
+		}, "ttl"},
+		{"periodic-only", func(o *Options) { o.TTL, o.PeriodicCompactionSeconds = 0, 2 }, "periodic"},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -147,8 +151,8 @@ func TestModelAgedCompactions(t *testing.T) {
 						reasons[c.Reason]++
 					}
 				}
-				if reasons["ttl"] == 0 || reasons["periodic"] == 0 {
-					t.Fatalf("TTL and periodic compactions did not both run: %v", reasons)
+				if reasons[v.want] == 0 {
+					t.Fatalf("no %s compaction ran: %v", v.want, reasons)
 				}
 				t.Logf("compactions by reason: %v", reasons)
 			})
