@@ -281,6 +281,13 @@ var metamorphicSets = []metaOptionSet{
 	}, cfg: dbRunConfig{verifyFileChecksums: true}},
 	{name: "default-file-checksums-verified", set: func(o *Options) {},
 		cfg: dbRunConfig{verifyFileChecksums: true}},
+	{name: "osfs-file-checksums-direct", set: func(o *Options) {
+		// Tables and blob files written with direct IO (aligned writes
+		// of buffered bytes) on the OS file system: the checksum of the
+		// bytes written must be that of the file.
+		setBlobTestOptions(o)
+		o.UseDirectIOForFlushAndCompaction = true
+	}, osFS: true, cfg: dbRunConfig{verifyFileChecksums: true}},
 }
 
 // describe lists what the set changes from testOptions, for failure reports.
