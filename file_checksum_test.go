@@ -503,6 +503,40 @@ func TestFileChecksumOptions(t *testing.T) {
 	}
 	ok := (&Options{FS: vfs.NewMem(), FileChecksumGenFactory: namedGenFactory("mine")}).EnsureDefaults()
 	must(t, ok.Validate())
+
+	// Written and parsed back: the default's name gives nil, nullptr
+	// NoFileChecksums, and the OPTIONS file of a custom factory names it.
+	for _, c := range []struct {
+		set  FileChecksumGenFactory
+		name string
+		want FileChecksumGenFactory
+	}{
+		{nil, "FileChecksumGenCrc32cFactory", nil},
+		{NewFileChecksumGenCrc32cFactory(), "FileChecksumGenCrc32cFactory", nil},
+		{NoFileChecksums, "nullptr", NoFileChecksums},
+		{namedGenFactory("mine"), "factory-mine", nil},
+	} {
+		o := (&Options{FS: vfs.NewMem(), FileChecksumGenFactory: c.set}).EnsureDefaults()
+		if got := optionsFileMap(o)["file_checksum_gen_factory"]; got != c.name {
+			t.Errorf("factory %v written as %q, want %q", c.set, got, c.name)
+		}
+		parsed, err := ParseOptionsFile([]byte("file_checksum_gen_factory=" + c.name + "\n"))
+		must(t, err)
+		if parsed.FileChecksumGenFactory != c.want {
+			t.Errorf("%q parsed as %v, want %v", c.name, parsed.FileChecksumGenFactory, c.want)
+		}
+	}
+
+	// It cannot change while open.
+	db, err := Open("/db", testOptions(vfs.NewMem()))
+	must(t, err)
+	defer db.Close()
+	if err := db.SetOptions(map[string]string{"file_checksum_gen_factory": "nullptr"}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("SetOptions(file_checksum_gen_factory): %v", err)
+	}
+	if got := db.GetOptions().FileChecksumGenFactory; got != nil {
+		t.Errorf("the factory changed to %v", got)
+	}
 }
 
 type namedGenFactory string
