@@ -11,6 +11,10 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/shaledb/shale/blob"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/record"
 	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/vfs/errorfs"
 )
@@ -444,6 +448,120 @@ func TestFileChecksumOldDatabase(t *testing.T) {
 		t.Fatal("no tables after the compaction")
 	}
 	must(t, db.VerifyFileChecksums())
+}
+
+// rewriteManifestAsBefore replaces the live MANIFEST of the closed DB in
+// /db with one recording what a shale from before whole-file checksums
+// recorded: tables without checksums, and blob files with the blob
+// format's checksum (the footer's, under "crc32c") as their checksum.
+func rewriteManifestAsBefore(t *testing.T, fs vfs.FS) {
+	t.Helper()
+	num, err := manifest.ParseCurrent(readFile(t, fs, "/db/CURRENT"), "CURRENT")
+	must(t, err)
+	res, err := manifest.Replay(bytes.NewReader(readFile(t, fs, "/db/"+base.MakeFilename(base.FileTypeManifest, num))),
+		"MANIFEST", DefaultComparer, 7)
+	must(t, err)
+	e := &manifest.VersionEdit{
+		ManifestFormat: manifest.ManifestFormatV1, ComparerName: DefaultComparer.Name,
+		HasLogNumber: true, LogNumber: res.LogNum, HasNextFileNumber: true, NextFileNumber: res.NextFileNum + 1,
+		HasLastSeq: true, LastSeq: res.LastSeq,
+	}
+	for level, files := range res.Version.Levels {
+		for _, f := range files {
+			f.FileChecksum, f.FileChecksumFuncName = nil, ""
+			e.NewFiles = append(e.NewFiles, manifest.NewFileEntry{Level: level, Meta: f})
+		}
+	}
+	for _, b := range res.Version.BlobFiles {
+		name := "/db/" + base.MakeFilename(base.FileTypeBlob, b.FileNum)
+		f, err := fs.Open(name)
+		must(t, err)
+		r, err := blob.NewReader(f, blob.ReaderOptions{FileNum: b.FileNum, FileName: name})
+		must(t, err)
+		a := *b
+		a.GarbageCount, a.GarbageBytes, a.OldestGarbageTime = 0, 0, 0
+		a.ChecksumMethod, a.ChecksumValue = "crc32c", binary.BigEndian.AppendUint32(nil, uint32(r.Properties().FileChecksum))
+		must(t, r.Close())
+		e.NewBlobFiles = append(e.NewBlobFiles, &a)
+		if b.GarbageCount != 0 || b.GarbageBytes != 0 {
+			e.BlobGarbage = append(e.BlobGarbage, manifest.BlobGarbage{FileNum: b.FileNum, Count: b.GarbageCount, Bytes: b.GarbageBytes})
+		}
+	}
+	var buf bytes.Buffer
+	w := record.NewWriter(&buf)
+	_, err = w.WriteRecord(e.Encode(nil))
+	must(t, err)
+	must(t, w.Flush())
+	must(t, fs.Remove("/db/"+base.MakeFilename(base.FileTypeManifest, num)))
+	newName := base.MakeFilename(base.FileTypeManifest, res.NextFileNum)
+	writeFile(t, fs, "/db/"+newName, buf.Bytes())
+	writeFile(t, fs, "/db/CURRENT", []byte(newName+"\n"))
+}
+
+// TestFileChecksumBlobFilesRecordedBefore opens a database whose blob
+// files were recorded with the blob format's checksum (before whole-file
+// checksums): their LiveBlobFileMetaData shows it, VerifyFileChecksums and
+// Check check it against the footer and the bytes before it, and a flipped
+// byte is found by both; the tables, recorded without checksums, are
+// unchecked.
+func TestFileChecksumBlobFilesRecordedBefore(t *testing.T) {
+	fs := vfs.NewMem()
+	o := testOptions(fs)
+	setBlobTestOptions(o)
+	o.DisableAutoCompactions = true
+	o.ParanoidChecks = false
+	db, err := Open("/db", o)
+	must(t, err)
+	writeChecksumTestDB(t, db)
+	must(t, db.Close())
+	rewriteManifestAsBefore(t, fs)
+
+	db, err = Open("/db", o)
+	must(t, err)
+	blobs := db.GetLiveBlobFilesMetaData()
+	if len(blobs) == 0 {
+		t.Fatal("no blob files")
+	}
+	for _, b := range blobs {
+		if b.FileChecksumFuncName != "crc32c" || len(b.FileChecksum) != 4 {
+			t.Fatalf("blob file %s: checksum %x by %q", b.Name, b.FileChecksum, b.FileChecksumFuncName)
+		}
+	}
+	for _, f := range db.GetLiveFilesMetaData() {
+		if f.FileChecksumFuncName != UnknownFileChecksumFuncName {
+			t.Fatalf("table %s: checksum function %q", f.Name, f.FileChecksumFuncName)
+		}
+	}
+	must(t, db.VerifyFileChecksums())
+	must(t, db.Close())
+	rep, err := Check("/db", &Options{FS: fs})
+	must(t, err)
+	if !rep.OK() {
+		t.Fatalf("Check:\n%s", rep)
+	}
+	for _, f := range rep.Files {
+		if f.Kind == "blob file" && !strings.Contains(f.Detail, "file checksum crc32c (the blob format's, before the footer) matches") ||
+			f.Kind == "table" && f.Status == CheckOK && !strings.Contains(f.Detail, "no file checksum recorded (unchecked)") {
+			t.Errorf("Check says of %s: %s", f.Name, f.Detail)
+		}
+	}
+
+	// A flip before the footer of the first blob file.
+	name := "/db/" + blobs[0].Name
+	data := readFile(t, fs, name)
+	data[len(data)/2] ^= 1
+	writeFile(t, fs, name, data)
+	db, err = Open("/db", o)
+	must(t, err)
+	defer db.Close()
+	if err := db.VerifyFileChecksums(); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), blobs[0].Name) {
+		t.Fatalf("VerifyFileChecksums after a flip in %s: %v", blobs[0].Name, err)
+	}
+	rep, err = Check("/db", &Options{FS: fs})
+	must(t, err)
+	if rep.OK() {
+		t.Fatalf("Check after a flip in %s:\n%s", blobs[0].Name, rep)
+	}
 }
 
 // TestNoFileChecksums checks the sentinel that turns checksums off: no
