@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -267,7 +268,7 @@ func TestFileChecksumByteFlip(t *testing.T) {
 	o := testOptions(fs)
 	setBlobTestOptions(o)
 	o.DisableAutoCompactions = true // flushed tables stay in L0
-	o.ParanoidChecks = false // Open reads no file whole; the flip stays for the checks
+	o.ParanoidChecks = false        // Open reads no file whole; the flip stays for the checks
 	db, err := Open("/db", o)
 	must(t, err)
 	writeChecksumTestDB(t, db)
@@ -376,6 +377,45 @@ func checkRecordedChecksums0(t *testing.T, db *DB, fs vfs.FS) {
 	}
 	if n == 0 {
 		t.Fatal("no live files")
+	}
+}
+
+// TestComputeFileChecksum checks the helper ingestion and backups are to
+// use: the checksum of a file read through vfs, by the built-in or a
+// custom factory, and its errors.
+func TestComputeFileChecksum(t *testing.T) {
+	fs := vfs.NewMem()
+	data := make([]byte, 3*fileChecksumReadChunk+123) // several reads, the last short
+	for i := range data {
+		data[i] = byte(i * 31)
+	}
+	writeFile(t, fs, "/f", data)
+	sum, name, err := computeFileChecksum(fs, "/f", nil, "")
+	must(t, err)
+	if name != FileChecksumCrc32cName || !bytes.Equal(sum, independentCRC32C(data)) {
+		t.Errorf("built-in: %x by %q, want %x", sum, name, independentCRC32C(data))
+	}
+	// Asked for the built-in by name, any factory gives it.
+	sum, _, err = computeFileChecksum(fs, "/f", &testFileChecksumFactory{}, FileChecksumCrc32cName)
+	must(t, err)
+	if !bytes.Equal(sum, independentCRC32C(data)) {
+		t.Errorf("built-in by name: %x", sum)
+	}
+	sum, name, err = computeFileChecksum(fs, "/f", &testFileChecksumFactory{}, "")
+	must(t, err)
+	if name != "test-xxhash64" || !bytes.Equal(sum, testXXHash(data)) {
+		t.Errorf("custom: %x by %q, want %x", sum, name, testXXHash(data))
+	}
+	for _, c := range []struct {
+		factory  FileChecksumGenFactory
+		funcName string
+	}{{NoFileChecksums, ""}, {nil, "test-xxhash64"}, {&testFileChecksumFactory{}, "other"}} {
+		if _, _, err := computeFileChecksum(fs, "/f", c.factory, c.funcName); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "/f") {
+			t.Errorf("factory %v asked for %q: %v", c.factory, c.funcName, err)
+		}
+	}
+	if _, _, err := computeFileChecksum(fs, "/missing", nil, ""); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
 	}
 }
 

@@ -137,7 +137,8 @@ type Options struct {
 	// generator of the whole-file checksum of every table and blob file the
 	// DB writes, recorded in the MANIFEST with the generator's name.
 	// Default nil: CRC-32C (NewFileChecksumGenCrc32cFactory; RocksDB's
-	// default is none). NoFileChecksums records none.
+	// default is none). NoFileChecksums records none. Validate asks it for
+	// one generator (empty FileName) to check its name is not reserved.
 	FileChecksumGenFactory FileChecksumGenFactory
 	// DisableAutoCompactions turns off automatic compactions. Default false.
 	DisableAutoCompactions bool
