@@ -228,4 +228,3 @@ func lockTimeoutError(key string, timeout time.Duration) error {
 func deadlockError(key string) error {
 	return base.KindErrorf(base.ErrDeadlock, "shale: deadlock: waiting for the lock of key %q would close a cycle of waiting transactions", key)
 }
-
