@@ -152,10 +152,9 @@ func (t *TransactionDB) writeLocked(b *Batch, wo *WriteOptions) error {
 	if b == nil || b.Empty() {
 		return t.DB.Write(b, wo)
 	}
-	r, ok := newBatchReader(b.data)
-	if !ok {
-		return t.DB.Write(b, wo)
-	}
+	b.init()
+	// The header's count is stamped at commit: take the batch's own.
+	r := batchReader{data: b.data[batchHeaderLen:], count: b.count}
 	var keys []string
 	for {
 		kind, key, _, ok, malformed := r.next()
