@@ -107,6 +107,12 @@ func (lt *lockTable) lock(owner uint64, key string, timeout time.Duration, detec
 		// of two owners that start waiting for each other, the second to
 		// get here sees the first one's edge.
 		lt.waitMu.Lock()
+		if lt.holder(key) != holder {
+			// Let go meanwhile: the holder may now wait for owner without
+			// owner waiting for it.
+			lt.waitMu.Unlock()
+			continue
+		}
 		if detect && lt.closesCycleLocked(owner, holder, depth) {
 			lt.waitMu.Unlock()
 			return deadlockError(key)
