@@ -416,3 +416,27 @@ func TestTransactionCommitIsOneWALBatch(t *testing.T) {
 	wantTxnValue(t, db2, "pending", "")
 	must(t, pending.Rollback())
 }
+
+// TestModelTransactions is TestModel with optimistic transactions among
+// the operations (opTxn): each one's iterator, its writes over the DB,
+// must show what the model shows after applying its writes to a copy, and
+// its commit must leave what the model's batch does; with and without
+// merges, and with every write skipping the WAL.
+func TestModelTransactions(t *testing.T) {
+	ops := bySize(3000, 1000, 20000)
+	variants := []struct {
+		name string
+		cfg  dbRunConfig
+	}{
+		{"base", dbRunConfig{txns: true}},
+		{"merges", dbRunConfig{txns: true, merge: joinOperator{}}},
+		{"no-wal", dbRunConfig{txns: true, disableWAL: true}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
+				runModelWith(t, seed, ops, v.cfg, func(o *Options) { o.MergeOperator = v.cfg.merge })
+			})
+		})
+	}
+}
