@@ -440,3 +440,16 @@ func TestModelTransactions(t *testing.T) {
 		})
 	}
 }
+
+// TestMetamorphicTransactions is TestMetamorphic with opTxn among the
+// operations: transactions' iterators over their own writes, and their
+// commits, must answer alike under every option set (data in memtables,
+// tables of many shapes, blob files, async reads).
+func TestMetamorphicTransactions(t *testing.T) {
+	n := bySize(600, 300, 8000)
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		g := newOpGenerator(seed, modelKeys)
+		g.txns = true
+		runMetamorphicOps(t, seed, generateOpsWith(g, n), metamorphicSets)
+	})
+}
