@@ -2,10 +2,12 @@ package shale
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 func openTestTransactionDB(t *testing.T, topts *TransactionDBOptions) *TransactionDB {
@@ -452,4 +454,110 @@ func TestMetamorphicTransactions(t *testing.T) {
 		g.txns = true
 		runMetamorphicOps(t, seed, generateOpsWith(g, n), metamorphicSets)
 	})
+}
+
+// TestTransactionCommitFaults: a commit whose WAL sync fails reports the
+// error and ends the transaction (its locks let go); the DB refuses writes
+// until Resume, and the bank total stays exact live and after a crash. An
+// optimistic commit whose conflict check cannot read a table reports that
+// error (not ErrBusy) and writes nothing.
+func TestTransactionCommitFaults(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := errorfs.New(mem, 1)
+	opts := testOptions(ffs)
+	opts.Logger = discardLogger()
+	opts.BlockCacheSize = -1 // every table read reaches the file
+	tdb, err := OpenTransactionDB("/db", opts, &TransactionDBOptions{TransactionLockTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tdb.Close()
+	const want = 2 * bankInitial
+	for i := range 2 {
+		must(t, tdb.Put(bankKey(i), []byte(strconv.Itoa(bankInitial)), &WriteOptions{Sync: true}))
+	}
+	transfer := func(txn *Transaction, amount int) error {
+		for i, d := range []int{-amount, amount} {
+			v, err := txn.GetForUpdate(nil, bankKey(i))
+			if err != nil {
+				return err
+			}
+			n, _ := strconv.Atoi(string(v))
+			if err := txn.Put(bankKey(i), []byte(strconv.Itoa(n+d))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	total := func(d *DB) int {
+		t.Helper()
+		got, err := bankTotal2(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	txn := tdb.BeginTransaction(&WriteOptions{Sync: true}, nil)
+	must(t, transfer(txn, 10))
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpSync, PathContains: ".log"})
+	if err := txn.Commit(); err == nil {
+		t.Fatal("a commit whose WAL sync failed reported success")
+	}
+	ffs.ClearRules()
+	if got := total(tdb.DB); got != want {
+		t.Fatalf("after the failed commit: total %d, want %d", got, want)
+	}
+	other := tdb.BeginTransaction(nil, &TxnOptions{LockTimeout: LockNoWait})
+	if err := transfer(other, 1); err != nil {
+		t.Fatalf("the failed commit kept its locks: %v", err)
+	}
+	if err := other.Commit(); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("commit before Resume: %v, want ErrReadOnly", err)
+	}
+	must(t, tdb.Resume())
+	ok := tdb.BeginTransaction(&WriteOptions{Sync: true}, nil)
+	must(t, transfer(ok, 5))
+	must(t, ok.Commit())
+	if got := total(tdb.DB); got != want {
+		t.Fatalf("after Resume: total %d, want %d", got, want)
+	}
+
+	// The optimistic check reads a flushed table, and the read fails.
+	must(t, tdb.Flush())
+	opt := tdb.DB.BeginOptimisticTransaction(nil, nil)
+	must(t, transfer(opt, 7))
+	must(t, opt.Put([]byte("marker"), []byte("1")))
+	ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: ".sst"})
+	err = opt.Commit()
+	ffs.ClearRules()
+	if err == nil || errors.Is(err, ErrBusy) {
+		t.Fatalf("commit whose check could not read: %v, want the read error", err)
+	}
+	wantTxnValue(t, tdb.DB, "marker", "")
+	if got := total(tdb.DB); got != want {
+		t.Fatalf("after the failed check: total %d, want %d", got, want)
+	}
+	crashed, err := Open("/db", testOptions(mem.CrashClone()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crashed.Close()
+	if got := total(crashed); got != want {
+		t.Fatalf("crash clone: total %d, want %d", got, want)
+	}
+}
+
+// bankTotal2 sums the two accounts of TestTransactionCommitFaults.
+func bankTotal2(d *DB) (int, error) {
+	sum := 0
+	for i := range 2 {
+		v, err := d.Get(bankKey(i), nil)
+		if err != nil {
+			return 0, err
+		}
+		n, _ := strconv.Atoi(string(v))
+		sum += n
+	}
+	return sum, nil
 }
