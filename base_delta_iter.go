@@ -22,7 +22,11 @@ type baseDeltaIter struct {
 	cmp  base.Compare
 	// lower and upper are base's bounds, which the batch's keys obey too.
 	lower, upper []byte
-	forward      bool
+	// prefix confines the batch's keys after a seek in prefix mode
+	// (base's ReadOptions.PrefixSameAsStart), as base confines its own:
+	// nil when not confined.
+	prefix  []byte
+	forward bool
 	// di is the position in view.entries.
 	di int
 	// valid says the iterator is at key; fromDelta that key is the
@@ -39,7 +43,22 @@ func (bd *baseDeltaIter) deltaValid() bool {
 		return false
 	}
 	k := bd.view.entries[bd.di].key
+	if bd.prefix != nil {
+		tr := bd.base.prefixTr
+		if !tr.InDomain(k) || bd.cmp(tr.Transform(k), bd.prefix) != 0 {
+			return false
+		}
+	}
 	return (bd.lower == nil || bd.cmp(k, bd.lower) >= 0) && (bd.upper == nil || bd.cmp(k, bd.upper) < 0)
+}
+
+// confineTo confines the batch's keys to key's prefix in prefix mode (a
+// seek), and lifts the confinement otherwise (nil key: First, Last).
+func (bd *baseDeltaIter) confineTo(key []byte) {
+	bd.prefix = nil
+	if tr := bd.base.prefixTr; tr != nil && key != nil && tr.InDomain(key) {
+		bd.prefix = slices.Clone(tr.Transform(key))
+	}
 }
 
 // deltaSeekGE positions di at the first entry >= k.
@@ -54,6 +73,7 @@ func (bd *baseDeltaIter) deltaSeekGT(k []byte) {
 
 func (bd *baseDeltaIter) first() bool {
 	bd.forward, bd.err = true, nil
+	bd.confineTo(nil)
 	bd.base.First()
 	if bd.lower != nil {
 		bd.deltaSeekGE(bd.lower)
@@ -65,6 +85,7 @@ func (bd *baseDeltaIter) first() bool {
 
 func (bd *baseDeltaIter) last() bool {
 	bd.forward, bd.err = false, nil
+	bd.confineTo(nil)
 	bd.base.Last()
 	if bd.upper != nil {
 		bd.deltaSeekGE(bd.upper)
@@ -77,6 +98,7 @@ func (bd *baseDeltaIter) last() bool {
 
 func (bd *baseDeltaIter) seek(k []byte) bool {
 	bd.forward, bd.err = true, nil
+	bd.confineTo(k)
 	bd.base.Seek(k)
 	if bd.lower != nil && bd.cmp(k, bd.lower) < 0 {
 		k = bd.lower
@@ -87,6 +109,7 @@ func (bd *baseDeltaIter) seek(k []byte) bool {
 
 func (bd *baseDeltaIter) seekForPrev(k []byte) bool {
 	bd.forward, bd.err = false, nil
+	bd.confineTo(k)
 	bd.base.SeekForPrev(k)
 	if bd.upper != nil && bd.cmp(k, bd.upper) >= 0 {
 		bd.deltaSeekGE(bd.upper)

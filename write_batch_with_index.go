@@ -353,8 +353,10 @@ func (v *batchView) hides(key []byte) bool {
 // batch's values replace base's, its deletions and range deletions hide
 // base's keys, and its merges apply over base's values. It takes base
 // over: closing it closes base. It sees the batch as it is now; later
-// writes to the batch need a new iterator (or Refresh). Prefix mode
-// (ReadOptions.PrefixSameAsStart) confines base's keys only.
+// writes to the batch need a new iterator (or Refresh). In prefix mode
+// (base's ReadOptions.PrefixSameAsStart) a seek confines the batch's keys
+// to the seek key's prefix as it confines base's; after First and Last
+// the batch's keys are not confined.
 func (wb *WriteBatchWithIndex) NewIteratorWithBase(base *Iterator) *Iterator {
 	if base == nil {
 		return &Iterator{err: fmt.Errorf("%w: NewIteratorWithBase needs a base iterator", ErrInvalidArgument)}

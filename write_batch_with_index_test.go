@@ -343,3 +343,45 @@ func TestWriteBatchWithIndexOverSnapshot(t *testing.T) {
 		t.Fatalf("after Write: c not deleted: %v", err)
 	}
 }
+
+// TestWriteBatchWithIndexPrefixSeek: in prefix mode a seek confines the
+// batch's keys to the seek key's prefix, as it confines the DB's, in both
+// directions.
+func TestWriteBatchWithIndexPrefixSeek(t *testing.T) {
+	opts := testOptions(vfs.NewMem())
+	opts.PrefixExtractor = NewFixedPrefixTransform(2)
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, k := range []string{"aa1", "aa2", "ab1", "zz"} {
+		must(t, db.Put([]byte(k), []byte("db"), nil))
+	}
+	wb := NewWriteBatchWithIndex()
+	wb.Put([]byte("aa3"), []byte("wb"))
+	wb.Put([]byte("ab0"), []byte("wb"))
+	wb.Put([]byte("a"), []byte("wb")) // outside the extractor's domain
+	wb.Delete([]byte("aa2"))
+	it := wb.NewIteratorWithBase(db.NewIterator(&ReadOptions{PrefixSameAsStart: true}))
+	defer it.Close()
+	collect := func(ok bool, step func() bool) string {
+		var out []string
+		for ; ok; ok = step() {
+			out = append(out, string(it.Key()))
+		}
+		return strings.Join(out, ",")
+	}
+	if got := collect(it.Seek([]byte("aa")), it.Next); got != "aa1,aa3" {
+		t.Fatalf("Seek(aa) forward: %s, want aa1,aa3", got)
+	}
+	if got := collect(it.SeekForPrev([]byte("aa9")), it.Prev); got != "aa3,aa1" {
+		t.Fatalf("SeekForPrev(aa9) backward: %s, want aa3,aa1", got)
+	}
+	if got := collect(it.Seek([]byte("ab")), it.Next); got != "ab0,ab1" {
+		t.Fatalf("Seek(ab) forward: %s, want ab0,ab1", got)
+	}
+	if got := collect(it.Seek([]byte("a")), it.Next); got == "" || !strings.HasPrefix(got, "a,aa1,aa3") {
+		t.Fatalf("Seek(a), outside the domain (total order): %s", got)
+	}
+}
