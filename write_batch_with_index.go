@@ -1,7 +1,6 @@
 package shale
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 
@@ -358,15 +357,14 @@ func (v *batchView) hides(key []byte) bool {
 // to the seek key's prefix as it confines base's; after First and Last
 // the batch's keys are not confined.
 func (wb *WriteBatchWithIndex) NewIteratorWithBase(base *Iterator) *Iterator {
-	if base == nil {
-		return &Iterator{err: fmt.Errorf("%w: NewIteratorWithBase needs a base iterator", ErrInvalidArgument)}
-	}
-	if base.delta != nil || base.it == nil {
-		if base.delta != nil {
-			base.Close()
-			return &Iterator{err: base2Err}
-		}
-		return base
+	switch {
+	case base == nil:
+		return &Iterator{err: errNoBaseIterator}
+	case base.delta != nil:
+		base.Close()
+		return &Iterator{err: errBaseHasBatch}
+	case base.it == nil:
+		return base // an iterator that failed: its error stands
 	}
 	d := base.db
 	bd := &baseDeltaIter{db: d, base: base, wb: wb, view: wb.sortedView(d.cmp), cmp: d.cmp.Compare}
@@ -374,4 +372,7 @@ func (wb *WriteBatchWithIndex) NewIteratorWithBase(base *Iterator) *Iterator {
 	return &Iterator{db: d, delta: bd}
 }
 
-var base2Err = base.InvalidArgumentf("shale: NewIteratorWithBase: the base iterator already has a batch over it")
+var (
+	errNoBaseIterator = base.InvalidArgumentf("shale: NewIteratorWithBase needs a base iterator")
+	errBaseHasBatch   = base.InvalidArgumentf("shale: NewIteratorWithBase: the base iterator already has a batch over it")
+)

@@ -329,6 +329,14 @@ func TestWriteBatchWithIndexOverSnapshot(t *testing.T) {
 	if _, err := wb.GetFromBatch([]byte("b")); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("GetFromBatch(b), merges only: %v, want ErrInvalidArgument", err)
 	}
+	if it := wb.NewIteratorWithBase(nil); it.First() || !errors.Is(it.Err(), ErrInvalidArgument) {
+		t.Fatalf("NewIteratorWithBase(nil): %v", it.Err())
+	}
+	nested := wb.NewIteratorWithBase(wb.NewIteratorWithBase(db.NewIterator(nil)))
+	if nested.First() || !errors.Is(nested.Err(), ErrInvalidArgument) {
+		t.Fatalf("NewIteratorWithBase over a batch iterator: %v", nested.Err())
+	}
+	nested.Close()
 	if err := wb.DeleteRange([]byte("q"), []byte("p")); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("DeleteRange(q, p) = %v", err)
 	}
