@@ -135,9 +135,9 @@ func (lt *lockTable) lock(owner uint64, key string, timeout time.Duration, detec
 		}
 		select {
 		case <-released:
-			if !timer.Stop() {
-				<-timer.C
-			}
+			// (Go 1.23 timers: Stop and Reset leave no stale tick to drain;
+			// draining after a Stop that lost the race would block.)
+			timer.Stop()
 		case <-timer.C:
 			return lockTimeoutError(key, timeout)
 		}
