@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -560,4 +561,27 @@ func bankTotal2(d *DB) (int, error) {
 		sum += n
 	}
 	return sum, nil
+}
+
+// TestOpenTransactionDBOptions: nil and zero options are the defaults
+// (RocksDB's 1s timeouts, 16 stripes, detection on, TxnOptions inheriting
+// the DB's timeout); a negative stripe count is refused naming the field;
+// Open's errors come through.
+func TestOpenTransactionDBOptions(t *testing.T) {
+	tdb := openTestTransactionDB(t, nil)
+	if o := tdb.opts; o.TransactionLockTimeout != time.Second || o.DefaultLockTimeout != time.Second || o.NumStripes != 16 {
+		t.Fatalf("defaults: %+v", o)
+	}
+	txn := tdb.BeginTransaction(nil, &TxnOptions{})
+	if txn.lockTimeout != time.Second || !txn.deadlockDetect || txn.deadlockDepth != 50 {
+		t.Fatalf("TxnOptions defaults: timeout %v, detect %v, depth %d", txn.lockTimeout, txn.deadlockDetect, txn.deadlockDepth)
+	}
+	must(t, txn.Rollback())
+	_, err := OpenTransactionDB("/other", testOptions(vfs.NewMem()), &TransactionDBOptions{NumStripes: -1})
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "NumStripes") {
+		t.Fatalf("NumStripes -1: %v", err)
+	}
+	if _, err := OpenTransactionDB("/missing", &Options{FS: vfs.NewMem()}, nil); err == nil {
+		t.Fatal("OpenTransactionDB of a missing DB without CreateIfMissing succeeded")
+	}
 }
