@@ -341,7 +341,7 @@ func (t *Transaction) checkConflicts() error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		seq := t.tracked[k]
-		newest, err := t.db.newestSeq(rs, []byte(k))
+		newest, err := t.db.newestSeq(rs, []byte(k), seq)
 		if err != nil {
 			return err
 		}
@@ -376,16 +376,25 @@ func (d *DB) writeChecked(b *Batch, wo *WriteOptions, check func() error) error 
 
 // newestSeq returns the seqnum of the newest write of key in rs: its
 // newest point entry (of any kind) or the newest range tombstone covering
-// it, whichever is newer; 0 when there is none. Newer sources hold newer
-// versions of a key (as Get relies on), so the first source with a point
-// entry ends the search, after one bloom-filtered probe per table that
-// may hold the key: the cost of a Get.
-func (d *DB) newestSeq(rs *readState, key []byte) (base.SeqNum, error) {
+// it, whichever is newer; 0 when there is none. Only writes above floor
+// matter to the caller: tables whose seqnums are all at or below it are
+// not read, and an answer at or below floor means "none above it". Newer
+// sources hold newer versions of a key (as Get relies on), so the first
+// source with a point entry ends the search, after one bloom-filtered
+// probe per table that may hold the key and a newer write: at most the
+// cost of a Get, and nothing for tables older than floor.
+func (d *DB) newestSeq(rs *readState, key []byte, floor base.SeqNum) (base.SeqNum, error) {
 	var maxTomb base.SeqNum
 	if _, _, seq, ok := rs.memtableGet(key, base.SeqNumMax, &maxTomb); ok {
 		return max(seq, maxTomb), nil
 	}
 	probe := func(f *manifest.FileMetadata) (bool, base.SeqNum, error) {
+		if f.LargestSeq <= floor {
+			// Nothing in the file (points or range tombstones, which
+			// LargestSeq bounds too) is newer than floor; older files
+			// hold older versions still.
+			return false, 0, nil
+		}
 		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
 			return true, 0, err

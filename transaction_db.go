@@ -130,7 +130,7 @@ func (t *Transaction) lock(key []byte) error {
 			t.tdb.locks.unlock(t.id, []string{k})
 			return ErrClosed
 		}
-		newest, err := t.db.newestSeq(rs, key)
+		newest, err := t.db.newestSeq(rs, key, t.snapshot.seq)
 		rs.unref()
 		if err == nil && newest > t.snapshot.seq {
 			err = base.KindErrorf(base.ErrBusy,
