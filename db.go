@@ -363,6 +363,13 @@ type writer struct {
 	// every write before it is durable: an empty DeleteBySecondaryRange,
 	// which is a synced write all the same.
 	syncOnly bool
+	// validate, when set, runs when the writer leads the commit queue,
+	// before its batch gets seqnums: every earlier write is then in a
+	// memtable and visible, and none can commit until this one is done.
+	// An error fails the write, which writes nothing. An optimistic
+	// transaction's conflict check (transaction.go). Such a writer always
+	// leads its own group. With an empty batch only the check runs.
+	validate func() error
 }
 
 var defaultWriteOptions WriteOptions
@@ -433,7 +440,9 @@ func (d *DB) commit(w *writer) (*writer, error) {
 		need = w.batch.memBytes
 		size := w.batch.Size()
 		for _, o := range d.mu.writers[1:] {
-			if o.batch == nil || size+o.batch.Size() > maxGroupBytes {
+			// A writer with a check leads alone: its check's failure is
+			// its own, and a follower's write must not precede the check.
+			if w.validate != nil || o.batch == nil || o.validate != nil || size+o.batch.Size() > maxGroupBytes {
 				break
 			}
 			size += o.batch.Size()
@@ -445,7 +454,17 @@ func (d *DB) commit(w *writer) (*writer, error) {
 	// writers only append to d.mu.writers, never touching its first
 	// len(group) elements.
 	var err error
+	if w.validate != nil {
+		// Leadership keeps every other writer out while the check reads
+		// (without d.mu, which is never held across IO).
+		d.mu.Unlock()
+		err = w.validate()
+		d.mu.Lock()
+	}
 	switch {
+	case err != nil:
+	case w.validate != nil && w.batch.Empty():
+		// A check with nothing to write.
 	case w.syncOnly:
 		if d.mu.bgErr != nil {
 			err = fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)

@@ -48,6 +48,13 @@ const (
 	// opMerge is Merge(key, value) under the op's merge operator; generated
 	// only when the generator has one.
 	opMerge
+
+	// Transactions (issue 16, item 5).
+
+	// opTxn writes its batch entries in an optimistic transaction, scans
+	// the transaction's iterator (its writes over the DB) and commits;
+	// generated only when the generator's txns flag is set.
+	opTxn
 )
 
 // iterStepKind names one move of an iterator.
@@ -173,6 +180,10 @@ func (op modelOp) String() string {
 		return "open read-only beside the writer and scan"
 	case opSecondaryDelete:
 		return fmt.Sprintf("deletebysecondaryrange [%d,%d) sync=%v", op.lo, op.hi, op.sync)
+	case opTxn:
+		b := op
+		b.kind = opBatch
+		return "txn of " + b.String()
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -209,6 +220,10 @@ type opGenerator struct {
 	// the first key of a prefix (modelPrefixLen bytes of a key); off, the
 	// sequence is what it was before prefix seeks existed.
 	prefixSeeks bool
+
+	// txns makes the sequence hold opTxn; off, the sequence of a seed is
+	// what it was before transactions existed.
+	txns bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -346,6 +361,9 @@ func (g *opGenerator) next() modelOp {
 			hi = lo // an empty range
 		}
 		return modelOp{kind: opSecondaryDelete, lo: lo, hi: hi, sync: sync}
+	}
+	if g.txns && rng.IntN(10) == 0 {
+		return g.txnOp(sync)
 	}
 	if g.merge != nil && rng.IntN(6) == 0 {
 		op := modelOp{kind: opMerge, key: g.key(), value: g.mergeOperand(), sync: sync, merge: g.merge}
@@ -568,6 +586,9 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 	switch op.kind {
 	case opPut, opDelete, opSingleDelete, opDeleteRange, opBatch, opSecondaryDelete, opMerge:
 		line("%s -> %s", op, fmtErr(t.write(op)))
+	case opTxn:
+		scan, err := t.(txnTarget).txn(op)
+		line("%s -> scan inside:%s -> %s", op, scan, fmtErr(err))
 	case opGet:
 		v, err := t.get(op.key, op.snap)
 		line("get %s snap#%d -> %s", op.key, op.snap, fmtResult(v, err))
@@ -919,6 +940,9 @@ type dbRunConfig struct {
 	// check every live file against its recorded checksum
 	// (VerifyFileChecksums); a mismatch fails the operation.
 	verifyFileChecksums bool
+
+	// txns makes runModelOn generate opTxn (transactions, issue 16 item 5).
+	txns bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -1351,3 +1375,83 @@ func (i *canonicalIter) SeekLT(k []byte) bool {
 	return i.settle(i.Iterator.SeekLT(k), false)
 }
 func (i *canonicalIter) Value() []byte { return i.value }
+
+// Transactions (issue 16, item 5).
+
+// txnOp returns an opTxn: the entries of a batch (puts, deletes, range
+// deletes and, with a merge operator, merges).
+func (g *opGenerator) txnOp(sync bool) modelOp {
+	rng := g.rng
+	op := modelOp{kind: opTxn, sync: sync, merge: g.merge}
+	for n := rng.IntN(10); n >= 0; n-- {
+		k := g.key()
+		switch r := rng.IntN(12); {
+		case g.merge != nil && r < 3:
+			op.batch = append(op.batch, batchEntry{kind: opMerge, key: k, value: g.mergeOperand()})
+		case r < 6:
+			op.batch = append(op.batch, batchEntry{kind: opDelete, key: k})
+			g.putsSince[string(k)] = 0
+			continue
+		case r == 6:
+			s, e := g.orderedPair()
+			op.batch = append(op.batch, batchEntry{kind: opDeleteRange, key: s, value: e})
+			g.markRangeDeleted(s, e)
+			continue
+		default:
+			op.batch = append(op.batch, batchEntry{kind: opPut, key: k, value: g.value()})
+		}
+		g.putsSince[string(k)] = 2
+	}
+	return op
+}
+
+// txnTarget runs opTxn: it returns what the transaction's iterator showed
+// before the commit, and the commit's error.
+type txnTarget interface {
+	txn(op modelOp) (scan string, err error)
+}
+
+func (m *modelTarget) txn(op modelOp) (string, error) {
+	b := op
+	b.kind = opBatch
+	inside := &modelTarget{cur: m.cur.clone(), snaps: map[int]model{}}
+	if err := inside.write(b); err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for _, k := range inside.cur.sortedKeys(nil, nil) {
+		fmt.Fprintf(&out, " %s=%s", k, fmtValue([]byte(inside.cur[k])))
+	}
+	return out.String(), m.write(b)
+}
+
+func (d *dbTarget) txn(op modelOp) (string, error) {
+	txn := d.db.BeginOptimisticTransaction(d.writeOptions(op), nil)
+	for _, e := range op.batch {
+		var err error
+		switch e.kind {
+		case opMerge:
+			err = txn.Merge(e.key, e.value)
+		case opPut:
+			err = txn.Put(e.key, e.value)
+		case opDelete:
+			err = txn.Delete(e.key)
+		case opDeleteRange:
+			err = txn.DeleteRange(e.key, e.value)
+		}
+		if err != nil {
+			txn.Rollback()
+			return "", err
+		}
+	}
+	it := txn.NewIterator(d.readOptions(0))
+	var out strings.Builder
+	for ok := it.First(); ok; ok = it.Next() {
+		fmt.Fprintf(&out, " %s=%s", it.Key(), fmtValue(it.Value()))
+	}
+	if err := it.Close(); err != nil {
+		txn.Rollback()
+		return out.String(), err
+	}
+	return out.String(), txn.Commit()
+}
