@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
@@ -181,4 +184,108 @@ func TestCheckpointOfReadOnlyDB(t *testing.T) {
 	if countFiles(t, fs, base.FileTypeLog) == 0 {
 		t.Fatal("the workload left no WAL to copy")
 	}
+}
+
+// TestCheckpointDuringConcurrentWrites takes checkpoints while writers run
+// and flushes, compactions and MANIFEST rotations (every 1 KiB) go on, and
+// checks each against what was acknowledged before its call: every write
+// acknowledged before is there, each writer's writes form a prefix of what
+// it wrote, and every value is the one written.
+func TestCheckpointDuringConcurrentWrites(t *testing.T) {
+	for _, v := range checkpointVariants[:2] {
+		t.Run(v.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			opts := testOptions(fs)
+			v.set(opts)
+			d, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			const writers = 3
+			var acked [writers]atomic.Int64 // writes acknowledged so far
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for s := int64(0); ; s++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						wo := &WriteOptions{Sync: s%10 == 0}
+						if err := d.Put(checkpointWriterKey(w, s), checkpointWriterValue(w, s), wo); err != nil {
+							errs <- err
+							return
+						}
+						acked[w].Store(s + 1)
+					}
+				}()
+			}
+			checkpoints := 6
+			if testing.Short() {
+				checkpoints = 3
+			}
+			for i := range checkpoints {
+				time.Sleep(20 * time.Millisecond)
+				var before [writers]int64
+				for w := range writers {
+					before[w] = acked[w].Load()
+				}
+				dir := fmt.Sprintf("/cp%d", i)
+				if err := d.Checkpoint(dir); err != nil {
+					t.Fatal(err)
+				}
+				ro := &Options{FS: fs}
+				c, err := OpenForReadOnly(dir, ro)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := dbContents(t, c, nil)
+				must(t, c.Close())
+				counts, last := [writers]int64{}, [writers]int64{-1, -1, -1}
+				for k, val := range got {
+					var w int
+					var s int64
+					if _, err := fmt.Sscanf(k, "w%d-%d", &w, &s); err != nil || w < 0 || w >= writers {
+						t.Fatalf("%s holds a key no writer wrote: %q", dir, k)
+					}
+					if want := string(checkpointWriterValue(w, s)); val != want {
+						t.Fatalf("%s: key %q = %q, want %q", dir, k, val, want)
+					}
+					counts[w]++
+					last[w] = max(last[w], s)
+				}
+				for w := range writers {
+					// A prefix: keys 0..counts[w]-1, each once, so the
+					// newest is the count less one.
+					if last[w] != counts[w]-1 {
+						t.Fatalf("%s: writer %d's %d writes, up to its write %d, are not a prefix of what it wrote",
+							dir, w, counts[w], last[w])
+					}
+					if counts[w] < before[w] {
+						t.Fatalf("%s: writer %d had %d writes acknowledged before the call, the checkpoint holds %d",
+							dir, w, before[w], counts[w])
+					}
+				}
+			}
+			close(stop)
+			wg.Wait()
+			select {
+			case err := <-errs:
+				t.Fatal(err)
+			default:
+			}
+		})
+	}
+}
+
+func checkpointWriterKey(w int, s int64) []byte { return fmt.Appendf(nil, "w%d-%08d", w, s) }
+
+func checkpointWriterValue(w int, s int64) []byte {
+	return fmt.Appendf(nil, "%d-%d-%0150d", w, s, s) // past MinBlobSize
 }
