@@ -6,11 +6,13 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // checkpointVariants are the option sets the checkpoint tests run under:
@@ -288,4 +290,151 @@ func checkpointWriterKey(w int, s int64) []byte { return fmt.Appendf(nil, "w%d-%
 
 func checkpointWriterValue(w int, s int64) []byte {
 	return fmt.Appendf(nil, "%d-%d-%0150d", w, s, s) // past MinBlobSize
+}
+
+// TestCheckpointCrash crashes (MemFS crash clone: every unsynced byte and
+// directory entry dropped) after every mutation of a checkpoint, and checks
+// each crash: the source DB opens with every write it acknowledged; the
+// checkpoint directory is either absent or complete (opens and holds those
+// writes); a left-over staging directory either does not open or is
+// complete.
+func TestCheckpointCrash(t *testing.T) {
+	for _, v := range checkpointVariants[:2] {
+		t.Run(v.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			var (
+				mu      sync.Mutex
+				clones  []*vfs.MemFS
+				what    []string
+				cloning atomic.Bool
+			)
+			cfs := errorfs.NewCrashPointFS(mem, func(m errorfs.Mutation) {
+				if cloning.Load() {
+					mu.Lock()
+					clones = append(clones, mem.CrashClone())
+					what = append(what, m.String())
+					mu.Unlock()
+				}
+			})
+			opts := testOptions(cfs)
+			opts.Logger = discardLogger()
+			v.set(opts)
+			d, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeCheckpointWorkload(t, d, 0, 2000)
+			must(t, d.Flush())
+			// The WAL's writes, synced: a crash keeps them in the source.
+			for i := range 50 {
+				must(t, d.Put(fmt.Appendf(nil, "s%03d", i), []byte("synced"), &WriteOptions{Sync: true}))
+			}
+			must(t, d.WaitForCompact(nil))
+			want := dbContents(t, d, nil)
+			cloning.Store(true)
+			if err := d.Checkpoint("/cp"); err != nil {
+				t.Fatal(err)
+			}
+			cloning.Store(false)
+			must(t, d.Close())
+			if len(clones) < 10 {
+				t.Fatalf("only %d mutations during the checkpoint", len(clones))
+			}
+			complete := 0
+			for i, clone := range clones {
+				where := fmt.Sprintf("crash after %s (%d of %d)", what[i], i+1, len(clones))
+				check := func(dir string, mustOpen bool) bool {
+					o := testOptions(clone)
+					v.set(o)
+					o.CreateIfMissing = false
+					o.Logger = discardLogger()
+					c, err := Open(dir, o)
+					if err != nil {
+						if mustOpen {
+							t.Fatalf("%s: opening %s: %v", where, dir, err)
+						}
+						return false
+					}
+					defer c.Close()
+					if diff := diffContents(dbContents(t, c, nil), want); diff != "" {
+						t.Fatalf("%s: %s opens but differs:\n%s", where, dir, diff)
+					}
+					return true
+				}
+				check("/db", true)
+				if _, err := clone.Stat("/cp"); err == nil {
+					check("/cp", true)
+					complete++
+				}
+				if _, err := clone.Stat("/cp.tmp"); err == nil {
+					check("/cp.tmp", false)
+				}
+			}
+			if complete == 0 {
+				t.Fatal("no crash point left a complete checkpoint, not even the last")
+			}
+		})
+	}
+}
+
+// TestCheckpointFaults fails one file operation of a checkpoint at a time
+// (errorfs: links, creates, writes, syncs, the renames, reads of the
+// MANIFEST and WAL) and checks that Checkpoint returns the error, leaves
+// neither the checkpoint nor its staging directory behind, and that the
+// source DB is unharmed and a retry succeeds.
+func TestCheckpointFaults(t *testing.T) {
+	cases := []struct {
+		name string
+		rule errorfs.Rule
+	}{
+		{"link", errorfs.Rule{Op: errorfs.OpLink, PathContains: "/cp", Nth: 2}},
+		{"create", errorfs.Rule{Op: errorfs.OpCreate, PathContains: "/cp", PathPattern: "MANIFEST-*"}},
+		{"write-enospc", errorfs.Rule{Op: errorfs.OpWrite, PathContains: "/cp", PathPattern: "*.log", NoSpace: true}},
+		{"sync", errorfs.Rule{Op: errorfs.OpSync, PathContains: "/cp", PathPattern: "OPTIONS-*"}},
+		{"current-temp-sync", errorfs.Rule{Op: errorfs.OpSync, PathContains: "/cp", PathPattern: "*.dbtmp"}},
+		{"current-rename", errorfs.Rule{Op: errorfs.OpRename, PathPattern: "CURRENT", PathContains: "/cp"}},
+		{"dir-rename", errorfs.Rule{Op: errorfs.OpRename, PathPattern: "cp"}},
+		{"read-manifest", errorfs.Rule{Op: errorfs.OpRead, PathContains: "/db/", PathPattern: "MANIFEST-*"}},
+		{"read-wal", errorfs.Rule{Op: errorfs.OpRead, PathContains: "/db/", PathPattern: "*.log"}},
+		{"open-wal", errorfs.Rule{Op: errorfs.OpOpen, PathContains: "/db/", PathPattern: "*.log"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			ffs, _, d := openFaultDB(t, mem, setBlobTestOptions)
+			defer d.Close()
+			writeCheckpointWorkload(t, d, 0, 2000)
+			must(t, d.Flush())
+			writeCheckpointWorkload(t, d, 2000, 100)
+			must(t, d.WaitForCompact(nil))
+			want := dbContents(t, d, nil)
+			ffs.AddRule(c.rule)
+			err := d.Checkpoint("/cp")
+			if err == nil || ffs.Injected() == 0 {
+				t.Fatalf("Checkpoint with a failing %s: err %v after %d injected faults, want the fault's error", c.name, err, ffs.Injected())
+			}
+			if !errors.Is(err, errorfs.ErrInjected) && !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("Checkpoint's error does not wrap the injected fault: %v", err)
+			}
+			ffs.ClearRules()
+			for _, dir := range []string{"/cp", "/cp.tmp"} {
+				if _, err := mem.Stat(dir); err == nil {
+					t.Fatalf("a failed Checkpoint left %s: %v", dir, listNames(t, mem, dir))
+				}
+			}
+			if diff := diffContents(dbContents(t, d, nil), want); diff != "" {
+				t.Fatalf("the source after a failed Checkpoint:\n%s", diff)
+			}
+			must(t, d.VerifyChecksum())
+			must(t, d.Checkpoint("/cp"))
+			c, err := OpenForReadOnly("/cp", &Options{FS: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if diff := diffContents(dbContents(t, c, nil), want); diff != "" {
+				t.Fatalf("the checkpoint retried after a fault:\n%s", diff)
+			}
+		})
+	}
 }
