@@ -438,3 +438,32 @@ func TestCheckpointFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestModelCheckpoint is TestModel with opCheckpoint among the operations:
+// each checkpoint, opened read-only or read-write, must scan exactly as the
+// model's latest state does; under blob files, merges, writes that skip
+// the WAL or reach it through the background writer, and AsyncIO reads.
+func TestModelCheckpoint(t *testing.T) {
+	ops := bySize(3000, 1500, 20000)
+	variants := []struct {
+		name string
+		set  func(*Options)
+		cfg  dbRunConfig
+	}{
+		{"base", func(*Options) {}, dbRunConfig{}},
+		{"blob-files", setBlobTestOptions, dbRunConfig{}},
+		{"merges-async-io", func(o *Options) { o.MergeOperator = StringAppendOperator(',') },
+			dbRunConfig{merge: StringAppendOperator(','), asyncIO: true}},
+		{"disable-wal", func(*Options) {}, dbRunConfig{disableWAL: true}},
+		{"wal-background-writes", func(o *Options) { o.WALBackgroundWrites = true }, dbRunConfig{}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			forEachSeed(t, bySize(1, 1, 5), func(t *testing.T, seed uint64) {
+				cfg := v.cfg
+				cfg.checkpoints = true
+				runModelWith(t, seed, ops, cfg, v.set)
+			})
+		})
+	}
+}

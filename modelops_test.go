@@ -48,6 +48,13 @@ const (
 	// opMerge is Merge(key, value) under the op's merge operator; generated
 	// only when the generator has one.
 	opMerge
+
+	// --- checkpoints (issue 16, item 1) ---
+
+	// opCheckpoint takes a checkpoint into a fresh directory, opens it
+	// (read-only, or read-write with checkpointReadWrite) and scans it;
+	// generated only when the generator's checkpoints flag is set.
+	opCheckpoint
 )
 
 // iterStepKind names one move of an iterator.
@@ -106,6 +113,10 @@ type modelOp struct {
 	merge MergeOperator
 	// mode is the iterator's prefix mode (opIter).
 	mode iterMode
+
+	// checkpointReadWrite makes opCheckpoint open its checkpoint with Open
+	// rather than OpenForReadOnly.
+	checkpointReadWrite bool
 }
 
 // iterMode is how an iterator of opIter reads: ReadOptions.PrefixSameAsStart
@@ -173,6 +184,8 @@ func (op modelOp) String() string {
 		return "open read-only beside the writer and scan"
 	case opSecondaryDelete:
 		return fmt.Sprintf("deletebysecondaryrange [%d,%d) sync=%v", op.lo, op.hi, op.sync)
+	case opCheckpoint:
+		return fmt.Sprintf("checkpoint and scan it (read-write=%v)", op.checkpointReadWrite)
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -209,6 +222,10 @@ type opGenerator struct {
 	// the first key of a prefix (modelPrefixLen bytes of a key); off, the
 	// sequence is what it was before prefix seeks existed.
 	prefixSeeks bool
+
+	// checkpoints makes the sequence hold opCheckpoint; off, the sequence
+	// of a seed is what it was before checkpoints existed.
+	checkpoints bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -351,6 +368,10 @@ func (g *opGenerator) next() modelOp {
 		op := modelOp{kind: opMerge, key: g.key(), value: g.mergeOperand(), sync: sync, merge: g.merge}
 		g.putsSince[string(op.key)] = 2
 		return op
+	}
+	// --- checkpoints (issue 16, item 1) ---
+	if g.checkpoints && rng.IntN(60) == 0 {
+		return modelOp{kind: opCheckpoint, checkpointReadWrite: rng.IntN(2) == 0}
 	}
 	for {
 		switch r := rng.IntN(100); {
@@ -521,6 +542,10 @@ type opTarget interface {
 	// readOnlyScan returns the digest of a full scan of the database
 	// opened read-only (the latest state).
 	readOnlyScan() string
+
+	// checkpointScan returns the digest of a full scan of a checkpoint
+	// of the database (the latest state), opened read-write or read-only.
+	checkpointScan(readWrite bool) string
 }
 
 // fmtValue renders a value for the log: short ones whole, long ones by
@@ -662,6 +687,8 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("reopen -> %s", fmtErr(t.reopen()))
 	case opReadOnlyScan:
 		line("readonly scan -> %s", t.readOnlyScan())
+	case opCheckpoint:
+		line("checkpoint scan -> %s", t.checkpointScan(op.checkpointReadWrite))
 	}
 	return log
 }
@@ -776,6 +803,9 @@ func (m *modelTarget) readOnlyScan() string {
 	defer it.Close()
 	return scanDigest(it)
 }
+
+// checkpointScan is readOnlyScan: a checkpoint holds the latest state.
+func (m *modelTarget) checkpointScan(bool) string { return m.readOnlyScan() }
 
 // scanDigest sums up a full forward scan: the count of entries and a
 // checksum of their keys and values.
@@ -913,6 +943,9 @@ type dbRunConfig struct {
 	// prefixSeeks makes runModelOn generate iterators in prefix mode,
 	// which the model runs with the options' PrefixExtractor.
 	prefixSeeks bool
+
+	// checkpoints makes runModelOn generate opCheckpoint.
+	checkpoints bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -943,6 +976,9 @@ type dbTarget struct {
 	getBuf []byte
 	// iterPerf sums the counts of the iterators, with cfg.prefixSeeks.
 	iterPerf PerfContext
+
+	// checkpoints counts opCheckpoint runs; it numbers their directories.
+	checkpoints int
 }
 
 // appendValuePrefix is what dbTarget.get puts in the buffer it hands
@@ -1223,6 +1259,43 @@ func (d *dbTarget) readOnlyScan() string {
 		return "open: " + fmtErr(err)
 	}
 	var it kvIterator = db.NewIterator(nil)
+	if d.cfg.filter {
+		it = &canonicalIter{Iterator: it.(*Iterator)}
+	}
+	digest := scanDigest(it)
+	if err := it.Close(); err != nil {
+		digest += " iter close: " + fmtErr(err)
+	}
+	if err := db.Close(); err != nil {
+		digest += " close: " + fmtErr(err)
+	}
+	return digest
+}
+
+// checkpointScan takes a checkpoint of d.db into a fresh directory, opens
+// it (read-write: with the DB's options; read-only: as readOnlyScan opens),
+// scans it, and removes it.
+func (d *dbTarget) checkpointScan(readWrite bool) string {
+	d.checkpoints++
+	dir := fmt.Sprintf("%s-checkpoint-%d", d.dir, d.checkpoints)
+	fs := d.opts.FS
+	defer fs.RemoveAll(dir)
+	if err := d.db.Checkpoint(dir); err != nil {
+		return "checkpoint: " + fmtErr(err)
+	}
+	o := *d.opts
+	o.Logger, o.CreateIfMissing = nil, false
+	// What counts the source DB's work stays the source's alone.
+	o.Statistics, o.EventListener, o.Lock = nil, nil, nil
+	open := OpenForReadOnly
+	if readWrite {
+		open = Open
+	}
+	db, err := open(dir, &o)
+	if err != nil {
+		return "open: " + fmtErr(err)
+	}
+	var it kvIterator = db.NewIterator(d.readOptions(0))
 	if d.cfg.filter {
 		it = &canonicalIter{Iterator: it.(*Iterator)}
 	}
