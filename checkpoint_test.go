@@ -366,8 +366,22 @@ func TestCheckpointCrash(t *testing.T) {
 					check("/cp", true)
 					complete++
 				}
-				if _, err := clone.Stat("/cp.tmp"); err == nil {
-					check("/cp.tmp", false)
+				if _, err := clone.Stat("/cp.tmp"); err == nil && !check("/cp.tmp", false) {
+					// Not even CreateIfMissing makes a database of a staging
+					// directory holding tables or WALs.
+					dbFiles := false
+					for _, name := range listNames(t, clone, "/cp.tmp") {
+						ft, _, ok := base.ParseFilename(name)
+						dbFiles = dbFiles || ok && (ft == base.FileTypeTable || ft == base.FileTypeLog)
+					}
+					o := testOptions(clone)
+					o.Logger = discardLogger()
+					if c, err := Open("/cp.tmp", o); dbFiles && err == nil {
+						c.Close()
+						t.Fatalf("%s: Open with CreateIfMissing made a database of the staging directory", where)
+					} else if err == nil {
+						c.Close()
+					}
 				}
 			}
 			if complete == 0 {
