@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/testdir"
 	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/vfs/errorfs"
 )
@@ -479,5 +480,81 @@ func TestModelCheckpoint(t *testing.T) {
 				runModelWith(t, seed, ops, cfg, v.set)
 			})
 		})
+	}
+}
+
+// TestMetamorphicCheckpoint is TestMetamorphic with opCheckpoint among the
+// operations, under option sets that change which files a checkpoint
+// carries and how (WAL modes, blob files read with AsyncIO, the OS file
+// system with real hard links, direct IO, a WAL written through a mapping): every set's checkpoints
+// must scan alike, and as the model.
+func TestMetamorphicCheckpoint(t *testing.T) {
+	n := bySize(1000, 500, 8000)
+	names := map[string]bool{
+		"base": true, "sync-never": true, "disable-wal": true, "wal-background-writes": true,
+		"blob-files-async-io": true, "osfs": true, "osfs-mmap-writes": true, "osfs-blob-files-direct": true,
+	}
+	var sets []metaOptionSet
+	for _, s := range metamorphicSets {
+		if names[s.name] {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) != len(names) {
+		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		g := newOpGenerator(seed, modelKeys)
+		g.checkpoints = true
+		ops := generateOpsWith(g, n)
+		if !slices.ContainsFunc(ops, func(op modelOp) bool { return op.kind == opCheckpoint }) {
+			t.Fatal("the sequence holds no checkpoint")
+		}
+		runMetamorphicOps(t, seed, ops, sets)
+	})
+}
+
+// TestCheckpointLinksOnOSFS checkpoints a database on the OS file system:
+// its tables and blob files are hard-linked, the rest copied, and the
+// checkpoint opens with the same contents.
+func TestCheckpointLinksOnOSFS(t *testing.T) {
+	dir := testdir.New(t)
+	opts := testOptions(vfs.Default)
+	setBlobTestOptions(opts)
+	d, err := Open(vfs.Default.PathJoin(dir, "db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	writeCheckpointWorkload(t, d, 0, 1500)
+	must(t, d.Flush())
+	writeCheckpointWorkload(t, d, 1500, 100)
+	want := dbContents(t, d, nil)
+	cp := vfs.Default.PathJoin(dir, "cp")
+	stats, err := d.CheckpointWithStats(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, blobs := 0, 0
+	for _, name := range listNames(t, vfs.Default, cp) {
+		if ft, _, ok := base.ParseFilename(name); ok && ft == base.FileTypeTable {
+			tables++
+		} else if ok && ft == base.FileTypeBlob {
+			blobs++
+		}
+	}
+	if tables == 0 || blobs == 0 || stats.LinkedFiles != tables+blobs {
+		t.Fatalf("linked %d files, want the checkpoint's %d tables and %d blob files: %+v", stats.LinkedFiles, tables, blobs, stats)
+	}
+	if stats.CopiedFiles != stats.Files-stats.LinkedFiles-1 { // CURRENT is written
+		t.Fatalf("copied %d files of %d: %+v", stats.CopiedFiles, stats.Files, stats)
+	}
+	c, err := OpenForReadOnly(cp, &Options{FS: vfs.Default})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if diff := diffContents(dbContents(t, c, nil), want); diff != "" {
+		t.Fatalf("checkpoint on the OS file system:\n%s", diff)
 	}
 }
