@@ -558,3 +558,51 @@ func TestCheckpointLinksOnOSFS(t *testing.T) {
 		t.Fatalf("checkpoint on the OS file system:\n%s", diff)
 	}
 }
+
+// TestCheckpointHoldsFileDeletions checks the hold a checkpoint takes on
+// obsolete-file deletion: while held, the tables a compaction replaced stay
+// on disk (WaitForCompact included); once released, the deletion goroutine
+// removes them without another call.
+func TestCheckpointHoldsFileDeletions(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openMemFS(t, fs)
+	defer d.Close()
+	writeCheckpointWorkload(t, d, 0, 2000)
+	must(t, d.Flush())
+	must(t, d.WaitForCompact(nil))
+	before := listNames(t, fs, "/db")
+	release := d.holdFileDeletions()
+	release2 := d.holdFileDeletions()
+	must(t, d.CompactRange(nil, nil))
+	must(t, d.WaitForCompact(nil))
+	held := listNames(t, fs, "/db")
+	for _, name := range before {
+		if ft, _, ok := base.ParseFilename(name); ok && ft == base.FileTypeTable && !slices.Contains(held, name) {
+			t.Fatalf("table %s was deleted while deletions were held", name)
+		}
+	}
+	release()
+	release() // a second call of one release does nothing
+	must(t, d.WaitForCompact(nil))
+	if got := listNames(t, fs, "/db"); !slices.Equal(got, held) {
+		t.Fatalf("deletions went on with one of two holds released:\nheld:  %v\nafter: %v", held, got)
+	}
+	release2()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		gone := 0
+		names := listNames(t, fs, "/db")
+		for _, name := range before {
+			if ft, _, ok := base.ParseFilename(name); ok && ft == base.FileTypeTable && !slices.Contains(names, name) {
+				gone++
+			}
+		}
+		if gone > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no table the compaction replaced was deleted after the release: %v", names)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
