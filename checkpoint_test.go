@@ -587,6 +587,13 @@ func TestCheckpointHoldsFileDeletions(t *testing.T) {
 	if got := listNames(t, fs, "/db"); !slices.Equal(got, held) {
 		t.Fatalf("deletions went on with one of two holds released:\nheld:  %v\nafter: %v", held, got)
 	}
+	// Let the deletion goroutine take every wake-up sent while held (each
+	// deferred), so that only the release can wake it now.
+	for len(d.obsoleteCh) > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	d.obsoleteMu.Lock()
+	d.obsoleteMu.Unlock()
 	release2()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
