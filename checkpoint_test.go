@@ -613,3 +613,53 @@ func TestCheckpointHoldsFileDeletions(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestCheckpointConcurrentCalls runs checkpoints at once: into different
+// directories all succeed; into one directory exactly one succeeds and the
+// others are refused (ErrInvalidArgument) without harming it.
+func TestCheckpointConcurrentCalls(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openMemFS(t, fs)
+	defer d.Close()
+	writeCheckpointWorkload(t, d, 0, 3000)
+	want := dbContents(t, d, nil)
+	const n = 4
+	errs := make([]error, 2*n)
+	var wg sync.WaitGroup
+	for i := range 2 * n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dir := "/same"
+			if i < n {
+				dir = fmt.Sprintf("/cp%d", i)
+			}
+			errs[i] = d.Checkpoint(dir)
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		switch {
+		case i < n && err != nil:
+			t.Fatalf("checkpoint into /cp%d: %v", i, err)
+		case i >= n && err == nil:
+			ok++
+		case i >= n && !errors.Is(err, ErrInvalidArgument):
+			t.Fatalf("a second checkpoint into /same: %v, want ErrInvalidArgument", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d checkpoints into /same succeeded, want 1", ok)
+	}
+	for _, dir := range []string{"/cp0", "/cp1", "/cp2", "/cp3", "/same"} {
+		c, err := OpenForReadOnly(dir, &Options{FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := diffContents(dbContents(t, c, nil), want); diff != "" {
+			t.Fatalf("%s:\n%s", dir, diff)
+		}
+		must(t, c.Close())
+	}
+}
