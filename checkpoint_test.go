@@ -663,3 +663,64 @@ func TestCheckpointConcurrentCalls(t *testing.T) {
 		must(t, c.Close())
 	}
 }
+
+// noLinkFS hides the Link of the FS it wraps: a file system without hard
+// links.
+type noLinkFS struct{ vfs.FS }
+
+// TestCheckpointCopiesWithoutLinks checkpoints a database whose file system
+// has no hard links: every file is copied, and the copies (of tables and
+// blob files too) are whole.
+func TestCheckpointCopiesWithoutLinks(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(noLinkFS{mem})
+	setBlobTestOptions(opts)
+	d, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	writeCheckpointWorkload(t, d, 0, 2000)
+	must(t, d.Flush())
+	want := dbContents(t, d, nil)
+	stats, err := d.CheckpointWithStats("/cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.LinkedFiles != 0 || stats.CopiedFiles != stats.Files-1 {
+		t.Fatalf("without links every file but CURRENT is copied: %+v", stats)
+	}
+	// Copies, not links: bytes appended to a source table do not show in
+	// its copy (the source DB reads nothing past a table's footer).
+	tables := 0
+	for _, name := range listNames(t, mem, "/cp") {
+		if ft, _, ok := base.ParseFilename(name); ok && ft == base.FileTypeTable {
+			tables++
+			before := readFile(t, mem, "/cp/"+name)
+			if string(readFile(t, mem, "/db/"+name)) != string(before) {
+				t.Fatalf("the copy of %s differs from it", name)
+			}
+			f, err := mem.OpenReadWrite("/db/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.Write([]byte("appended"))
+			must(t, errors.Join(err, f.Close()))
+			if string(readFile(t, mem, "/cp/"+name)) != string(before) {
+				t.Fatalf("a write to /db/%s shows in its copy: a link, not a copy", name)
+			}
+		}
+	}
+	if tables == 0 {
+		t.Fatal("the checkpoint holds no table")
+	}
+	c, err := OpenForReadOnly("/cp", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if diff := diffContents(dbContents(t, c, nil), want); diff != "" {
+		t.Fatalf("checkpoint made by copies:\n%s", diff)
+	}
+	must(t, c.VerifyChecksum())
+}
