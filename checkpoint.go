@@ -273,7 +273,10 @@ type CheckpointStats struct {
 // OPTIONS are copied. The copy is built in dir+".tmp" and renamed to dir
 // once complete, so a crash leaves either no dir or a whole checkpoint.
 // An existing dir (or dir+".tmp"), or one another Checkpoint of this DB is
-// building, is refused with an error matching ErrInvalidArgument.
+// building, is refused with an error matching ErrInvalidArgument. Writes
+// made with WriteOptions.DisableWAL are flushed first (no WAL holds them).
+// A DB opened with OpenForReadOnly can be checkpointed too (see
+// docs/decisions.md, Checkpoints).
 func (d *DB) Checkpoint(dir string) error {
 	_, err := d.CheckpointWithStats(dir)
 	return err
