@@ -107,6 +107,21 @@ type DB struct {
 	// optionsFileNum is the newest OPTIONS file's number (under
 	// setOptionsMu once Open returns).
 	optionsFileNum base.FileNum
+	// readOnlyWALs are the WALs a read-only DB replayed (set by recover):
+	// a checkpoint of it copies them.
+	readOnlyWALs []base.FileNum
+	// deletionHolds counts the holds on obsolete-file deletion
+	// (holdFileDeletions), and deletionDeferred says a deletion was skipped
+	// while one was held; both under obsoleteMu.
+	deletionHolds    int
+	deletionDeferred bool
+	// checkpointing names the directories Checkpoint is building, so that
+	// a second call for one of them is refused before it touches the
+	// first's staging directory.
+	checkpointing struct {
+		sync.Mutex
+		dirs map[string]bool
+	}
 	// jobIDs numbers flushes and compactions for the listener.
 	jobIDs atomic.Int64
 

@@ -55,6 +55,12 @@ const (
 	// the transaction's iterator (its writes over the DB) and commits;
 	// generated only when the generator's txns flag is set.
 	opTxn
+	// --- checkpoints (issue 16, item 1) ---
+
+	// opCheckpoint takes a checkpoint into a fresh directory, opens it
+	// (read-only, or read-write with checkpointReadWrite) and scans it;
+	// generated only when the generator's checkpoints flag is set.
+	opCheckpoint
 )
 
 // iterStepKind names one move of an iterator.
@@ -113,6 +119,10 @@ type modelOp struct {
 	merge MergeOperator
 	// mode is the iterator's prefix mode (opIter).
 	mode iterMode
+
+	// checkpointReadWrite makes opCheckpoint open its checkpoint with Open
+	// rather than OpenForReadOnly.
+	checkpointReadWrite bool
 }
 
 // iterMode is how an iterator of opIter reads: ReadOptions.PrefixSameAsStart
@@ -184,6 +194,8 @@ func (op modelOp) String() string {
 		b := op
 		b.kind = opBatch
 		return "txn of " + b.String()
+	case opCheckpoint:
+		return fmt.Sprintf("checkpoint and scan it (read-write=%v)", op.checkpointReadWrite)
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -224,6 +236,9 @@ type opGenerator struct {
 	// txns makes the sequence hold opTxn; off, the sequence of a seed is
 	// what it was before transactions existed.
 	txns bool
+	// checkpoints makes the sequence hold opCheckpoint; off, the sequence
+	// of a seed is what it was before checkpoints existed.
+	checkpoints bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -369,6 +384,10 @@ func (g *opGenerator) next() modelOp {
 		op := modelOp{kind: opMerge, key: g.key(), value: g.mergeOperand(), sync: sync, merge: g.merge}
 		g.putsSince[string(op.key)] = 2
 		return op
+	}
+	// --- checkpoints (issue 16, item 1) ---
+	if g.checkpoints && rng.IntN(60) == 0 {
+		return modelOp{kind: opCheckpoint, checkpointReadWrite: rng.IntN(2) == 0}
 	}
 	for {
 		switch r := rng.IntN(100); {
@@ -539,6 +558,10 @@ type opTarget interface {
 	// readOnlyScan returns the digest of a full scan of the database
 	// opened read-only (the latest state).
 	readOnlyScan() string
+
+	// checkpointScan returns the digest of a full scan of a checkpoint
+	// of the database (the latest state), opened read-write or read-only.
+	checkpointScan(readWrite bool) string
 }
 
 // fmtValue renders a value for the log: short ones whole, long ones by
@@ -683,6 +706,8 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("reopen -> %s", fmtErr(t.reopen()))
 	case opReadOnlyScan:
 		line("readonly scan -> %s", t.readOnlyScan())
+	case opCheckpoint:
+		line("checkpoint scan -> %s", t.checkpointScan(op.checkpointReadWrite))
 	}
 	return log
 }
@@ -797,6 +822,9 @@ func (m *modelTarget) readOnlyScan() string {
 	defer it.Close()
 	return scanDigest(it)
 }
+
+// checkpointScan is readOnlyScan: a checkpoint holds the latest state.
+func (m *modelTarget) checkpointScan(bool) string { return m.readOnlyScan() }
 
 // scanDigest sums up a full forward scan: the count of entries and a
 // checksum of their keys and values.
@@ -914,6 +942,9 @@ type dbRunConfig struct {
 	// secondaryDeletes makes runModelOn generate opSecondaryDelete (the
 	// options must set SecondaryDeleteKey to modelSecondaryKey).
 	secondaryDeletes bool
+	// checkpoints makes runModelOn generate opCheckpoint (issue 16, item
+	// 1).
+	checkpoints bool
 	// setOptions makes the DB change random mutable options with
 	// SetOptions before some operations (changeOptions), from a stream
 	// of setOptionsSeed's; the operations, and so the model, are the same.
@@ -973,6 +1004,9 @@ type dbTarget struct {
 	getBuf []byte
 	// iterPerf sums the counts of the iterators, with cfg.prefixSeeks.
 	iterPerf PerfContext
+
+	// checkpoints counts opCheckpoint runs; it numbers their directories.
+	checkpoints int
 }
 
 // appendValuePrefix is what dbTarget.get puts in the buffer it hands
@@ -1256,6 +1290,43 @@ func (d *dbTarget) readOnlyScan() string {
 		return "open: " + fmtErr(err)
 	}
 	var it kvIterator = db.NewIterator(nil)
+	if d.cfg.filter {
+		it = &canonicalIter{Iterator: it.(*Iterator)}
+	}
+	digest := scanDigest(it)
+	if err := it.Close(); err != nil {
+		digest += " iter close: " + fmtErr(err)
+	}
+	if err := db.Close(); err != nil {
+		digest += " close: " + fmtErr(err)
+	}
+	return digest
+}
+
+// checkpointScan takes a checkpoint of d.db into a fresh directory, opens
+// it (read-write: with the DB's options; read-only: as readOnlyScan opens),
+// scans it, and removes it.
+func (d *dbTarget) checkpointScan(readWrite bool) string {
+	d.checkpoints++
+	dir := fmt.Sprintf("%s-checkpoint-%d", d.dir, d.checkpoints)
+	fs := d.opts.FS
+	defer fs.RemoveAll(dir)
+	if err := d.db.Checkpoint(dir); err != nil {
+		return "checkpoint: " + fmtErr(err)
+	}
+	o := *d.opts
+	o.Logger, o.CreateIfMissing = nil, false
+	// What counts the source DB's work stays the source's alone.
+	o.Statistics, o.EventListener, o.Lock = nil, nil, nil
+	open := OpenForReadOnly
+	if readWrite {
+		open = Open
+	}
+	db, err := open(dir, &o)
+	if err != nil {
+		return "open: " + fmtErr(err)
+	}
+	var it kvIterator = db.NewIterator(d.readOptions(0))
 	if d.cfg.filter {
 		it = &canonicalIter{Iterator: it.(*Iterator)}
 	}
