@@ -24,11 +24,24 @@ import (
 // write method returns an error matching ErrReadOnly.
 // Options.CreateIfMissing and ErrorIfExists are ignored.
 func OpenForReadOnly(dir string, opts *Options) (*DB, error) {
-	return open(dir, opts, true)
+	return open(dir, opts, true, "")
 }
 
-// errOpenedReadOnly is the error of every write to a read-only DB.
-var errOpenedReadOnly = fmt.Errorf("shale: the database was opened with OpenForReadOnly: %w", ErrReadOnly)
+// errOpenedReadOnly is the error of every write to a read-only DB;
+// errOpenedAsSecondary that of a secondary instance.
+var (
+	errOpenedReadOnly    = fmt.Errorf("shale: the database was opened with OpenForReadOnly: %w", ErrReadOnly)
+	errOpenedAsSecondary = fmt.Errorf("shale: the database was opened with OpenAsSecondary, a read-only follower of its primary: %w", ErrReadOnly)
+)
+
+// readOnlyErr is the error of a write to a DB opened read-only or as a
+// secondary instance.
+func (d *DB) readOnlyErr() error {
+	if d.follower != nil {
+		return errOpenedAsSecondary
+	}
+	return errOpenedReadOnly
+}
 
 // readOnlyLoadAttempts bounds how often a read-only open starts over when
 // a writer changed the directory under it (a MANIFEST rotated away, a WAL
