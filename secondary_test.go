@@ -197,13 +197,15 @@ func secondaryTestOptions(fs vfs.FS, blobs, merges bool) *Options {
 	return o
 }
 
-// secondaryOp applies one random write to the primary and the model: Put
-// (some values long enough for blob files), Delete, DeleteRange, Merge
-// (with an operator), or a batch of those.
-func secondaryOp(rng *rand.Rand, db *DB, m model, merges bool, sync bool) error {
+// secondaryBatch returns a random batch for the primary and the change it
+// makes to a model: Puts (some values long enough for blob files),
+// Deletes, DeleteRanges and, with merges, Merges (StringAppendOperator
+// with ','), over keys k0000..k0399.
+func secondaryBatch(rng *rand.Rand, db *DB, merges bool) (*Batch, func(model)) {
 	key := func() string { return fmt.Sprintf("k%04d", rng.IntN(400)) }
 	value := func() string { return fmt.Sprintf("v%d-%s", rng.Uint32(), strings.Repeat("x", rng.IntN(3)*30)) }
 	b := db.NewBatch()
+	var apply []func(model)
 	n := 1
 	if rng.IntN(5) == 0 {
 		n = 2 + rng.IntN(8)
@@ -216,29 +218,44 @@ func secondaryOp(rng *rand.Rand, db *DB, m model, merges bool, sync bool) error 
 				s, e = e, s
 			}
 			b.DeleteRange([]byte(s), []byte(e))
-			for k := range m {
-				if k >= s && k < e {
-					delete(m, k)
+			apply = append(apply, func(m model) {
+				for k := range m {
+					if k >= s && k < e {
+						delete(m, k)
+					}
 				}
-			}
+			})
 		case r < 6:
 			k := key()
 			b.Delete([]byte(k))
-			delete(m, k)
+			apply = append(apply, func(m model) { delete(m, k) })
 		case r < 9 && merges:
 			k, v := key(), fmt.Sprintf("m%d", rng.IntN(100))
 			b.Merge([]byte(k), []byte(v))
-			if old, ok := m[k]; ok {
-				m[k] = old + "," + v
-			} else {
-				m[k] = v
-			}
+			apply = append(apply, func(m model) {
+				if old, ok := m[k]; ok {
+					m[k] = old + "," + v
+				} else {
+					m[k] = v
+				}
+			})
 		default:
 			k, v := key(), value()
 			b.Put([]byte(k), []byte(v))
-			m[k] = v
+			apply = append(apply, func(m model) { m[k] = v })
 		}
 	}
+	return b, func(m model) {
+		for _, f := range apply {
+			f(m)
+		}
+	}
+}
+
+// secondaryOp applies one random batch to the primary and the model.
+func secondaryOp(rng *rand.Rand, db *DB, m model, merges bool, sync bool) error {
+	b, apply := secondaryBatch(rng, db, merges)
+	apply(m)
 	return db.Write(b, &WriteOptions{Sync: sync})
 }
 
@@ -325,3 +342,223 @@ func TestSecondaryCatchesUp(t *testing.T) {
 const counterKey = "\x00count"
 
 func encodeCounter(n int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
+
+// secondaryState reads the whole state a secondary shows through ro: a
+// full scan, which must agree with a Get and a MultiGet of every key seen
+// and of keys not seen (absent keys must stay absent).
+func secondaryState(db *DB, ro *ReadOptions, rng *rand.Rand) (model, error) {
+	it := db.NewIterator(ro)
+	got := model{}
+	for ok := it.First(); ok; ok = it.Next() {
+		got[string(it.Key())] = string(it.Value())
+	}
+	err := it.Err()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	var keys [][]byte
+	for range 40 {
+		keys = append(keys, []byte(fmt.Sprintf("k%04d", rng.IntN(400))))
+	}
+	keys = append(keys, []byte(counterKey))
+	vals, errs := db.MultiGet(keys, ro)
+	for i, k := range keys {
+		v, err := db.Get(k, ro)
+		want, ok := got[string(k)]
+		switch {
+		case ok && (err != nil || string(v) != want):
+			return nil, fmt.Errorf("Get(%q) = %q, %v; the scan saw %q", k, v, err, want)
+		case !ok && !errors.Is(err, ErrNotFound):
+			return nil, fmt.Errorf("Get(%q) = %q, %v; the scan did not see it", k, v, err)
+		case ok && (errs[i] != nil || string(vals[i]) != want):
+			return nil, fmt.Errorf("MultiGet(%q) = %q, %v; the scan saw %q", k, vals[i], errs[i], want)
+		case !ok && !errors.Is(errs[i], ErrNotFound):
+			return nil, fmt.Errorf("MultiGet(%q) = %q, %v; the scan did not see it", k, vals[i], errs[i])
+		}
+	}
+	return got, nil
+}
+
+// stateCount returns the op number a state's counter key holds (0 for none).
+func stateCount(m model) int {
+	v, ok := m[counterKey]
+	if !ok || len(v) != 8 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint64([]byte(v)))
+}
+
+// TestSecondaryFollowsWritingPrimary: a primary written by one goroutine
+// (random batches, each also putting its op number under counterKey; sync
+// writes now and then; flushes and compactions by hand and in the
+// background; blob files and merges in one variant) and a secondary
+// catching up at random moments. At each catch-up the secondary's state is
+// the model after some prefix of the ops, the one its counter names: at
+// least every op acknowledged before the call, at most those issued by the
+// time it was read, never going back; Gets and MultiGets agree with its
+// scan. A snapshot taken at one catch-up still reads its state after the
+// next ones.
+func TestSecondaryFollowsWritingPrimary(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	for _, c := range []struct {
+		name          string
+		os            bool
+		blobs, merges bool
+	}{
+		{"mem", false, false, false},
+		{"mem-blobs-merges", false, true, true},
+		{"os-blobs-merges", true, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 2))
+			var fs vfs.FS = vfs.NewMem()
+			dir, sdir := "/db", "/sec"
+			if c.os {
+				fs = vfs.Default
+				root := testdir.New(t)
+				dir, sdir = fs.PathJoin(root, "db"), fs.PathJoin(root, "sec")
+			}
+			po := secondaryTestOptions(fs, c.blobs, c.merges)
+			primary, err := Open(dir, po)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer primary.Close()
+			sec, err := OpenAsSecondary(dir, sdir, &Options{FS: fs, MergeOperator: po.MergeOperator})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sec.Close()
+
+			n := 3000
+			if testing.Short() {
+				n = 1000
+			}
+			applies := make([]func(model), n+1)
+			var issued, acked atomic.Int64
+			writerErr := make(chan error, 1)
+			wrng := rand.New(rand.NewPCG(seed, 3))
+			go func() {
+				writerErr <- func() error {
+					for i := 1; i <= n; i++ {
+						b, apply := secondaryBatch(wrng, primary, c.merges)
+						b.Put([]byte(counterKey), encodeCounter(i))
+						applies[i] = apply
+						issued.Store(int64(i))
+						if err := primary.Write(b, &WriteOptions{Sync: wrng.IntN(20) == 0}); err != nil {
+							return err
+						}
+						acked.Store(int64(i))
+						if i%10 == 0 {
+							time.Sleep(time.Millisecond) // catch-ups in between
+						}
+						switch wrng.IntN(300) {
+						case 0:
+							if err := primary.Flush(); err != nil {
+								return err
+							}
+						case 1:
+							if err := primary.CompactRange(nil, nil); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				}()
+			}()
+
+			m, at := model{}, 0 // the model after op at
+			advance := func(k int) {
+				for ; at < k; at++ {
+					applies[at+1](m)
+				}
+				m[counterKey] = string(encodeCounter(k))
+				if k == 0 {
+					delete(m, counterKey)
+				}
+			}
+			var snap *Snapshot
+			var snapModel model
+			catchUps := 0
+			for done := false; !done; {
+				select {
+				case err := <-writerErr:
+					if err != nil {
+						t.Fatal(err)
+					}
+					done = true
+				case <-time.After(time.Duration(rng.IntN(8)) * time.Millisecond):
+				}
+				before := int(acked.Load())
+				if err := sec.TryCatchUpWithPrimary(); err != nil {
+					t.Fatalf("seed %d: catch-up %d: %v", seed, catchUps, err)
+				}
+				catchUps++
+				got, err := secondaryState(sec, nil, rng)
+				if err != nil {
+					t.Fatalf("seed %d: catch-up %d: %v", seed, catchUps, err)
+				}
+				k, after := stateCount(got), int(issued.Load())
+				if k < before || k > after || k < at {
+					t.Fatalf("seed %d: catch-up %d shows op %d; acknowledged before it %d, issued after %d, shown before %d",
+						seed, catchUps, k, before, after, at)
+				}
+				advance(k)
+				if !maps.Equal(got, m) {
+					t.Fatalf("seed %d: catch-up %d at op %d: the secondary differs from the model:\n%s", seed, catchUps, k, modelDiff(got, m))
+				}
+				if done && k != n {
+					t.Fatalf("seed %d: the last catch-up shows op %d of %d", seed, k, n)
+				}
+				if snap != nil {
+					sgot, err := secondaryState(sec, &ReadOptions{Snapshot: snap}, rng)
+					if err != nil {
+						t.Fatalf("seed %d: snapshot: %v", seed, err)
+					}
+					if !maps.Equal(sgot, snapModel) {
+						t.Fatalf("seed %d: a snapshot changed after catch-ups:\n%s", seed, modelDiff(sgot, snapModel))
+					}
+				}
+				if rng.IntN(4) == 0 {
+					snap.Release()
+					snap, snapModel = sec.NewSnapshot(), m.clone()
+				}
+			}
+			snap.Release()
+			if catchUps < 3 {
+				t.Fatalf("seed %d: only %d catch-ups", seed, catchUps)
+			}
+			t.Logf("%d catch-ups over %d ops", catchUps, n)
+		})
+	}
+}
+
+// modelDiff lists the keys where two states differ (at most ten).
+func modelDiff(got, want model) string {
+	var b strings.Builder
+	shown := 0
+	for _, k := range sortedUnion(got, want) {
+		g, gok := got[k]
+		w, wok := want[k]
+		if gok == wok && g == w {
+			continue
+		}
+		if shown++; shown > 10 {
+			b.WriteString("...\n")
+			break
+		}
+		fmt.Fprintf(&b, "%q: got %q (%v), want %q (%v)\n", k, g, gok, w, wok)
+	}
+	return b.String()
+}
+
+func sortedUnion(a, b model) []string {
+	u := a.clone()
+	for k, v := range b {
+		u[k] = v
+	}
+	return u.sortedKeys(nil, nil)
+}
