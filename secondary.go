@@ -184,6 +184,9 @@ func (d *DB) catchUpOnce() error {
 		return err
 	}
 	logNum := d.versions.LogNumber()
+	if followerOpenHook != nil {
+		followerOpenHook(d)
+	}
 	if err := d.openLiveTables(); err != nil {
 		return err
 	}
@@ -246,6 +249,11 @@ func (d *DB) catchUpOnce() error {
 	// came before it is published; the next catch-up tries it again.
 	return replayErr
 }
+
+// followerOpenHook, when set (by tests), runs in a catch-up between its
+// last MANIFEST read and the opening of the tables: where a primary's
+// compaction removes tables the secondary is about to open.
+var followerOpenHook func(*DB)
 
 // openWALs opens the WALs of the primary's directory numbered logNum or
 // above that are not held yet. A WAL removed before it could be opened

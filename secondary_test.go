@@ -562,3 +562,216 @@ func sortedUnion(a, b model) []string {
 	}
 	return u.sortedKeys(nil, nil)
 }
+
+// readDirFiles returns the bytes of every file of dir.
+func readDirFiles(t *testing.T, fs vfs.FS, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, name := range listNames(t, fs, dir) {
+		out[name] = readFile(t, fs, fs.PathJoin(dir, name))
+	}
+	return out
+}
+
+func appendFile(t *testing.T, fs vfs.FS, name string, data []byte) {
+	t.Helper()
+	f, err := fs.OpenReadWrite(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.Close())
+}
+
+// TestSecondaryTornTails builds, from a primary's files at two moments,
+// the directory a secondary meets while the primary is in the middle of
+// appending a flush's edit to its MANIFEST and a record to its newer WAL:
+// the secondary opens on the complete records (the older WAL's writes and
+// a prefix of the newer's), and catch-ups pick up the rest of the edit
+// (then the older WAL may go, as the primary would remove it) and of the
+// WAL once they are appended.
+func TestSecondaryTornTails(t *testing.T) {
+	mem := vfs.NewMem()
+	db, err := Open("/db", &Options{FS: mem, CreateIfMissing: true, DisableAutoCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := model{}
+	for i := range 200 {
+		k, v := fmt.Sprintf("a%03d", i), fmt.Sprintf("va%d", i)
+		must(t, db.Put([]byte(k), []byte(v), nil))
+		m[k] = v
+	}
+	early := readDirFiles(t, mem, "/db")
+	must(t, db.Flush())
+	for i := range 200 {
+		must(t, db.Put([]byte(fmt.Sprintf("b%03d", i)), []byte(fmt.Sprintf("vb%d", i)), nil))
+	}
+	must(t, db.Close())
+	late := readDirFiles(t, mem, "/db")
+
+	var manifest, oldWAL, newWAL string
+	for name := range late {
+		switch typ, _, _ := base.ParseFilename(name); typ {
+		case base.FileTypeManifest:
+			manifest = name
+		case base.FileTypeLog:
+			newWAL = name
+		}
+	}
+	for name := range early {
+		if typ, _, _ := base.ParseFilename(name); typ == base.FileTypeLog {
+			oldWAL = name
+		}
+	}
+	if e := early[manifest]; e == nil || len(late[manifest]) <= len(e) || string(late[manifest][:len(e)]) != string(e) ||
+		oldWAL == "" || newWAL == "" || oldWAL == newWAL {
+		t.Fatalf("the flush did not append to the MANIFEST and switch WALs as the test expects: %v / %v", listNames(t, mem, "/db"), oldWAL)
+	}
+	mem.MkdirAll("/copy", 0o755)
+	for name, data := range late {
+		switch name {
+		case manifest:
+			data = data[:len(early[name])+(len(data)-len(early[name]))/2]
+		case newWAL:
+			data = data[:len(data)/2]
+		}
+		writeFile(t, mem, "/copy/"+name, data)
+	}
+	writeFile(t, mem, "/copy/"+oldWAL, early[oldWAL])
+
+	sec, err := OpenAsSecondary("/copy", "/sec", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sec.Close()
+	prefix := func() int {
+		t.Helper()
+		got, err := secondaryState(sec, nil, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := 0
+		for ; j < 200; j++ {
+			if _, ok := got[fmt.Sprintf("b%03d", j)]; !ok {
+				break
+			}
+		}
+		want := m.clone()
+		for i := range j {
+			want[fmt.Sprintf("b%03d", i)] = fmt.Sprintf("vb%d", i)
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("the secondary is not the first writes and a prefix of %d of the later ones:\n%s", j, modelDiff(got, want))
+		}
+		return j
+	}
+	j := prefix()
+	if j == 0 || j == 200 {
+		t.Fatalf("a WAL cut in half shows %d of its 200 records", j)
+	}
+	if sec.Metrics().Levels[0].NumFiles != 0 {
+		t.Fatal("the flush's table is live before its edit is complete")
+	}
+	appendFile(t, mem, "/copy/"+manifest, late[manifest][len(early[manifest])+(len(late[manifest])-len(early[manifest]))/2:])
+	must(t, sec.TryCatchUpWithPrimary())
+	must(t, mem.Remove("/copy/"+oldWAL))
+	if got := prefix(); got != j {
+		t.Fatalf("the edit moved the WAL prefix from %d to %d", j, got)
+	}
+	if sec.Metrics().Levels[0].NumFiles != 1 {
+		t.Fatal("the flush's table is not live once its edit is complete")
+	}
+	appendFile(t, mem, "/copy/"+newWAL, late[newWAL][len(late[newWAL])/2:])
+	must(t, sec.TryCatchUpWithPrimary())
+	if got := prefix(); got != 200 {
+		t.Fatalf("the completed WAL shows %d of 200 records", got)
+	}
+}
+
+// TestSecondaryRetriesRemovedTable: when the primary compacts away and
+// removes tables between the secondary's MANIFEST read and its opening of
+// them, the catch-up reads the MANIFEST again and succeeds; when that
+// happens at every attempt it returns an error matching os.ErrNotExist
+// and keeps its state, and the next catch-up succeeds.
+func TestSecondaryRetriesRemovedTable(t *testing.T) {
+	mem := vfs.NewMem()
+	primary, err := Open("/db", &Options{FS: mem, CreateIfMissing: true, DisableAutoCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close()
+	sec, err := OpenAsSecondary("/db", "/sec", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sec.Close()
+	m := model{}
+	n := 0
+	write := func() {
+		for range 50 {
+			k, v := fmt.Sprintf("k%04d", n*7%300), fmt.Sprintf("v%d", n)
+			must(t, primary.Put([]byte(k), []byte(v), nil))
+			m[k] = v
+			n++
+		}
+		must(t, primary.Flush())
+	}
+	// compactAway writes and flushes a table, compacts everything, and
+	// waits until a table of the secondary's current version that it has
+	// not opened yet is gone.
+	compactAway := func(d *DB) {
+		v := d.versions.Current()
+		var names []string
+		for _, level := range v.Levels {
+			for _, f := range level {
+				if d.fileCache.lookup(fileKindTable, f.FileNum) == nil {
+					names = append(names, d.tablePath(f.FileNum))
+				}
+			}
+		}
+		v.Unref()
+		if len(names) == 0 {
+			t.Fatal("the secondary's version holds no table it has not opened")
+		}
+		write()
+		must(t, primary.CompactRange(nil, nil))
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			for _, name := range names {
+				if _, err := mem.Stat(name); errors.Is(err, os.ErrNotExist) {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no table of %v was removed", names)
+			}
+		}
+	}
+	write()
+	write()
+	hooked := 0
+	followerOpenHook = func(d *DB) {
+		if hooked++; hooked == 1 {
+			compactAway(d)
+		}
+	}
+	defer func() { followerOpenHook = nil }()
+	must(t, sec.TryCatchUpWithPrimary())
+	if r := sec.follower.retries; r == 0 {
+		t.Fatal("the catch-up did not start over")
+	}
+	checkAll(t, sec, nil, m)
+
+	before := m.clone()
+	write()
+	followerOpenHook = compactAway
+	if err := sec.TryCatchUpWithPrimary(); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a catch-up whose tables vanish at every attempt: %v, want os.ErrNotExist", err)
+	}
+	checkAll(t, sec, nil, before)
+	followerOpenHook = nil
+	must(t, sec.TryCatchUpWithPrimary())
+	checkAll(t, sec, nil, m)
+}
