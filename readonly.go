@@ -161,8 +161,8 @@ func (d *DB) resetReadOnlyLoad() {
 	d.visibleSeq.Store(0)
 }
 
-// openLiveTables opens every table and blob file of the current version, a
-// few at a time.
+// openLiveTables opens every table and blob file of the current version
+// not open yet, a few at a time.
 func (d *DB) openLiveTables() error {
 	v := d.versions.Current()
 	defer v.Unref()
@@ -176,13 +176,18 @@ func (d *DB) openLiveTables() error {
 		num  base.FileNum
 	}
 	var files []file
+	// A secondary's catch-up opens only what it has not opened before.
 	for _, level := range v.Levels {
 		for _, f := range level {
-			files = append(files, file{fileKindTable, f.FileNum})
+			if d.fileCache.lookup(fileKindTable, f.FileNum) == nil {
+				files = append(files, file{fileKindTable, f.FileNum})
+			}
 		}
 	}
 	for _, b := range v.BlobFiles {
-		files = append(files, file{fileKindBlob, b.FileNum})
+		if d.fileCache.lookup(fileKindBlob, b.FileNum) == nil {
+			files = append(files, file{fileKindBlob, b.FileNum})
+		}
 	}
 	sem := make(chan struct{}, 4)
 	for _, f := range files {
