@@ -95,11 +95,11 @@ func (fs *dirGuardFS) Lock(name string) (io.Closer, error) {
 	return fs.FS.Lock(name)
 }
 
-// TestSecondaryWritesNothingInPrimaryDir: opening a secondary, catching up,
+// TestSecondaryInstanceWritesNothingInPrimaryDir: opening a secondary, catching up,
 // reading, taking snapshots, refused writes and Close change no byte of the
 // primary's directory and make no call that could; the secondary directory
 // is created and holds the instance's LOG.
-func TestSecondaryWritesNothingInPrimaryDir(t *testing.T) {
+func TestSecondaryInstanceWritesNothingInPrimaryDir(t *testing.T) {
 	mem := vfs.NewMem()
 	m := fillForReadOnly(t, mem, 3000)
 	if n := countFiles(t, mem, base.FileTypeTable); n == 0 {
@@ -157,10 +157,10 @@ func TestSecondaryWritesNothingInPrimaryDir(t *testing.T) {
 	}
 }
 
-// TestSecondaryOpenErrors: the secondary directory must be given and be
+// TestSecondaryInstanceOpenErrors: the secondary directory must be given and be
 // another directory; the database must exist; TryCatchUpWithPrimary is
 // refused on a DB that is not a secondary.
-func TestSecondaryOpenErrors(t *testing.T) {
+func TestSecondaryInstanceOpenErrors(t *testing.T) {
 	mem := vfs.NewMem()
 	fillForReadOnly(t, mem, 10)
 	for _, sec := range []string{"", "/db", "/db/", "/db/."} {
@@ -180,6 +180,25 @@ func TestSecondaryOpenErrors(t *testing.T) {
 		t.Errorf("TryCatchUpWithPrimary on a primary: %v, want ErrInvalidArgument", err)
 	}
 	db.Close()
+
+	// nil options: the OS file system and the defaults.
+	root := testdir.New(t)
+	dir := vfs.Default.PathJoin(root, "db")
+	primary, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close()
+	must(t, primary.Put([]byte("a"), []byte("1"), nil))
+	sec, err := OpenAsSecondary(dir, vfs.Default.PathJoin(root, "sec"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sec.Close()
+	must(t, primary.Put([]byte("b"), []byte("2"), nil))
+	checkAll(t, sec, nil, model{"a": "1"})
+	must(t, sec.TryCatchUpWithPrimary())
+	checkAll(t, sec, nil, model{"a": "1", "b": "2"})
 }
 
 // secondaryTestOptions are the primary's options of the catch-up tests:
@@ -259,12 +278,12 @@ func secondaryOp(rng *rand.Rand, db *DB, m model, merges bool, sync bool) error 
 	return db.Write(b, &WriteOptions{Sync: sync})
 }
 
-// TestSecondaryCatchesUp: a primary writes puts, deletes, range deletions,
+// TestSecondaryInstanceCatchesUp: a primary writes puts, deletes, range deletions,
 // blob values and merges while flushes, compactions and MANIFEST switches
 // run, and is closed and reopened at times (OS and Mem FS); after each
 // catch-up the secondary's scans, Gets and MultiGets equal the model, and
 // a catch-up with nothing new changes nothing.
-func TestSecondaryCatchesUp(t *testing.T) {
+func TestSecondaryInstanceCatchesUp(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	for _, c := range []struct {
 		name          string
@@ -391,7 +410,7 @@ func stateCount(m model) int {
 	return int(binary.BigEndian.Uint64([]byte(v)))
 }
 
-// TestSecondaryFollowsWritingPrimary: a primary written by one goroutine
+// TestSecondaryInstanceFollowsWritingPrimary: a primary written by one goroutine
 // (random batches, each also putting its op number under counterKey; sync
 // writes now and then; flushes and compactions by hand and in the
 // background; blob files and merges in one variant) and a secondary
@@ -401,7 +420,7 @@ func stateCount(m model) int {
 // time it was read, never going back; Gets and MultiGets agree with its
 // scan. A snapshot taken at one catch-up still reads its state after the
 // next ones.
-func TestSecondaryFollowsWritingPrimary(t *testing.T) {
+func TestSecondaryInstanceFollowsWritingPrimary(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	for _, c := range []struct {
 		name          string
@@ -433,9 +452,11 @@ func TestSecondaryFollowsWritingPrimary(t *testing.T) {
 			}
 			defer sec.Close()
 
-			n := 3000
+			n := 2000
 			if testing.Short() {
-				n = 1000
+				n = 600
+			} else if os.Getenv("SHALE_STRESS") == "1" {
+				n = 20000
 			}
 			applies := make([]func(model), n+1)
 			var issued, acked atomic.Int64
@@ -470,6 +491,51 @@ func TestSecondaryFollowsWritingPrimary(t *testing.T) {
 				}()
 			}()
 
+			// A reader beside the catch-ups: the op number it sees never
+			// goes back, and a scan never shows an older one than a Get
+			// before it.
+			stopReader, readerErr := make(chan struct{}), make(chan error, 1)
+			go func() {
+				readerErr <- func() error {
+					last := 0
+					for {
+						select {
+						case <-stopReader:
+							return nil
+						default:
+						}
+						v, err := sec.Get([]byte(counterKey), nil)
+						if err != nil && !errors.Is(err, ErrNotFound) {
+							return err
+						}
+						k := stateCount(model{counterKey: string(v)})
+						snap := sec.NewSnapshot()
+						it := sec.NewIterator(&ReadOptions{Snapshot: snap})
+						scanned := 0
+						for ok := it.First(); ok; ok = it.Next() {
+							if string(it.Key()) == counterKey {
+								scanned = stateCount(model{counterKey: string(it.Value())})
+							}
+						}
+						err = errors.Join(it.Err(), it.Close())
+						snap.Release()
+						if err != nil {
+							return err
+						}
+						if k < last || scanned < k {
+							return fmt.Errorf("the reader saw op %d after %d, then a scan at op %d", k, last, scanned)
+						}
+						last = scanned
+						time.Sleep(time.Millisecond)
+					}
+				}()
+			}()
+			defer func() {
+				close(stopReader)
+				if err := <-readerErr; err != nil {
+					t.Errorf("seed %d: %v", seed, err)
+				}
+			}()
 			m, at := model{}, 0 // the model after op at
 			advance := func(k int) {
 				for ; at < k; at++ {
@@ -585,14 +651,14 @@ func appendFile(t *testing.T, fs vfs.FS, name string, data []byte) {
 	must(t, f.Close())
 }
 
-// TestSecondaryTornTails builds, from a primary's files at two moments,
+// TestSecondaryInstanceTornTails builds, from a primary's files at two moments,
 // the directory a secondary meets while the primary is in the middle of
 // appending a flush's edit to its MANIFEST and a record to its newer WAL:
 // the secondary opens on the complete records (the older WAL's writes and
 // a prefix of the newer's), and catch-ups pick up the rest of the edit
 // (then the older WAL may go, as the primary would remove it) and of the
 // WAL once they are appended.
-func TestSecondaryTornTails(t *testing.T) {
+func TestSecondaryInstanceTornTails(t *testing.T) {
 	mem := vfs.NewMem()
 	db, err := Open("/db", &Options{FS: mem, CreateIfMissing: true, DisableAutoCompactions: true})
 	if err != nil {
@@ -691,12 +757,12 @@ func TestSecondaryTornTails(t *testing.T) {
 	}
 }
 
-// TestSecondaryRetriesRemovedTable: when the primary compacts away and
+// TestSecondaryInstanceRetriesRemovedTable: when the primary compacts away and
 // removes tables between the secondary's MANIFEST read and its opening of
 // them, the catch-up reads the MANIFEST again and succeeds; when that
 // happens at every attempt it returns an error matching os.ErrNotExist
 // and keeps its state, and the next catch-up succeeds.
-func TestSecondaryRetriesRemovedTable(t *testing.T) {
+func TestSecondaryInstanceRetriesRemovedTable(t *testing.T) {
 	mem := vfs.NewMem()
 	primary, err := Open("/db", &Options{FS: mem, CreateIfMissing: true, DisableAutoCompactions: true})
 	if err != nil {
