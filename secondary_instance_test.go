@@ -289,10 +289,14 @@ func TestSecondaryInstanceCatchesUp(t *testing.T) {
 		name          string
 		os            bool
 		blobs, merges bool
+		// mmap: the primary writes its WAL through a mapping and the
+		// secondary reads tables and blob files through mappings.
+		mmap bool
 	}{
-		{"mem", false, false, false},
-		{"mem-blobs-merges", false, true, true},
-		{"os-blobs", true, true, false},
+		{"mem", false, false, false, false},
+		{"mem-blobs-merges", false, true, true, false},
+		{"os-blobs", true, true, false, false},
+		{"os-mmap", true, false, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 1))
@@ -304,12 +308,13 @@ func TestSecondaryInstanceCatchesUp(t *testing.T) {
 				dir, sdir = fs.PathJoin(root, "db"), fs.PathJoin(root, "sec")
 			}
 			po := secondaryTestOptions(fs, c.blobs, c.merges)
+			po.AllowMmapWrites = c.mmap
 			primary, err := Open(dir, po)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func() { primary.Close() }()
-			so := &Options{FS: fs, MergeOperator: po.MergeOperator}
+			so := &Options{FS: fs, MergeOperator: po.MergeOperator, AllowMmapReads: c.mmap}
 			sec, err := OpenAsSecondary(dir, sdir, so)
 			if err != nil {
 				t.Fatal(err)
@@ -426,10 +431,12 @@ func TestSecondaryInstanceFollowsWritingPrimary(t *testing.T) {
 		name          string
 		os            bool
 		blobs, merges bool
+		mmap          bool // as in TestSecondaryInstanceCatchesUp
 	}{
-		{"mem", false, false, false},
-		{"mem-blobs-merges", false, true, true},
-		{"os-blobs-merges", true, true, true},
+		{"mem", false, false, false, false},
+		{"mem-blobs-merges", false, true, true, false},
+		{"os-blobs-merges", true, true, true, false},
+		{"os-mmap", true, false, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 2))
@@ -441,12 +448,13 @@ func TestSecondaryInstanceFollowsWritingPrimary(t *testing.T) {
 				dir, sdir = fs.PathJoin(root, "db"), fs.PathJoin(root, "sec")
 			}
 			po := secondaryTestOptions(fs, c.blobs, c.merges)
+			po.AllowMmapWrites = c.mmap
 			primary, err := Open(dir, po)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer primary.Close()
-			sec, err := OpenAsSecondary(dir, sdir, &Options{FS: fs, MergeOperator: po.MergeOperator})
+			sec, err := OpenAsSecondary(dir, sdir, &Options{FS: fs, MergeOperator: po.MergeOperator, AllowMmapReads: c.mmap})
 			if err != nil {
 				t.Fatal(err)
 			}
