@@ -302,9 +302,11 @@ func (d *DB) replayFollowedWALs() (base.SeqNum, error) {
 		nextStarted := i+1 < len(s.wals) && walHasData(s.wals[i+1].f)
 		mem := d.followerMemTable(w.num, 0)
 		name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeLog, w.num))
-		res, err := wal.ReplayFrom(w.f, name, w.off, mode, func(rec []byte, off int64) error {
+		applyFailed := false
+		apply := func(rec []byte, off int64) error {
 			r, err := walBatch(name, off, rec)
 			if err != nil || r.count == 0 {
+				applyFailed = err != nil
 				return err
 			}
 			need := len(rec) + int(r.count)*memtableEntryOverhead
@@ -312,6 +314,7 @@ func (d *DB) replayFollowedWALs() (base.SeqNum, error) {
 				mem = d.followerMemTable(w.num, need)
 			}
 			if _, err := applyBatch(mem.Memtable, rec); err != nil {
+				applyFailed = true
 				if errors.Is(err, ErrCorruption) {
 					return base.CorruptionErrorf(name, off, "malformed batch at seqnum %d", r.seq)
 				}
@@ -319,9 +322,24 @@ func (d *DB) replayFollowedWALs() (base.SeqNum, error) {
 			}
 			lastSeq = max(lastSeq, r.seq+base.SeqNum(r.count)-1)
 			return nil
-		})
-		if res.Records > 0 || res.SkippedBytes > 0 {
-			w.off = res.LastOffset
+		}
+		var res wal.ReplayResult
+		var err error
+		for attempt := 0; ; attempt++ {
+			res, err = wal.ReplayFrom(w.f, name, w.off, mode, apply)
+			if res.Records > 0 || res.SkippedBytes > 0 {
+				w.off = res.LastOffset
+			}
+			// A WAL the primary may still be writing (the next one holds
+			// nothing yet) can look damaged for a moment when it is written
+			// through a shared mapping (WALs with Options.AllowMmapWrites):
+			// the file is already as long as the mapping, and the copy of
+			// a record can overtake a read that began before it. Damage
+			// that is still there after a few re-reads is reported.
+			if err == nil || nextStarted || applyFailed || !errors.Is(err, ErrCorruption) || attempt == walDamageRereads {
+				break
+			}
+			time.Sleep(time.Duration(1<<attempt) * time.Millisecond)
 		}
 		if err != nil {
 			if !strings.Contains(err.Error(), name) {
@@ -335,6 +353,10 @@ func (d *DB) replayFollowedWALs() (base.SeqNum, error) {
 	}
 	return lastSeq, nil
 }
+
+// walDamageRereads bounds the re-reads of damage met in a WAL the primary
+// may still be writing (see replayFollowedWALs), 1 ms apart, doubling.
+const walDamageRereads = 4
 
 // followerMemTable returns the memtable to take the records of WAL num:
 // the newest one when it holds that WAL's records (or nothing) and has

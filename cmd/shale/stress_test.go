@@ -143,14 +143,14 @@ func TestStressKillsMmapWAL(t *testing.T) {
 
 // TestStressKillsSecondaryInstance runs the kill test with a secondary
 // instance in the parent: it catches up and reads while each child writes
-// (blob files, merges), and after each kill it must show exactly what the
+// (blob files, merges; a WAL written through a mapping), and after each kill it must show exactly what the
 // reopened database shows, which the run then checks against the model.
 func TestStressKillsSecondaryInstance(t *testing.T) {
 	kills := 4
 	if os.Getenv("SHALE_STRESS") == "1" {
 		kills = 40
 	}
-	for _, extra := range [][]string{nil, {"--enable_blob_files", "--min_blob_size", "50", "--merges"}} {
+	for _, extra := range [][]string{nil, {"--enable_blob_files", "--min_blob_size", "50", "--merges"}, {"--allow_mmap_writes"}} {
 		t.Run(strings.Join(append([]string{"secondary"}, extra...), ","), func(t *testing.T) {
 			stdout := runStressTest(t, kills, append([]string{"--secondary_instance"}, extra...)...)
 			m := regexp.MustCompile(`secondary instance: +(\d+) catch-ups read while children wrote, (\d+) states after kills`).FindStringSubmatch(stdout)
