@@ -230,9 +230,12 @@ func (d *DB) catchUpOnce() error {
 	d.mu.lastSeq = seq
 	d.versions.SetLastSeq(seq)
 	d.visibleSeq.Store(uint64(seq))
-	d.mu.mem.mutable = s.mems[len(s.mems)-1]
-	d.mu.mem.queue = append(d.mu.mem.queue[:0:0], s.mems[:len(s.mems)-1]...)
-	d.publishReadStateLocked()
+	mutable, queue := s.mems[len(s.mems)-1], s.mems[:len(s.mems)-1]
+	if d.readStateChangesLocked(mutable, queue, seq) {
+		d.mu.mem.mutable = mutable
+		d.mu.mem.queue = append(d.mu.mem.queue[:0:0], queue...)
+		d.publishReadStateLocked()
+	}
 	d.mu.Unlock()
 	for _, m := range dropped {
 		d.releaseMemTable(m) // the list's hold; read states keep theirs
@@ -254,6 +257,21 @@ func (d *DB) catchUpOnce() error {
 // last MANIFEST read and the opening of the tables: where a primary's
 // compaction removes tables the secondary is about to open.
 var followerOpenHook func(*DB)
+
+// readStateChangesLocked reports whether a read state of these memtables,
+// the current version and seq would differ from the published one: a
+// catch-up that found nothing new publishes nothing. d.mu is held.
+func (d *DB) readStateChangesLocked(mutable *memTable, queue []*memTable, seq base.SeqNum) bool {
+	d.readState.RLock()
+	rs := d.readState.val
+	d.readState.RUnlock()
+	if rs == nil || rs.seq != seq || rs.mem != mutable || !slices.Equal(rs.imms, queue) {
+		return true
+	}
+	v := d.versions.Current()
+	defer v.Unref()
+	return rs.version != v
+}
 
 // openWALs opens the WALs of the primary's directory numbered logNum or
 // above that are not held yet. A WAL removed before it could be opened
