@@ -29,8 +29,12 @@ type DB struct {
 	logger   *slog.Logger
 	infoLog  *infoLogFile // the LOG file when the DB owns the logger
 	fileLock io.Closer    // nil for a read-only DB, which takes no lock
-	// readOnly is set by OpenForReadOnly: nothing is ever written.
+	// readOnly is set by OpenForReadOnly and OpenAsSecondary: nothing is
+	// ever written to the database's directory.
 	readOnly bool
+	// follower is the state of a secondary instance (OpenAsSecondary),
+	// nil otherwise.
+	follower *follower
 	// recovery is what Open's WAL replay dropped (Metrics().Recovery).
 	recovery   RecoveryMetrics
 	blockCache *cache.Cache
@@ -245,6 +249,11 @@ type readState struct {
 	// state was published (loadReadStateAt).
 	secondary     []manifest.SecondaryTombstone
 	secondaryUpTo base.SeqNum
+	// seq, on a secondary instance, is the seqnum its reads see: every
+	// entry at or below it is in mem, imms or version (a catch-up may
+	// append newer ones to mem, and install tables holding entries this
+	// state lacks). 0 on other DBs, whose reads take visibleSeq.
+	seq base.SeqNum
 }
 
 func (rs *readState) unref() {
@@ -280,6 +289,9 @@ func (d *DB) publishReadStateLocked() {
 		version: d.versions.Current(),
 	}
 	rs.secondary, rs.secondaryUpTo = rs.version.SecondaryTombstones, d.mu.secondaryLast
+	if d.follower != nil {
+		rs.seq = base.SeqNum(d.visibleSeq.Load())
+	}
 	rs.refs.Store(1)
 	rs.mem.refs.Add(1)
 	for _, m := range rs.imms {
@@ -403,6 +415,9 @@ func (d *DB) Write(b *Batch, wo *WriteOptions) error {
 		if err := d.checkOpen(); err != nil {
 			return err
 		}
+		if d.readOnly {
+			return d.readOnlyErr()
+		}
 		if err := d.recordMergeOperator(); err != nil {
 			return err
 		}
@@ -430,7 +445,7 @@ func (d *DB) commit(w *writer) (*writer, error) {
 		return w, err
 	}
 	if d.readOnly {
-		return w, errOpenedReadOnly
+		return w, d.readOnlyErr()
 	}
 	w.cond.L = &d.mu
 	d.mu.Lock()
@@ -821,7 +836,7 @@ func (d *DB) setBackgroundErrorLocked(reason BackgroundErrorReason, err error) {
 // so that recovery after a later crash still sees a prefix of the writes.
 func (d *DB) Resume() error {
 	if d.readOnly {
-		return errOpenedReadOnly
+		return d.readOnlyErr()
 	}
 	d.mu.Lock()
 	if d.mu.closing {

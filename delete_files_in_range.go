@@ -49,7 +49,7 @@ func (d *DB) DeleteFilesInRanges(ranges []Range, includeEnd bool) error {
 		return err
 	}
 	if d.readOnly {
-		return errOpenedReadOnly
+		return d.readOnlyErr()
 	}
 	d.mu.Lock()
 	// A manual compaction skips a level whose files another job holds

@@ -1007,6 +1007,10 @@ type dbTarget struct {
 
 	// checkpoints counts opCheckpoint runs; it numbers their directories.
 	checkpoints int
+	// secondary follows the DB from the first opReadOnlyScan on
+	// (OpenAsSecondary, in dir+".secondary"), across its reopens; every
+	// opReadOnlyScan catches it up and scans it too.
+	secondary *DB
 }
 
 // appendValuePrefix is what dbTarget.get puts in the buffer it hands
@@ -1289,6 +1293,28 @@ func (d *dbTarget) readOnlyScan() string {
 	if err != nil {
 		return "open: " + fmtErr(err)
 	}
+	digest := d.scanDigestOf(db)
+	if err := db.Close(); err != nil {
+		digest += " close: " + fmtErr(err)
+	}
+	// The secondary instance, caught up, must show the same state: the
+	// log then differs from the model's if it does not.
+	if d.secondary == nil {
+		if d.secondary, err = OpenAsSecondary(d.dir, d.dir+".secondary", &ro); err != nil {
+			return digest + " secondary open: " + fmtErr(err)
+		}
+	}
+	if err := d.secondary.TryCatchUpWithPrimary(); err != nil {
+		return digest + " secondary catch-up: " + fmtErr(err)
+	}
+	if sd := d.scanDigestOf(d.secondary); sd != digest {
+		digest += " secondary: " + sd
+	}
+	return digest
+}
+
+// scanDigestOf is the scanDigest of a full scan of db.
+func (d *dbTarget) scanDigestOf(db *DB) string {
 	var it kvIterator = db.NewIterator(nil)
 	if d.cfg.filter {
 		it = &canonicalIter{Iterator: it.(*Iterator)}
@@ -1296,9 +1322,6 @@ func (d *dbTarget) readOnlyScan() string {
 	digest := scanDigest(it)
 	if err := it.Close(); err != nil {
 		digest += " iter close: " + fmtErr(err)
-	}
-	if err := db.Close(); err != nil {
-		digest += " close: " + fmtErr(err)
 	}
 	return digest
 }
@@ -1346,11 +1369,16 @@ func (d *dbTarget) close() error {
 		s.Release()
 		delete(d.snaps, id)
 	}
-	if err := d.verifyFileChecksums(); err != nil {
-		d.db.Close()
-		return err
+	var err error
+	if d.secondary != nil {
+		err = d.secondary.Close()
+		d.secondary = nil
 	}
-	return d.db.Close()
+	if cerr := d.verifyFileChecksums(); cerr != nil {
+		d.db.Close()
+		return errors.Join(err, cerr)
+	}
+	return errors.Join(err, d.db.Close())
 }
 
 // verifyFileChecksums runs VerifyFileChecksums when the configuration asks

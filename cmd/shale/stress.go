@@ -69,6 +69,11 @@ type stressConfig struct {
 	// (DIR/checkpoints), which the parent checks after each kill
 	// (verifyCheckpoints).
 	checkpoints bool
+	// secondaryInstance makes the parent follow the child's database with
+	// a secondary instance (OpenAsSecondary in DIR/secondary): catching up
+	// and reading while the child writes, and after each kill comparing
+	// its state with the reopened database's.
+	secondaryInstance bool
 }
 
 // stressMergeOperator is the merge operator of --merges: an operand names
@@ -285,6 +290,8 @@ on any violation. See docs/crash-testing.md.`,
 	f.DurationVar(&cfg.duration, "duration", 0, "stop starting children after this long (0 = no limit)")
 	f.DurationVar(&cfg.killMin, "kill_min", cfg.killMin, "shortest time a child writes before it is killed")
 	f.DurationVar(&cfg.killMax, "kill_max", cfg.killMax, "longest time a child writes before it is killed")
+	f.BoolVar(&cfg.secondaryInstance, "secondary_instance", false,
+		"follow the database with a secondary instance (OpenAsSecondary, in DIR/secondary) that catches up and reads while each child writes, and after each kill must show what the reopened database shows")
 	cmd.AddCommand(newStressChildCmd())
 	return cmd
 }
@@ -850,6 +857,10 @@ type stressStats struct {
 	// stagingCheckpoints the staging directories a kill left that did not
 	// open.
 	checkpoints, stagingCheckpoints int
+	// secondaryCatchUps counts the secondary instance's catch-ups while
+	// children wrote, secondaryCompared the kills after which its state
+	// was compared with the reopened database's.
+	secondaryCatchUps, secondaryCompared int
 	// Time spent starting children until they opened the DB, letting them
 	// write, and verifying.
 	opening, writing, verifying time.Duration
@@ -865,6 +876,9 @@ type stressRun struct {
 	// readyAfter is how long the last child took to open the DB; early
 	// kills land within it.
 	readyAfter time.Duration
+	// secondary is the secondary instance of --secondary_instance, opened
+	// once the first child has created the database.
+	secondary *shale.DB
 }
 
 func runStress(cfg *stressConfig, out io.Writer) error {
@@ -887,6 +901,11 @@ func runStress(cfg *stressConfig, out io.Writer) error {
 		rng:   rand.New(rand.NewPCG(cfg.seed, 0x57e55)),
 		model: make(stressModel, cfg.keys),
 	}
+	defer func() {
+		if r.secondary != nil {
+			r.secondary.Close()
+		}
+	}()
 	fmt.Fprintf(out, "stress: seed %d, %d writer threads, %d keys, value_size %d, write_buffer_size %d, sync=%v, delete_persistence_threshold %v\n",
 		cfg.seed, cfg.threads, cfg.keys, cfg.valueSize, cfg.writeBufferSize, cfg.sync, cfg.deletePersistence)
 	start := time.Now()
@@ -935,6 +954,10 @@ func (r *stressRun) printSummary(out io.Writer, elapsed time.Duration) {
 	if r.cfg.checkpoints {
 		fmt.Fprintf(out, "checkpoints verified:     %d, and %d unfinished ones that did not open\n", s.checkpoints, s.stagingCheckpoints)
 	}
+	if r.cfg.secondaryInstance {
+		fmt.Fprintf(out, "secondary instance:       %d catch-ups read while children wrote, %d states after kills equal to the reopened database's\n",
+			s.secondaryCatchUps, s.secondaryCompared)
+	}
 	fmt.Fprintln(out, "ok: no acknowledged batch lost, every in-flight batch all or nothing")
 }
 
@@ -980,6 +1003,19 @@ func (r *stressRun) runChild(gen int) error {
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the child: %w", err)
+	}
+	// The secondary instance follows the child from its start to its kill.
+	stopFollowing := func() error { return nil }
+	if r.cfg.secondaryInstance {
+		stop, done := make(chan struct{}), make(chan error, 1)
+		go func() { done <- r.followChild(gen, stop) }()
+		var once sync.Once
+		var followErr error
+		stopFollowing = func() error {
+			once.Do(func() { close(stop); followErr = <-done })
+			return followErr
+		}
+		defer stopFollowing()
 	}
 	ready := make(chan struct{})
 	exited := make(chan struct{}) // stdout closed: the child is gone
@@ -1044,6 +1080,9 @@ func (r *stressRun) runChild(gen int) error {
 	if exitedEarly || stderr.String() != "" {
 		return fmt.Errorf("the child failed before it was killed (%v, kill: %v):\n%s", waitErr, killErr, stderr.String())
 	}
+	if err := stopFollowing(); err != nil {
+		return fmt.Errorf("the secondary instance beside the child: %w", err)
+	}
 	r.stats.kills++
 	if early {
 		r.stats.earlyKills++
@@ -1061,6 +1100,49 @@ func (r *stressRun) runChild(gen int) error {
 		}
 	}
 	return nil
+}
+
+// followChild catches the secondary instance up with child gen's database
+// and reads all of it (readStressState's checks: forward and reverse scans
+// and point reads agree), at random moments, until stop is closed.
+func (r *stressRun) followChild(gen int, stop <-chan struct{}) error {
+	rng := rand.New(rand.NewPCG(r.cfg.seed^uint64(gen), 0x5ec))
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-time.After(time.Duration(rng.IntN(20)) * time.Millisecond):
+		}
+		if r.secondary == nil {
+			db, err := shale.OpenAsSecondary(r.cfg.dbDir(), r.secondaryDir(), r.cfg.dbOptions())
+			if err != nil {
+				continue // the first child has not created the database yet
+			}
+			r.secondary = db
+		}
+		if _, err := r.readSecondary(); err != nil {
+			return err
+		}
+		r.stats.secondaryCatchUps++
+	}
+}
+
+func (r *stressRun) secondaryDir() string { return filepath.Join(r.cfg.dir, "secondary") }
+
+// readSecondary catches the secondary instance up (opening it first when
+// needed) and reads the state it shows.
+func (r *stressRun) readSecondary() ([][]byte, error) {
+	if r.secondary == nil {
+		db, err := shale.OpenAsSecondary(r.cfg.dbDir(), r.secondaryDir(), r.cfg.dbOptions())
+		if err != nil {
+			return nil, err
+		}
+		r.secondary = db
+	}
+	if err := r.secondary.TryCatchUpWithPrimary(); err != nil {
+		return nil, err
+	}
+	return readStressState(r.secondary, r.cfg.keys)
 }
 
 // verify reads the logs of child gen, reopens the DB and checks it against
@@ -1081,6 +1163,15 @@ func (r *stressRun) verify(gen int) error {
 		}
 		logs[t] = l
 	}
+	// The secondary catches up with the killed child's files before the
+	// reopen changes them: it must show what the reopen recovers.
+	var secondaryFound [][]byte
+	if r.cfg.secondaryInstance {
+		var err error
+		if secondaryFound, err = r.readSecondary(); err != nil {
+			return fmt.Errorf("the secondary instance after the kill: %w", err)
+		}
+	}
 	db, err := shale.Open(r.cfg.dbDir(), r.cfg.dbOptions())
 	if err != nil {
 		return fmt.Errorf("the database does not open after the kill: %w", err)
@@ -1094,6 +1185,15 @@ func (r *stressRun) verify(gen int) error {
 	}
 	if err := r.verifyCheckpoints(gen, logs); err != nil {
 		return err
+	}
+	if secondaryFound != nil {
+		for k := range found {
+			if !bytes.Equal(found[k], secondaryFound[k]) || (found[k] == nil) != (secondaryFound[k] == nil) {
+				return fmt.Errorf("after the kill the secondary instance shows %s at key %s, the reopened database %s",
+					describeFound(uint32(k), secondaryFound[k]), stressKey(nil, uint32(k)), describeFound(uint32(k), found[k]))
+			}
+		}
+		r.stats.secondaryCompared++
 	}
 	for t, l := range logs {
 		if err := r.verifyWriter(gen, t, l, found); err != nil {

@@ -91,6 +91,13 @@ type VersionSet struct {
 		buf            []byte
 	}
 
+	// follow is where a read-only set's CatchUp reads on: the end of the
+	// last record replayed from the MANIFEST it follows (manifestNum).
+	// Guarded by writeMu.
+	follow struct {
+		off int64
+	}
+
 	// mu guards current; held only briefly.
 	mu struct {
 		sync.Mutex
@@ -209,6 +216,7 @@ func (vs *VersionSet) replay(manifestNum base.FileNum) (*Version, error) {
 	vs.logNum.Store(uint64(res.LogNum))
 	vs.lastSeq.Store(uint64(res.LastSeq))
 	vs.manifestNum.Store(uint64(manifestNum))
+	vs.follow.off = res.End
 	return res.Version, nil
 }
 
