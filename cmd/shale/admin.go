@@ -41,6 +41,8 @@ type adminFlags struct {
 	access          access
 	db              string
 	hex             bool
+	keyHex          bool // --key_hex: keys only (ldb's flag)
+	valueHex        bool // --value_hex: values only (ldb's flag)
 	createIfMissing bool // --create_if_missing; the writing verbs only
 }
 
@@ -48,6 +50,8 @@ func (f *adminFlags) register(cmd *cobra.Command, a access) {
 	f.access = a
 	cmd.Flags().StringVar(&f.db, "db", "", "database directory (required)")
 	cmd.Flags().BoolVar(&f.hex, "hex", false, "keys and values are hex-encoded on input and output")
+	cmd.Flags().BoolVar(&f.keyHex, "key_hex", false, "keys are hex-encoded on input and output")
+	cmd.Flags().BoolVar(&f.valueHex, "value_hex", false, "values are hex-encoded on input and output")
 	if a != readOnly {
 		cmd.Flags().BoolVar(&f.createIfMissing, "create_if_missing", a == writeOrCreate,
 			"create the database when --db holds none")
@@ -113,6 +117,15 @@ func (f *adminFlags) encode(b []byte) string {
 	return string(b)
 }
 
+// keyFlags and valueFlags are f as it applies to keys (--hex or --key_hex)
+// and to values (--hex or --value_hex).
+func (f *adminFlags) keyFlags() *adminFlags   { return &adminFlags{hex: f.hex || f.keyHex} }
+func (f *adminFlags) valueFlags() *adminFlags { return &adminFlags{hex: f.hex || f.valueHex} }
+
+// encodeKey and encodeValue print a key and a value as the flags say.
+func (f *adminFlags) encodeKey(b []byte) string   { return f.keyFlags().encode(b) }
+func (f *adminFlags) encodeValue(b []byte) string { return f.valueFlags().encode(b) }
+
 // withDB opens the database, runs fn and closes it, keeping the first error.
 func (f *adminFlags) withDB(cmd *cobra.Command, fn func(db *shale.DB) error) (err error) {
 	db, err := f.open(cmd.ErrOrStderr())
@@ -143,7 +156,11 @@ func newArgsCmd(use, short string, a access, argNames []string, run func(cmd *co
 		RunE: func(cmd *cobra.Command, args []string) error {
 			decoded := make([][]byte, len(args))
 			for i, a := range args {
-				b, err := f.decode(argNames[i], a)
+				df := f.keyFlags()
+				if argNames[i] == "value" {
+					df = f.valueFlags()
+				}
+				b, err := df.decode(argNames[i], a)
 				if err != nil {
 					return err
 				}
@@ -176,7 +193,7 @@ func newGetCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), f.encode(v))
+				fmt.Fprintln(cmd.OutOrStdout(), f.encodeValue(v))
 				return nil
 			})
 		})
@@ -222,12 +239,12 @@ func newScanCmd() *cobra.Command {
 			ro := &shale.ReadOptions{}
 			var err error
 			if cmd.Flags().Changed("from") {
-				if ro.LowerBound, err = f.decode("--from", from); err != nil {
+				if ro.LowerBound, err = f.keyFlags().decode("--from", from); err != nil {
 					return err
 				}
 			}
 			if cmd.Flags().Changed("to") {
-				if ro.UpperBound, err = f.decode("--to", to); err != nil {
+				if ro.UpperBound, err = f.keyFlags().decode("--to", to); err != nil {
 					return err
 				}
 			}
@@ -258,7 +275,7 @@ func scan(cmd *cobra.Command, db *shale.DB, ro *shale.ReadOptions, f *adminFlags
 	}
 	n := 0
 	for valid := ok(); valid && (limit == 0 || n < limit); valid = step() {
-		if _, err := fmt.Fprintf(out, "%s : %s\n", f.encode(it.Key()), f.encode(it.Value())); err != nil {
+		if _, err := fmt.Fprintf(out, "%s : %s\n", f.encodeKey(it.Key()), f.encodeValue(it.Value())); err != nil {
 			return err
 		}
 		n++
