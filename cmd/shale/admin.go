@@ -44,6 +44,7 @@ type adminFlags struct {
 	keyHex          bool // --key_hex: keys only (ldb's flag)
 	valueHex        bool // --value_hex: values only (ldb's flag)
 	createIfMissing bool // --create_if_missing; the writing verbs only
+	mergeOperator   string // --merge_operator: uint64add or stringappend
 }
 
 func (f *adminFlags) register(cmd *cobra.Command, a access) {
@@ -52,6 +53,7 @@ func (f *adminFlags) register(cmd *cobra.Command, a access) {
 	cmd.Flags().BoolVar(&f.hex, "hex", false, "keys and values are hex-encoded on input and output")
 	cmd.Flags().BoolVar(&f.keyHex, "key_hex", false, "keys are hex-encoded on input and output")
 	cmd.Flags().BoolVar(&f.valueHex, "value_hex", false, "values are hex-encoded on input and output")
+	cmd.Flags().StringVar(&f.mergeOperator, "merge_operator", "", "the database's merge operator, to read merged keys: uint64add or stringappend (\",\" between values); empty: none")
 	if a != readOnly {
 		cmd.Flags().BoolVar(&f.createIfMissing, "create_if_missing", a == writeOrCreate,
 			"create the database when --db holds none")
@@ -68,15 +70,19 @@ func (f *adminFlags) open(stderr io.Writer) (*shale.DB, error) {
 		db  *shale.DB
 		err error
 	)
+	mergeOp, err := benchMergeOperator(f.mergeOperator)
+	if err != nil {
+		return nil, err
+	}
 	if f.access == readOnly {
 		// Said here, since the library's message for a missing directory
 		// suggests CreateIfMissing, which a read verb does not take.
 		if _, serr := f.fs().Stat(f.db); errors.Is(serr, os.ErrNotExist) {
 			return nil, fmt.Errorf("opening %s: no database there (the directory does not exist)", f.db)
 		}
-		db, err = shale.OpenForReadOnly(f.db, &shale.Options{FS: adminFS})
+		db, err = shale.OpenForReadOnly(f.db, &shale.Options{FS: adminFS, MergeOperator: mergeOp})
 	} else {
-		db, err = shale.Open(f.db, &shale.Options{CreateIfMissing: f.createIfMissing, FS: adminFS})
+		db, err = shale.Open(f.db, &shale.Options{CreateIfMissing: f.createIfMissing, FS: adminFS, MergeOperator: mergeOp})
 	}
 	if err != nil {
 		return nil, flagError(fmt.Errorf("opening %s: %w", f.db, err), adminOptionFlags)

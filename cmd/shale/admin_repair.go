@@ -14,7 +14,7 @@ import (
 var errRepairLostData = errors.New("shale: the database was repaired, but some data could not be read (see the report above; the files are in lost/)")
 
 func newRepairCmd() *cobra.Command {
-	var db string
+	var db, mergeOperator string
 	cmd := &cobra.Command{
 		Use:   "repair --db DIR",
 		Short: "Rebuild a lost or damaged MANIFEST from the tables, blob files and WALs (shale.RepairDB)",
@@ -31,7 +31,11 @@ table, blob file or WAL record could not be kept.`,
 			if db == "" {
 				return errors.New("--db is required")
 			}
-			rep, err := shale.Repair(db, &shale.Options{FS: adminFS})
+			op, err := benchMergeOperator(mergeOperator)
+			if err != nil {
+				return err
+			}
+			rep, err := shale.Repair(db, &shale.Options{FS: adminFS, MergeOperator: op})
 			if rep != nil {
 				fmt.Fprint(cmd.OutOrStdout(), rep.String())
 			}
@@ -50,5 +54,6 @@ table, blob file or WAL record could not be kept.`,
 		},
 	}
 	cmd.Flags().StringVar(&db, "db", "", "database directory (required)")
+	cmd.Flags().StringVar(&mergeOperator, "merge_operator", "", "the database's merge operator: uint64add or stringappend; empty: none")
 	return cmd
 }
