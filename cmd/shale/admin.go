@@ -41,9 +41,9 @@ type adminFlags struct {
 	access          access
 	db              string
 	hex             bool
-	keyHex          bool // --key_hex: keys only (ldb's flag)
-	valueHex        bool // --value_hex: values only (ldb's flag)
-	createIfMissing bool // --create_if_missing; the writing verbs only
+	keyHex          bool   // --key_hex: keys only (ldb's flag)
+	valueHex        bool   // --value_hex: values only (ldb's flag)
+	createIfMissing bool   // --create_if_missing; the writing verbs only
 	mergeOperator   string // --merge_operator: uint64add or stringappend
 }
 
