@@ -167,18 +167,14 @@ overwrites the keys the dump holds. The writes are synced and flushed.`,
 			if _, err := readDumpFile(f.fs(), file, nil); err != nil {
 				return err
 			}
-			return f.withDB(cmd, func(db *shale.DB) error {
-				if !allowNonEmpty {
-					it := db.NewIterator(nil)
-					nonEmpty := it.First()
-					err := errors.Join(it.Err(), it.Close())
-					if err != nil {
-						return err
-					}
-					if nonEmpty {
-						return errNotEmpty
-					}
+			if !allowNonEmpty {
+				// Looked at read-only, so that a refused load changes no
+				// byte of the database.
+				if err := refuseNonEmpty(cmd, &f); err != nil {
+					return err
 				}
+			}
+			return f.withDB(cmd, func(db *shale.DB) error {
 				b := db.NewBatch()
 				n, err := readDumpFile(f.fs(), file, func(key, value []byte) error {
 					b.Put(key, value)
@@ -239,4 +235,25 @@ func readDumpFile(fs vfs.FS, name string, fn func(key, value []byte) error) (int
 			}
 		}
 	}
+}
+
+// refuseNonEmpty returns errNotEmpty when f.db holds a database with keys;
+// it opens it read-only, and not at all when there is no CURRENT.
+func refuseNonEmpty(cmd *cobra.Command, f *adminFlags) error {
+	if _, err := f.fs().Stat(f.fs().PathJoin(f.db, "CURRENT")); err != nil {
+		return nil // no database yet: Open creates it, or says why not
+	}
+	ro := *f
+	ro.access = readOnly
+	return ro.withDB(cmd, func(db *shale.DB) error {
+		it := db.NewIterator(nil)
+		nonEmpty := it.First()
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return err
+		}
+		if nonEmpty {
+			return errNotEmpty
+		}
+		return nil
+	})
 }
