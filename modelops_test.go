@@ -48,6 +48,13 @@ const (
 	// opMerge is Merge(key, value) under the op's merge operator; generated
 	// only when the generator has one.
 	opMerge
+
+	// RepairDB (issue 17, item 1).
+
+	// opRepair closes the DB, removes its MANIFEST, repairs it with
+	// Repair and opens it again; generated only when the generator's
+	// repairs flag is set.
+	opRepair
 )
 
 // iterStepKind names one move of an iterator.
@@ -173,6 +180,8 @@ func (op modelOp) String() string {
 		return "open read-only beside the writer and scan"
 	case opSecondaryDelete:
 		return fmt.Sprintf("deletebysecondaryrange [%d,%d) sync=%v", op.lo, op.hi, op.sync)
+	case opRepair:
+		return "close, remove the MANIFEST, repair and reopen"
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -209,6 +218,10 @@ type opGenerator struct {
 	// the first key of a prefix (modelPrefixLen bytes of a key); off, the
 	// sequence is what it was before prefix seeks existed.
 	prefixSeeks bool
+	// repairs makes the sequence hold opRepair; off, the sequence of a
+	// seed is what it was before repairs existed. Never with secondary
+	// deletes: live secondary tombstones live only in the MANIFEST.
+	repairs bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -429,6 +442,10 @@ func (g *opGenerator) next() modelOp {
 			}
 			return op
 		case r < 98:
+			if g.repairs && rng.IntN(2) == 0 {
+				g.liveSnaps = g.liveSnaps[:0]
+				return modelOp{kind: opRepair}
+			}
 			if rng.IntN(2) == 0 {
 				return modelOp{kind: opReadOnlyScan}
 			}
@@ -521,6 +538,10 @@ type opTarget interface {
 	// readOnlyScan returns the digest of a full scan of the database
 	// opened read-only (the latest state).
 	readOnlyScan() string
+
+	// repair closes the database, removes its MANIFEST, repairs it and
+	// opens it again (opRepair).
+	repair() error
 }
 
 // fmtValue renders a value for the log: short ones whole, long ones by
@@ -662,6 +683,8 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("reopen -> %s", fmtErr(t.reopen()))
 	case opReadOnlyScan:
 		line("readonly scan -> %s", t.readOnlyScan())
+	case opRepair:
+		line("repair -> %s", fmtErr(t.repair()))
 	}
 	return log
 }
@@ -913,6 +936,8 @@ type dbRunConfig struct {
 	// prefixSeeks makes runModelOn generate iterators in prefix mode,
 	// which the model runs with the options' PrefixExtractor.
 	prefixSeeks bool
+	// repairs makes runModelOn generate opRepair.
+	repairs bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -1326,3 +1351,48 @@ func (i *canonicalIter) SeekLT(k []byte) bool {
 	return i.settle(i.Iterator.SeekLT(k), false)
 }
 func (i *canonicalIter) Value() []byte { return i.value }
+
+// RepairDB (issue 17, item 1).
+
+func (m *modelTarget) repair() error {
+	clear(m.snaps)
+	return nil
+}
+
+// repair closes the DB, removes the MANIFEST CURRENT names, runs Repair
+// and opens the database again. A repair that loses anything but the
+// removed MANIFEST fails the op.
+func (d *dbTarget) repair() error {
+	for id, s := range d.snaps {
+		s.Release()
+		delete(d.snaps, id)
+	}
+	d.countWork()
+	if err := d.db.Close(); err != nil {
+		return err
+	}
+	fs := d.opts.FS
+	cur, err := fs.Open(fs.PathJoin(d.dir, "CURRENT"))
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 64)
+	n, _ := cur.ReadAt(b, 0)
+	cur.Close()
+	if err := fs.Remove(fs.PathJoin(d.dir, strings.TrimSpace(string(b[:n])))); err != nil {
+		return err
+	}
+	rep, err := Repair(d.dir, d.opts)
+	if err != nil {
+		return err
+	}
+	if len(rep.Lost) != 0 || len(rep.WALLosses) != 0 {
+		return fmt.Errorf("repair lost data:\n%s", rep)
+	}
+	db, err := Open(d.dir, d.opts)
+	if err != nil {
+		return err
+	}
+	d.db = db
+	return nil
+}

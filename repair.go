@@ -102,9 +102,8 @@ func RepairDB(dir string, opts *Options) error {
 //     holding a key as the newest;
 //   - closes it.
 //
-// Garbage of blob files is not known any more: a kept blob file counts as
-// wholly live until compactions record its garbage again. A table's
-// compaction hints (tombstone times, file ages, secondary ranges) restart
+// A blob file's garbage is rebuilt as its records less the distinct
+// records the kept tables reference. A table's compaction hints (tombstone times, file ages, secondary ranges) restart
 // from unknown. opts are the options the database is opened with (nil:
 // defaults); its Comparer must be the one the tables were written with.
 func Repair(dir string, opts *Options) (*RepairReport, error) {
@@ -181,6 +180,9 @@ func (rp *repairer) lose(name string, reason error) error {
 type repairedTable struct {
 	name string
 	meta *manifest.FileMetadata
+	// blobRefs maps each blob file the table references to the offsets
+	// of the records it references and their bytes (blobRecordBytes).
+	blobRefs map[base.FileNum]map[uint64]uint64
 }
 
 // rebuild reads the files, moves what cannot be used to lost/ and writes
@@ -233,7 +235,7 @@ func (rp *repairer) rebuild() error {
 	referenced := map[base.FileNum]bool{}
 	for _, num := range tables {
 		name := base.MakeFilename(base.FileTypeTable, num)
-		m, err := rp.readTable(name, num)
+		m, blobRefs, err := rp.readTable(name, num)
 		if err == nil {
 			for _, b := range m.BlobFiles {
 				if blobMetas[b] == nil {
@@ -251,9 +253,25 @@ func (rp *repairer) rebuild() error {
 		for _, b := range m.BlobFiles {
 			referenced[b] = true
 		}
-		kept = append(kept, repairedTable{name: name, meta: m})
+		kept = append(kept, repairedTable{name: name, meta: m, blobRefs: blobRefs})
+	}
+	// A blob file's garbage is what no kept table references: its records
+	// less the distinct records the tables' blob indexes point to (a
+	// record two tables reference, as a stale copy of a table would,
+	// counts once).
+	live := map[base.FileNum]map[uint64]uint64{}
+	for _, t := range kept {
+		for b, offs := range t.blobRefs {
+			if live[b] == nil {
+				live[b] = map[uint64]uint64{}
+			}
+			for off, n := range offs {
+				live[b][off] = n
+			}
+		}
 	}
 	var keptBlobs []*manifest.BlobFileMetadata
+	var garbage []manifest.BlobGarbage
 	for _, num := range blobs {
 		m := blobMetas[num]
 		if m == nil {
@@ -269,6 +287,17 @@ func (rp *repairer) rebuild() error {
 		}
 		keptBlobs = append(keptBlobs, m)
 		rp.rep.BlobFiles = append(rp.rep.BlobFiles, name)
+		var count, bytes uint64
+		for _, n := range live[num] {
+			count, bytes = count+1, bytes+n
+		}
+		if count > m.TotalCount || bytes > m.TotalBytes {
+			return fmt.Errorf("shale: repairing %s: %w", rp.dir, base.CorruptionErrorf(rp.path(name), 0,
+				"the tables reference %d records, %d bytes, of a blob file holding %d, %d bytes", count, bytes, m.TotalCount, m.TotalBytes))
+		}
+		if count < m.TotalCount {
+			garbage = append(garbage, manifest.BlobGarbage{FileNum: num, Count: m.TotalCount - count, Bytes: m.TotalBytes - bytes})
+		}
 	}
 	// L0 newest first, as the version orders it.
 	slices.SortFunc(kept, func(a, b repairedTable) int {
@@ -303,6 +332,7 @@ func (rp *repairer) rebuild() error {
 		NextFileNumber:    manifestNum + 1,
 		HasLastSeq:        true,
 		NewBlobFiles:      keptBlobs,
+		BlobGarbage:       garbage,
 	}
 	if len(logs) > 0 {
 		edit.LogNumber = slices.Min(logs)
@@ -370,20 +400,20 @@ func (rp *repairer) readBlobFile(name string, num base.FileNum) (_ *manifest.Blo
 // readTable reads the table name whole and returns its metadata: key
 // range and seqnums from its entries and range tombstones, counts from its
 // properties, and the blob files its blob indexes reference.
-func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMetadata, err error) {
+func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMetadata, refs map[base.FileNum]map[uint64]uint64, err error) {
 	path := rp.path(name)
 	f, err := rp.fs.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	size, err := f.Size()
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := sstable.NewReader(f, sstable.ReaderOptions{Comparer: rp.o.Comparer, FileName: path, MaxAutoReadaheadSize: -1})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		if cerr := r.Close(); err == nil && cerr != nil {
@@ -391,7 +421,7 @@ func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMe
 		}
 	}()
 	if err := r.VerifyChecksums(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmp := rp.o.Comparer.Compare
 	m := &manifest.FileMetadata{FileNum: num, Size: uint64(size), SmallestSeq: base.SeqNumMax}
@@ -406,7 +436,7 @@ func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMe
 		m.SmallestSeq, m.LargestSeq = min(m.SmallestSeq, seq), max(m.LargestSeq, seq)
 		has = true
 	}
-	refs := map[base.FileNum]bool{}
+	refs = map[base.FileNum]map[uint64]uint64{}
 	it := r.NewIter(sstable.IterOptions{ReadaheadSize: 2 << 20})
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
@@ -415,13 +445,16 @@ func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMe
 			x, err := blob.DecodeIndex(path, it.Value())
 			if err != nil {
 				it.Close()
-				return nil, err
+				return nil, nil, err
 			}
-			refs[x.FileNum] = true
+			if refs[x.FileNum] == nil {
+				refs[x.FileNum] = map[uint64]uint64{}
+			}
+			refs[x.FileNum][x.Offset] = blobRecordBytes(x)
 		}
 	}
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, sp := range r.RangeTombstones() {
 		for _, seq := range sp.Seqs {
@@ -429,7 +462,7 @@ func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMe
 		}
 	}
 	if !has {
-		return nil, base.CorruptionErrorf(path, 0, "table holds no entries")
+		return nil, nil, base.CorruptionErrorf(path, 0, "table holds no entries")
 	}
 	p := r.Properties()
 	m.NumEntries, m.NumDeletions, m.NumRangeDeletions = p.NumEntries, p.NumDeletions, p.NumRangeDeletions
@@ -439,5 +472,5 @@ func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMe
 		m.BlobFiles = append(m.BlobFiles, b)
 	}
 	slices.Sort(m.BlobFiles)
-	return m, nil
+	return m, refs, nil
 }

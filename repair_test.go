@@ -380,3 +380,33 @@ func TestRepairRandomized(t *testing.T) {
 		})
 	}
 }
+
+// TestModelRepair runs the model test with opRepair among the operations
+// (close, remove the MANIFEST, Repair, reopen): after each repair the
+// database answers every read as the model does, with blob files, merges
+// and a tiny memtable (many tables, on several levels).
+func TestModelRepair(t *testing.T) {
+	ops := bySize(3000, 1200, 20000)
+	variants := []struct {
+		name string
+		set  func(*Options)
+		cfg  dbRunConfig
+	}{
+		{"base", func(o *Options) {}, dbRunConfig{}},
+		{"blob-files-merge-tiny", func(o *Options) {
+			setBlobTestOptions(o)
+			o.MergeOperator = StringAppendOperator(",")
+			o.WriteBufferSize = 4 << 10
+			o.TargetFileSizeBase = 4 << 10
+		}, dbRunConfig{merge: StringAppendOperator(",")}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+				cfg := v.cfg
+				cfg.repairs = true
+				runModelWith(t, seed, ops, cfg, v.set)
+			})
+		})
+	}
+}
