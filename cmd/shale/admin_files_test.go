@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -197,9 +196,6 @@ func TestAdminReadVerbsChangeNothing(t *testing.T) {
 // fail with an error naming it and the offset, none panics, and the
 // read-only ones change nothing.
 func TestAdminVerbsReportDamage(t *testing.T) {
-	if runtime.GOOS == "windows" && testing.Short() {
-		t.Skip("slow under Wine")
-	}
 	dir, _ := adminVerbDB(t)
 	damages := []struct {
 		file string
@@ -240,6 +236,18 @@ func TestAdminVerbsReportDamage(t *testing.T) {
 				if d := diffStates(before, dirState(t, cp)); d != "" {
 					t.Errorf("shale %s changed the damaged directory: %s", name, d)
 				}
+			}
+			// The tool itself, in a process of its own: exit status 1 and
+			// the damage on stderr.
+			args := []string{dm.failing[0], "--db", cp, "--merge_operator", "stringappend"}
+			if dm.failing[0] == "dump_wal" {
+				args = []string{"dump_wal", "--walfile", p}
+			} else if dm.failing[0] == "dump" {
+				args = append(args, "--file", filepath.Join(t.TempDir(), "d"))
+			}
+			if _, stderr, code := runShaleProcess(t, args...); code != 1 || !strings.HasPrefix(stderr, "shale: ") ||
+				!strings.Contains(stderr, dm.file) || !strings.Contains(stderr, "offset") {
+				t.Errorf("shale %s in a process: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
 			}
 			// repair keeps what it can and exits non-zero when it lost
 			// something; on a damaged MANIFEST only the MANIFEST is lost.
@@ -287,5 +295,25 @@ func TestCompactVerb(t *testing.T) {
 	}
 	if _, _, err := run(t, "compact", "--db", dir, "--from", "z", "--to", "a"); err == nil {
 		t.Error("compact --from z --to a succeeded")
+	}
+}
+
+// TestDumpWALTornTail cuts the WAL inside its last record, as a crash
+// does: dump_wal prints the batches before it, notes the torn tail on
+// stderr and succeeds, as Open drops such a tail.
+func TestDumpWALTornTail(t *testing.T) {
+	dir, _ := adminVerbDB(t)
+	wal := filepath.Join(dir, dbFiles(t, dir, ".log")[0])
+	b, err := os.ReadFile(wal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wal, b[:len(b)-3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run(t, "dump_wal", "--walfile", wal)
+	if err != nil || !strings.Contains(out, "k102 @ 207 : SET => in the WAL") || strings.Contains(out, "m2 @ 208") ||
+		!strings.Contains(stderr, "torn tail") {
+		t.Errorf("dump_wal of a torn WAL: %v\nstdout %s\nstderr %s", err, out, stderr)
 	}
 }
