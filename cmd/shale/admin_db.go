@@ -16,9 +16,16 @@ func (e errUnknownProperty) Error() string {
 }
 
 func newGetPropertyCmd() *cobra.Command {
-	var asJSON bool
-	cmd := newArgsCmd("get_property --db DIR NAME", "Print the value of a database property (DB.GetProperty; opens read-only)", readOnly, []string{"name"},
-		func(cmd *cobra.Command, f *adminFlags, args []string, _ [][]byte) error {
+	var (
+		f      adminFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "get_property --db DIR NAME",
+		Short: "Print the value of a database property (DB.GetProperty; opens read-only)",
+		// The name is not a key: --hex does not decode it.
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withDB(cmd, func(db *shale.DB) error {
 				v, ok := db.GetProperty(args[0])
 				if !ok {
@@ -30,8 +37,9 @@ func newGetPropertyCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), v)
 				return nil
 			})
-		})
-	// The property name is not a key: --hex must not decode it.
+		},
+	}
+	f.register(cmd, readOnly)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"name\": ..., \"value\": ...}")
 	return cmd
 }
@@ -55,6 +63,6 @@ func newCompactCmd() *cobra.Command {
 		},
 	}
 	f.register(cmd, writeExisting)
-	kr.register(cmd, false)
+	kr.register(cmd, false, true)
 	return cmd
 }

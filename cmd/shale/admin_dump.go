@@ -18,9 +18,15 @@ type keyRange struct {
 	lo, hi   []byte // decoded; nil when the flag was not given
 }
 
-func (r *keyRange) register(cmd *cobra.Command, withMax bool) {
+// register adds the flags; toInclusive says --to is the last key (compact,
+// as ldb's) rather than the key to stop before.
+func (r *keyRange) register(cmd *cobra.Command, withMax, toInclusive bool) {
 	cmd.Flags().StringVar(&r.from, "from", "", "first key (inclusive)")
-	cmd.Flags().StringVar(&r.to, "to", "", "key to stop before (exclusive)")
+	if toInclusive {
+		cmd.Flags().StringVar(&r.to, "to", "", "last key (inclusive)")
+	} else {
+		cmd.Flags().StringVar(&r.to, "to", "", "key to stop before (exclusive)")
+	}
 	if withMax {
 		cmd.Flags().IntVar(&r.maxKeys, "max_keys", 0, "at most this many keys (0 = all)")
 	}
@@ -110,7 +116,7 @@ The summary (entries, bytes) goes to stderr.`,
 		},
 	}
 	f.register(cmd, readOnly)
-	kr.register(cmd, true)
+	kr.register(cmd, true, false)
 	cmd.Flags().StringVar(&file, "file", "", "dump file to write (- for stdout)")
 	return cmd
 }

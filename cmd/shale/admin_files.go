@@ -77,8 +77,7 @@ func liveVersion(fs vfs.FS, dir string) (manifest.ReplayResult, error) {
 	return replayManifest(fs, path)
 }
 
-// dirFlag is the --db flag of the verbs that read files without opening
-// the database; it shares adminFlags' key and value encodings.
+// requireDB refuses a verb that reads a database's files without --db.
 func requireDB(f *adminFlags) error {
 	if f.db == "" {
 		return errors.New("--db is required")
@@ -293,7 +292,7 @@ writes not yet flushed are in the WALs: see dump_wal.`,
 		},
 	}
 	f.register(cmd, readOnly)
-	kr.register(cmd, true)
+	kr.register(cmd, true, false)
 	return cmd
 }
 
@@ -319,6 +318,34 @@ type liveBlobFile struct {
 	BlobBytes    uint64 `json:"blob_bytes"`
 	GarbageBlobs uint64 `json:"garbage_blobs"`
 	GarbageBytes uint64 `json:"garbage_bytes"`
+}
+
+// tableJSON describes the table m of level for --json.
+func tableJSON(f *adminFlags, level int, m *manifest.FileMetadata) liveFile {
+	t := liveFile{Name: base.MakeFilename(base.FileTypeTable, m.FileNum), Level: level, Size: m.Size,
+		SmallestKey: f.encodeKey(m.Smallest.UserKey), LargestKey: f.encodeKey(m.Largest.UserKey),
+		SmallestSeqno: uint64(m.SmallestSeq), LargestSeqno: uint64(m.LargestSeq),
+		NumEntries: m.NumEntries, NumDeletions: m.NumDeletions}
+	for _, b := range m.BlobFiles {
+		t.BlobFiles = append(t.BlobFiles, base.MakeFilename(base.FileTypeBlob, b))
+	}
+	return t
+}
+
+// versionFiles describes the live files of v, read from the MANIFEST
+// named manifestName.
+func versionFiles(f *adminFlags, manifestName string, v *manifest.Version) liveFiles {
+	lf := liveFiles{Manifest: manifestName, Tables: []liveFile{}, BlobFiles: []liveBlobFile{}}
+	for level, files := range v.Levels {
+		for _, m := range files {
+			lf.Tables = append(lf.Tables, tableJSON(f, level, m))
+		}
+	}
+	for _, b := range v.BlobFiles {
+		lf.BlobFiles = append(lf.BlobFiles, liveBlobFile{Name: base.MakeFilename(base.FileTypeBlob, b.FileNum), Size: b.Size,
+			Blobs: b.TotalCount, BlobBytes: b.TotalBytes, GarbageBlobs: b.GarbageCount, GarbageBytes: b.GarbageBytes})
+	}
+	return lf
 }
 
 // liveFiles is list_live_files --json.
@@ -350,23 +377,7 @@ func newListLiveFilesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lf := liveFiles{Manifest: fs.PathBase(path), Tables: []liveFile{}, BlobFiles: []liveBlobFile{}}
-			for level, files := range res.Version.Levels {
-				for _, m := range files {
-					t := liveFile{Name: base.MakeFilename(base.FileTypeTable, m.FileNum), Level: level, Size: m.Size,
-						SmallestKey: f.encodeKey(m.Smallest.UserKey), LargestKey: f.encodeKey(m.Largest.UserKey),
-						SmallestSeqno: uint64(m.SmallestSeq), LargestSeqno: uint64(m.LargestSeq),
-						NumEntries: m.NumEntries, NumDeletions: m.NumDeletions}
-					for _, b := range m.BlobFiles {
-						t.BlobFiles = append(t.BlobFiles, base.MakeFilename(base.FileTypeBlob, b))
-					}
-					lf.Tables = append(lf.Tables, t)
-				}
-			}
-			for _, b := range res.Version.BlobFiles {
-				lf.BlobFiles = append(lf.BlobFiles, liveBlobFile{Name: base.MakeFilename(base.FileTypeBlob, b.FileNum), Size: b.Size,
-					Blobs: b.TotalCount, BlobBytes: b.TotalBytes, GarbageBlobs: b.GarbageCount, GarbageBytes: b.GarbageBytes})
-			}
+			lf := versionFiles(&f, fs.PathBase(path), res.Version)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, lf)

@@ -15,21 +15,21 @@ import (
 
 // manifestEdit is one record of manifest_dump --json.
 type manifestEdit struct {
-	Offset            int64              `json:"offset"`
-	ManifestFormat    uint64             `json:"manifest_format,omitempty"`
-	Comparer          string             `json:"comparer,omitempty"`
-	MergeOperator     string             `json:"merge_operator,omitempty"`
-	LogNumber         *uint64            `json:"log_number,omitempty"`
-	NextFileNumber    *uint64            `json:"next_file_number,omitempty"`
-	LastSeqno         *uint64            `json:"last_seqno,omitempty"`
-	DeletedFiles      []manifestDeletion `json:"deleted_files,omitempty"`
-	NewFiles          []liveFile         `json:"new_files,omitempty"`
-	NewBlobFiles      []liveBlobFile     `json:"new_blob_files,omitempty"`
-	BlobGarbage       []liveBlobFile     `json:"blob_garbage,omitempty"`
-	DeletedBlobFiles  []string           `json:"deleted_blob_files,omitempty"`
-	SecondaryAdded    []string           `json:"secondary_tombstones_added,omitempty"`
-	SecondaryRetired  []uint64           `json:"secondary_tombstones_retired,omitempty"`
-	EncodedEditString string             `json:"text"`
+	Offset           int64              `json:"offset"`
+	ManifestFormat   uint64             `json:"manifest_format,omitempty"`
+	Comparer         string             `json:"comparer,omitempty"`
+	MergeOperator    string             `json:"merge_operator,omitempty"`
+	LogNumber        *uint64            `json:"log_number,omitempty"`
+	NextFileNumber   *uint64            `json:"next_file_number,omitempty"`
+	LastSeqno        *uint64            `json:"last_seqno,omitempty"`
+	DeletedFiles     []manifestDeletion `json:"deleted_files,omitempty"`
+	NewFiles         []liveFile         `json:"new_files,omitempty"`
+	NewBlobFiles     []liveBlobFile     `json:"new_blob_files,omitempty"`
+	BlobGarbage      []liveBlobFile     `json:"blob_garbage,omitempty"`
+	DeletedBlobFiles []string           `json:"deleted_blob_files,omitempty"`
+	SecondaryAdded   []string           `json:"secondary_tombstones_added,omitempty"`
+	SecondaryRetired []uint64           `json:"secondary_tombstones_retired,omitempty"`
+	Text             string             `json:"text"` // VersionEdit.String
 }
 
 // manifestDeletion is a deleted file of manifestEdit.
@@ -54,7 +54,7 @@ func u64p(v uint64) *uint64 { return &v }
 
 func editJSON(f *adminFlags, off int64, e *manifest.VersionEdit) manifestEdit {
 	j := manifestEdit{Offset: off, ManifestFormat: e.ManifestFormat, Comparer: e.ComparerName,
-		MergeOperator: e.MergeOperatorName, EncodedEditString: e.String()}
+		MergeOperator: e.MergeOperatorName, Text: e.String()}
 	if e.HasLogNumber {
 		j.LogNumber = u64p(uint64(e.LogNumber))
 	}
@@ -68,15 +68,7 @@ func editJSON(f *adminFlags, off int64, e *manifest.VersionEdit) manifestEdit {
 		j.DeletedFiles = append(j.DeletedFiles, manifestDeletion{Level: d.Level, Name: base.MakeFilename(base.FileTypeTable, d.FileNum)})
 	}
 	for _, nf := range e.NewFiles {
-		m := nf.Meta
-		t := liveFile{Name: base.MakeFilename(base.FileTypeTable, m.FileNum), Level: nf.Level, Size: m.Size,
-			SmallestKey: f.encodeKey(m.Smallest.UserKey), LargestKey: f.encodeKey(m.Largest.UserKey),
-			SmallestSeqno: uint64(m.SmallestSeq), LargestSeqno: uint64(m.LargestSeq),
-			NumEntries: m.NumEntries, NumDeletions: m.NumDeletions}
-		for _, b := range m.BlobFiles {
-			t.BlobFiles = append(t.BlobFiles, base.MakeFilename(base.FileTypeBlob, b))
-		}
-		j.NewFiles = append(j.NewFiles, t)
+		j.NewFiles = append(j.NewFiles, tableJSON(f, nf.Level, nf.Meta))
 	}
 	for _, b := range e.NewBlobFiles {
 		j.NewBlobFiles = append(j.NewBlobFiles, liveBlobFile{Name: base.MakeFilename(base.FileTypeBlob, b.FileNum), Size: b.Size,
@@ -172,17 +164,7 @@ the records before it, and the tool exits 1.`,
 			if asJSON {
 				dump.NextFileNumber, dump.LogNumber, dump.LastSeqno = uint64(res.NextFileNum), uint64(res.LogNum), uint64(res.LastSeq)
 				dump.TornTailOffset, dump.TornTailBytes = res.TornOffset, res.TornBytes
-				dump.Version = liveFiles{Manifest: fs.PathBase(path), Tables: []liveFile{}, BlobFiles: []liveBlobFile{}}
-				for level, files := range res.Version.Levels {
-					for _, m := range files {
-						dump.Version.Tables = append(dump.Version.Tables, editJSON(&f, 0, &manifest.VersionEdit{
-							NewFiles: []manifest.NewFileEntry{{Level: level, Meta: m}}}).NewFiles[0])
-					}
-				}
-				for _, b := range res.Version.BlobFiles {
-					dump.Version.BlobFiles = append(dump.Version.BlobFiles, liveBlobFile{Name: base.MakeFilename(base.FileTypeBlob, b.FileNum),
-						Size: b.Size, Blobs: b.TotalCount, BlobBytes: b.TotalBytes, GarbageBlobs: b.GarbageCount, GarbageBytes: b.GarbageBytes})
-				}
+				dump.Version = versionFiles(&f, fs.PathBase(path), res.Version)
 				return writeJSON(out, dump)
 			}
 			fmt.Fprintf(out, "next file number %d, log number %s, last seqnum %d\n", res.NextFileNum, res.LogNum, res.LastSeq)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -72,7 +73,7 @@ footer) first. Damage is reported with the file and offset; exit status 1.`,
 		},
 	}
 	f.register(cmd, readOnly)
-	kr.register(cmd, true)
+	kr.register(cmd, true, false)
 	cmd.Flags().StringVar(&file, "file", "", "table or blob file to read (required)")
 	cmd.Flags().StringVar(&command, "command", "scan", "scan, raw, verify or check")
 	cmd.Flags().BoolVar(&showProperties, "show_properties", false, "print the file's properties")
@@ -109,18 +110,8 @@ func printTableProperties(out io.Writer, p *sstable.Properties) {
 		fmt.Fprintf(out, "  prefix extractor: %s\n", p.PrefixExtractorName)
 	}
 	fmt.Fprintf(out, "  whole key filtering: %v\n  prefix filtering: %v\n", p.WholeKeyFiltering, p.PrefixFiltering)
-	for _, k := range slices.Sorted(mapKeys(p.User)) {
+	for _, k := range slices.Sorted(maps.Keys(p.User)) {
 		fmt.Fprintf(out, "  %s: %s\n", k, p.User[k])
-	}
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
