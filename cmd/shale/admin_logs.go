@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
@@ -67,6 +69,9 @@ func editJSON(f *adminFlags, off int64, e *manifest.VersionEdit) manifestEdit {
 	for d := range e.DeletedFiles {
 		j.DeletedFiles = append(j.DeletedFiles, manifestDeletion{Level: d.Level, Name: base.MakeFilename(base.FileTypeTable, d.FileNum)})
 	}
+	slices.SortFunc(j.DeletedFiles, func(a, b manifestDeletion) int {
+		return cmp.Or(cmp.Compare(a.Level, b.Level), cmp.Compare(a.Name, b.Name))
+	})
 	for _, nf := range e.NewFiles {
 		j.NewFiles = append(j.NewFiles, tableJSON(f, nf.Level, nf.Meta))
 	}
