@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
 )
@@ -88,15 +89,21 @@ func RepairDB(dir string, opts *Options) error {
 //   - reads every blob file whole (header, every record, footer and
 //     whole-file checksum) and every table whole (VerifyChecksums, then
 //     every entry for its key range, seqnums and blob references);
-//   - moves to lost/ each table or blob file that fails, each table
+//   - moves to lost/ each table or blob file that is damaged (an error
+//     matching ErrCorruption; any other error, such as an IO error, ends
+//     the repair before anything is written or moved), each table
 //     referencing a blob file that is missing or failed, each blob file no
 //     kept table references, and the old MANIFESTs;
 //   - writes a new MANIFEST holding every kept table in L0 (newest first by
 //     largest seqnum) and every kept blob file, the last seqnum the largest
 //     found and the log number the oldest WAL's, then points CURRENT at it
-//     atomically;
-//   - opens the database, which replays every WAL (skipping damaged
-//     records) and flushes them to tables; when kept tables overlap in keys
+//     atomically; before that, a WAL holding damaged records or batches
+//     the kept tables already hold (seqnum at most theirs: what an
+//     interrupted recovery or repair flushed) is rewritten without them
+//     and moved to lost/, since a batch replayed twice would apply its
+//     merge operands twice (filterWAL);
+//   - opens the database, which replays the WALs and flushes them to
+//     tables; when kept tables overlap in keys
 //     with interleaving seqnum ranges (tables that came from different
 //     levels), compacts everything, since L0 reads take the first table
 //     holding a key as the newest;
@@ -138,7 +145,7 @@ func Repair(dir string, opts *Options) (*RepairReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("shale: opening %s after writing %s: %w", dir, rep.Manifest, err)
 	}
-	rep.WALLosses = db.Metrics().Recovery.Losses
+	rep.WALLosses = append(rep.WALLosses, db.Metrics().Recovery.Losses...)
 	err = db.Flush()
 	if err == nil && rp.interleaved {
 		rep.Compacted = true
@@ -174,6 +181,12 @@ func (rp *repairer) lose(name string, reason error) error {
 	}
 	rp.rep.Lost = append(rp.rep.Lost, LostFile{Name: name, Reason: reason.Error()})
 	return nil
+}
+
+// lostFile is a file to move to lost/, and why.
+type lostFile struct {
+	name string
+	err  error
 }
 
 // repairedTable is a table that read whole.
@@ -218,15 +231,18 @@ func (rp *repairer) rebuild() error {
 		return fmt.Errorf("shale: repairing %s: %w", rp.dir, base.InvalidArgumentf("shale: no tables, blob files, WALs or MANIFESTs there: not a database"))
 	}
 	// Blob files first: a table is kept only when every blob file it
-	// references is.
+	// references is. What cannot be used is moved to lost/ only once
+	// every file has been read, so that an IO error moves nothing.
+	var damaged []lostFile
 	blobMetas := map[base.FileNum]*manifest.BlobFileMetadata{}
 	for _, num := range blobs {
 		name := base.MakeFilename(base.FileTypeBlob, num)
 		m, err := rp.readBlobFile(name, num)
+		if err != nil && !errors.Is(err, base.ErrCorruption) {
+			return fmt.Errorf("shale: repairing %s: reading %s: %w", rp.dir, name, err)
+		}
 		if err != nil {
-			if lerr := rp.lose(name, err); lerr != nil {
-				return lerr
-			}
+			damaged = append(damaged, lostFile{name, err})
 			continue
 		}
 		blobMetas[num] = m
@@ -236,6 +252,9 @@ func (rp *repairer) rebuild() error {
 	for _, num := range tables {
 		name := base.MakeFilename(base.FileTypeTable, num)
 		m, blobRefs, err := rp.readTable(name, num)
+		if err != nil && !errors.Is(err, base.ErrCorruption) {
+			return fmt.Errorf("shale: repairing %s: reading %s: %w", rp.dir, name, err)
+		}
 		if err == nil {
 			for _, b := range m.BlobFiles {
 				if blobMetas[b] == nil {
@@ -245,9 +264,7 @@ func (rp *repairer) rebuild() error {
 			}
 		}
 		if err != nil {
-			if lerr := rp.lose(name, err); lerr != nil {
-				return lerr
-			}
+			damaged = append(damaged, lostFile{name, err})
 			continue
 		}
 		for _, b := range m.BlobFiles {
@@ -280,9 +297,7 @@ func (rp *repairer) rebuild() error {
 		name := base.MakeFilename(base.FileTypeBlob, num)
 		if !referenced[num] {
 			// Open would delete it as obsolete: keep its values in lost/.
-			if err := rp.lose(name, errors.New("no readable table references it")); err != nil {
-				return err
-			}
+			damaged = append(damaged, lostFile{name, errors.New("no readable table references it")})
 			continue
 		}
 		keptBlobs = append(keptBlobs, m)
@@ -297,6 +312,11 @@ func (rp *repairer) rebuild() error {
 		}
 		if count < m.TotalCount {
 			garbage = append(garbage, manifest.BlobGarbage{FileNum: num, Count: m.TotalCount - count, Bytes: m.TotalBytes - bytes})
+		}
+	}
+	for _, d := range damaged {
+		if err := rp.lose(d.name, d.err); err != nil {
+			return err
 		}
 	}
 	// L0 newest first, as the version orders it.
@@ -323,7 +343,24 @@ func (rp *repairer) rebuild() error {
 			}
 		}
 	}
-	manifestNum := maxNum + 1
+	// The WALs: only what no kept table holds yet is replayed.
+	var inTables base.SeqNum
+	for _, t := range kept {
+		inTables = max(inTables, t.meta.LargestSeq)
+	}
+	next := maxNum + 1
+	var liveLogs []base.FileNum
+	var replayed base.SeqNum // the last seqnum an earlier WAL holds
+	for _, num := range logs {
+		keep, err := rp.filterWAL(num, max(inTables, replayed), &replayed, &next)
+		if err != nil {
+			return err
+		}
+		if keep != 0 {
+			liveLogs = append(liveLogs, keep)
+		}
+	}
+	manifestNum := next
 	edit := &manifest.VersionEdit{
 		ManifestFormat:    manifest.ManifestFormatV1,
 		ComparerName:      rp.o.Comparer.Name,
@@ -334,11 +371,14 @@ func (rp *repairer) rebuild() error {
 		NewBlobFiles:      keptBlobs,
 		BlobGarbage:       garbage,
 	}
-	if len(logs) > 0 {
-		edit.LogNumber = slices.Min(logs)
-		for _, l := range logs {
+	if len(liveLogs) > 0 {
+		edit.LogNumber = slices.Min(liveLogs)
+		for _, l := range liveLogs {
 			rp.rep.WALs = append(rp.rep.WALs, base.MakeFilename(base.FileTypeLog, l))
 		}
+	} else {
+		// No WAL to replay: every one found is older than this.
+		edit.LogNumber = manifestNum
 	}
 	for _, t := range kept {
 		edit.LastSeq = max(edit.LastSeq, t.meta.LargestSeq)
@@ -473,4 +513,102 @@ func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMe
 	}
 	slices.Sort(m.BlobFiles)
 	return m, refs, nil
+}
+
+// filterWAL reads the WAL num (skipping damaged records) and decides what
+// of it the Open after the repair replays: the batches above skipAbove
+// (the newest seqnum the kept tables, or an earlier WAL, hold: a table
+// flushed from a WAL by an interrupted recovery or repair holds a prefix of
+// its batches, and a WAL rewritten by an interrupted repair repeats the
+// old one's). When every record is intact and above it, the WAL is kept
+// as it is. Otherwise the batches above it are written to a new WAL
+// (numbered *next, which then grows), synced, and the old one is moved to
+// lost/; a WAL with nothing above it is moved there alone. Replaying a
+// batch twice would apply its merge operands twice. It returns the number
+// of the WAL to replay (0: none) and raises *replayed to the last seqnum
+// kept.
+func (rp *repairer) filterWAL(num base.FileNum, skipAbove base.SeqNum, replayed *base.SeqNum, next *base.FileNum) (base.FileNum, error) {
+	name := base.MakeFilename(base.FileTypeLog, num)
+	path := rp.path(name)
+	var (
+		recs    [][]byte
+		skipped int
+		bad     []error
+	)
+	res, err := wal.Replay(rp.fs, path, SkipAnyCorruptedRecords, func(rec []byte, off int64) error {
+		r, err := walBatch(path, off, rec)
+		switch {
+		case err != nil:
+			bad = append(bad, err)
+		case r.count == 0:
+		case r.seq <= skipAbove:
+			skipped++
+		default:
+			recs = append(recs, slices.Clone(rec))
+			*replayed = max(*replayed, r.seq+base.SeqNum(r.count)-1)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("shale: repairing %s: reading %s: %w", rp.dir, name, err)
+	}
+	if res.DroppedRecords > 0 {
+		rp.rep.WALLosses = append(rp.rep.WALLosses, WALLoss{File: path, Offset: res.DroppedOffset, Records: int64(res.DroppedRecords),
+			Bytes: res.TornTailBytes + res.SkippedBytes, Reason: "damaged records skipped"})
+	}
+	for _, e := range bad {
+		rp.rep.WALLosses = append(rp.rep.WALLosses, WALLoss{File: path, Records: 1, Reason: e.Error()})
+	}
+	if skipped == 0 && len(bad) == 0 && res.DroppedRecords == 0 {
+		return num, nil
+	}
+	var newNum base.FileNum
+	if len(recs) > 0 {
+		newNum = *next
+		*next++
+		newName := base.MakeFilename(base.FileTypeLog, newNum)
+		f, err := rp.fs.Create(rp.path(newName))
+		if err != nil {
+			return 0, fmt.Errorf("shale: repairing %s: creating %s: %w", rp.dir, newName, err)
+		}
+		w := wal.NewWriter(f, rp.path(newName))
+		for _, rec := range recs {
+			if err = w.AddRecord(rec); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = w.Commit(true)
+		}
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = rp.syncDir()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("shale: repairing %s: writing %s: %w", rp.dir, newName, err)
+		}
+	}
+	reason := fmt.Sprintf("%d batch(es) already in tables", skipped)
+	if len(recs) > 0 {
+		reason += fmt.Sprintf("; the %d others copied to %s", len(recs), base.MakeFilename(base.FileTypeLog, newNum))
+	}
+	if err := rp.lose(name, errors.New(reason)); err != nil {
+		return 0, err
+	}
+	return newNum, nil
+}
+
+// syncDir syncs the database directory.
+func (rp *repairer) syncDir() error {
+	d, err := rp.fs.OpenDir(rp.dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // repairTestOptions are the options of the repair tests' databases: blob
@@ -408,5 +409,76 @@ func TestModelRepair(t *testing.T) {
 				runModelWith(t, seed, ops, cfg, v.set)
 			})
 		})
+	}
+}
+
+// copyMemDir copies the files of dir on from into a new MemFS.
+func copyMemDir(t *testing.T, from vfs.FS, dir string) *vfs.MemFS {
+	t.Helper()
+	to := vfs.NewMem()
+	if err := to.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range listNames(t, from, dir) {
+		if st, err := from.Stat(from.PathJoin(dir, name)); err != nil || st.IsDir() {
+			continue
+		}
+		writeFile(t, to, to.PathJoin(dir, name), readFile(t, from, from.PathJoin(dir, name)))
+	}
+	return to
+}
+
+// TestRepairSurvivesIOErrors fails the n-th create, write, sync, rename,
+// open or read of a repair of a database whose MANIFEST was removed: the
+// repair returns an error or succeeds, never panics, and a second repair
+// without faults then yields every key with its value, each merge operand
+// applied once (a WAL the failed repair flushed is not replayed again); no
+// table or blob file of the original directory ends in lost/ (an IO error
+// is not damage).
+func TestRepairSurvivesIOErrors(t *testing.T) {
+	base0 := vfs.NewMem()
+	want := buildRepairTestDB(t, base0, "db")
+	if err := base0.Remove("db/" + findFile(t, base0, "db", base.FileTypeManifest)); err != nil {
+		t.Fatal(err)
+	}
+	original := map[string]bool{}
+	for _, n := range listNames(t, base0, "db") {
+		original[n] = true
+	}
+	maxN := 12
+	if testing.Short() {
+		maxN = 4
+	}
+	injected := 0
+	for _, op := range []errorfs.Op{errorfs.OpCreate, errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename, errorfs.OpOpen, errorfs.OpRead} {
+		for n := 1; n <= maxN; n++ {
+			mem := copyMemDir(t, base0, "db")
+			efs := errorfs.New(mem, 1)
+			efs.AddRule(errorfs.Rule{Op: op, Nth: n})
+			o := repairTestOptions(efs)
+			_, err := Repair("db", o)
+			injected += efs.Injected()
+			if efs.Injected() == 0 && err != nil {
+				t.Fatalf("%s #%d: no fault injected, yet Repair: %v", op, n, err)
+			}
+			rep, err := Repair("db", repairTestOptions(mem))
+			if err != nil {
+				t.Fatalf("%s #%d: the second Repair: %v", op, n, err)
+			}
+			for _, l := range rep.Lost {
+				// A WAL whose batches a failed repair flushed goes too.
+				if original[l.Name] && !strings.HasPrefix(l.Name, "MANIFEST-") &&
+					!(strings.HasSuffix(l.Name, ".log") && strings.Contains(l.Reason, "already in tables")) {
+					t.Errorf("%s #%d: %s moved to lost/: %s", op, n, l.Name, l.Reason)
+				}
+			}
+			if len(rep.WALLosses) != 0 {
+				t.Errorf("%s #%d: WAL records lost:\n%s", op, n, rep)
+			}
+			checkRepairedDB(t, mem, "db", want)
+		}
+	}
+	if injected < 6*maxN/2 {
+		t.Errorf("only %d faults injected", injected)
 	}
 }
