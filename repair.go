@@ -179,6 +179,10 @@ func (rp *repairer) lose(name string, reason error) error {
 	if err := rp.fs.Rename(rp.path(name), rp.fs.PathJoin(lost, name)); err != nil {
 		return fmt.Errorf("shale: repairing %s: moving %s to %s: %w", rp.dir, name, lost, err)
 	}
+	// Both directories synced: a crash never leaves the file in neither.
+	if err := errors.Join(syncDir(rp.fs, lost), syncDir(rp.fs, rp.dir)); err != nil {
+		return fmt.Errorf("shale: repairing %s: moving %s to %s: %w", rp.dir, name, lost, err)
+	}
 	rp.rep.Lost = append(rp.rep.Lost, LostFile{Name: name, Reason: reason.Error()})
 	return nil
 }
@@ -584,7 +588,7 @@ func (rp *repairer) filterWAL(num base.FileNum, skipAbove base.SeqNum, replayed 
 			err = cerr
 		}
 		if err == nil {
-			err = rp.syncDir()
+			err = syncDir(rp.fs, rp.dir)
 		}
 		if err != nil {
 			return 0, fmt.Errorf("shale: repairing %s: writing %s: %w", rp.dir, newName, err)
@@ -600,9 +604,9 @@ func (rp *repairer) filterWAL(num base.FileNum, skipAbove base.SeqNum, replayed 
 	return newNum, nil
 }
 
-// syncDir syncs the database directory.
-func (rp *repairer) syncDir() error {
-	d, err := rp.fs.OpenDir(rp.dir)
+// syncDir syncs the directory dir of fs.
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
 	if err != nil {
 		return err
 	}
