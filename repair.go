@@ -166,6 +166,8 @@ type repairer struct {
 	// interleaved is set when kept tables overlap in keys with seqnum
 	// ranges that interleave.
 	interleaved bool
+	// sawMerge is set when a table or WAL holds a merge operand.
+	sawMerge bool
 }
 
 func (rp *repairer) path(name string) string { return rp.fs.PathJoin(rp.dir, name) }
@@ -384,6 +386,12 @@ func (rp *repairer) rebuild() error {
 		// No WAL to replay: every one found is older than this.
 		edit.LogNumber = manifestNum
 	}
+	if rp.sawMerge && rp.o.MergeOperator != nil {
+		// The operands were written under some operator; the one the
+		// repair is given is the best knowledge of it (Open then refuses
+		// another).
+		edit.MergeOperatorName = rp.o.MergeOperator.Name()
+	}
 	for _, t := range kept {
 		edit.LastSeq = max(edit.LastSeq, t.meta.LargestSeq)
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: t.meta})
@@ -485,6 +493,7 @@ func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMe
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		widen(k, k, k.SeqNum())
+		rp.sawMerge = rp.sawMerge || k.Kind() == base.KindMerge
 		if k.Kind() == base.KindBlobIndex {
 			x, err := blob.DecodeIndex(path, it.Value())
 			if err != nil {
@@ -548,6 +557,13 @@ func (rp *repairer) filterWAL(num base.FileNum, skipAbove base.SeqNum, replayed 
 		case r.seq <= skipAbove:
 			skipped++
 		default:
+			for {
+				kind, _, _, ok, _ := r.next()
+				if !ok {
+					break
+				}
+				rp.sawMerge = rp.sawMerge || kind == base.KindMerge
+			}
 			recs = append(recs, slices.Clone(rec))
 			*replayed = max(*replayed, r.seq+base.SeqNum(r.count)-1)
 		}

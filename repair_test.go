@@ -524,3 +524,25 @@ func TestRepairCrashPoints(t *testing.T) {
 	}
 	t.Logf("%d crash points", len(crashed))
 }
+
+// TestRepairRecordsMergeOperator: after a repair given the merge operator
+// of a database holding operands, opening it under another operator is
+// refused, as before the MANIFEST was lost.
+func TestRepairRecordsMergeOperator(t *testing.T) {
+	fs := vfs.NewMem()
+	buildRepairTestDB(t, fs, "db")
+	if err := fs.Remove("db/" + findFile(t, fs, "db", base.FileTypeManifest)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Repair("db", repairTestOptions(fs)); err != nil {
+		t.Fatal(err)
+	}
+	o := repairTestOptions(fs)
+	o.MergeOperator = UInt64AddOperator
+	if db, err := Open("db", o); !errors.Is(err, ErrInvalidArgument) {
+		if err == nil {
+			db.Close()
+		}
+		t.Fatalf("Open under another merge operator after the repair: %v, want ErrInvalidArgument", err)
+	}
+}
