@@ -311,9 +311,9 @@ func TestRepairCompactsInterleavedTables(t *testing.T) {
 // then removes the MANIFEST and repairs: the database reads exactly what
 // it read before, by Get and by iterator. Each seed prints on failure.
 func TestRepairRandomized(t *testing.T) {
-	seeds := 4
+	seeds, ops := 4, 600
 	if testing.Short() {
-		seeds = 2
+		seeds, ops = 2, 300 // flushes are slow under -race -short in CI
 	}
 	if os.Getenv("SHALE_STRESS") != "" {
 		seeds = 50
@@ -327,7 +327,7 @@ func TestRepairRandomized(t *testing.T) {
 				t.Fatal(err)
 			}
 			key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(150)) }
-			for i := range 600 {
+			for i := range ops {
 				var err error
 				switch r := rng.IntN(100); {
 				case r < 55:
