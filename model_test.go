@@ -235,6 +235,7 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 	gen.prefixSeeks = d.cfg.prefixSeeks
 	gen.txns = d.cfg.txns
 	gen.checkpoints = d.cfg.checkpoints
+	gen.repairs = d.cfg.repairs
 	// SHALE_MODEL_TRACE=key logs every operation with the stored versions
 	// of key after it.
 	traceKey := os.Getenv("SHALE_MODEL_TRACE")

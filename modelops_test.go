@@ -61,6 +61,12 @@ const (
 	// (read-only, or read-write with checkpointReadWrite) and scans it;
 	// generated only when the generator's checkpoints flag is set.
 	opCheckpoint
+	// RepairDB (issue 17, item 1).
+
+	// opRepair closes the DB, removes its MANIFEST, repairs it with
+	// Repair and opens it again; generated only when the generator's
+	// repairs flag is set.
+	opRepair
 )
 
 // iterStepKind names one move of an iterator.
@@ -196,6 +202,8 @@ func (op modelOp) String() string {
 		return "txn of " + b.String()
 	case opCheckpoint:
 		return fmt.Sprintf("checkpoint and scan it (read-write=%v)", op.checkpointReadWrite)
+	case opRepair:
+		return "close, remove the MANIFEST, repair and reopen"
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -239,6 +247,10 @@ type opGenerator struct {
 	// checkpoints makes the sequence hold opCheckpoint; off, the sequence
 	// of a seed is what it was before checkpoints existed.
 	checkpoints bool
+	// repairs makes the sequence hold opRepair; off, the sequence of a
+	// seed is what it was before repairs existed. Never with secondary
+	// deletes: live secondary tombstones live only in the MANIFEST.
+	repairs bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -466,6 +478,10 @@ func (g *opGenerator) next() modelOp {
 			}
 			return op
 		case r < 98:
+			if g.repairs && rng.IntN(2) == 0 {
+				g.liveSnaps = g.liveSnaps[:0]
+				return modelOp{kind: opRepair}
+			}
 			if rng.IntN(2) == 0 {
 				return modelOp{kind: opReadOnlyScan}
 			}
@@ -562,6 +578,9 @@ type opTarget interface {
 	// checkpointScan returns the digest of a full scan of a checkpoint
 	// of the database (the latest state), opened read-write or read-only.
 	checkpointScan(readWrite bool) string
+	// repair closes the database, removes its MANIFEST, repairs it and
+	// opens it again (opRepair).
+	repair() error
 }
 
 // fmtValue renders a value for the log: short ones whole, long ones by
@@ -708,6 +727,8 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("readonly scan -> %s", t.readOnlyScan())
 	case opCheckpoint:
 		line("checkpoint scan -> %s", t.checkpointScan(op.checkpointReadWrite))
+	case opRepair:
+		line("repair -> %s", fmtErr(t.repair()))
 	}
 	return log
 }
@@ -974,6 +995,8 @@ type dbRunConfig struct {
 
 	// txns makes runModelOn generate opTxn (transactions, issue 16 item 5).
 	txns bool
+	// repairs makes runModelOn generate opRepair.
+	repairs bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -1553,4 +1576,49 @@ func (d *dbTarget) txn(op modelOp) (string, error) {
 		return out.String(), err
 	}
 	return out.String(), txn.Commit()
+}
+
+// RepairDB (issue 17, item 1).
+
+func (m *modelTarget) repair() error {
+	clear(m.snaps)
+	return nil
+}
+
+// repair closes the DB, removes the MANIFEST CURRENT names, runs Repair
+// and opens the database again. A repair that loses anything but the
+// removed MANIFEST fails the op.
+func (d *dbTarget) repair() error {
+	for id, s := range d.snaps {
+		s.Release()
+		delete(d.snaps, id)
+	}
+	d.countWork()
+	if err := d.db.Close(); err != nil {
+		return err
+	}
+	fs := d.opts.FS
+	cur, err := fs.Open(fs.PathJoin(d.dir, "CURRENT"))
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 64)
+	n, _ := cur.ReadAt(b, 0)
+	cur.Close()
+	if err := fs.Remove(fs.PathJoin(d.dir, strings.TrimSpace(string(b[:n])))); err != nil {
+		return err
+	}
+	rep, err := Repair(d.dir, d.opts)
+	if err != nil {
+		return err
+	}
+	if len(rep.Lost) != 0 || len(rep.WALLosses) != 0 {
+		return fmt.Errorf("repair lost data:\n%s", rep)
+	}
+	db, err := Open(d.dir, d.opts)
+	if err != nil {
+		return err
+	}
+	d.db = db
+	return nil
 }

@@ -20,6 +20,20 @@
 //	shale bench --benchmarks randread_batch,scan_direct [--env_read_latency_us 500] ...
 //	shale stress --db DIR [--kills N] [--duration D] [--seed S] [--sync] [--threads T] ...
 //
+// The ldb and sst_dump verbs, with those tools' names and flags (--db, --hex,
+// --key_hex, --value_hex, --from, --to, --max_keys; --merge_operator names
+// the database's merge operator where merged keys are read):
+//
+//	shale dump --db DIR --file F           # portable dump (dumpfile.go); load --db NEW --file F
+//	shale idump --db DIR                   # internal entries of the live tables
+//	shale manifest_dump --db DIR [--json]  # every version edit, decoded
+//	shale dump_wal --walfile F             # every batch, decoded
+//	shale sst_dump --file F --command=scan|raw|verify|check [--show_properties]
+//	shale list_live_files --db DIR [--json]
+//	shale get_property --db DIR NAME [--json]
+//	shale compact --db DIR [--from K] [--to K]
+//	shale repair --db DIR                  # shale.RepairDB; unreadable files go to DIR/lost/
+//
 // The file-layer benchmarks (randread_batch, scan_direct) read their own
 // fixtures, a large file and a large database kept in --db/bench-io, which a
 // fresh run keeps; they are described in docs/io-benchmarks.md.
@@ -27,18 +41,23 @@
 // With --hex, keys and values are hex-encoded on input and output. scan prints
 // one "KEY : VALUE" line per entry, as RocksDB's ldb does.
 //
-// The read verbs (get, scan, check, checkpoint) change nothing in --db: get,
-// scan and checkpoint open with shale.OpenForReadOnly, check opens nothing,
-// so they also work on a
+// The read verbs (get, scan, check, checkpoint, dump, idump, manifest_dump,
+// dump_wal, sst_dump, list_live_files, get_property) change nothing in --db:
+// get, scan, checkpoint, dump and get_property open with
+// shale.OpenForReadOnly, check and the file-reading verbs open nothing, so
+// they also work on a
 // read-only directory and beside a process that has the database open.
 // The writing verbs create a missing database only with --create_if_missing
 // (put's default). The admin verbs and bench print a warning on stderr for
 // each WAL file whose records an open dropped (a torn or damaged tail).
 //
-// The tool never reaches below the public API of the root shale package: it
-// does not read files of a database directory itself (stress keeps its
-// expected-state logs in a directory of its own, beside the database), and
-// it removes nothing but a database's own files: bench holds the lock of
+// Only idump, manifest_dump, dump_wal, sst_dump and list_live_files read
+// the files of a database directory themselves, read-only and without the
+// lock, through the packages that own the formats, so that they also work
+// on a database that does not open; every other verb uses the public API of
+// the root shale package (stress keeps its expected-state logs in a
+// directory of its own, beside the database). The tool removes nothing but
+// a database's own files: bench holds the lock of
 // --db for its whole run and removes an existing database with
 // shale.DestroyDB, which leaves every other file (bench_dir.go); its default
 // directory is a fresh temporary one, removed afterwards; stress wants a

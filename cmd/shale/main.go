@@ -46,6 +46,17 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newStressCmd(),
 		newCheckCmd(),
 		newCheckpointCmd(),
+		// ldb and sst_dump verbs (issue 17, item 1).
+		newDumpCmd(),
+		newLoadCmd(),
+		newIdumpCmd(),
+		newManifestDumpCmd(),
+		newDumpWALCmd(),
+		newSSTDumpCmd(),
+		newListLiveFilesCmd(),
+		newGetPropertyCmd(),
+		newCompactCmd(),
+		newRepairCmd(),
 	)
 	return root
 }

@@ -582,3 +582,43 @@ func (vs *VersionSet) Close() error {
 	}
 	return nil
 }
+
+// WriteManifest writes a new MANIFEST numbered num in dir holding the one
+// edit e, which must describe a whole version (comparer, next file number,
+// every file: what RepairDB rebuilds from the files it finds), syncs it and
+// points CURRENT at it atomically (a temporary file renamed over CURRENT,
+// then the directory synced). It first applies e to an empty version of
+// numLevels levels and checks the result, so an inconsistent edit writes
+// nothing. No other file is touched.
+func WriteManifest(fs vfs.FS, dir string, num base.FileNum, cmp *base.Comparer, numLevels int, e *VersionEdit) error {
+	if e.ComparerName == "" || !e.HasNextFileNumber || e.NextFileNumber <= num {
+		return base.InvalidArgumentf("shale: manifest: a new MANIFEST's edit must name the comparer and a next file number above %d", num)
+	}
+	v, err := Apply(cmp, numLevels, nil, e)
+	if err != nil {
+		return err
+	}
+	if err := v.CheckOrdering(cmp.Compare); err != nil {
+		return err
+	}
+	name := base.MakeFilename(base.FileTypeManifest, num)
+	path := fs.PathJoin(dir, name)
+	f, err := fs.Create(path)
+	if err != nil {
+		return fmt.Errorf("shale: creating %s: %w", name, err)
+	}
+	err = writeAndSync(record.NewWriter(f), f, e.Encode(nil))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = setCurrent(fs, dir, num)
+	}
+	if err != nil && !errors.Is(err, errDirSync) {
+		_ = fs.Remove(path)
+	}
+	if err != nil {
+		return fmt.Errorf("shale: writing %s: %w", name, err)
+	}
+	return nil
+}
