@@ -107,6 +107,14 @@ type DB struct {
 	// optionsFileNum is the newest OPTIONS file's number (under
 	// setOptionsMu once Open returns).
 	optionsFileNum base.FileNum
+	// readOnlyWALs are the WALs a read-only DB replayed (set by recover):
+	// a checkpoint of it copies them.
+	readOnlyWALs []base.FileNum
+	// deletionHolds counts the holds on obsolete-file deletion
+	// (holdFileDeletions), and deletionDeferred says a deletion was skipped
+	// while one was held; both under obsoleteMu.
+	deletionHolds    int
+	deletionDeferred bool
 	// jobIDs numbers flushes and compactions for the listener.
 	jobIDs atomic.Int64
 

@@ -447,6 +447,7 @@ func (d *DB) recover() error {
 	if d.readOnly {
 		d.mu.mem.queue = full
 		d.mu.mem.mutable = mem
+		d.readOnlyWALs = logs
 		return nil
 	}
 	if reuse.ok {
@@ -691,9 +692,17 @@ func probeDirectIO(fs vfs.FS, name string) (err error) {
 // deleteObsoleteFiles removes tables no version references and WALs whose
 // memtables are flushed. At open (full) it also removes any table, WAL,
 // MANIFEST, OPTIONS or temp file the current state does not use.
+//
+// While a hold is on (holdFileDeletions, a checkpoint copying files) it
+// deletes nothing: the obsolete files stay with the version set, and the
+// release of the last hold wakes the deletion goroutine for them.
 func (d *DB) deleteObsoleteFiles(full bool) {
 	d.obsoleteMu.Lock()
 	defer d.obsoleteMu.Unlock()
+	if d.deletionHolds > 0 {
+		d.deletionDeferred = true
+		return
+	}
 	type victim struct {
 		t   base.FileType
 		num base.FileNum

@@ -2,7 +2,8 @@
 //
 // It owns four things: admin verbs that read and change one database
 // directory (put, get, delete, deleterange, scan), and check, which verifies
-// every checksum of every live file without changing anything; bench, a benchmark
+// every checksum of every live file without changing anything, and checkpoint,
+// which makes an openable copy of a database in a new directory; bench, a benchmark
 // driver whose flags, workloads and output lines follow RocksDB's db_bench so
 // that numbers can be compared side by side; and stress, the process-crash
 // test, which kills a writing child process again and again and verifies
@@ -14,6 +15,7 @@
 //	shale deleterange --db DIR START END   # removes [START, END)
 //	shale scan --db DIR [--from K] [--to K] [--limit N] [--reverse]
 //	shale check --db DIR                   # exit 1 when damage was found
+//	shale checkpoint --db DIR --to NEWDIR  # NEWDIR must not exist
 //	shale bench [--benchmarks fillseq,readrandom,...] [--num N] ...
 //	shale bench --benchmarks randread_batch,scan_direct [--env_read_latency_us 500] ...
 //	shale stress --db DIR [--kills N] [--duration D] [--seed S] [--sync] [--threads T] ...
@@ -25,8 +27,9 @@
 // With --hex, keys and values are hex-encoded on input and output. scan prints
 // one "KEY : VALUE" line per entry, as RocksDB's ldb does.
 //
-// The read verbs (get, scan, check) change nothing: get and scan open with
-// shale.OpenForReadOnly, check opens nothing, so they also work on a
+// The read verbs (get, scan, check, checkpoint) change nothing in --db: get,
+// scan and checkpoint open with shale.OpenForReadOnly, check opens nothing,
+// so they also work on a
 // read-only directory and beside a process that has the database open.
 // The writing verbs create a missing database only with --create_if_missing
 // (put's default). The admin verbs and bench print a warning on stderr for

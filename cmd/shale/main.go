@@ -45,6 +45,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newBenchCmd(),
 		newStressCmd(),
 		newCheckCmd(),
+		newCheckpointCmd(),
 	)
 	return root
 }
