@@ -450,12 +450,20 @@ func (e *BackupEngine) GetBackupInfo() []BackupInfo {
 }
 
 // CreateNewBackup backs db up as a new backup, whose ID is one above the
-// highest so far. It flushes the memtables first, so the backup holds
-// every write acknowledged before the call. Tables and blob files already
-// in the backup directory (by number, size and CRC-32C) are not copied
+// highest so far (RocksDB's CreateNewBackup, without a flush). The backup
+// holds every write acknowledged before the call: the tables and blob files
+// of the current version, the MANIFEST and the WALs as far as they were
+// written (the capture DB.Checkpoint makes). Tables and blob files already
+// in the backup directory (same number, size and CRC-32C) are not copied
 // again. On any error, or a crash, no new backup exists and earlier ones
-// are untouched.
-func (e *BackupEngine) CreateNewBackup(db *DB) error {
+// are untouched. db may be open read-only.
+func (e *BackupEngine) CreateNewBackup(db *DB) error { return e.CreateNewBackupFlush(db, false) }
+
+// CreateNewBackupFlush is CreateNewBackup that first flushes the memtables
+// when flushBeforeBackup is set (RocksDB's flush_before_backup), so the
+// backup's data is in tables, which later backups share, rather than in
+// WALs, which each backup copies.
+func (e *BackupEngine) CreateNewBackupFlush(db *DB, flushBeforeBackup bool) error {
 	if db == nil {
 		return base.InvalidArgumentf("shale: CreateNewBackup of a nil DB")
 	}
@@ -477,7 +485,7 @@ func (e *BackupEngine) CreateNewBackup(db *DB) error {
 	if id == 0 {
 		return fmt.Errorf("shale: backup directory %s has used every backup ID", e.dir)
 	}
-	c, err := db.captureForBackup()
+	c, err := db.captureForBackup(flushBeforeBackup)
 	if err != nil {
 		return err
 	}
@@ -531,7 +539,7 @@ func (e *BackupEngine) writeBackupLocked(db *DB, c *backupCapture, m *backupMeta
 				continue // shared with an earlier backup
 			}
 			tmp := dst + backupTmpSuffix
-			got, err := copyForBackup(db.fs, src, cf.data, cf.size, e.fs, tmp, e.backupLimiter, sync)
+			got, err := copyForBackup(db.fs, src, cf.src, cf.data, cf.size, e.fs, tmp, e.backupLimiter, sync)
 			if err != nil {
 				return err
 			}
@@ -544,7 +552,7 @@ func (e *BackupEngine) writeBackupLocked(db *DB, c *backupCapture, m *backupMeta
 			}
 		} else {
 			f.path = priv + "/" + cf.name
-			crc, err := copyForBackup(db.fs, src, cf.data, cf.size, e.fs, e.path(f.path), e.backupLimiter, sync)
+			crc, err := copyForBackup(db.fs, src, cf.src, cf.data, cf.size, e.fs, e.path(f.path), e.backupLimiter, sync)
 			if err != nil {
 				return err
 			}
@@ -638,13 +646,13 @@ func readFullAt(f vfs.File, p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// copyForBackup writes size bytes to dst through dstFS, from data when it
-// is not nil, else from src through srcFS, passing the writes through
-// limiter (when not nil), and returns their CRC-32C. With sync the file is
-// synced before it is closed. A failed copy removes dst.
-func copyForBackup(srcFS vfs.FS, src string, data []byte, size int64, dstFS vfs.FS, dst string, limiter *RateLimiter, sync bool) (crc uint32, err error) {
-	var in vfs.File
-	if data == nil {
+// copyForBackup writes size bytes to dst through dstFS: data when it is not
+// nil, else the first size bytes of in, else of src opened through srcFS.
+// The writes pass through limiter (when not nil). It returns their
+// CRC-32C. With sync the file is synced before it is closed. A failed copy
+// removes dst.
+func copyForBackup(srcFS vfs.FS, src string, in vfs.File, data []byte, size int64, dstFS vfs.FS, dst string, limiter *RateLimiter, sync bool) (crc uint32, err error) {
+	if data == nil && in == nil {
 		if in, err = srcFS.Open(src, vfs.SequentialAccess); err != nil {
 			return 0, err
 		}
@@ -869,7 +877,7 @@ func (e *BackupEngine) restoreFile(f backupFile, fs vfs.FS, dst string, sync boo
 	if fi.Size() != f.size {
 		return base.CorruptionErrorf(src, min(fi.Size(), f.size), "size %d, the metadata says %d", fi.Size(), f.size)
 	}
-	crc, err := copyForBackup(e.fs, src, nil, f.size, fs, dst, e.restoreLimiter, sync)
+	crc, err := copyForBackup(e.fs, src, nil, nil, f.size, fs, dst, e.restoreLimiter, sync)
 	if err != nil {
 		return err
 	}
