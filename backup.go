@@ -449,6 +449,22 @@ func (e *BackupEngine) GetBackupInfo() []BackupInfo {
 	return infos
 }
 
+// GetCorruptedBackups lists the backups whose metadata cannot be read
+// (RocksDB's GetCorruptedBackups), in ID order: GetBackupInfo leaves them
+// out, VerifyBackup and RestoreDBFromBackup report the damage, and
+// DeleteBackup removes them. While one exists, no shared file is garbage
+// collected.
+func (e *BackupEngine) GetCorruptedBackups() []BackupID {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ids := make([]BackupID, 0, len(e.broken))
+	for id := range e.broken {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // CreateNewBackup backs db up as a new backup, whose ID is one above the
 // highest so far (RocksDB's CreateNewBackup, without a flush). The backup
 // holds every write acknowledged before the call: the tables and blob files

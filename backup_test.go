@@ -548,6 +548,9 @@ func TestBackupDetectsDamage(t *testing.T) {
 		if n := len(e.GetBackupInfo()); n != 0 {
 			t.Fatalf("%s of the metadata: %d backups listed", dmg.name, n)
 		}
+		if got := e.GetCorruptedBackups(); !slices.Equal(got, []BackupID{1}) {
+			t.Fatalf("%s of the metadata: GetCorruptedBackups = %v, want [1]", dmg.name, got)
+		}
 		for what, err := range map[string]error{"VerifyBackup": e.VerifyBackup(1), "Restore": e.RestoreDBFromBackup(1, "/target")} {
 			if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), mp) {
 				t.Fatalf("%s of the metadata: %s: %v, want corruption naming it", dmg.name, what, err)

@@ -3,7 +3,9 @@
 // It owns four things: admin verbs that read and change one database
 // directory (put, get, delete, deleterange, scan), and check, which verifies
 // every checksum of every live file without changing anything, and checkpoint,
-// which makes an openable copy of a database in a new directory; bench, a benchmark
+// which makes an openable copy of a database in a new directory, and backup,
+// restore and list_backups, which keep incremental backups of a database in
+// a backup directory (shale.BackupEngine); bench, a benchmark
 // driver whose flags, workloads and output lines follow RocksDB's db_bench so
 // that numbers can be compared side by side; and stress, the process-crash
 // test, which kills a writing child process again and again and verifies
@@ -16,6 +18,9 @@
 //	shale scan --db DIR [--from K] [--to K] [--limit N] [--reverse]
 //	shale check --db DIR                   # exit 1 when damage was found
 //	shale checkpoint --db DIR --to NEWDIR  # NEWDIR must not exist
+//	shale backup --db DIR --backup_dir B   # adds a backup to B
+//	shale restore --backup_dir B --db DIR [--backup_id N]  # the latest by default
+//	shale list_backups --backup_dir B [--verify]
 //	shale bench [--benchmarks fillseq,readrandom,...] [--num N] ...
 //	shale bench --benchmarks randread_batch,scan_direct [--env_read_latency_us 500] ...
 //	shale stress --db DIR [--kills N] [--duration D] [--seed S] [--sync] [--threads T] ...
@@ -27,8 +32,9 @@
 // With --hex, keys and values are hex-encoded on input and output. scan prints
 // one "KEY : VALUE" line per entry, as RocksDB's ldb does.
 //
-// The read verbs (get, scan, check, checkpoint) change nothing in --db: get,
-// scan and checkpoint open with shale.OpenForReadOnly, check opens nothing,
+// The read verbs (get, scan, check, checkpoint, backup) change nothing in --db:
+// get, scan, checkpoint and backup open with shale.OpenForReadOnly, check
+// opens nothing,
 // so they also work on a
 // read-only directory and beside a process that has the database open.
 // The writing verbs create a missing database only with --create_if_missing
@@ -38,7 +44,9 @@
 // The tool never reaches below the public API of the root shale package: it
 // does not read files of a database directory itself (stress keeps its
 // expected-state logs in a directory of its own, beside the database), and
-// it removes nothing but a database's own files: bench holds the lock of
+// it removes nothing but a database's own files: restore holds the lock of
+// --db and removes only the database files there before it restores; bench
+// holds the lock of
 // --db for its whole run and removes an existing database with
 // shale.DestroyDB, which leaves every other file (bench_dir.go); its default
 // directory is a fresh temporary one, removed afterwards; stress wants a

@@ -46,6 +46,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newStressCmd(),
 		newCheckCmd(),
 		newCheckpointCmd(),
+		newBackupCmd(),
+		newRestoreCmd(),
+		newListBackupsCmd(),
 	)
 	return root
 }
