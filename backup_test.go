@@ -46,6 +46,23 @@ func TestBackupModelRestoresEachBackup(t *testing.T) {
 	}
 }
 
+// TestModelBackup is TestModel with opBackupRestore among the operations:
+// the DB backed up (half the time after a flush), the newest three backups
+// kept, the newest restored elsewhere and scanned, and the scan compared
+// with the model's.
+func TestModelBackup(t *testing.T) {
+	ops := bySize(2500, 1000, 20000)
+	for _, v := range backupVariants {
+		t.Run(v.name, func(t *testing.T) {
+			forEachSeed(t, bySize(1, 1, 5), func(t *testing.T, seed uint64) {
+				cfg := v.cfg
+				cfg.backups = true
+				runModelWith(t, seed, ops, cfg, v.set)
+			})
+		})
+	}
+}
+
 func runBackupModel(t *testing.T, seed uint64, ops int, cfg dbRunConfig, set func(*Options)) {
 	fs := vfs.NewMem()
 	opts := testOptions(fs)

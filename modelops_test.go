@@ -48,6 +48,12 @@ const (
 	// opMerge is Merge(key, value) under the op's merge operator; generated
 	// only when the generator has one.
 	opMerge
+
+	// Backups (issue 16, item 2).
+	// opBackupRestore backs the DB up (BackupEngine.CreateNewBackup),
+	// restores the backup into another directory and scans it there;
+	// generated only when the generator's backups flag is set.
+	opBackupRestore
 )
 
 // iterStepKind names one move of an iterator.
@@ -209,6 +215,11 @@ type opGenerator struct {
 	// the first key of a prefix (modelPrefixLen bytes of a key); off, the
 	// sequence is what it was before prefix seeks existed.
 	prefixSeeks bool
+
+	// Backups (issue 16, item 2).
+	// backups makes the sequence hold opBackupRestore; off, the sequence
+	// of a seed is what it was before that op existed.
+	backups bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -351,6 +362,10 @@ func (g *opGenerator) next() modelOp {
 		op := modelOp{kind: opMerge, key: g.key(), value: g.mergeOperand(), sync: sync, merge: g.merge}
 		g.putsSince[string(op.key)] = 2
 		return op
+	}
+	// Backups (issue 16, item 2).
+	if g.backups && rng.IntN(80) == 0 {
+		return modelOp{kind: opBackupRestore}
 	}
 	for {
 		switch r := rng.IntN(100); {
@@ -521,6 +536,11 @@ type opTarget interface {
 	// readOnlyScan returns the digest of a full scan of the database
 	// opened read-only (the latest state).
 	readOnlyScan() string
+
+	// Backups (issue 16, item 2).
+	// backupRestore returns the digest of a full scan of the database
+	// backed up and restored elsewhere (the latest state).
+	backupRestore() string
 }
 
 // fmtValue renders a value for the log: short ones whole, long ones by
@@ -662,6 +682,10 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("reopen -> %s", fmtErr(t.reopen()))
 	case opReadOnlyScan:
 		line("readonly scan -> %s", t.readOnlyScan())
+
+	// Backups (issue 16, item 2).
+	case opBackupRestore:
+		line("backup, restore, scan -> %s", t.backupRestore())
 	}
 	return log
 }
@@ -913,6 +937,10 @@ type dbRunConfig struct {
 	// prefixSeeks makes runModelOn generate iterators in prefix mode,
 	// which the model runs with the options' PrefixExtractor.
 	prefixSeeks bool
+
+	// Backups (issue 16, item 2).
+	// backups makes runModelOn generate opBackupRestore.
+	backups bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -943,6 +971,12 @@ type dbTarget struct {
 	getBuf []byte
 	// iterPerf sums the counts of the iterators, with cfg.prefixSeeks.
 	iterPerf PerfContext
+
+	// Backups (issue 16, item 2).
+	// backups is the engine of opBackupRestore (opened at its first use,
+	// on the DB's FS in dir+".backups"); backupsMade counts its backups.
+	backups     *BackupEngine
+	backupsMade int
 }
 
 // appendValuePrefix is what dbTarget.get puts in the buffer it hands
@@ -1242,6 +1276,10 @@ func (d *dbTarget) close() error {
 		s.Release()
 		delete(d.snaps, id)
 	}
+	if d.backups != nil {
+		_ = d.backups.Close()
+		d.backups = nil
+	}
 	return d.db.Close()
 }
 
@@ -1326,3 +1364,53 @@ func (i *canonicalIter) SeekLT(k []byte) bool {
 	return i.settle(i.Iterator.SeekLT(k), false)
 }
 func (i *canonicalIter) Value() []byte { return i.value }
+
+// Backups (issue 16, item 2).
+
+func (m *modelTarget) backupRestore() string { return m.readOnlyScan() }
+
+// backupRestore backs the DB up (every other backup after a flush), keeps
+// the newest three backups, restores the newest over the previous restore
+// in dir+".restored" and scans it. Writes that only the WAL writer's
+// background hands hold, or that skipped the WAL, are flushed first, as
+// for readOnlyScan.
+func (d *dbTarget) backupRestore() string {
+	fs := d.opts.FS
+	if d.backups == nil {
+		e, err := OpenBackupEngine(d.dir+".backups", &BackupOptions{FS: fs})
+		if err != nil {
+			return "open engine: " + fmtErr(err)
+		}
+		d.backups = e
+	}
+	d.backupsMade++
+	flush := d.backupsMade%2 == 0 || d.cfg.disableWAL || d.opts.WALBackgroundWrites
+	if err := d.backups.CreateNewBackupFlush(d.db, flush); err != nil {
+		return "backup: " + fmtErr(err)
+	}
+	if err := d.backups.PurgeOldBackups(3); err != nil {
+		return "purge: " + fmtErr(err)
+	}
+	restored := d.dir + ".restored"
+	if err := d.backups.RestoreDBFromLatestBackup(restored); err != nil {
+		return "restore: " + fmtErr(err)
+	}
+	o := *d.opts
+	o.Logger, o.EventListener, o.CreateIfMissing, o.Lock = nil, nil, false, nil
+	db, err := Open(restored, &o)
+	if err != nil {
+		return "open restored: " + fmtErr(err)
+	}
+	var it kvIterator = db.NewIterator(nil)
+	if d.cfg.filter {
+		it = &canonicalIter{Iterator: it.(*Iterator)}
+	}
+	digest := scanDigest(it)
+	if err := it.Close(); err != nil {
+		digest += " iter close: " + fmtErr(err)
+	}
+	if err := db.Close(); err != nil {
+		digest += " close: " + fmtErr(err)
+	}
+	return digest
+}
