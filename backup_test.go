@@ -63,6 +63,32 @@ func TestModelBackup(t *testing.T) {
 	}
 }
 
+// TestMetamorphicBackup is TestMetamorphic with opBackupRestore among the
+// operations, under option sets that change the files a backup copies
+// (tables, blob files, WALs written in the background or skipped, the OS
+// file system): every restored scan must match the model's.
+func TestMetamorphicBackup(t *testing.T) {
+	n := bySize(1000, 400, 8000)
+	names := map[string]bool{
+		"base": true, "3-static-levels": true, "disable-wal": true, "wal-background-writes": true,
+		"blob-files-tiny": true, "blob-gc-cutoff-1-force-0.5": true, "osfs-blob-files-direct": true,
+	}
+	var sets []metaOptionSet
+	for _, s := range metamorphicSets {
+		if names[s.name] {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) != len(names) {
+		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		g := newOpGenerator(seed, modelKeys)
+		g.backups = true
+		runMetamorphicOps(t, seed, generateOpsWith(g, n), sets)
+	})
+}
+
 func runBackupModel(t *testing.T, seed uint64, ops int, cfg dbRunConfig, set func(*Options)) {
 	fs := vfs.NewMem()
 	opts := testOptions(fs)
