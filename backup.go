@@ -863,7 +863,15 @@ func (e *BackupEngine) restoreLocked(m *backupMeta, dbDir string) error {
 	}
 	// CURRENT last, through a temp file: the restored DB opens only once
 	// everything it names is in place.
-	tmp := fs.PathJoin(dbDir, base.MakeFilename(base.FileTypeTemp, 0)+".restore")
+	// The temp file is named as CURRENT's temp files are (NNNNNN.dbtmp, the
+	// MANIFEST's number), so that Open removes one a crash leaves.
+	var tmpNum base.FileNum
+	for _, f := range m.files {
+		if t, num, _ := base.ParseFilename(f.dbName); t == base.FileTypeManifest {
+			tmpNum = max(tmpNum, num)
+		}
+	}
+	tmp := fs.PathJoin(dbDir, base.MakeFilename(base.FileTypeTemp, tmpNum))
 	written = append(written, tmp)
 	if err := e.restoreFile(*current, fs, tmp, sync); err != nil {
 		return fail(err)
