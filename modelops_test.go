@@ -49,7 +49,14 @@ const (
 	// only when the generator has one.
 	opMerge
 
-	// Backups (issue 16, item 2).
+	// --- checkpoints (issue 16, item 1) ---
+
+	// opCheckpoint takes a checkpoint into a fresh directory, opens it
+	// (read-only, or read-write with checkpointReadWrite) and scans it;
+	// generated only when the generator's checkpoints flag is set.
+	opCheckpoint
+
+	// --- backups (issue 16, item 2) ---
 	// opBackupRestore backs the DB up (BackupEngine.CreateNewBackup),
 	// restores the backup into another directory and scans it there;
 	// generated only when the generator's backups flag is set.
@@ -112,6 +119,10 @@ type modelOp struct {
 	merge MergeOperator
 	// mode is the iterator's prefix mode (opIter).
 	mode iterMode
+
+	// checkpointReadWrite makes opCheckpoint open its checkpoint with Open
+	// rather than OpenForReadOnly.
+	checkpointReadWrite bool
 }
 
 // iterMode is how an iterator of opIter reads: ReadOptions.PrefixSameAsStart
@@ -179,6 +190,8 @@ func (op modelOp) String() string {
 		return "open read-only beside the writer and scan"
 	case opSecondaryDelete:
 		return fmt.Sprintf("deletebysecondaryrange [%d,%d) sync=%v", op.lo, op.hi, op.sync)
+	case opCheckpoint:
+		return fmt.Sprintf("checkpoint and scan it (read-write=%v)", op.checkpointReadWrite)
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -216,7 +229,11 @@ type opGenerator struct {
 	// sequence is what it was before prefix seeks existed.
 	prefixSeeks bool
 
-	// Backups (issue 16, item 2).
+	// checkpoints makes the sequence hold opCheckpoint; off, the sequence
+	// of a seed is what it was before checkpoints existed.
+	checkpoints bool
+
+	// --- backups (issue 16, item 2) ---
 	// backups makes the sequence hold opBackupRestore; off, the sequence
 	// of a seed is what it was before that op existed.
 	backups bool
@@ -363,7 +380,12 @@ func (g *opGenerator) next() modelOp {
 		g.putsSince[string(op.key)] = 2
 		return op
 	}
-	// Backups (issue 16, item 2).
+	// --- checkpoints (issue 16, item 1) ---
+	if g.checkpoints && rng.IntN(60) == 0 {
+		return modelOp{kind: opCheckpoint, checkpointReadWrite: rng.IntN(2) == 0}
+	}
+
+	// --- backups (issue 16, item 2) ---
 	if g.backups && rng.IntN(80) == 0 {
 		return modelOp{kind: opBackupRestore}
 	}
@@ -537,7 +559,11 @@ type opTarget interface {
 	// opened read-only (the latest state).
 	readOnlyScan() string
 
-	// Backups (issue 16, item 2).
+	// checkpointScan returns the digest of a full scan of a checkpoint
+	// of the database (the latest state), opened read-write or read-only.
+	checkpointScan(readWrite bool) string
+
+	// --- backups (issue 16, item 2) ---
 	// backupRestore returns the digest of a full scan of the database
 	// backed up and restored elsewhere (the latest state).
 	backupRestore() string
@@ -682,8 +708,10 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("reopen -> %s", fmtErr(t.reopen()))
 	case opReadOnlyScan:
 		line("readonly scan -> %s", t.readOnlyScan())
+	case opCheckpoint:
+		line("checkpoint scan -> %s", t.checkpointScan(op.checkpointReadWrite))
 
-	// Backups (issue 16, item 2).
+	// --- backups (issue 16, item 2) ---
 	case opBackupRestore:
 		line("backup, restore, scan -> %s", t.backupRestore())
 	}
@@ -800,6 +828,9 @@ func (m *modelTarget) readOnlyScan() string {
 	defer it.Close()
 	return scanDigest(it)
 }
+
+// checkpointScan is readOnlyScan: a checkpoint holds the latest state.
+func (m *modelTarget) checkpointScan(bool) string { return m.readOnlyScan() }
 
 // scanDigest sums up a full forward scan: the count of entries and a
 // checksum of their keys and values.
@@ -938,7 +969,10 @@ type dbRunConfig struct {
 	// which the model runs with the options' PrefixExtractor.
 	prefixSeeks bool
 
-	// Backups (issue 16, item 2).
+	// checkpoints makes runModelOn generate opCheckpoint.
+	checkpoints bool
+
+	// --- backups (issue 16, item 2) ---
 	// backups makes runModelOn generate opBackupRestore.
 	backups bool
 }
@@ -972,7 +1006,10 @@ type dbTarget struct {
 	// iterPerf sums the counts of the iterators, with cfg.prefixSeeks.
 	iterPerf PerfContext
 
-	// Backups (issue 16, item 2).
+	// checkpoints counts opCheckpoint runs; it numbers their directories.
+	checkpoints int
+
+	// --- backups (issue 16, item 2) ---
 	// backups is the engine of opBackupRestore (opened at its first use,
 	// on the DB's FS in dir+".backups"); backupsMade counts its backups.
 	backups     *BackupEngine
@@ -1270,6 +1307,43 @@ func (d *dbTarget) readOnlyScan() string {
 	return digest
 }
 
+// checkpointScan takes a checkpoint of d.db into a fresh directory, opens
+// it (read-write: with the DB's options; read-only: as readOnlyScan opens),
+// scans it, and removes it.
+func (d *dbTarget) checkpointScan(readWrite bool) string {
+	d.checkpoints++
+	dir := fmt.Sprintf("%s-checkpoint-%d", d.dir, d.checkpoints)
+	fs := d.opts.FS
+	defer fs.RemoveAll(dir)
+	if err := d.db.Checkpoint(dir); err != nil {
+		return "checkpoint: " + fmtErr(err)
+	}
+	o := *d.opts
+	o.Logger, o.CreateIfMissing = nil, false
+	// What counts the source DB's work stays the source's alone.
+	o.Statistics, o.EventListener, o.Lock = nil, nil, nil
+	open := OpenForReadOnly
+	if readWrite {
+		open = Open
+	}
+	db, err := open(dir, &o)
+	if err != nil {
+		return "open: " + fmtErr(err)
+	}
+	var it kvIterator = db.NewIterator(d.readOptions(0))
+	if d.cfg.filter {
+		it = &canonicalIter{Iterator: it.(*Iterator)}
+	}
+	digest := scanDigest(it)
+	if err := it.Close(); err != nil {
+		digest += " iter close: " + fmtErr(err)
+	}
+	if err := db.Close(); err != nil {
+		digest += " close: " + fmtErr(err)
+	}
+	return digest
+}
+
 // close releases the snapshots and closes the DB.
 func (d *dbTarget) close() error {
 	for id, s := range d.snaps {
@@ -1365,7 +1439,7 @@ func (i *canonicalIter) SeekLT(k []byte) bool {
 }
 func (i *canonicalIter) Value() []byte { return i.value }
 
-// Backups (issue 16, item 2).
+// --- backups (issue 16, item 2) ---
 
 func (m *modelTarget) backupRestore() string { return m.readOnlyScan() }
 
