@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
+	"github.com/shaledb/shale/internal/testdir"
 	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/vfs/errorfs"
 )
@@ -422,6 +424,17 @@ func TestBackupErrorAtEachStep(t *testing.T) {
 		t.Fatalf("only %d failures injected", failures)
 	}
 	t.Logf("%d failures injected", failures)
+	// A full disk part way through a shared file (a torn write): ENOSPC,
+	// no new backup, no garbage.
+	efs.AddRule(errorfs.Rule{Op: errorfs.OpWrite, PathContains: "/backup/shared/", Nth: 2, NoSpace: true, ShortWrite: true})
+	err = e.CreateNewBackup(db)
+	efs.ClearRules()
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("CreateNewBackup on a full disk: %v, want ENOSPC", err)
+	}
+	if infos := e.GetBackupInfo(); len(infos) != 1 {
+		t.Fatalf("backups %+v after a full disk", infos)
+	}
 	checkNoBackupGarbage(t, mem, e)
 	if err := e.CreateNewBackup(db); err != nil {
 		t.Fatal(err)
@@ -887,12 +900,28 @@ func TestBackupEngineLockAndClose(t *testing.T) {
 	if err := e.CreateNewBackup(nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("CreateNewBackup(nil): %v", err)
 	}
+	// A closed DB is refused.
+	db, _ := backupTestDB(t, mem, "/db")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = OpenBackupEngine("/backup", &BackupOptions{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.CreateNewBackup(db); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CreateNewBackup of a closed DB: %v", err)
+	}
+	if n := len(e.GetBackupInfo()); n != 0 {
+		t.Fatalf("%d backups after a refused one", n)
+	}
 }
 
 // TestBackupOSFileSystem backs up and restores through the OS file system
 // (nil options: vfs.Default).
 func TestBackupOSFileSystem(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	dbDir, backupDir, restoreDir := dir+"/db", dir+"/backup", dir+"/restored"
 	opts := testOptions(vfs.Default)
 	setBlobTestOptions(opts)
