@@ -1153,3 +1153,89 @@ func dirListing(t *testing.T, fs vfs.FS, dir string) string {
 	}
 	return b.String()
 }
+
+// TestBackupKilledAtEveryMutation stops CreateNewBackup for good after each
+// of its mutations in turn (the goroutine exits there, as a killed process
+// would, leaving every byte it wrote), then opens the backup directory
+// afresh: backup 1 restores to its data, the interrupted backup is either
+// absent or whole, and nothing it left is kept.
+func TestBackupKilledAtEveryMutation(t *testing.T) {
+	mem := vfs.NewMem()
+	db, opts := backupTestDB(t, mem, "/db")
+	defer db.Close()
+	m1 := model{}
+	writeBackupTestData(t, db, m1, 0, 200, 1)
+	e, err := OpenBackupEngine("/backup", &BackupOptions{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CreateNewBackup(db); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2 := m1.clone()
+	writeBackupTestData(t, db, m2, 150, 200, 2)
+	kills := 0
+	for k := 1; ; k++ {
+		var armed atomic.Bool
+		var n atomic.Int64
+		killed := false
+		crashFS := errorfs.NewCrashPointFS(mem, func(errorfs.Mutation) {
+			if armed.Load() && n.Add(1) == int64(k) {
+				killed = true
+				runtime.Goexit()
+			}
+		})
+		e, err := OpenBackupEngine("/backup", &BackupOptions{FS: crashFS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		armed.Store(true)
+		done := make(chan error, 1)
+		go func() {
+			defer close(done)
+			done <- e.CreateNewBackup(db)
+		}()
+		err, finished := <-done
+		if finished && err != nil {
+			t.Fatalf("kill point %d: CreateNewBackup: %v", k, err)
+		}
+		// The killed engine's lock goes with its process.
+		if err := e.lock.Close(); err != nil {
+			t.Fatal(err)
+		}
+		e, err = OpenBackupEngine("/backup", &BackupOptions{FS: mem})
+		if err != nil {
+			t.Fatalf("kill point %d: %v", k, err)
+		}
+		infos := e.GetBackupInfo()
+		if len(infos) == 0 || infos[0].ID != 1 || len(infos) > 2 || (!killed && len(infos) != 2) {
+			t.Fatalf("kill point %d (killed %v): backups %+v", k, killed, infos)
+		}
+		for i, want := range []model{m1, m2}[:len(infos)] {
+			if err := e.RestoreDBFromBackup(infos[i].ID, "/restored"); err != nil {
+				t.Fatalf("kill point %d: restoring backup %d: %v", k, infos[i].ID, err)
+			}
+			checkRestoredDB(t, mem, "/restored", opts, want)
+		}
+		checkNoBackupGarbage(t, mem, e)
+		if len(infos) == 2 {
+			if err := e.DeleteBackup(infos[1].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !killed {
+			break
+		}
+		kills++
+	}
+	t.Logf("killed at each of %d mutations", kills)
+	if kills < 10 {
+		t.Fatalf("only %d kill points", kills)
+	}
+}
