@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -1237,5 +1238,85 @@ func TestBackupKilledAtEveryMutation(t *testing.T) {
 	t.Logf("killed at each of %d mutations", kills)
 	if kills < 10 {
 		t.Fatalf("only %d kill points", kills)
+	}
+}
+
+// TestRestoreCrashAtEveryMutation restores a backup over another DB and
+// crashes (MemFS crash clones) after every mutation of the restore: each
+// clone's directory opens as the old DB whole, as the restored DB whole, or
+// not at all; never as a mix.
+func TestRestoreCrashAtEveryMutation(t *testing.T) {
+	mem := vfs.NewMem()
+	db, opts := backupTestDB(t, mem, "/db")
+	m := model{}
+	writeBackupTestData(t, db, m, 0, 200, 1)
+	e, err := OpenBackupEngine("/backup", &BackupOptions{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CreateNewBackup(db); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other := model{}
+	odb, err := Open("/target", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeBackupTestData(t, odb, other, 1000, 150, 9)
+	if err := odb.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var clones []*vfs.MemFS
+	crashFS := errorfs.NewCrashPointFS(mem, func(errorfs.Mutation) { clones = append(clones, mem.CrashClone()) })
+	e, err = OpenBackupEngine("/backup", &BackupOptions{FS: mem, RestoreFS: crashFS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.RestoreDBFromBackup(1, "/target"); err != nil {
+		t.Fatal(err)
+	}
+	sawOld, sawNew, sawNone := 0, 0, 0
+	for i, c := range clones {
+		o := *opts
+		o.FS, o.CreateIfMissing = c, false
+		rdb, err := Open("/target", &o)
+		if err != nil {
+			if _, statErr := c.Stat("/target/CURRENT"); statErr == nil {
+				t.Fatalf("crash after mutation %d: CURRENT is there but the DB does not open: %v", i+1, err)
+			}
+			sawNone++
+			continue
+		}
+		got := model{}
+		it := rdb.NewIterator(nil)
+		for ok := it.First(); ok; ok = it.Next() {
+			got[string(it.Key())] = string(it.Value())
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case maps.Equal(got, other):
+			sawOld++
+		case maps.Equal(got, m):
+			sawNew++
+		default:
+			t.Fatalf("crash after mutation %d: the directory opens as neither the old DB nor the backup (%d keys)", i+1, len(got))
+		}
+	}
+	t.Logf("%d crash points: %d old DB, %d no DB, %d restored DB", len(clones), sawOld, sawNone, sawNew)
+	if sawOld == 0 || sawNone == 0 || sawNew == 0 {
+		t.Fatalf("crash points saw old %d, none %d, new %d: want each", sawOld, sawNone, sawNew)
 	}
 }
