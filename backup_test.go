@@ -1320,3 +1320,72 @@ func TestRestoreCrashAtEveryMutation(t *testing.T) {
 		t.Fatalf("crash points saw old %d, none %d, new %d: want each", sawOld, sawNone, sawNew)
 	}
 }
+
+// TestBackupTwoDBsShareOneDirectory backs up a DB and the DB restored from
+// it, both written to after the restore (so they make files of the same
+// numbers with different contents), into one backup directory: every
+// backup restores to its own DB's data, and identical files are shared.
+func TestBackupTwoDBsShareOneDirectory(t *testing.T) {
+	mem := vfs.NewMem()
+	a, opts := backupTestDB(t, mem, "/a")
+	defer a.Close()
+	ma := model{}
+	writeBackupTestData(t, a, ma, 0, 200, 1)
+	e, err := OpenBackupEngine("/backup", &BackupOptions{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.CreateNewBackupFlush(a, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RestoreDBFromBackup(1, "/b"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open("/b", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	mb := ma.clone()
+	// The same keys, other values: the same file numbers come next in both.
+	for r := range 4 {
+		writeBackupTestData(t, a, ma, 300+100*r, 100, 10+r)
+		writeBackupTestData(t, b, mb, 300+100*r, 100, 20+r)
+	}
+	for _, db := range []*DB{a, b} {
+		if err := e.CreateNewBackupFlush(db, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos := e.GetBackupInfo()
+	if len(infos) != 3 {
+		t.Fatalf("%d backups, want 3", len(infos))
+	}
+	// b's backup shares what b holds from the restore.
+	if infos[2].BytesCopied >= infos[2].Size {
+		t.Fatalf("the restored DB's backup copied %d of %d bytes: nothing shared", infos[2].BytesCopied, infos[2].Size)
+	}
+	sameNum := false
+	byNum := map[string]string{}
+	for _, id := range []BackupID{2, 3} {
+		for _, f := range e.metas[id].files {
+			if strings.HasPrefix(f.path, "shared/") {
+				if p, ok := byNum[f.dbName]; ok && p != f.path {
+					sameNum = true
+				}
+				byNum[f.dbName] = f.path
+			}
+		}
+	}
+	if !sameNum {
+		t.Fatal("the two DBs made no file of the same number with other contents: the test shows nothing")
+	}
+	for i, want := range []model{ma, mb} {
+		dir := fmt.Sprintf("/restore-%d", i)
+		if err := e.RestoreDBFromBackup(infos[i+1].ID, dir); err != nil {
+			t.Fatal(err)
+		}
+		checkRestoredDB(t, mem, dir, opts, want)
+	}
+}
