@@ -272,8 +272,11 @@ type CheckpointStats struct {
 // where the file system allows and copied otherwise; the MANIFEST, WALs and
 // OPTIONS are copied. The copy is built in dir+".tmp" and renamed to dir
 // once complete, so a crash leaves either no dir or a whole checkpoint.
-// An existing dir (or dir+".tmp") is refused with an error matching
-// ErrInvalidArgument.
+// An existing dir (or dir+".tmp"), or one another Checkpoint of this DB is
+// building, is refused with an error matching ErrInvalidArgument. Writes
+// made with WriteOptions.DisableWAL are flushed first (no WAL holds them).
+// A DB opened with OpenForReadOnly can be checkpointed too (see
+// docs/decisions.md, Checkpoints).
 func (d *DB) Checkpoint(dir string) error {
 	_, err := d.CheckpointWithStats(dir)
 	return err
@@ -291,6 +294,21 @@ func (d *DB) CheckpointWithStats(dir string) (CheckpointStats, error) {
 		return stats, base.InvalidArgumentf("shale: Checkpoint: %s is the database's own directory", dir)
 	}
 	tmp := dir + ".tmp"
+	d.checkpointing.Lock()
+	if d.checkpointing.dirs[dir] {
+		d.checkpointing.Unlock()
+		return stats, base.InvalidArgumentf("shale: Checkpoint: a checkpoint into %s is under way", dir)
+	}
+	if d.checkpointing.dirs == nil {
+		d.checkpointing.dirs = map[string]bool{}
+	}
+	d.checkpointing.dirs[dir] = true
+	d.checkpointing.Unlock()
+	defer func() {
+		d.checkpointing.Lock()
+		delete(d.checkpointing.dirs, dir)
+		d.checkpointing.Unlock()
+	}()
 	for _, p := range []string{dir, tmp} {
 		_, err := d.fs.Stat(p)
 		switch {

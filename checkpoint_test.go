@@ -613,3 +613,114 @@ func TestCheckpointHoldsFileDeletions(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestCheckpointConcurrentCalls runs checkpoints at once: into different
+// directories all succeed; into one directory exactly one succeeds and the
+// others are refused (ErrInvalidArgument) without harming it.
+func TestCheckpointConcurrentCalls(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openMemFS(t, fs)
+	defer d.Close()
+	writeCheckpointWorkload(t, d, 0, 3000)
+	want := dbContents(t, d, nil)
+	const n = 4
+	errs := make([]error, 2*n)
+	var wg sync.WaitGroup
+	for i := range 2 * n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dir := "/same"
+			if i < n {
+				dir = fmt.Sprintf("/cp%d", i)
+			}
+			errs[i] = d.Checkpoint(dir)
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		switch {
+		case i < n && err != nil:
+			t.Fatalf("checkpoint into /cp%d: %v", i, err)
+		case i >= n && err == nil:
+			ok++
+		case i >= n && !errors.Is(err, ErrInvalidArgument):
+			t.Fatalf("a second checkpoint into /same: %v, want ErrInvalidArgument", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d checkpoints into /same succeeded, want 1", ok)
+	}
+	for _, dir := range []string{"/cp0", "/cp1", "/cp2", "/cp3", "/same"} {
+		c, err := OpenForReadOnly(dir, &Options{FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := diffContents(dbContents(t, c, nil), want); diff != "" {
+			t.Fatalf("%s:\n%s", dir, diff)
+		}
+		must(t, c.Close())
+	}
+}
+
+// noLinkFS hides the Link of the FS it wraps: a file system without hard
+// links.
+type noLinkFS struct{ vfs.FS }
+
+// TestCheckpointCopiesWithoutLinks checkpoints a database whose file system
+// has no hard links: every file is copied, and the copies (of tables and
+// blob files too) are whole.
+func TestCheckpointCopiesWithoutLinks(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(noLinkFS{mem})
+	setBlobTestOptions(opts)
+	d, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	writeCheckpointWorkload(t, d, 0, 2000)
+	must(t, d.Flush())
+	want := dbContents(t, d, nil)
+	stats, err := d.CheckpointWithStats("/cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.LinkedFiles != 0 || stats.CopiedFiles != stats.Files-1 {
+		t.Fatalf("without links every file but CURRENT is copied: %+v", stats)
+	}
+	// Copies, not links: bytes appended to a source table do not show in
+	// its copy (the source DB reads nothing past a table's footer).
+	tables := 0
+	for _, name := range listNames(t, mem, "/cp") {
+		if ft, _, ok := base.ParseFilename(name); ok && ft == base.FileTypeTable {
+			tables++
+			before := readFile(t, mem, "/cp/"+name)
+			if string(readFile(t, mem, "/db/"+name)) != string(before) {
+				t.Fatalf("the copy of %s differs from it", name)
+			}
+			f, err := mem.OpenReadWrite("/db/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.Write([]byte("appended"))
+			must(t, errors.Join(err, f.Close()))
+			if string(readFile(t, mem, "/cp/"+name)) != string(before) {
+				t.Fatalf("a write to /db/%s shows in its copy: a link, not a copy", name)
+			}
+		}
+	}
+	if tables == 0 {
+		t.Fatal("the checkpoint holds no table")
+	}
+	c, err := OpenForReadOnly("/cp", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if diff := diffContents(dbContents(t, c, nil), want); diff != "" {
+		t.Fatalf("checkpoint made by copies:\n%s", diff)
+	}
+	must(t, c.VerifyChecksum())
+}

@@ -115,6 +115,13 @@ type DB struct {
 	// while one was held; both under obsoleteMu.
 	deletionHolds    int
 	deletionDeferred bool
+	// checkpointing names the directories Checkpoint is building, so that
+	// a second call for one of them is refused before it touches the
+	// first's staging directory.
+	checkpointing struct {
+		sync.Mutex
+		dirs map[string]bool
+	}
 	// jobIDs numbers flushes and compactions for the listener.
 	jobIDs atomic.Int64
 

@@ -948,6 +948,9 @@ type dbRunConfig struct {
 	// secondaryDeletes makes runModelOn generate opSecondaryDelete (the
 	// options must set SecondaryDeleteKey to modelSecondaryKey).
 	secondaryDeletes bool
+	// checkpoints makes runModelOn generate opCheckpoint (issue 16, item
+	// 1).
+	checkpoints bool
 	// setOptions makes the DB change random mutable options with
 	// SetOptions before some operations (changeOptions), from a stream
 	// of setOptionsSeed's; the operations, and so the model, are the same.
@@ -968,9 +971,6 @@ type dbRunConfig struct {
 	// prefixSeeks makes runModelOn generate iterators in prefix mode,
 	// which the model runs with the options' PrefixExtractor.
 	prefixSeeks bool
-
-	// checkpoints makes runModelOn generate opCheckpoint.
-	checkpoints bool
 
 	// --- backups (issue 16, item 2) ---
 	// backups makes runModelOn generate opBackupRestore.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -50,5 +52,24 @@ func TestCheckpointVerb(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("shale %s: %v, want an error saying %q", strings.Join(c.args, " "), err, c.want)
 		}
+	}
+}
+
+// TestStressKillsCheckpoints runs the process-kill loop with the child taking
+// checkpoints while it writes (over blob files), so that kills land inside
+// checkpoints too: after each kill every checkpoint must open and hold, for
+// every writer, a prefix of its batches covering those acknowledged before
+// the call, and an unfinished one must not open unless it is whole.
+func TestStressKillsCheckpoints(t *testing.T) {
+	kills := 5
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 40
+	}
+	// Kills late enough for checkpoints to finish on a loaded machine.
+	out := runStressTest(t, kills, "--checkpoints", "--enable_blob_files", "--min_blob_size", "32",
+		"--kill_min", "150ms", "--kill_max", "600ms")
+	m := regexp.MustCompile(`checkpoints verified: +(\d+)`).FindStringSubmatch(out)
+	if m == nil || m[1] == "0" {
+		t.Fatalf("no checkpoint was verified:\n%s", out)
 	}
 }

@@ -64,6 +64,11 @@ type stressConfig struct {
 	// merges makes writers issue Merges (stresslog.OpMerge) under
 	// stressMergeOperator.
 	merges bool
+
+	// checkpoints makes the child take checkpoints while it writes
+	// (DIR/checkpoints), which the parent checks after each kill
+	// (verifyCheckpoints).
+	checkpoints bool
 }
 
 // stressMergeOperator is the merge operator of --merges: an operand names
@@ -245,6 +250,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--allow_mmap_reads=" + strconv.FormatBool(c.allowMmapReads),
 		"--allow_mmap_writes=" + strconv.FormatBool(c.allowMmapWrites),
 		"--merges=" + strconv.FormatBool(c.merges),
+		"--checkpoints=" + strconv.FormatBool(c.checkpoints),
 	}
 }
 
@@ -322,6 +328,8 @@ func registerStressFlags(f interface {
 		"Options.AllowMmapWrites of the child's database: WALs are written through memory mappings (a kill must lose no acknowledged write all the same)")
 	f.BoolVar(&cfg.merges, "merges", false,
 		"writers also issue Merges under a string-append merge operator (Options.MergeOperator of the child's database)")
+	f.BoolVar(&cfg.checkpoints, "checkpoints", false,
+		"the child also takes checkpoints (DB.Checkpoint into DIR/checkpoints) while it writes; after each kill every checkpoint, and a staging directory that opens, must hold a prefix of each writer's batches covering those acknowledged before its call")
 }
 
 func newStressChildCmd() *cobra.Command {
@@ -620,9 +628,13 @@ func runStressChild(cfg *stressConfig, gen int, stdin io.Reader, stdout io.Write
 		io.Copy(io.Discard, stdin)
 		close(parentGone)
 	}()
-	errc := make(chan error, cfg.threads)
+	errc := make(chan error, cfg.threads+1)
+	acked := make([]atomic.Uint64, cfg.threads)
 	for t := 0; t < cfg.threads; t++ {
-		go func() { errc <- stressWriter(cfg, db, gen, t) }()
+		go func() { errc <- stressWriter(cfg, db, gen, t, &acked[t]) }()
+	}
+	if cfg.checkpoints {
+		go func() { errc <- stressCheckpointer(cfg, db, gen, acked) }()
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -644,8 +656,9 @@ func runStressChild(cfg *stressConfig, gen int, stdin io.Reader, stdout io.Write
 }
 
 // stressWriter is writer t of child gen: it logs each batch as pending,
-// writes it, and logs the ack, until an error (or the kill).
-func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
+// writes it, and logs the ack (and stores the batch's number in acked),
+// until an error (or the kill).
+func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int, acked *atomic.Uint64) error {
 	lo, hi := partition(cfg.keys, cfg.threads, t)
 	rng := rand.New(rand.NewPCG(cfg.seed, uint64(gen)<<8|uint64(t)))
 	log, err := stresslog.Create(vfs.Default, cfg.logName(gen, t))
@@ -674,6 +687,7 @@ func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
 			if err := log.Acked(seq); err != nil {
 				return err
 			}
+			acked.Store(seq)
 			continue
 		}
 		b.Reset()
@@ -698,7 +712,128 @@ func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
 		if err := log.Acked(seq); err != nil {
 			return err
 		}
+		acked.Store(seq)
 	}
+}
+
+// checkpointsDir is where the child of --checkpoints puts its checkpoints.
+func (c *stressConfig) checkpointsDir() string { return filepath.Join(c.dir, "checkpoints") }
+
+// stressCheckpointer takes a checkpoint every 10 to 50 ms, until an error
+// (or the kill). Each is named for its child and number and for the batches
+// each writer had acknowledged before the call: GEN-N-A0.A1..., which the
+// parent reads back (parseCheckpointName).
+func stressCheckpointer(cfg *stressConfig, db *shale.DB, gen int, acked []atomic.Uint64) error {
+	rng := rand.New(rand.NewPCG(cfg.seed, uint64(gen)<<8|0xcc))
+	for n := 0; ; n++ {
+		time.Sleep(time.Duration(10+rng.IntN(41)) * time.Millisecond)
+		counts := make([]string, len(acked))
+		for t := range acked {
+			counts[t] = strconv.FormatUint(acked[t].Load(), 10)
+		}
+		name := fmt.Sprintf("%06d-%04d-%s", gen, n, strings.Join(counts, "."))
+		if err := db.Checkpoint(filepath.Join(cfg.checkpointsDir(), name)); err != nil {
+			return fmt.Errorf("stress child %d: checkpoint %d: %w", gen, n, err)
+		}
+	}
+}
+
+// parseCheckpointName returns the child and the acknowledged batch counts
+// that a checkpoint's name (or its staging directory's) records.
+func parseCheckpointName(name string, threads int) (gen int, acked []uint64, staging bool, err error) {
+	name, staging = strings.CutSuffix(name, ".tmp")
+	parts := strings.Split(name, "-")
+	if len(parts) == 3 {
+		gen, err = strconv.Atoi(parts[0])
+		counts := strings.Split(parts[2], ".")
+		for _, c := range counts {
+			n, perr := strconv.ParseUint(c, 10, 64)
+			err = errors.Join(err, perr)
+			acked = append(acked, n)
+		}
+		if err == nil && len(acked) == threads {
+			return gen, acked, staging, nil
+		}
+	}
+	return 0, nil, false, fmt.Errorf("checkpoint %q: not a name the child gives", name)
+}
+
+// verifyCheckpoints checks the checkpoints child gen took, before the model
+// moves past the gen's batches (logs are its writers' logs): each must open
+// and hold, for every writer, the model after some prefix of the writer's
+// batches that includes every batch acknowledged before its call. A staging
+// directory the kill left must not open, or hold the same. All are then
+// removed.
+func (r *stressRun) verifyCheckpoints(gen int, logs []*stresslog.Log) error {
+	dir := r.cfg.checkpointsDir()
+	names, err := vfs.Default.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cgen, acked, staging, err := parseCheckpointName(name, r.cfg.threads)
+		if err != nil {
+			return err
+		}
+		if cgen != gen {
+			return fmt.Errorf("checkpoint %s of child %d is still there while verifying child %d", name, cgen, gen)
+		}
+		path := filepath.Join(dir, name)
+		o := r.cfg.dbOptions()
+		o.CreateIfMissing = false
+		db, err := shale.OpenForReadOnly(path, o)
+		switch {
+		case err != nil && staging:
+			r.stats.stagingCheckpoints++
+		case err != nil:
+			return fmt.Errorf("checkpoint %s does not open: %w", name, err)
+		default:
+			found, err := readStressState(db, r.cfg.keys)
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = r.checkCheckpointState(gen, logs, acked, found)
+			}
+			if err != nil {
+				return fmt.Errorf("checkpoint %s: %w", name, err)
+			}
+			r.stats.checkpoints++
+		}
+		if err := vfs.Default.RemoveAll(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCheckpointState checks that found holds, for each writer t, the
+// model (as before child gen) after the first k of its logged batches, for
+// some k >= acked[t].
+func (r *stressRun) checkCheckpointState(gen int, logs []*stresslog.Log, acked []uint64, found [][]byte) error {
+	for t, l := range logs {
+		lo, hi := partition(r.cfg.keys, r.cfg.threads, t)
+		part := append(stressModel(nil), r.model[lo:hi]...)
+		ok := false
+		for k := 0; k <= len(l.Batches) && !ok; k++ {
+			if k > 0 {
+				b := &l.Batches[k-1]
+				part.apply(lo, batchID{gen, t, b.Seq}, b.Ops)
+			}
+			if uint64(k) >= acked[t] {
+				first, _ := part.mismatches(lo, found)
+				ok = first < 0
+			}
+		}
+		if !ok {
+			return fmt.Errorf("writer %d's keys match the state after no prefix of its %d batches that holds the %d acknowledged before the checkpoint",
+				t, len(l.Batches), acked[t])
+		}
+	}
+	return nil
 }
 
 // stressStats are the figures stress prints.
@@ -711,6 +846,10 @@ type stressStats struct {
 	killsWithBackground       int
 	killsWithMetrics          int
 	flushes, compactions      uint64
+	// checkpoints counts the checkpoints verified (--checkpoints), and
+	// stagingCheckpoints the staging directories a kill left that did not
+	// open.
+	checkpoints, stagingCheckpoints int
 	// Time spent starting children until they opened the DB, letting them
 	// write, and verifying.
 	opening, writing, verifying time.Duration
@@ -792,6 +931,9 @@ func (r *stressRun) printSummary(out io.Writer, elapsed time.Duration) {
 	fmt.Fprintf(out, "children's work:          %d flushes, %d compactions\n", s.flushes, s.compactions)
 	if s.tornLogs > 0 {
 		fmt.Fprintf(out, "torn log tails:           %d\n", s.tornLogs)
+	}
+	if r.cfg.checkpoints {
+		fmt.Fprintf(out, "checkpoints verified:     %d, and %d unfinished ones that did not open\n", s.checkpoints, s.stagingCheckpoints)
 	}
 	fmt.Fprintln(out, "ok: no acknowledged batch lost, every in-flight batch all or nothing")
 }
@@ -948,6 +1090,9 @@ func (r *stressRun) verify(gen int) error {
 		err = fmt.Errorf("closing the database after verifying: %w", cerr)
 	}
 	if err != nil {
+		return err
+	}
+	if err := r.verifyCheckpoints(gen, logs); err != nil {
 		return err
 	}
 	for t, l := range logs {

@@ -141,7 +141,7 @@ func TestStressKillsMmapWAL(t *testing.T) {
 	runStressTest(t, kills, "--allow_mmap_writes")
 }
 
-func runStressTest(t *testing.T, kills int, extra ...string) {
+func runStressTest(t *testing.T, kills int, extra ...string) (stdout string) {
 	seed := uint64(time.Now().UnixNano())
 	dir := filepath.Join(testdir.New(t), "stress")
 	args := []string{"stress", "--db", dir, "--kills", strconv.Itoa(kills),
@@ -165,6 +165,7 @@ func runStressTest(t *testing.T, kills int, extra ...string) {
 	if !strings.Contains(stdout, "ok: no acknowledged batch lost") {
 		t.Fatalf("no ok line:\n%s", stdout)
 	}
+	return stdout
 }
 
 // runCmd runs the command tree with args and returns stdout.
