@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,4 +97,24 @@ func TestBackupAndRestoreVerbs(t *testing.T) {
 	if diff := diffStates(target, dirState(t, r1)); diff != "" {
 		t.Fatalf("a failed restore changed the target:\n%s", diff)
 	}
+}
+
+// TestStressKillsBackups runs the process-kill loop with the child adding
+// backups while it writes (over blob files, with merges), so that kills
+// land inside backups too: after each kill every backup must restore to,
+// for every writer, a prefix of its batches covering those acknowledged
+// before the call, and what an interrupted backup left is collected.
+func TestStressKillsBackups(t *testing.T) {
+	kills := 5
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 40
+	}
+	// Kills late enough for backups to finish on a loaded machine.
+	out := runStressTest(t, kills, "--backups", "--merges", "--enable_blob_files", "--min_blob_size", "32",
+		"--kill_min", "150ms", "--kill_max", "600ms")
+	m := regexp.MustCompile(`backups restored: +(\d+)`).FindStringSubmatch(out)
+	if m == nil || m[1] == "0" {
+		t.Fatalf("no backup was restored:\n%s", out)
+	}
+	t.Logf("%s", m[0])
 }
