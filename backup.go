@@ -396,8 +396,10 @@ func decodeBackupMeta(data []byte, file string, id BackupID) (*backupMeta, error
 }
 
 // validBackupFile checks a file line of backup id: a DB file name, and a
-// path in shared/ or in the backup's private directory, so that damaged
-// metadata can never make a restore or a deletion reach outside them.
+// path that is exactly the one a backup writes for it (in shared/, named for
+// its number, checksum and size; or in the backup's private directory), so
+// that damaged metadata can never make a restore or a deletion reach
+// elsewhere.
 func validBackupFile(f backupFile, id BackupID) bool {
 	t, _, ok := base.ParseFilename(f.dbName)
 	if !ok || strings.ContainsAny(f.dbName, "/\\") {
@@ -414,7 +416,7 @@ func validBackupFile(f backupFile, id BackupID) bool {
 	}
 	switch dir {
 	case backupSharedDir:
-		return !strings.Contains(name, "/") && strings.HasPrefix(name, strings.TrimSuffix(f.dbName, extOf(f.dbName))+"_")
+		return name == sharedName(f.dbName, f.crc, f.size)
 	case backupPrivateDir:
 		return name == strconv.FormatUint(uint64(id), 10)+"/"+f.dbName
 	}
