@@ -26,14 +26,16 @@ import (
 //	meta/.<id>.tmp               metadata being written
 //	shared/<num>_<crc>_<size>.<ext>  tables and blob files, shared between backups
 //	shared/<...>.tmp             a shared file being copied
-//	private/<id>/                the backup's other files (MANIFEST, CURRENT, OPTIONS)
+//	private/<id>/                the backup's other files (MANIFEST, WALs, OPTIONS, CURRENT)
 //
 // A backup is created in this order: shared files (each copied to a .tmp
-// name, synced, renamed), private files, syncs of both directories, then the
-// metadata (temp, sync, rename, sync of meta/). Until the rename the backup
-// is invisible; garbage collection (at OpenBackupEngine and at the start of
-// every CreateNewBackup, DeleteBackup and PurgeOldBackups) removes private
-// directories, shared files and temp files no metadata names.
+// name, synced, renamed), private files (synced), syncs of shared/,
+// private/<id> and private/, then the metadata (temp, sync, rename, sync of
+// meta/). Until the rename the backup is invisible; garbage collection (at
+// OpenBackupEngine, at the start of CreateNewBackup and after a failed one,
+// at the end of DeleteBackup and PurgeOldBackups, and in GarbageCollect)
+// removes private directories, shared files and temp files no metadata
+// names.
 //
 // The metadata is text (one line per item), ending with a CRC-32C of what
 // precedes it:
