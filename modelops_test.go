@@ -67,6 +67,12 @@ const (
 	// Repair and opens it again; generated only when the generator's
 	// repairs flag is set.
 	opRepair
+
+	// --- backups (issue 16, item 2) ---
+	// opBackupRestore backs the DB up (BackupEngine.CreateNewBackup),
+	// restores the backup into another directory and scans it there;
+	// generated only when the generator's backups flag is set.
+	opBackupRestore
 )
 
 // iterStepKind names one move of an iterator.
@@ -251,6 +257,11 @@ type opGenerator struct {
 	// seed is what it was before repairs existed. Never with secondary
 	// deletes: live secondary tombstones live only in the MANIFEST.
 	repairs bool
+
+	// --- backups (issue 16, item 2) ---
+	// backups makes the sequence hold opBackupRestore; off, the sequence
+	// of a seed is what it was before that op existed.
+	backups bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -400,6 +411,11 @@ func (g *opGenerator) next() modelOp {
 	// --- checkpoints (issue 16, item 1) ---
 	if g.checkpoints && rng.IntN(60) == 0 {
 		return modelOp{kind: opCheckpoint, checkpointReadWrite: rng.IntN(2) == 0}
+	}
+
+	// --- backups (issue 16, item 2) ---
+	if g.backups && rng.IntN(80) == 0 {
+		return modelOp{kind: opBackupRestore}
 	}
 	for {
 		switch r := rng.IntN(100); {
@@ -581,6 +597,11 @@ type opTarget interface {
 	// repair closes the database, removes its MANIFEST, repairs it and
 	// opens it again (opRepair).
 	repair() error
+
+	// --- backups (issue 16, item 2) ---
+	// backupRestore returns the digest of a full scan of the database
+	// backed up and restored elsewhere (the latest state).
+	backupRestore() string
 }
 
 // fmtValue renders a value for the log: short ones whole, long ones by
@@ -729,6 +750,10 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("checkpoint scan -> %s", t.checkpointScan(op.checkpointReadWrite))
 	case opRepair:
 		line("repair -> %s", fmtErr(t.repair()))
+
+	// --- backups (issue 16, item 2) ---
+	case opBackupRestore:
+		line("backup, restore, scan -> %s", t.backupRestore())
 	}
 	return log
 }
@@ -997,6 +1022,9 @@ type dbRunConfig struct {
 	txns bool
 	// repairs makes runModelOn generate opRepair.
 	repairs bool
+	// --- backups (issue 16, item 2) ---
+	// backups makes runModelOn generate opBackupRestore.
+	backups bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -1034,6 +1062,12 @@ type dbTarget struct {
 	// (OpenAsSecondary, in dir+".secondary"), across its reopens; every
 	// opReadOnlyScan catches it up and scans it too.
 	secondary *DB
+
+	// --- backups (issue 16, item 2) ---
+	// backups is the engine of opBackupRestore (opened at its first use,
+	// on the DB's FS in dir+".backups"); backupsMade counts its backups.
+	backups     *BackupEngine
+	backupsMade int
 }
 
 // appendValuePrefix is what dbTarget.get puts in the buffer it hands
@@ -1392,6 +1426,10 @@ func (d *dbTarget) close() error {
 		s.Release()
 		delete(d.snaps, id)
 	}
+	if d.backups != nil {
+		_ = d.backups.Close()
+		d.backups = nil
+	}
 	var err error
 	if d.secondary != nil {
 		err = d.secondary.Close()
@@ -1621,4 +1659,54 @@ func (d *dbTarget) repair() error {
 	}
 	d.db = db
 	return nil
+}
+
+// --- backups (issue 16, item 2) ---
+
+func (m *modelTarget) backupRestore() string { return m.readOnlyScan() }
+
+// backupRestore backs the DB up (every other backup after a flush), keeps
+// the newest three backups, restores the newest over the previous restore
+// in dir+".restored" and scans it. Writes that only the WAL writer's
+// background hands hold, or that skipped the WAL, are flushed first, as
+// for readOnlyScan.
+func (d *dbTarget) backupRestore() string {
+	fs := d.opts.FS
+	if d.backups == nil {
+		e, err := OpenBackupEngine(d.dir+".backups", &BackupOptions{FS: fs})
+		if err != nil {
+			return "open engine: " + fmtErr(err)
+		}
+		d.backups = e
+	}
+	d.backupsMade++
+	flush := d.backupsMade%2 == 0 || d.cfg.disableWAL || d.opts.WALBackgroundWrites
+	if err := d.backups.CreateNewBackupFlush(d.db, flush); err != nil {
+		return "backup: " + fmtErr(err)
+	}
+	if err := d.backups.PurgeOldBackups(3); err != nil {
+		return "purge: " + fmtErr(err)
+	}
+	restored := d.dir + ".restored"
+	if err := d.backups.RestoreDBFromLatestBackup(restored); err != nil {
+		return "restore: " + fmtErr(err)
+	}
+	o := *d.opts
+	o.Logger, o.EventListener, o.CreateIfMissing, o.Lock = nil, nil, false, nil
+	db, err := Open(restored, &o)
+	if err != nil {
+		return "open restored: " + fmtErr(err)
+	}
+	var it kvIterator = db.NewIterator(nil)
+	if d.cfg.filter {
+		it = &canonicalIter{Iterator: it.(*Iterator)}
+	}
+	digest := scanDigest(it)
+	if err := it.Close(); err != nil {
+		digest += " iter close: " + fmtErr(err)
+	}
+	if err := db.Close(); err != nil {
+		digest += " close: " + fmtErr(err)
+	}
+	return digest
 }

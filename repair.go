@@ -182,7 +182,7 @@ func (rp *repairer) lose(name string, reason error) error {
 		return fmt.Errorf("shale: repairing %s: moving %s to %s: %w", rp.dir, name, lost, err)
 	}
 	// Both directories synced: a crash never leaves the file in neither.
-	if err := errors.Join(syncDir(rp.fs, lost), syncDir(rp.fs, rp.dir)); err != nil {
+	if err := errors.Join(syncDirOf(rp.fs, lost), syncDirOf(rp.fs, rp.dir)); err != nil {
 		return fmt.Errorf("shale: repairing %s: moving %s to %s: %w", rp.dir, name, lost, err)
 	}
 	rp.rep.Lost = append(rp.rep.Lost, LostFile{Name: name, Reason: reason.Error()})
@@ -604,7 +604,7 @@ func (rp *repairer) filterWAL(num base.FileNum, skipAbove base.SeqNum, replayed 
 			err = cerr
 		}
 		if err == nil {
-			err = syncDir(rp.fs, rp.dir)
+			err = syncDirOf(rp.fs, rp.dir)
 		}
 		if err != nil {
 			return 0, fmt.Errorf("shale: repairing %s: writing %s: %w", rp.dir, newName, err)
@@ -618,17 +618,4 @@ func (rp *repairer) filterWAL(num base.FileNum, skipAbove base.SeqNum, replayed 
 		return 0, err
 	}
 	return newNum, nil
-}
-
-// syncDir syncs the directory dir of fs.
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

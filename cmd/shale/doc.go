@@ -3,7 +3,9 @@
 // It owns four things: admin verbs that read and change one database
 // directory (put, get, delete, deleterange, scan), and check, which verifies
 // every checksum of every live file without changing anything, and checkpoint,
-// which makes an openable copy of a database in a new directory; bench, a benchmark
+// which makes an openable copy of a database in a new directory, and backup,
+// restore and list_backups, which keep incremental backups of a database in
+// a backup directory (shale.BackupEngine); bench, a benchmark
 // driver whose flags, workloads and output lines follow RocksDB's db_bench so
 // that numbers can be compared side by side; and stress, the process-crash
 // test, which kills a writing child process again and again and verifies
@@ -16,6 +18,9 @@
 //	shale scan --db DIR [--from K] [--to K] [--limit N] [--reverse]
 //	shale check --db DIR                   # exit 1 when damage was found
 //	shale checkpoint --db DIR --to NEWDIR  # NEWDIR must not exist
+//	shale backup --db DIR --backup_dir B   # adds a backup to B
+//	shale restore --backup_dir B --db DIR [--backup_id N]  # the latest by default
+//	shale list_backups --backup_dir B [--verify]
 //	shale bench [--benchmarks fillseq,readrandom,...] [--num N] ...
 //	shale bench --benchmarks randread_batch,scan_direct [--env_read_latency_us 500] ...
 //	shale stress --db DIR [--kills N] [--duration D] [--seed S] [--sync] [--threads T] ...
@@ -41,11 +46,11 @@
 // With --hex, keys and values are hex-encoded on input and output. scan prints
 // one "KEY : VALUE" line per entry, as RocksDB's ldb does.
 //
-// The read verbs (get, scan, check, checkpoint, dump, idump, manifest_dump,
-// dump_wal, sst_dump, list_live_files, get_property) change nothing in --db:
-// get, scan, checkpoint, dump and get_property open with
-// shale.OpenForReadOnly, check and the file-reading verbs open nothing, so
-// they also work on a
+// The read verbs (get, scan, check, checkpoint, backup, dump, idump,
+// manifest_dump, dump_wal, sst_dump, list_live_files, get_property) change
+// nothing in --db: get, scan, checkpoint, backup, dump and get_property open
+// with shale.OpenForReadOnly, check and the file-reading verbs open nothing,
+// so they also work on a
 // read-only directory and beside a process that has the database open.
 // The writing verbs create a missing database only with --create_if_missing
 // (put's default). The admin verbs and bench print a warning on stderr for
@@ -57,7 +62,8 @@
 // on a database that does not open; every other verb uses the public API of
 // the root shale package (stress keeps its expected-state logs in a
 // directory of its own, beside the database). The tool removes nothing but
-// a database's own files: bench holds the lock of
+// a database's own files: restore holds the lock of --db and removes only
+// the database files there before it restores; bench holds the lock of
 // --db for its whole run and removes an existing database with
 // shale.DestroyDB, which leaves every other file (bench_dir.go); its default
 // directory is a fresh temporary one, removed afterwards; stress wants a

@@ -57,6 +57,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newGetPropertyCmd(),
 		newCompactCmd(),
 		newRepairCmd(),
+		newBackupCmd(),
+		newRestoreCmd(),
+		newListBackupsCmd(),
 	)
 	return root
 }

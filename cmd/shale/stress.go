@@ -74,6 +74,11 @@ type stressConfig struct {
 	// and reading while the child writes, and after each kill comparing
 	// its state with the reopened database's.
 	secondaryInstance bool
+
+	// backups makes the child add backups to DIR/backups while it writes
+	// (BackupEngine.CreateNewBackup), which the parent restores and checks
+	// after each kill (verifyBackups).
+	backups bool
 }
 
 // stressMergeOperator is the merge operator of --merges: an operand names
@@ -256,6 +261,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--allow_mmap_writes=" + strconv.FormatBool(c.allowMmapWrites),
 		"--merges=" + strconv.FormatBool(c.merges),
 		"--checkpoints=" + strconv.FormatBool(c.checkpoints),
+		"--backups=" + strconv.FormatBool(c.backups),
 	}
 }
 
@@ -337,6 +343,8 @@ func registerStressFlags(f interface {
 		"writers also issue Merges under a string-append merge operator (Options.MergeOperator of the child's database)")
 	f.BoolVar(&cfg.checkpoints, "checkpoints", false,
 		"the child also takes checkpoints (DB.Checkpoint into DIR/checkpoints) while it writes; after each kill every checkpoint, and a staging directory that opens, must hold a prefix of each writer's batches covering those acknowledged before its call")
+	f.BoolVar(&cfg.backups, "backups", false,
+		"the child also adds backups to DIR/backups (BackupEngine.CreateNewBackup) while it writes; after each kill every backup must restore to a prefix of each writer's batches covering those acknowledged before its call")
 }
 
 func newStressChildCmd() *cobra.Command {
@@ -635,13 +643,16 @@ func runStressChild(cfg *stressConfig, gen int, stdin io.Reader, stdout io.Write
 		io.Copy(io.Discard, stdin)
 		close(parentGone)
 	}()
-	errc := make(chan error, cfg.threads+1)
+	errc := make(chan error, cfg.threads+2)
 	acked := make([]atomic.Uint64, cfg.threads)
 	for t := 0; t < cfg.threads; t++ {
 		go func() { errc <- stressWriter(cfg, db, gen, t, &acked[t]) }()
 	}
 	if cfg.checkpoints {
 		go func() { errc <- stressCheckpointer(cfg, db, gen, acked) }()
+	}
+	if cfg.backups {
+		go func() { errc <- stressBackupper(cfg, db, gen, acked) }()
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -861,6 +872,8 @@ type stressStats struct {
 	// children wrote, secondaryCompared the kills after which its state
 	// was compared with the reopened database's.
 	secondaryCatchUps, secondaryCompared int
+	// backups counts the backups restored and verified (--backups).
+	backups int
 	// Time spent starting children until they opened the DB, letting them
 	// write, and verifying.
 	opening, writing, verifying time.Duration
@@ -957,6 +970,9 @@ func (r *stressRun) printSummary(out io.Writer, elapsed time.Duration) {
 	if r.cfg.secondaryInstance {
 		fmt.Fprintf(out, "secondary instance:       %d catch-ups read while children wrote, %d states after kills equal to the reopened database's\n",
 			s.secondaryCatchUps, s.secondaryCompared)
+	}
+	if r.cfg.backups {
+		fmt.Fprintf(out, "backups restored:         %d\n", s.backups)
 	}
 	fmt.Fprintln(out, "ok: no acknowledged batch lost, every in-flight batch all or nothing")
 }
@@ -1195,6 +1211,9 @@ func (r *stressRun) verify(gen int) error {
 		}
 		r.stats.secondaryCompared++
 	}
+	if err := r.verifyBackups(gen, logs); err != nil {
+		return err
+	}
 	for t, l := range logs {
 		if err := r.verifyWriter(gen, t, l, found); err != nil {
 			return err
@@ -1357,4 +1376,170 @@ func agreesWithScan(read string, found [][]byte, k int, v []byte, err error) err
 		return fmt.Errorf("%s %s returned %s, the iterator %s", read, key, describeFound(uint32(k), v), describeFound(uint32(k), found[k]))
 	}
 	return nil
+}
+
+// --- backups (issue 16, item 2) ---
+
+// backupsDir is where the child of --backups keeps its backup directory
+// (engine) and the acknowledged batch counts of its backups (acked).
+func (c *stressConfig) backupsDir() string { return filepath.Join(c.dir, "backups") }
+
+// stressBackupper adds a backup every 10 to 50 ms, until an error (or the
+// kill). Before each it writes the batches each writer had acknowledged to
+// acked/GEN-N.pending, and once the backup exists renames that file to
+// acked/GEN-N.ID, which the parent reads back (verifyBackups).
+func stressBackupper(cfg *stressConfig, db *shale.DB, gen int, acked []atomic.Uint64) error {
+	rng := rand.New(rand.NewPCG(cfg.seed, uint64(gen)<<8|0xbb))
+	ackedDir := filepath.Join(cfg.backupsDir(), "acked")
+	if err := vfs.Default.MkdirAll(ackedDir, 0o755); err != nil {
+		return err
+	}
+	e, err := shale.OpenBackupEngine(filepath.Join(cfg.backupsDir(), "engine"), nil)
+	if err != nil {
+		return fmt.Errorf("stress child %d: %w", gen, err)
+	}
+	defer e.Close()
+	for n := 0; ; n++ {
+		time.Sleep(time.Duration(10+rng.IntN(41)) * time.Millisecond)
+		counts := make([]string, len(acked))
+		for t := range acked {
+			counts[t] = strconv.FormatUint(acked[t].Load(), 10)
+		}
+		pending := filepath.Join(ackedDir, fmt.Sprintf("%06d-%04d.pending", gen, n))
+		if err := writeStressFile(pending, strings.Join(counts, ".")); err != nil {
+			return fmt.Errorf("stress child %d: %w", gen, err)
+		}
+		if err := e.CreateNewBackup(db); err != nil {
+			return fmt.Errorf("stress child %d: backup %d: %w", gen, n, err)
+		}
+		infos := e.GetBackupInfo()
+		id := infos[len(infos)-1].ID
+		if err := vfs.Default.Rename(pending, filepath.Join(ackedDir, fmt.Sprintf("%06d-%04d.%d", gen, n, id))); err != nil {
+			return fmt.Errorf("stress child %d: %w", gen, err)
+		}
+	}
+}
+
+// writeStressFile writes data to name, synced.
+func writeStressFile(name, data string) error {
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte(data))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// verifyBackups restores every backup child gen made, before the model
+// moves past the gen's batches: each must hold, for every writer, the model
+// after some prefix of its batches that includes every batch acknowledged
+// before the backup began (from acked/GEN-N.ID; a backup whose file was
+// still .pending at the kill takes the counts of the newest pending file).
+// Opening the engine removes what an interrupted backup left. All backups
+// are then deleted.
+func (r *stressRun) verifyBackups(gen int, logs []*stresslog.Log) error {
+	if !r.cfg.backups {
+		return nil
+	}
+	dir := r.cfg.backupsDir()
+	ackedDir := filepath.Join(dir, "acked")
+	names, err := vfs.Default.List(ackedDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	byID := map[shale.BackupID][]uint64{}
+	var pending []uint64
+	parseCounts := func(name string) ([]uint64, error) {
+		data, err := os.ReadFile(filepath.Join(ackedDir, name))
+		if err != nil {
+			return nil, err
+		}
+		var counts []uint64
+		for _, c := range strings.Split(string(data), ".") {
+			n, err := strconv.ParseUint(c, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("backup counts %s: %q", name, data)
+			}
+			counts = append(counts, n)
+		}
+		if len(counts) != r.cfg.threads {
+			return nil, fmt.Errorf("backup counts %s: %q", name, data)
+		}
+		return counts, nil
+	}
+	for _, name := range names {
+		base, ext, _ := strings.Cut(name, ".")
+		if !strings.HasPrefix(base, fmt.Sprintf("%06d-", gen)) {
+			return fmt.Errorf("backup counts %s of another child are still there while verifying child %d", name, gen)
+		}
+		counts, err := parseCounts(name)
+		if ext == "pending" {
+			if err == nil {
+				pending = counts // the newest (names sort by number)
+			}
+			continue // a kill may tear the newest pending file
+		}
+		if err != nil {
+			return err
+		}
+		id, err := strconv.ParseUint(ext, 10, 32)
+		if err != nil {
+			return fmt.Errorf("backup counts %s: not a name the child gives", name)
+		}
+		byID[shale.BackupID(id)] = counts
+	}
+	e, err := shale.OpenBackupEngine(filepath.Join(dir, "engine"), nil)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if bad := e.GetCorruptedBackups(); len(bad) > 0 {
+		return fmt.Errorf("backups %v have unreadable metadata", bad)
+	}
+	restored := filepath.Join(dir, "restored")
+	for _, bi := range e.GetBackupInfo() {
+		counts, ok := byID[bi.ID]
+		if !ok {
+			if pending == nil {
+				return fmt.Errorf("backup %d has no acknowledged counts", bi.ID)
+			}
+			counts, pending = pending, nil // only the newest backup can lack its file
+		}
+		if err := e.RestoreDBFromBackup(bi.ID, restored); err != nil {
+			return err
+		}
+		o := r.cfg.dbOptions()
+		o.CreateIfMissing = false
+		db, err := shale.OpenForReadOnly(restored, o)
+		if err != nil {
+			return fmt.Errorf("backup %d does not open once restored: %w", bi.ID, err)
+		}
+		found, err := readStressState(db, r.cfg.keys)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = r.checkCheckpointState(gen, logs, counts, found)
+		}
+		if err != nil {
+			return fmt.Errorf("backup %d: %w", bi.ID, err)
+		}
+		r.stats.backups++
+	}
+	if err := e.PurgeOldBackups(0); err != nil {
+		return err
+	}
+	if err := vfs.Default.RemoveAll(restored); err != nil {
+		return err
+	}
+	return vfs.Default.RemoveAll(ackedDir)
 }
