@@ -547,9 +547,24 @@ func (e *BackupEngine) writeBackupLocked(db *DB, c *backupCapture, m *backupMeta
 		src := db.fs.PathJoin(db.dirname, cf.name)
 		f := backupFile{dbName: cf.name, size: cf.size}
 		if cf.shareable && share {
+			// A file whose CRC-32C the MANIFEST records and an earlier
+			// backup holds is shared without reading it; any other is
+			// read, and checked against the recorded checksum, so that a
+			// damaged file is refused rather than backed up.
+			if cf.hasCRC32C {
+				f.crc = cf.crc32c
+				f.path = backupSharedDir + "/" + sharedName(cf.name, f.crc, cf.size)
+				if fi, err := e.fs.Stat(e.path(f.path)); err == nil && fi.Size() == cf.size {
+					m.files = append(m.files, f)
+					continue // shared with an earlier backup
+				}
+			}
 			crc, err := crcOfFile(db.fs, src, cf.size)
 			if err != nil {
 				return err
+			}
+			if cf.hasCRC32C && crc != cf.crc32c {
+				return base.CorruptionErrorf(src, 0, "the file's CRC-32C is %08x, the MANIFEST records %08x: not backed up", crc, cf.crc32c)
 			}
 			f.crc = crc
 			f.path = backupSharedDir + "/" + sharedName(cf.name, crc, cf.size)

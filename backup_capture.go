@@ -37,6 +37,10 @@ type capturedFile struct {
 	src vfs.File
 	// data, when not nil, is the file's content (CURRENT).
 	data []byte
+	// crc32c is the whole-file CRC-32C the MANIFEST records for a table or
+	// blob file, when hasCRC32C (liveFile.crc32c).
+	crc32c    uint32
+	hasCRC32C bool
 }
 
 // captureForBackup captures db's live files for a backup, after a flush of
@@ -58,7 +62,8 @@ func (d *DB) captureForBackup(flush bool) (*backupCapture, error) {
 	}
 	c := &backupCapture{seq: seq, release: set.release}
 	for _, f := range set.files {
-		c.files = append(c.files, capturedFile{name: f.name, shareable: f.immutable, size: f.size, src: f.src})
+		c.files = append(c.files, capturedFile{name: f.name, shareable: f.immutable, size: f.size, src: f.src,
+			crc32c: f.crc32c, hasCRC32C: f.hasCRC32C})
 	}
 	current := []byte(base.MakeFilename(base.FileTypeManifest, set.manifestNum) + "\n")
 	c.files = append(c.files, capturedFile{name: base.MakeFilename(base.FileTypeCurrent, 0), size: int64(len(current)), data: current})

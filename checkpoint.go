@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -30,6 +31,19 @@ type liveFile struct {
 	// replaced and removed the file since. nil for immutable files, which
 	// stay in the directory until the capture is released.
 	src vfs.File
+	// crc32c is the file's whole-file CRC-32C as the MANIFEST records it
+	// (FileChecksumCrc32cName), when hasCRC32C; tables and blob files only.
+	crc32c    uint32
+	hasCRC32C bool
+}
+
+// recordedCRC32C returns the whole-file CRC-32C a MANIFEST recorded under
+// funcName, when that is the built-in generator's (4 bytes, big-endian).
+func recordedCRC32C(funcName string, sum []byte) (uint32, bool) {
+	if funcName != FileChecksumCrc32cName || len(sum) != 4 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(sum), true
 }
 
 // liveFileSet is one consistent capture of the files a copy of the
@@ -187,13 +201,17 @@ func (d *DB) captureLiveFiles() (_ *liveFileSet, err error) {
 	var immutable []liveFile
 	for _, files := range version.Levels {
 		for _, f := range files {
-			immutable = append(immutable, liveFile{fileType: base.FileTypeTable, num: f.FileNum,
-				name: base.MakeFilename(base.FileTypeTable, f.FileNum), size: int64(f.Size), immutable: true})
+			lf := liveFile{fileType: base.FileTypeTable, num: f.FileNum,
+				name: base.MakeFilename(base.FileTypeTable, f.FileNum), size: int64(f.Size), immutable: true}
+			lf.crc32c, lf.hasCRC32C = recordedCRC32C(f.FileChecksumFuncName, f.FileChecksum)
+			immutable = append(immutable, lf)
 		}
 	}
 	for _, b := range version.BlobFiles {
-		immutable = append(immutable, liveFile{fileType: base.FileTypeBlob, num: b.FileNum,
-			name: base.MakeFilename(base.FileTypeBlob, b.FileNum), size: int64(b.Size), immutable: true})
+		lf := liveFile{fileType: base.FileTypeBlob, num: b.FileNum,
+			name: base.MakeFilename(base.FileTypeBlob, b.FileNum), size: int64(b.Size), immutable: true}
+		lf.crc32c, lf.hasCRC32C = recordedCRC32C(b.ChecksumMethod, b.ChecksumValue)
+		immutable = append(immutable, lf)
 	}
 	slices.SortFunc(immutable, func(a, b liveFile) int { return compareFileNums(a.num, b.num) })
 	set.files = append(immutable, set.files...)
