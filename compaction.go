@@ -130,11 +130,19 @@ func (d *DB) backgroundFlush() {
 		}
 		if err == nil {
 			d.versions.SetLastSeq(lastSeq)
-			err = d.logAndApplyDeletingBlobs(edit, completed)
+			err = d.logAndApplyDeletingBlobs(edit, func() {
+				// From here until m leaves the queue below, read states
+				// published leave m out (publishReadStateLocked).
+				m.flushInstalled.Store(true)
+				completed()
+			})
 		}
 		if err != nil && d.events != nil {
 			info.Err = err
 			completed()
+		}
+		if err == nil && testHookFlushInstalled != nil {
+			testHookFlushInstalled()
 		}
 		d.mu.Lock()
 		if err != nil {
@@ -203,6 +211,11 @@ func (d *DB) blobPath(num base.FileNum) string {
 // testHookFlushListedSnapshots, when set by a test, runs in a flush after
 // it listed the snapshots and before it writes the memtable.
 var testHookFlushListedSnapshots func()
+
+// testHookFlushInstalled, when set by a test, runs in a flush after the
+// version holding its tables is installed and before the flushed memtable
+// leaves the queue of immutable memtables.
+var testHookFlushInstalled func()
 
 // writeLevel0Tables writes a memtable to L0 tables (one, normally). v,
 // when set, holds every table with data older than m (the current version

@@ -187,6 +187,12 @@ type memTable struct {
 	writeBufferSize int
 	// flushed is closed once the memtable is in an L0 table.
 	flushed chan struct{}
+	// flushInstalled is set as the version holding the memtable's L0
+	// tables is installed, before any reader can get that version, and
+	// before the flush takes the memtable out of the queue of immutable
+	// memtables: publishReadStateLocked leaves such a memtable out of the
+	// read states it makes, so that no read sees its entries twice.
+	flushInstalled atomic.Bool
 	// noWAL is set (under d.mu) when a write that skipped the WAL went into
 	// this memtable: only a flush keeps it, so Close must flush.
 	noWAL bool
@@ -282,11 +288,12 @@ func (d *DB) loadReadState() *readState {
 // publishReadStateLocked installs a read state for the current memtables and
 // version. d.mu must be held.
 func (d *DB) publishReadStateLocked() {
+	v, imms := d.currentVersionAndImmsLocked()
 	rs := &readState{
 		db:      d,
 		mem:     d.mu.mem.mutable,
-		imms:    append([]*memTable(nil), d.mu.mem.queue...),
-		version: d.versions.Current(),
+		imms:    imms,
+		version: v,
 	}
 	rs.secondary, rs.secondaryUpTo = rs.version.SecondaryTombstones, d.mu.secondaryLast
 	if d.follower != nil {
@@ -312,6 +319,43 @@ func (d *DB) publishReadStateLocked() {
 		old.unref()
 	}
 	d.noteWriteStallLocked(false)
+}
+
+// currentVersionAndImmsLocked returns the current version, with a
+// reference, and the immutable memtables whose entries it does not hold,
+// oldest first. d.mu is held.
+//
+// A flush installs the version holding a memtable's tables (without d.mu)
+// before it takes the memtable out of the queue (under d.mu): in between,
+// the queue and the current version both hold the memtable's entries, and
+// a read state made of both would read each of them twice (a merge operand
+// applied twice). Such a memtable is marked flushInstalled as its version
+// is installed, and is left out. The marks are read before and after the
+// version: when no mark changed in between, a memtable marked was installed
+// before the version was read, so the version (or a later one, which
+// compactions only rearrange) holds its entries, and one not marked was
+// not, so the version lacks them. A mark set in between could be either:
+// then it reads them again.
+func (d *DB) currentVersionAndImmsLocked() (*manifest.Version, []*memTable) {
+	queue := d.mu.mem.queue
+	unflushed := func() []*memTable {
+		var imms []*memTable
+		for _, m := range queue {
+			if !m.flushInstalled.Load() {
+				imms = append(imms, m)
+			}
+		}
+		return imms
+	}
+	for {
+		before := unflushed()
+		v := d.versions.Current()
+		// Marks are only ever set: the same number is the same set.
+		if after := unflushed(); len(after) == len(before) {
+			return v, after
+		}
+		v.Unref()
+	}
 }
 
 func (d *DB) signalObsolete() {
