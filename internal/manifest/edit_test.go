@@ -102,6 +102,11 @@ func randEdit(rng *rand.Rand) *VersionEdit {
 		if rng.IntN(2) == 0 {
 			m.BlobFiles = randBlobNums(rng)
 		}
+		if rng.IntN(4) == 0 {
+			// An ingested table: every entry at its global seqnum.
+			m.GlobalSeqNum = max(randSeq(rng), 1)
+			m.SmallestSeq, m.LargestSeq = m.GlobalSeqNum, m.GlobalSeqNum
+		}
 		e.NewFiles = append(e.NewFiles, NewFileEntry{Level: rng.IntN(NumLevelsMax), Meta: m})
 	}
 	for range rng.IntN(3) {
@@ -188,7 +193,7 @@ func metaEqual(a, b *FileMetadata) bool {
 		a.NumDataBlocks == b.NumDataBlocks && a.NumTombstoneDenseBlocks == b.NumTombstoneDenseBlocks &&
 		a.RangeDeletionsBytesEstimate == b.RangeDeletionsBytesEstimate &&
 		a.Secondary == b.Secondary && a.SecondaryApplied == b.SecondaryApplied &&
-		slices.Equal(a.BlobFiles, b.BlobFiles)
+		slices.Equal(a.BlobFiles, b.BlobFiles) && a.GlobalSeqNum == b.GlobalSeqNum
 }
 
 func TestEditRoundTripRandom(t *testing.T) {

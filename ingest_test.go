@@ -1,0 +1,390 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/sstable"
+	"github.com/shaledb/shale/vfs"
+)
+
+// extEntry is one entry of an external table written by writeExternal:
+// kind 'p' Put, 'm' Merge, 'd' Delete, 'r' DeleteRange [key, value).
+type extEntry struct {
+	kind       byte
+	key, value string
+}
+
+// writeExternal writes an external table at path with opts (points in the
+// order given, which must be increasing) and returns its info.
+func writeExternal(t *testing.T, opts *Options, path string, entries ...extEntry) ExternalSSTFileInfo {
+	t.Helper()
+	w := NewSSTFileWriter(opts)
+	must(t, w.Open(path))
+	for _, e := range entries {
+		var err error
+		switch e.kind {
+		case 'p':
+			err = w.Put([]byte(e.key), []byte(e.value))
+		case 'm':
+			err = w.Merge([]byte(e.key), []byte(e.value))
+		case 'd':
+			err = w.Delete([]byte(e.key))
+		case 'r':
+			err = w.DeleteRange([]byte(e.key), []byte(e.value))
+		}
+		must(t, err)
+	}
+	must(t, w.Finish())
+	return w.Info()
+}
+
+// getString reads key at ro, "<nil>" when not found.
+func getString(t *testing.T, d *DB, key string, ro *ReadOptions) string {
+	t.Helper()
+	v, err := d.Get([]byte(key), ro)
+	if errors.Is(err, ErrNotFound) {
+		return "<nil>"
+	}
+	must(t, err)
+	return string(v)
+}
+
+// scanString lists the DB's keys and values at ro.
+func scanString(t *testing.T, d *DB, ro *ReadOptions) string {
+	t.Helper()
+	it := d.NewIterator(ro)
+	defer it.Close()
+	var sb strings.Builder
+	for it.First(); it.Valid(); it.Next() {
+		fmt.Fprintf(&sb, "%s=%s ", it.Key(), it.Value())
+	}
+	must(t, it.Err())
+	return strings.TrimSpace(sb.String())
+}
+
+// levelOf returns the level of table num in d's current version, -1 when
+// it is not there.
+func levelOf(d *DB, num base.FileNum) int {
+	v := d.versions.Current()
+	defer v.Unref()
+	for l, files := range v.Levels {
+		for _, f := range files {
+			if f.FileNum == num {
+				return l
+			}
+		}
+	}
+	return -1
+}
+
+// ingestedTables returns the tables of d's current version with a global
+// seqnum, by number.
+func ingestedTables(d *DB) map[base.FileNum]base.SeqNum {
+	v := d.versions.Current()
+	defer v.Unref()
+	m := map[base.FileNum]base.SeqNum{}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if f.GlobalSeqNum != 0 {
+				m[f.FileNum] = f.GlobalSeqNum
+			}
+		}
+	}
+	return m
+}
+
+// TestIngestExternalFileOverExistingData: a table overlapping flushed data
+// and the memtable goes in at a seqnum above both (the memtable flushed
+// first), its puts, deletes and range deletion win over older data, a
+// snapshot taken before keeps the old view, and all of it survives a
+// reopen; a table overlapping nothing goes to the last level at seqnum 0.
+func TestIngestExternalFileOverExistingData(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem)
+	opts.DisableAutoCompactions = true
+	d, err := Open("/db", opts)
+	must(t, err)
+	must(t, mem.MkdirAll("/ext", 0o755))
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		must(t, d.Put([]byte(k), []byte("old-"+k), nil))
+	}
+	must(t, d.Flush())
+	must(t, d.Put([]byte("c"), []byte("mem-c"), nil))
+	snap := d.NewSnapshot()
+	defer snap.Release()
+	before := scanString(t, d, nil)
+
+	writeExternal(t, opts, "/ext/1.sst",
+		extEntry{'p', "a", "new-a"}, extEntry{'d', "b", ""}, extEntry{'p', "c", "new-c"},
+		extEntry{'r', "d", "e"}, extEntry{'p', "f", "new-f"})
+	must(t, d.IngestExternalFile([]string{"/ext/1.sst"}, nil))
+	if _, err := mem.Stat("/ext/1.sst"); err != nil {
+		t.Fatalf("copy mode removed the source: %v", err)
+	}
+	want := "a=new-a c=new-c e=old-e f=new-f"
+	if got := scanString(t, d, nil); got != want {
+		t.Fatalf("after ingestion: %q, want %q", got, want)
+	}
+	if got := scanString(t, d, &ReadOptions{Snapshot: snap}); got != before {
+		t.Fatalf("snapshot from before: %q, want %q", got, before)
+	}
+	for k, v := range map[string]string{"a": "new-a", "b": "<nil>", "c": "new-c", "d": "<nil>", "e": "old-e", "f": "new-f"} {
+		if got := getString(t, d, k, nil); got != v {
+			t.Fatalf("Get(%s) = %s, want %s", k, got, v)
+		}
+	}
+	if got := getString(t, d, "c", &ReadOptions{Snapshot: snap}); got != "mem-c" {
+		t.Fatalf("snapshot Get(c) = %s, want mem-c", got)
+	}
+	ing := ingestedTables(d)
+	if len(ing) != 1 {
+		t.Fatalf("ingested tables %v, want one with a global seqnum", ing)
+	}
+	for num, seq := range ing {
+		if lvl := levelOf(d, num); lvl != 0 {
+			t.Fatalf("overlapping table went to L%d, want L0", lvl)
+		}
+		if seq <= base.SeqNum(snap.SeqNum()) {
+			t.Fatalf("global seqnum %d not above the snapshot's %d", seq, snap.SeqNum())
+		}
+	}
+
+	// A table overlapping nothing, with no snapshot needing a seqnum, goes
+	// to the last level at seqnum 0 (and moves: the source goes).
+	snap.Release()
+	writeExternal(t, opts, "/ext/2.sst", extEntry{'p', "x", "new-x"}, extEntry{'p', "y", "new-y"})
+	must(t, d.IngestExternalFile([]string{"/ext/2.sst"}, &IngestExternalFileOptions{MoveFiles: true}))
+	if _, err := mem.Stat("/ext/2.sst"); err == nil {
+		t.Fatalf("MoveFiles kept the source")
+	}
+	v := d.versions.Current()
+	last := v.Levels[len(v.Levels)-1]
+	if len(last) != 1 || last[0].GlobalSeqNum != 0 || string(last[0].Smallest.UserKey) != "x" {
+		t.Fatalf("last level %v, want the table of x..y at seqnum 0", last)
+	}
+	v.Unref()
+	want += " x=new-x y=new-y"
+	if got := scanString(t, d, nil); got != want {
+		t.Fatalf("after second ingestion: %q, want %q", got, want)
+	}
+	must(t, d.Close())
+	d, err = Open("/db", opts)
+	must(t, err)
+	if got := scanString(t, d, nil); got != want {
+		t.Fatalf("after reopen: %q, want %q", got, want)
+	}
+	must(t, d.CompactRange(nil, nil))
+	if got := scanString(t, d, nil); got != want {
+		t.Fatalf("after full compaction: %q, want %q", got, want)
+	}
+	must(t, d.Close())
+}
+
+// TestSSTFileWriterRefusesOutOfOrderKeys: a duplicate or decreasing key is
+// an error matching ErrInvalidArgument naming it; calls out of turn are
+// refused; an empty table is refused and leaves no file.
+func TestSSTFileWriterRefusesOutOfOrderKeys(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem)
+	w := NewSSTFileWriter(opts)
+	if err := w.Put([]byte("a"), nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Put before Open: %v", err)
+	}
+	must(t, w.Open("/t.sst"))
+	must(t, w.Put([]byte("b"), []byte("1")))
+	for _, k := range []string{"b", "a"} {
+		err := w.Put([]byte(k), []byte("2"))
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), fmt.Sprintf("%q", k)) {
+			t.Fatalf("Put(%s) after b: %v, want ErrInvalidArgument naming it", k, err)
+		}
+	}
+	w.Abandon()
+	if _, err := mem.Stat("/t.sst"); err == nil {
+		t.Fatalf("Abandon left the table")
+	}
+	w = NewSSTFileWriter(opts)
+	must(t, w.Open("/e.sst"))
+	must(t, w.DeleteRange([]byte("a"), []byte("a"))) // empty: ignored
+	if err := w.Finish(); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Finish of an empty table: %v", err)
+	}
+	if _, err := mem.Stat("/e.sst"); err == nil {
+		t.Fatalf("an empty table was left")
+	}
+	w = NewSSTFileWriter(nil)
+	if err := w.Open("/x.sst"); err == nil {
+		// nil options write through the OS file system: not here.
+		w.Abandon()
+	}
+}
+
+// TestIngestRangeDeletionsAnyOrder: range deletions given in any order,
+// overlapping each other, delete older data across their union and never
+// the table's own points.
+func TestIngestRangeDeletionsAnyOrder(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	for i := range 20 {
+		must(t, d.Put([]byte(fmt.Sprintf("k%02d", i)), []byte("old"), nil))
+	}
+	must(t, d.Flush())
+	writeExternal(t, opts, "/ext.sst",
+		extEntry{'r', "k10", "k13"}, extEntry{'r', "k02", "k05"}, extEntry{'p', "k03", "new"},
+		extEntry{'r', "k04", "k07"}, extEntry{'r', "k11", "k12"})
+	must(t, d.IngestExternalFile([]string{"/ext.sst"}, nil))
+	var want []string
+	for i := range 20 {
+		k := fmt.Sprintf("k%02d", i)
+		switch {
+		case i == 3:
+			want = append(want, k+"=new")
+		case i >= 2 && i < 7, i >= 10 && i < 13:
+		default:
+			want = append(want, k+"=old")
+		}
+	}
+	if got := scanString(t, d, nil); got != strings.Join(want, " ") {
+		t.Fatalf("got %q\nwant %q", got, strings.Join(want, " "))
+	}
+	must(t, d.Close())
+}
+
+// TestIngestOverlappingInputsRefused: files of one call that overlap each
+// other are refused (naming the option) with nothing changed; with
+// AllowOverlappingFiles they stack in L0, the later over the earlier.
+func TestIngestOverlappingInputsRefused(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer d.Close()
+	writeExternal(t, opts, "/1.sst", extEntry{'p', "a", "1"}, extEntry{'p', "c", "1"})
+	writeExternal(t, opts, "/2.sst", extEntry{'p', "b", "2"}, extEntry{'p', "c", "2"})
+	before := listNames(t, mem, "/db")
+	err = d.IngestExternalFile([]string{"/1.sst", "/2.sst"}, nil)
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "AllowOverlappingFiles") {
+		t.Fatalf("overlapping inputs: %v", err)
+	}
+	if after := listNames(t, mem, "/db"); !slices.Equal(before, after) {
+		t.Fatalf("a refused call changed the directory: %v -> %v", before, after)
+	}
+	if got := scanString(t, d, nil); got != "" {
+		t.Fatalf("refused call ingested %q", got)
+	}
+	must(t, d.IngestExternalFile([]string{"/1.sst", "/2.sst"}, &IngestExternalFileOptions{AllowOverlappingFiles: true}))
+	if got := scanString(t, d, nil); got != "a=1 b=2 c=2" {
+		t.Fatalf("overlapping inputs allowed: %q", got)
+	}
+}
+
+// TestIngestOptionsRefusals: DisallowGlobalSeqNo, DisallowBlockingFlush
+// and FailIfNotBottommostLevel refuse what they forbid, changing nothing.
+func TestIngestOptionsRefusals(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer d.Close()
+	must(t, d.Put([]byte("b"), []byte("mem"), nil))
+	writeExternal(t, opts, "/1.sst", extEntry{'p', "a", "1"}, extEntry{'p', "c", "1"})
+	for _, c := range []struct {
+		o    IngestExternalFileOptions
+		want string
+	}{
+		{IngestExternalFileOptions{DisallowBlockingFlush: true}, "DisallowBlockingFlush"},
+		{IngestExternalFileOptions{DisallowGlobalSeqNo: true}, "DisallowGlobalSeqNo"},
+		{IngestExternalFileOptions{FailIfNotBottommostLevel: true}, "FailIfNotBottommostLevel"},
+	} {
+		err := d.IngestExternalFile([]string{"/1.sst"}, &c.o)
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%+v: %v, want ErrInvalidArgument naming %s", c.o, err, c.want)
+		}
+		if got := scanString(t, d, nil); got != "b=mem" {
+			t.Fatalf("%+v: refused call left %q", c.o, got)
+		}
+		if n := countFiles(t, mem, base.FileTypeTable); n != 0 {
+			t.Fatalf("%+v: refused call left %d tables", c.o, n)
+		}
+	}
+}
+
+// writeTableRaw writes a table with the sstable writer directly: entries
+// an SSTFileWriter would never write (seqnums, orders, no external mark).
+func writeTableRaw(t *testing.T, fs vfs.FS, path string, cmp *base.Comparer, external bool, keys ...base.InternalKey) {
+	t.Helper()
+	f, err := fs.Create(path)
+	must(t, err)
+	wo := sstable.WriterOptions{Comparer: cmp}
+	if external {
+		wo.Collectors = []sstable.PropertyCollector{&externalPropsCollector{w: &SSTFileWriter{}}}
+	}
+	w := sstable.NewWriter(f, path, wo)
+	for _, k := range keys {
+		must(t, w.Add(k, []byte("v")))
+	}
+	_, err = w.Close()
+	must(t, err)
+}
+
+// TestIngestRefusesBadFiles: truncated and corrupted tables, tables whose
+// keys are unsorted, repeated or not at seqnum 0, and tables not written
+// by SSTFileWriter are refused with a clear error and change nothing.
+func TestIngestRefusesBadFiles(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer d.Close()
+	must(t, d.Put([]byte("keep"), []byte("me"), nil))
+	writeExternal(t, opts, "/good.sst", extEntry{'p', "a", strings.Repeat("x", 100)}, extEntry{'p', "b", "y"})
+	good := readFile(t, mem, "/good.sst")
+	writeFile(t, mem, "/truncated.sst", good[:len(good)-10])
+	flipped := slices.Clone(good)
+	flipped[20] ^= 0x40
+	writeFile(t, mem, "/flipped.sst", flipped)
+	// A comparer that orders in reverse under the bytewise name writes a
+	// table whose keys a bytewise reader finds decreasing.
+	rev := *base.DefaultComparer
+	rev.Compare = func(a, b []byte) int { return base.DefaultComparer.Compare(b, a) }
+	rev.Separator = func(dst, a, _ []byte) []byte { return append(dst, a...) }
+	rev.Successor = func(dst, a []byte) []byte { return append(dst, a...) }
+	writeTableRaw(t, mem, "/unsorted.sst", &rev, true,
+		base.MakeInternalKey([]byte("b"), 0, base.KindSet), base.MakeInternalKey([]byte("a"), 0, base.KindSet))
+	writeTableRaw(t, mem, "/dup.sst", base.DefaultComparer, true,
+		base.MakeInternalKey([]byte("a"), 0, base.KindSet), base.MakeInternalKey([]byte("a"), 0, base.KindDelete))
+	writeTableRaw(t, mem, "/seq.sst", base.DefaultComparer, true,
+		base.MakeInternalKey([]byte("a"), 7, base.KindSet))
+	writeTableRaw(t, mem, "/notexternal.sst", base.DefaultComparer, false,
+		base.MakeInternalKey([]byte("a"), 0, base.KindSet))
+	before := listNames(t, mem, "/db")
+	for _, c := range []struct {
+		path string
+		want error
+	}{
+		{"/truncated.sst", ErrCorruption},
+		{"/flipped.sst", ErrCorruption},
+		{"/unsorted.sst", ErrCorruption},
+		{"/dup.sst", ErrCorruption},
+		{"/seq.sst", ErrCorruption},
+		{"/notexternal.sst", ErrInvalidArgument},
+		{"/missing.sst", nil},
+	} {
+		err := d.IngestExternalFile([]string{"/good.sst", c.path}, nil)
+		if err == nil || (c.want != nil && !errors.Is(err, c.want)) || !strings.Contains(err.Error(), c.path) {
+			t.Fatalf("%s: %v, want an error matching %v naming the file", c.path, err, c.want)
+		}
+		if got := scanString(t, d, nil); got != "keep=me" {
+			t.Fatalf("%s: refused call left %q", c.path, got)
+		}
+		if after := listNames(t, mem, "/db"); !slices.Equal(before, after) {
+			t.Fatalf("%s: refused call changed the directory: %v -> %v", c.path, before, after)
+		}
+	}
+}
