@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // extEntry is one entry of an external table written by writeExternal:
@@ -385,6 +386,224 @@ func TestIngestRefusesBadFiles(t *testing.T) {
 		}
 		if after := listNames(t, mem, "/db"); !slices.Equal(before, after) {
 			t.Fatalf("%s: refused call changed the directory: %v -> %v", c.path, before, after)
+		}
+	}
+}
+
+// TestIngestBlobFiles: with EnableBlobFiles the writer puts large values
+// in blob files beside the table (rolled at BlobFileSize); ingestion takes
+// them under database numbers in the same edit (the table's blob indexes
+// renumbered), every read path returns the values, the blob invariants
+// hold, and a reopen, a compaction and MoveFiles (sources gone) keep it so.
+func TestIngestBlobFiles(t *testing.T) {
+	for _, move := range []bool{false, true} {
+		t.Run(fmt.Sprintf("move=%v", move), func(t *testing.T) {
+			mem := vfs.NewMem()
+			opts := blobTestOptions(mem)
+			d, err := Open("/db", opts)
+			must(t, err)
+			must(t, d.Put([]byte("k0005"), []byte("older"), nil))
+			must(t, d.Flush())
+			var entries []extEntry
+			want := map[string]string{}
+			for i := range 200 {
+				k := fmt.Sprintf("k%04d", i)
+				v := string(blobTestValue(i))
+				if i%7 == 0 {
+					v = "short" // stays inline
+				}
+				entries = append(entries, extEntry{'p', k, v})
+				want[k] = v
+			}
+			info := writeExternal(t, opts, "/ext.sst", entries...)
+			if len(info.BlobFiles) < 2 {
+				t.Fatalf("writer made %d blob files, want several (BlobFileSize %d)", len(info.BlobFiles), opts.BlobFileSize)
+			}
+			blobsBefore := countFiles(t, mem, base.FileTypeBlob)
+			must(t, d.IngestExternalFile([]string{"/ext.sst"}, &IngestExternalFileOptions{MoveFiles: move}))
+			for _, p := range append([]string{"/ext.sst"}, info.BlobFiles...) {
+				if _, err := mem.Stat(p); (err == nil) == move {
+					t.Fatalf("move=%v: source %s present=%v", move, p, err == nil)
+				}
+			}
+			if got := countFiles(t, mem, base.FileTypeBlob) - blobsBefore; got != len(info.BlobFiles) {
+				t.Fatalf("%d blob files ingested, want %d", got, len(info.BlobFiles))
+			}
+			check := func(when string) {
+				t.Helper()
+				if n := checkBlobReferences(t, d); n < 100 {
+					t.Fatalf("%s: %d blob indexes, want most of 200", when, n)
+				}
+				for k, v := range want {
+					if got := getString(t, d, k, nil); got != v {
+						t.Fatalf("%s: Get(%s) = %.20q, want %.20q", when, k, got, v)
+					}
+				}
+				keys := make([][]byte, 0, len(want))
+				for k := range want {
+					keys = append(keys, []byte(k))
+				}
+				vals, errs := d.MultiGet(keys, nil)
+				for i, k := range keys {
+					if errs[i] != nil || string(vals[i]) != want[string(k)] {
+						t.Fatalf("%s: MultiGet(%s) = %.20q, %v", when, k, vals[i], errs[i])
+					}
+				}
+				it := d.NewIterator(nil)
+				n := 0
+				for it.First(); it.Valid(); it.Next() {
+					if string(it.Value()) != want[string(it.Key())] {
+						t.Fatalf("%s: iterator at %s: %.20q", when, it.Key(), it.Value())
+					}
+					n++
+				}
+				must(t, it.Close())
+				if n != len(want) {
+					t.Fatalf("%s: iterator saw %d keys, want %d", when, n, len(want))
+				}
+			}
+			check("ingested")
+			must(t, d.Close())
+			d, err = Open("/db", opts)
+			must(t, err)
+			check("reopened")
+			must(t, d.CompactRange(nil, nil))
+			check("compacted")
+			must(t, d.Close())
+		})
+	}
+}
+
+// TestIngestMergeOperands: merge operands in an external table merge onto
+// the data below them, and a database without a merge operator refuses
+// the table.
+func TestIngestMergeOperands(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem)
+	opts.MergeOperator = StringAppendOperator(",")
+	d, err := Open("/db", opts)
+	must(t, err)
+	must(t, d.Put([]byte("a"), []byte("base"), nil))
+	must(t, d.Flush())
+	writeExternal(t, opts, "/m.sst", extEntry{'m', "a", "x"}, extEntry{'m', "b", "y"})
+	must(t, d.IngestExternalFile([]string{"/m.sst"}, nil))
+	must(t, d.Merge([]byte("a"), []byte("z"), nil))
+	if got := scanString(t, d, nil); got != "a=base,x,z b=y" {
+		t.Fatalf("merged: %q", got)
+	}
+	must(t, d.CompactRange(nil, nil))
+	if got := getString(t, d, "a", nil); got != "base,x,z" {
+		t.Fatalf("after compaction: %q", got)
+	}
+	must(t, d.Close())
+
+	plain := testOptions(mem)
+	d2, err := Open("/db2", plain)
+	must(t, err)
+	defer d2.Close()
+	if err := d2.IngestExternalFile([]string{"/m.sst"}, nil); !errors.Is(err, ErrNoMergeOperator) {
+		t.Fatalf("merge operands without an operator: %v", err)
+	}
+}
+
+// TestIngestCrashPoints crashes (MemFS crash clones) after every durable
+// mutation of an ingestion, copying and moving, with blob files and range
+// deletions: each crash reopens to exactly the state before the call or
+// exactly the state after it, with no table or blob file the recovered
+// version does not hold, and (copying) the source files intact.
+func TestIngestCrashPoints(t *testing.T) {
+	for _, move := range []bool{false, true} {
+		t.Run(fmt.Sprintf("move=%v", move), func(t *testing.T) {
+			mem := vfs.NewMem()
+			var clones []*vfs.MemFS
+			armed := false
+			cp := errorfs.NewCrashPointFS(mem, func(m errorfs.Mutation) {
+				if armed && m.Durable() {
+					clones = append(clones, mem.CrashClone())
+				}
+			})
+			opts := blobTestOptions(cp)
+			opts.DisableAutoCompactions = true
+			d, err := Open("/db", opts)
+			must(t, err)
+			for i := range 30 {
+				must(t, d.Put([]byte(fmt.Sprintf("k%03d", i*3)), blobTestValue(i), &WriteOptions{Sync: true}))
+			}
+			must(t, d.Flush())
+			must(t, d.Put([]byte("k010"), []byte("in the memtable"), &WriteOptions{Sync: true}))
+			must(t, mem.MkdirAll("/ext", 0o755))
+			var entries []extEntry
+			for i := range 40 {
+				entries = append(entries, extEntry{'p', fmt.Sprintf("k%03d", i*2), string(blobTestValue(100 + i))})
+			}
+			entries = append(entries, extEntry{'r', "k050", "k060"})
+			info := writeExternal(t, opts, "/ext/1.sst", entries...)
+			syncDirOf(mem, "/ext")
+			before := scanString(t, d, nil)
+			clones = append(clones, mem.CrashClone())
+			armed = true
+			must(t, d.IngestExternalFile([]string{"/ext/1.sst"}, &IngestExternalFileOptions{MoveFiles: move}))
+			armed = false
+			after := scanString(t, d, nil)
+			if before == after {
+				t.Fatal("the ingestion changed nothing")
+			}
+			must(t, d.Close())
+			clones = append(clones, mem.CrashClone())
+			sawBefore, sawAfter := false, false
+			for i, c := range clones {
+				o := blobTestOptions(c)
+				o.DisableAutoCompactions = true
+				rd, err := Open("/db", o)
+				if err != nil {
+					t.Fatalf("crash %d: Open: %v", i, err)
+				}
+				got := scanString(t, rd, nil)
+				switch got {
+				case before:
+					sawBefore = true
+				case after:
+					sawAfter = true
+				default:
+					t.Fatalf("crash %d: recovered neither the state before nor after the ingestion:\n%s", i, got)
+				}
+				checkBlobReferences(t, rd)
+				checkNoStrayFiles(t, rd, c)
+				if !move || got == before {
+					for _, p := range append([]string{"/ext/1.sst"}, info.BlobFiles...) {
+						if _, err := c.Stat(p); err != nil {
+							t.Fatalf("crash %d (recovered %s): source %s lost: %v", i, map[bool]string{true: "before", false: "after"}[got == before], p, err)
+						}
+					}
+				}
+				must(t, rd.Close())
+			}
+			if !sawBefore || !sawAfter {
+				t.Fatalf("crashes recovered before: %v, after: %v; want both", sawBefore, sawAfter)
+			}
+		})
+	}
+}
+
+// checkNoStrayFiles fails when fs's /db holds a table or blob file that
+// d's current version does not.
+func checkNoStrayFiles(t *testing.T, d *DB, fs vfs.FS) {
+	t.Helper()
+	v := d.versions.Current()
+	defer v.Unref()
+	live := map[base.FileNum]bool{}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			live[f.FileNum] = true
+		}
+	}
+	for _, b := range v.BlobFiles {
+		live[b.FileNum] = true
+	}
+	for _, name := range listNames(t, fs, "/db") {
+		typ, num, ok := base.ParseFilename(name)
+		if ok && (typ == base.FileTypeTable || typ == base.FileTypeBlob) && !live[num] {
+			t.Fatalf("stray file %s after recovery", name)
 		}
 	}
 }
