@@ -607,3 +607,36 @@ func checkNoStrayFiles(t *testing.T, d *DB, fs vfs.FS) {
 		}
 	}
 }
+
+// TestModelIngest is TestModel with opIngest among the operations: external
+// tables of random sorted puts, deletes, merges (under an operator) and
+// range deletions, ingested (copied or moved) as a batch newer than
+// everything, checked against the model at every read, with snapshots
+// taken before an ingestion not seeing it; under small memtables and
+// levels (ingestions over memtables, L0 and deeper levels), blob files and
+// merges.
+func TestModelIngest(t *testing.T) {
+	ops := bySize(3000, 1200, 20000)
+	variants := []struct {
+		name string
+		set  func(*Options)
+		cfg  dbRunConfig
+	}{
+		{"base", func(o *Options) {}, dbRunConfig{ingest: true}},
+		{"tiny-memtable-3-levels", func(o *Options) {
+			o.WriteBufferSize = 4 << 10
+			o.TargetFileSizeBase = 4 << 10
+			o.NumLevels = 3
+		}, dbRunConfig{ingest: true}},
+		{"blob-files-async-io", setBlobTestOptions, dbRunConfig{ingest: true, asyncIO: true, optimizeMultiGet: true}},
+		{"merge-stringappend", func(o *Options) { o.MergeOperator = StringAppendOperator(',') },
+			dbRunConfig{ingest: true, merge: StringAppendOperator(',')}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+				runModelWith(t, seed, ops, v.cfg, v.set)
+			})
+		})
+	}
+}

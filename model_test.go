@@ -233,6 +233,7 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 	gen.merge, gen.counters = d.cfg.merge, d.cfg.counters
 	gen.filterValues = d.cfg.filter
 	gen.prefixSeeks = d.cfg.prefixSeeks
+	gen.ingest = d.cfg.ingest
 	// SHALE_MODEL_TRACE=key logs every operation with the stored versions
 	// of key after it.
 	traceKey := os.Getenv("SHALE_MODEL_TRACE")

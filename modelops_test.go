@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -48,6 +49,15 @@ const (
 	// opMerge is Merge(key, value) under the op's merge operator; generated
 	// only when the generator has one.
 	opMerge
+
+	// External SST ingestion (ingest.go).
+
+	// opIngest writes the op's batch (range deletions, then points in
+	// strictly increasing key order) to an external table with
+	// SSTFileWriter and ingests it (moving it when op.move): a batch newer
+	// than everything. Generated only when the generator's ingest flag is
+	// set.
+	opIngest
 )
 
 // iterStepKind names one move of an iterator.
@@ -106,6 +116,9 @@ type modelOp struct {
 	merge MergeOperator
 	// mode is the iterator's prefix mode (opIter).
 	mode iterMode
+
+	// move is opIngest's IngestExternalFileOptions.MoveFiles.
+	move bool
 }
 
 // iterMode is how an iterator of opIter reads: ReadOptions.PrefixSameAsStart
@@ -173,6 +186,24 @@ func (op modelOp) String() string {
 		return "open read-only beside the writer and scan"
 	case opSecondaryDelete:
 		return fmt.Sprintf("deletebysecondaryrange [%d,%d) sync=%v", op.lo, op.hi, op.sync)
+
+	// External SST ingestion.
+	case opIngest:
+		var b strings.Builder
+		fmt.Fprintf(&b, "ingest move=%v:", op.move)
+		for _, e := range op.batch {
+			switch e.kind {
+			case opPut:
+				fmt.Fprintf(&b, " put %s=%s", e.key, fmtValue(e.value))
+			case opDelete:
+				fmt.Fprintf(&b, " delete %s", e.key)
+			case opDeleteRange:
+				fmt.Fprintf(&b, " deleterange [%s,%s)", e.key, e.value)
+			case opMerge:
+				fmt.Fprintf(&b, " merge %s+=%s", e.key, fmtValue(e.value))
+			}
+		}
+		return b.String()
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -209,6 +240,10 @@ type opGenerator struct {
 	// the first key of a prefix (modelPrefixLen bytes of a key); off, the
 	// sequence is what it was before prefix seeks existed.
 	prefixSeeks bool
+
+	// ingest makes the sequence hold opIngest; off, the sequence of a seed
+	// is what it was before ingestion existed.
+	ingest bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -352,6 +387,9 @@ func (g *opGenerator) next() modelOp {
 		g.putsSince[string(op.key)] = 2
 		return op
 	}
+	if g.ingest && rng.IntN(30) == 0 {
+		return g.ingestOp()
+	}
 	for {
 		switch r := rng.IntN(100); {
 		case r < 30:
@@ -439,6 +477,45 @@ func (g *opGenerator) next() modelOp {
 			return modelOp{kind: opGet, key: g.key()}
 		}
 	}
+}
+
+// ingestOp returns an opIngest: up to two range deletions and up to 40
+// points (puts, deletes and, with a merge operator, merges) of distinct
+// keys in increasing order.
+func (g *opGenerator) ingestOp() modelOp {
+	rng := g.rng
+	op := modelOp{kind: opIngest, merge: g.merge, move: rng.IntN(2) == 0}
+	for n := rng.IntN(3); n > 0; n-- {
+		s, e := g.orderedPair()
+		if bytes.Equal(s, e) {
+			continue
+		}
+		op.batch = append(op.batch, batchEntry{kind: opDeleteRange, key: s, value: e})
+		g.markRangeDeleted(s, e)
+	}
+	keys := map[string]bool{}
+	for n := rng.IntN(40); n >= 0; n-- {
+		keys[string(g.key())] = true
+	}
+	if len(op.batch) > 0 && rng.IntN(4) == 0 {
+		keys = nil // range deletions only
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		e := batchEntry{kind: opPut, key: []byte(k)}
+		switch r := rng.IntN(10); {
+		case r < 2:
+			e.kind = opDelete
+			g.putsSince[k] = 0
+		case r < 4 && g.merge != nil:
+			e.kind, e.value = opMerge, g.mergeOperand()
+			g.putsSince[k] = 2
+		default:
+			e.value = g.value()
+			g.putsSince[k] = 2
+		}
+		op.batch = append(op.batch, e)
+	}
+	return op
 }
 
 func (g *opGenerator) iterOp() modelOp {
@@ -662,6 +739,10 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("reopen -> %s", fmtErr(t.reopen()))
 	case opReadOnlyScan:
 		line("readonly scan -> %s", t.readOnlyScan())
+
+	// External SST ingestion.
+	case opIngest:
+		line("%s -> %s", op, fmtErr(t.write(op)))
 	}
 	return log
 }
@@ -708,7 +789,9 @@ func (m *modelTarget) write(op modelOp) error {
 			}
 		}
 	}
-	if op.kind == opBatch {
+	if op.kind == opBatch || op.kind == opIngest {
+		// An ingested table's entries share one seqnum: its range
+		// deletions come first in its batch and delete only older data.
 		for _, e := range op.batch {
 			apply(e.kind, e.key, e.value)
 		}
@@ -913,6 +996,9 @@ type dbRunConfig struct {
 	// prefixSeeks makes runModelOn generate iterators in prefix mode,
 	// which the model runs with the options' PrefixExtractor.
 	prefixSeeks bool
+
+	// ingest makes runModelOn generate opIngest.
+	ingest bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -943,6 +1029,9 @@ type dbTarget struct {
 	getBuf []byte
 	// iterPerf sums the counts of the iterators, with cfg.prefixSeeks.
 	iterPerf PerfContext
+
+	// ingests numbers the external tables of opIngest.
+	ingests int
 }
 
 // appendValuePrefix is what dbTarget.get puts in the buffer it hands
@@ -1074,6 +1163,10 @@ func (d *dbTarget) write(op modelOp) error {
 		return d.db.DeleteBySecondaryRange(op.lo, op.hi, wo)
 	case opMerge:
 		return d.db.Merge(op.key, op.value, wo)
+
+	// External SST ingestion.
+	case opIngest:
+		return d.ingest(op)
 	}
 	b := d.db.NewBatch()
 	for _, e := range op.batch {
@@ -1326,3 +1419,54 @@ func (i *canonicalIter) SeekLT(k []byte) bool {
 	return i.settle(i.Iterator.SeekLT(k), false)
 }
 func (i *canonicalIter) Value() []byte { return i.value }
+
+// External SST ingestion (ingest.go).
+
+// ingest writes op's batch to an external table beside the database (with
+// the database's options: its table format, blob files, merge operator)
+// and ingests it.
+func (d *dbTarget) ingest(op modelOp) error {
+	fs := d.opts.FS
+	dir := d.dir + "-external"
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	d.ingests++
+	path := fs.PathJoin(dir, fmt.Sprintf("%06d.sst", d.ingests))
+	w := NewSSTFileWriter(d.opts)
+	if err := w.Open(path); err != nil {
+		return err
+	}
+	for _, e := range op.batch {
+		var err error
+		switch e.kind {
+		case opPut:
+			err = w.Put(e.key, e.value)
+		case opDelete:
+			err = w.Delete(e.key)
+		case opMerge:
+			err = w.Merge(e.key, e.value)
+		case opDeleteRange:
+			err = w.DeleteRange(e.key, e.value)
+		}
+		if err != nil {
+			w.Abandon()
+			return err
+		}
+	}
+	if err := w.Finish(); err != nil {
+		return err
+	}
+	if err := d.db.IngestExternalFile([]string{path}, &IngestExternalFileOptions{MoveFiles: op.move}); err != nil {
+		return err
+	}
+	if !op.move {
+		// The copy is the database's; the source may go.
+		for _, p := range append([]string{path}, w.Info().BlobFiles...) {
+			if err := fs.Remove(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
