@@ -9,6 +9,7 @@ import (
 
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
@@ -553,6 +554,13 @@ func (d *DB) ingestLocked(w *writer) error {
 	snapshots := len(d.mu.snapshots.list) > 0 && !o.DisableSnapshotConsistency
 	last := d.mu.lastSeq
 	numLevels := len(v.Levels)
+	// With dynamic level sizes the levels between L0 and the base level
+	// stay empty (RocksDB skips them too).
+	co := d.picker.Options()
+	baseLevel := 1
+	if co.DynamicLevelBytes {
+		baseLevel, _ = compact.TargetSizes(v, &co)
+	}
 	edit := &manifest.VersionEdit{}
 	now := d.clock.Now()
 	for _, f := range req.files {
@@ -567,7 +575,7 @@ func (d *DB) ingestLocked(w *writer) error {
 					overlapsData = true
 					break
 				}
-				if lvl > 0 && d.compactionWritesOverLocked(lvl, start, end) {
+				if lvl > 0 && (lvl < baseLevel || d.compactionWritesOverLocked(lvl, start, end)) {
 					continue
 				}
 				level = lvl

@@ -174,6 +174,11 @@ func TestIngestExternalFileOverExistingData(t *testing.T) {
 		t.Fatalf("after second ingestion: %q, want %q", got, want)
 	}
 	must(t, d.Close())
+	rep, err := Check("/db", opts)
+	must(t, err)
+	if !rep.OK() {
+		t.Fatalf("check after ingestion:\n%s", rep)
+	}
 	d, err = Open("/db", opts)
 	must(t, err)
 	if got := scanString(t, d, nil); got != want {
@@ -467,6 +472,16 @@ func TestIngestBlobFiles(t *testing.T) {
 			d, err = Open("/db", opts)
 			must(t, err)
 			check("reopened")
+			must(t, d.Close())
+			// shale check reads the ingested tables and blob files as it
+			// reads the DB's own.
+			rep, err := Check("/db", opts)
+			must(t, err)
+			if !rep.OK() {
+				t.Fatalf("check after ingestion:\n%s", rep)
+			}
+			d, err = Open("/db", opts)
+			must(t, err)
 			must(t, d.CompactRange(nil, nil))
 			check("compacted")
 			must(t, d.Close())
