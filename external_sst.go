@@ -183,8 +183,8 @@ func (w *SSTFileWriter) check(op string) error {
 }
 
 func (w *SSTFileWriter) add(kind base.Kind, key, value []byte) error {
-	if err := w.check(kind.String()); err != nil {
-		return err
+	if w.err != nil || w.w == nil {
+		return w.check(map[base.Kind]string{base.KindSet: "Put", base.KindMerge: "Merge", base.KindDelete: "Delete"}[kind])
 	}
 	if w.hasKey && w.cmp.Compare(key, w.lastKey) <= 0 {
 		what := "out of order"
