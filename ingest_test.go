@@ -655,3 +655,35 @@ func TestModelIngest(t *testing.T) {
 		})
 	}
 }
+
+// TestMetamorphicIngest is TestMetamorphic with opIngest among the
+// operations, under option sets that change how data moves through
+// memtables, levels, tables and blob files, on MemFS and the OS file
+// system: every set must answer as the model does.
+func TestMetamorphicIngest(t *testing.T) {
+	n := bySize(2000, 600, 8000)
+	names := map[string]bool{
+		"base": true, "tiny-memtable-nocompression": true, "3-static-levels": true, "7-static-levels": true,
+		"max-open-files-4-nocache": true, "no-auto-compactions": true, "disable-wal": true,
+		"async-io-single-level": true, "cache-index-filter-small-cache": true, "blob-files-tiny": true,
+		"blob-gc-cutoff-1-force-0.5": true, "prefix-extractor-prefixes-only": true,
+	}
+	if !testing.Short() {
+		// Seconds of fsyncs on a loaded machine.
+		names["osfs-blob-files-direct"] = true
+	}
+	var sets []metaOptionSet
+	for _, s := range metamorphicSets {
+		if names[s.name] {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) != len(names) {
+		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		g := newOpGenerator(seed, modelKeys)
+		g.ingest = true
+		runMetamorphicOps(t, seed, generateOpsWith(g, n), sets)
+	})
+}

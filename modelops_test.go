@@ -1422,12 +1422,12 @@ func (i *canonicalIter) Value() []byte { return i.value }
 
 // External SST ingestion (ingest.go).
 
-// ingest writes op's batch to an external table beside the database (with
-// the database's options: its table format, blob files, merge operator)
-// and ingests it.
+// ingest writes op's batch to an external table (with the database's
+// options: its table format, blob files, merge operator) in a directory
+// inside the database's, whose name the database ignores, and ingests it.
 func (d *dbTarget) ingest(op modelOp) error {
 	fs := d.opts.FS
-	dir := d.dir + "-external"
+	dir := fs.PathJoin(d.dir, "external")
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
