@@ -687,3 +687,74 @@ func TestMetamorphicIngest(t *testing.T) {
 		runMetamorphicOps(t, seed, generateOpsWith(g, n), sets)
 	})
 }
+
+// TestIngestFaults: a full disk while copying a table or blob file, a
+// failed directory sync and a failed read of the source fail the call with
+// nothing changed and nothing left in the database directory; a failed
+// MANIFEST write stops writes (ErrReadOnly), and after Resume or a reopen
+// the database holds all of the ingestion or none of it.
+func TestIngestFaults(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rule errorfs.Rule
+	}{
+		{"table-write-enospc", errorfs.Rule{Op: errorfs.OpWrite, PathContains: "/db/", PathPattern: "*.sst", NoSpace: true}},
+		{"blob-write-enospc", errorfs.Rule{Op: errorfs.OpWrite, PathContains: "/db/", PathPattern: "*.blob", NoSpace: true}},
+		{"dir-sync", errorfs.Rule{Op: errorfs.OpSync, PathPattern: "db"}},
+		{"source-read", errorfs.Rule{Op: errorfs.OpRead, PathContains: "/ext/", Nth: 3}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			ffs, opts, d := openFaultDB(t, mem, setBlobTestOptions)
+			defer d.Close()
+			must(t, d.Put([]byte("a"), []byte("old"), nil))
+			must(t, mem.MkdirAll("/ext", 0o755))
+			var entries []extEntry
+			for i := range 50 {
+				entries = append(entries, extEntry{'p', fmt.Sprintf("k%03d", i), string(blobTestValue(i))})
+			}
+			writeExternal(t, opts, "/ext/1.sst", entries...)
+			before := listNames(t, mem, "/db")
+			ffs.AddRule(c.rule)
+			err := d.IngestExternalFile([]string{"/ext/1.sst"}, nil)
+			if err == nil || ffs.Injected() == 0 {
+				t.Fatalf("ingestion under %s: %v (%d faults injected)", c.name, err, ffs.Injected())
+			}
+			ffs.ClearRules()
+			if after := listNames(t, mem, "/db"); !slices.Equal(before, after) {
+				t.Fatalf("failed ingestion changed the directory: %v -> %v", before, after)
+			}
+			if got := scanString(t, d, nil); got != "a=old" {
+				t.Fatalf("failed ingestion left %q", got)
+			}
+			// The database is fine: the same call now succeeds.
+			must(t, d.IngestExternalFile([]string{"/ext/1.sst"}, nil))
+			if got := getString(t, d, "k049", nil); got != string(blobTestValue(49)) {
+				t.Fatalf("after retry: k049 = %.20q", got)
+			}
+		})
+	}
+	t.Run("manifest-sync", func(t *testing.T) {
+		mem := vfs.NewMem()
+		ffs, opts, d := openFaultDB(t, mem, nil)
+		must(t, d.Put([]byte("a"), []byte("old"), nil))
+		writeExternal(t, opts, "/1.sst", extEntry{'p', "b", "new"})
+		ffs.AddRule(errorfs.Rule{Op: errorfs.OpSync, PathContains: "MANIFEST"})
+		err := d.IngestExternalFile([]string{"/1.sst"}, nil)
+		if !errors.Is(err, ErrReadOnly) {
+			t.Fatalf("ingestion with a failing MANIFEST sync: %v, want ErrReadOnly", err)
+		}
+		if err := d.Put([]byte("c"), []byte("x"), nil); !errors.Is(err, ErrReadOnly) {
+			t.Fatalf("write after the failed edit: %v, want ErrReadOnly", err)
+		}
+		ffs.ClearRules()
+		must(t, d.Close())
+		d, err = Open("/db", opts)
+		must(t, err)
+		defer d.Close()
+		if got := scanString(t, d, nil); got != "a=old" && got != "a=old b=new" {
+			t.Fatalf("after reopen: %q, want all or nothing of the ingestion", got)
+		}
+		checkNoStrayFiles(t, d, mem)
+	})
+}
