@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -757,4 +758,101 @@ func TestIngestFaults(t *testing.T) {
 		}
 		checkNoStrayFiles(t, d, mem)
 	})
+}
+
+// TestIngestConcurrentWithWritesAndCompactions: ingestions run while a
+// writer writes into the same key ranges and small memtables keep
+// flushes and compactions going; readers check at random snapshots that
+// each ingested file is visible all or nothing, and at the end every file
+// and every acknowledged write reads back at its newest value.
+func TestIngestConcurrentWithWritesAndCompactions(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem)
+	opts.Logger = discardLogger()
+	opts.WriteBufferSize = 16 << 10
+	opts.TargetFileSizeBase = 16 << 10
+	opts.NumLevels = 4
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer d.Close()
+	const files, perFile = 12, 40
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	// A writer writes between the ingested keys (a 'w' after their
+	// names), so that ingestions overlap the memtables and L0.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			k := fmt.Sprintf("i%03d-%05dw", i%files, i%300)
+			if err := d.Put([]byte(k), []byte("w"), nil); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	// A reader checks that each file is visible whole or not at all.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			s := d.NewSnapshot()
+			it := d.NewIterator(&ReadOptions{Snapshot: s})
+			counts := map[string]int{}
+			for it.First(); it.Valid(); it.Next() {
+				if k := string(it.Key()); len(k) == len("i000-00000") {
+					counts[k[:4]]++
+				}
+			}
+			err := it.Close()
+			s.Release()
+			if err != nil {
+				errs <- err
+				return
+			}
+			for f, n := range counts {
+				if n != perFile {
+					errs <- fmt.Errorf("a snapshot sees %d of the %d keys of file %s", n, perFile, f)
+					return
+				}
+			}
+		}
+	}()
+	for f := range files {
+		path := fmt.Sprintf("/ext-%03d.sst", f)
+		var entries []extEntry
+		for i := range perFile {
+			entries = append(entries, extEntry{'p', fmt.Sprintf("i%03d-%05d", f, i*7), fmt.Sprintf("v%d", f)})
+		}
+		writeExternal(t, opts, path, entries...)
+		if err := d.IngestExternalFile([]string{path}, &IngestExternalFileOptions{MoveFiles: f%2 == 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	must(t, d.WaitForCompact(nil))
+	for f := range files {
+		for i := range perFile {
+			if got := getString(t, d, fmt.Sprintf("i%03d-%05d", f, i*7), nil); got != fmt.Sprintf("v%d", f) {
+				t.Fatalf("file %d key %d reads %q", f, i, got)
+			}
+		}
+	}
+	checkNoStrayFiles(t, d, mem)
 }
