@@ -856,3 +856,40 @@ func TestIngestConcurrentWithWritesAndCompactions(t *testing.T) {
 	}
 	checkNoStrayFiles(t, d, mem)
 }
+
+// TestIngestSnapshotConsistency: with a snapshot open, a file that
+// overlaps nothing still gets a seqnum above it, so the snapshot does not
+// see it; with DisableSnapshotConsistency it goes in at seqnum 0 and the
+// snapshot sees it (RocksDB's snapshot_consistency=false).
+func TestIngestSnapshotConsistency(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer d.Close()
+	must(t, d.Put([]byte("a"), []byte("1"), nil))
+	must(t, d.Flush())
+	snap := d.NewSnapshot()
+	defer snap.Release()
+	writeExternal(t, opts, "/1.sst", extEntry{'p', "m", "1"})
+	writeExternal(t, opts, "/2.sst", extEntry{'p', "x", "2"})
+	must(t, d.IngestExternalFile([]string{"/1.sst"}, nil))
+	must(t, d.IngestExternalFile([]string{"/2.sst"}, &IngestExternalFileOptions{DisableSnapshotConsistency: true}))
+	if got := scanString(t, d, &ReadOptions{Snapshot: snap}); got != "a=1 x=2" {
+		t.Fatalf("snapshot sees %q, want a=1 x=2", got)
+	}
+	if got := scanString(t, d, nil); got != "a=1 m=1 x=2" {
+		t.Fatalf("latest state %q", got)
+	}
+	seqs := map[string]base.SeqNum{}
+	v := d.versions.Current()
+	for _, files := range v.Levels {
+		for _, f := range files {
+			seqs[string(f.Smallest.UserKey)] = f.GlobalSeqNum
+		}
+	}
+	v.Unref()
+	if seqs["m"] <= base.SeqNum(snap.SeqNum()) || seqs["x"] != 0 {
+		t.Fatalf("global seqnums %v (snapshot at %d): want m's above it and x's 0", seqs, snap.SeqNum())
+	}
+}
