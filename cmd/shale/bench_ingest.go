@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/shaledb/shale"
 )
@@ -10,8 +11,9 @@ import (
 // External SST ingestion (issue 16, item 3): fillseqingest is fillseq
 // through SSTFileWriter and IngestExternalFile. It writes the --num keys
 // in order to external tables of about --target_file_size_base bytes
-// (64 MiB unless given) in a directory beside the database, then ingests
-// them all in one call with MoveFiles (linked where the file system can,
+// (64 MiB unless given) in a directory beside the database (each table
+// finished, its last blocks written and synced, on a goroutine while the
+// next is written), then ingests them all in one call with MoveFiles (linked where the file system can,
 // else copied); the time covers both. Compare with fillseq, which Puts the
 // same keys (WAL on, no sync unless --sync).
 
@@ -40,21 +42,36 @@ func benchFillSeqIngest(r *benchRunner, t *benchThread) error {
 	var paths []string
 	var w *shale.SSTFileWriter
 	var n, bytes int64
-	finish := func() error {
+	// A finished table is closed (its last blocks written and synced) on
+	// a goroutine of its own while the next one is written, as a loader
+	// with several writers would.
+	var finishing sync.WaitGroup
+	var finishErr error
+	var errMu sync.Mutex
+	finish := func() {
 		if w == nil {
-			return nil
+			return
 		}
-		err := w.Finish()
+		fw := w
 		w = nil
 		t.finished(n, bytes)
 		n, bytes = 0, 0
-		return err
+		finishing.Add(1)
+		go func() {
+			defer finishing.Done()
+			if err := fw.Finish(); err != nil {
+				errMu.Lock()
+				finishErr = errors.Join(finishErr, err)
+				errMu.Unlock()
+			}
+		}()
 	}
 	for k := int64(0); k < r.cfg.num; k++ {
 		if w == nil {
 			w = shale.NewSSTFileWriter(opts)
 			p := fs.PathJoin(dir, fmt.Sprintf("%06d.sst", len(paths)+1))
 			if err := w.Open(p); err != nil {
+				finishing.Wait()
 				return err
 			}
 			paths = append(paths, p)
@@ -62,18 +79,19 @@ func benchFillSeqIngest(r *benchRunner, t *benchThread) error {
 		key, val := t.makeKey(k), t.value()
 		if err := w.Put(key, val); err != nil {
 			w.Abandon()
+			finishing.Wait()
 			return err
 		}
 		n++
 		bytes += int64(len(key) + len(val))
 		if n%1024 == 0 && w.FileSize() >= limit {
-			if err := finish(); err != nil {
-				return err
-			}
+			finish()
 		}
 	}
-	if err := finish(); err != nil {
-		return err
+	finish()
+	finishing.Wait()
+	if finishErr != nil {
+		return finishErr
 	}
 	if len(paths) == 0 {
 		return nil
