@@ -75,9 +75,10 @@ type ingestFile struct {
 	seq        base.SeqNum
 }
 
-// IngestExternalFile adds the tables at paths, written by SSTFileWriter
-// (with their blob files), to the database in one atomic MANIFEST edit
-// (RocksDB's IngestExternalFile). Each table is checked (checksums of every
+// IngestExternalFile adds the tables at paths (on the database's
+// Options.FS), written by SSTFileWriter with the database's comparer (and
+// their blob files beside them), to the database in one atomic MANIFEST
+// edit (RocksDB's IngestExternalFile). Each table is checked (checksums of every
 // block, keys in strictly increasing order at seqnum 0, the external
 // property, its blob files), then copied or linked into the database
 // directory under a new file number. Holding the commit queue, so that no
@@ -304,7 +305,7 @@ func verifyExternalBlobFile(fs vfs.FS, path string) (blob.Properties, error) {
 	return props, err
 }
 
-// ingestLastKey is the user key bounding f from above and whether it is
+// userBounds returns the user keys bounding f and whether the upper one is
 // exclusive (a range-delete sentinel).
 func (f *ingestFile) userBounds() (start, end []byte, endExclusive bool) {
 	return f.smallest.UserKey, f.largest.UserKey, f.largest.IsExclusiveSentinel()
