@@ -736,7 +736,12 @@ func isClosedChan(ch chan struct{}) bool {
 }
 
 // tableGlobalSeqNum is the global seqnum the reader of table num applies
-// (manifest.FileMetadata.GlobalSeqNum; 0 for tables the DB wrote).
+// (manifest.FileMetadata.GlobalSeqNum; 0 for tables the DB wrote). The map
+// holds every ingested table of the version Open loaded (noteGlobalSeqNums)
+// and every table IngestExternalFile added, before its edit. A lookup in
+// the current version instead would cost every table open a walk of all
+// the files, and miss a table a compaction has since replaced that an
+// older version still reads.
 func (d *DB) tableGlobalSeqNum(num base.FileNum) base.SeqNum {
 	if s, ok := d.globalSeqs.Load(num); ok {
 		return s.(base.SeqNum)
@@ -745,7 +750,9 @@ func (d *DB) tableGlobalSeqNum(num base.FileNum) base.SeqNum {
 }
 
 // noteGlobalSeqNums records the global seqnums of the ingested tables of
-// the version Open recovered, for their readers.
+// the current version, for their readers: Open calls it once the version
+// is loaded, and so must anything else that installs versions holding
+// tables it did not add itself (a follower replaying a MANIFEST).
 func (d *DB) noteGlobalSeqNums() {
 	v := d.versions.Current()
 	defer v.Unref()
