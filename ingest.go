@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
@@ -107,16 +109,14 @@ func (d *DB) IngestExternalFile(paths []string, o *IngestExternalFileOptions) er
 	if len(paths) == 0 {
 		return base.InvalidArgumentf("shale: IngestExternalFile: no files given")
 	}
-	files := make([]*ingestFile, len(paths))
 	for i, p := range paths {
 		if slices.Contains(paths[:i], p) {
 			return base.InvalidArgumentf("shale: IngestExternalFile: %s is given twice", p)
 		}
-		f, err := d.validateExternalFile(p)
-		if err != nil {
-			return err
-		}
-		files[i] = f
+	}
+	files, err := d.validateExternalFiles(paths)
+	if err != nil {
+		return err
 	}
 	overlapping, err := d.checkIngestOverlaps(files, o)
 	if err != nil {
@@ -165,6 +165,32 @@ type ingestRequest struct {
 // ingestErrorf wraps an error about the external table path.
 func ingestErrorf(path string, err error) error {
 	return fmt.Errorf("shale: IngestExternalFile: %s: %w", path, err)
+}
+
+// validateExternalFiles validates the files at paths, several at a time
+// (up to GOMAXPROCS: reading a table through is CPU work), and returns the
+// first failure in the order of paths.
+func (d *DB) validateExternalFiles(paths []string) ([]*ingestFile, error) {
+	files := make([]*ingestFile, len(paths))
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, max(1, min(len(paths), runtime.GOMAXPROCS(0))))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			files[i], errs[i] = d.validateExternalFile(p)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
 }
 
 // validateExternalFile opens the external table at path and checks it:
