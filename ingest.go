@@ -513,7 +513,12 @@ func (d *DB) rewriteIngestedTable(f *ingestFile) (err error) {
 				it.Close()
 				return err
 			}
-			x.FileNum = f.blobNums[x.FileNum-1] // validated in range
+			if x.FileNum == 0 || int(x.FileNum) > len(f.blobNums) {
+				// Validated before, so the file changed since.
+				it.Close()
+				return base.CorruptionErrorf(f.path, 0, "blob index of key %q names blob file %d of the %d it has", k.UserKey, x.FileNum, len(f.blobNums))
+			}
+			x.FileNum = f.blobNums[x.FileNum-1]
 			idx = blob.EncodeIndex(idx[:0], x)
 			v = idx
 		}
