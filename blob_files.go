@@ -1,7 +1,6 @@
 package shale
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -75,6 +74,9 @@ type blobOutput struct {
 	w     *blob.Writer
 	wNum  base.FileNum
 	bytes uint64
+	// sumGen hashes the current blob file's bytes as they are written
+	// (nil: no checksum is recorded).
+	sumGen FileChecksumGenerator
 	// files are the finished blob files; created every blob file started,
 	// for removal when the job fails.
 	files   []*manifest.BlobFileMetadata
@@ -179,6 +181,8 @@ func (b *blobOutput) write(key, value []byte) (blob.Index, error) {
 		if err != nil {
 			return blob.Index{}, err
 		}
+		// Hashed as written, as the tables are (file_checksum.go).
+		f, b.sumGen = b.d.newChecksummedFile(f, name)
 		if rl := b.d.opts.RateLimiter; rl != nil {
 			// As the job's tables: flushes first.
 			pri := IOPriorityLow
@@ -221,13 +225,11 @@ func (b *blobOutput) finishFile() error {
 	if m.Count == 0 {
 		return fmt.Errorf("shale: internal error: blob file %s finished without values", num)
 	}
-	var sum []byte
-	method := "crc32c"
-	if m.Checksum == blob.ChecksumXXHash64 {
-		method, sum = "xxhash64", binary.BigEndian.AppendUint64(nil, m.FileChecksum)
-	} else {
-		sum = binary.BigEndian.AppendUint32(nil, uint32(m.FileChecksum))
-	}
+	// The whole file's checksum, footer included, by the DB's generator:
+	// one mechanism for tables and blob files. (Blob files recorded before
+	// it hold the footer's checksum under "crc32c" or "xxhash64".)
+	sum, method := finishFileChecksum(b.sumGen)
+	b.sumGen = nil
 	b.files = append(b.files, &manifest.BlobFileMetadata{FileNum: num, TotalCount: m.Count, TotalBytes: b.bytes,
 		Size: m.Size, ChecksumMethod: method, ChecksumValue: sum})
 	b.d.opts.Statistics.add(TickerBlobFileBytesWritten, m.Size)

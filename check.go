@@ -372,7 +372,13 @@ func (r *CheckReport) String() string {
 // every live blob file (its whole-file checksum, and the value behind every
 // blob index of every live table, so that a dangling or damaged reference
 // is found), every record of every WAL not yet in tables, and parses the
-// OPTIONS files. o supplies the FS, Comparer and WALRecoveryMode (nil: defaults).
+// OPTIONS files. The whole-file checksum the MANIFEST records for a live
+// table or blob file (Options.FileChecksumGenFactory) is compared with the
+// file's bytes: a mismatch damages the file; a file recorded without one
+// (an older database, or NoFileChecksums) is reported as unchecked in its
+// Detail, as is one whose function o's factory does not make.
+// o supplies the FS, Comparer, WALRecoveryMode and FileChecksumGenFactory
+// (nil: defaults).
 // Open never reads OPTIONS files (it writes a fresh one), so damage there
 // does not stop Open; Check reports it.
 //
@@ -619,13 +625,22 @@ func (c *checker) checkTables(v *manifest.Version, present []base.FileNum) {
 			if isLive && uint64(fi.Size()) != lt.meta.Size {
 				cf.Status = CheckDamaged
 				cf.Err = base.CorruptionErrorf(path, fi.Size(), "table is %d bytes, the MANIFEST says %d", fi.Size(), lt.meta.Size)
-			} else if props, err := verifyTableFile(c.fs, path, c.opts.Comparer); err != nil {
-				cf.Status, cf.Err = CheckDamaged, err
-			} else if isLive {
-				if desc, err := checkRecordedCounts(path, lt.meta, props); err != nil {
-					cf.Status, cf.Err = CheckDamaged, err
-				} else {
-					cf.Detail = fmt.Sprintf("L%d, %s", lt.level, desc)
+			} else {
+				// The whole-file checksum first: a flipped byte is then
+				// reported as a mismatch whatever block it is in.
+				var sumDetail string
+				var sumErr error
+				if isLive {
+					sumDetail, sumErr = c.checkFileChecksum(path, lt.meta.FileChecksumFuncName, lt.meta.FileChecksum)
+				}
+				if props, err := verifyTableFile(c.fs, path, c.opts.Comparer); err != nil || sumErr != nil {
+					cf.Status, cf.Err = CheckDamaged, errors.Join(sumErr, err)
+				} else if isLive {
+					if desc, err := checkRecordedCounts(path, lt.meta, props); err != nil {
+						cf.Status, cf.Err = CheckDamaged, err
+					} else {
+						cf.Detail = fmt.Sprintf("L%d, %s, %s", lt.level, desc, sumDetail)
+					}
 				}
 			}
 		}
@@ -820,17 +835,28 @@ func (c *checker) checkBlobFiles(v *manifest.Version, present []base.FileNum) {
 			}
 		}
 		r, err := c.openBlob(path, num)
+		// The whole-file checksum the MANIFEST records (not one of the
+		// blob format's older kind, which the footer holds).
+		var sumDetail string
+		var sumErr error
+		if meta != nil && !legacyBlobChecksum(meta.ChecksumMethod) && !errors.Is(err, os.ErrNotExist) {
+			sumDetail, sumErr = c.checkFileChecksum(path, meta.ChecksumMethod, meta.ChecksumValue)
+		}
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			cf.Status = CheckDamaged
 			cf.Err = fmt.Errorf("%w (%w)", base.CorruptionErrorf(path, 0, "live blob file is missing"), err)
 		case err != nil:
-			cf.Size, cf.Status, cf.Err = c.size(name), CheckDamaged, err
+			cf.Size, cf.Status, cf.Err = c.size(name), CheckDamaged, errors.Join(sumErr, err)
 		default:
 			p := r.Properties()
 			cf.Size = int64(p.Size)
-			if err := r.VerifyFileChecksum(); err != nil {
-				cf.Status, cf.Err = CheckDamaged, err
+			if meta != nil && legacyBlobChecksum(meta.ChecksumMethod) {
+				sumErr = verifyLegacyBlobChecksum(path, meta, p.FileChecksum, func() error { return nil })
+				sumDetail = "file checksum " + meta.ChecksumMethod + " (the blob format's, before the footer) matches"
+			}
+			if err := r.VerifyFileChecksum(); err != nil || sumErr != nil {
+				cf.Status, cf.Err = CheckDamaged, errors.Join(sumErr, err)
 			} else if meta != nil && (p.Size != meta.Size || p.Count != meta.TotalCount) {
 				cf.Status = CheckDamaged
 				cf.Err = base.CorruptionErrorf(path, 0, "blob file of %d bytes with %d blobs, the MANIFEST says %d bytes and %d blobs",
@@ -839,7 +865,7 @@ func (c *checker) checkBlobFiles(v *manifest.Version, present []base.FileNum) {
 				cf.Status = CheckOK
 				readers[num] = r
 				if meta != nil {
-					cf.Detail = fmt.Sprintf("%d blobs of %d bytes", meta.TotalCount, meta.TotalBytes)
+					cf.Detail = fmt.Sprintf("%d blobs of %d bytes, %s", meta.TotalCount, meta.TotalBytes, sumDetail)
 					if meta.GarbageCount > 0 {
 						cf.Detail += fmt.Sprintf(", garbage %d/%d", meta.GarbageCount, meta.GarbageBytes)
 						if t := meta.OldestGarbageTime; t != 0 && t <= math.MaxInt64 {
@@ -905,6 +931,25 @@ func (c *checker) checkBlobFiles(v *manifest.Version, present []base.FileNum) {
 			}
 		}
 	}
+}
+
+// checkFileChecksum compares the whole-file checksum the MANIFEST records
+// for the file at path (funcName, sum) with the file's bytes, through the
+// factory of Check's options (the built-in CRC-32C is always at hand). It
+// returns what the report says of it; a mismatch is an error naming the
+// file. A file recorded without a checksum, or with one by a function the
+// factory does not make, is unchecked, not damaged.
+func (c *checker) checkFileChecksum(path, funcName string, sum []byte) (string, error) {
+	checked, err := verifyRecordedChecksum(c.fs, path, c.opts.FileChecksumGenFactory, funcName, sum)
+	switch {
+	case errors.Is(err, errFileChecksumUnverifiable):
+		return fmt.Sprintf("file checksum by %s unchecked (Options.FileChecksumGenFactory does not make it)", funcName), nil
+	case err != nil:
+		return "", err
+	case !checked:
+		return "no file checksum recorded (unchecked)", nil
+	}
+	return fmt.Sprintf("file checksum %s %x matches", funcName, sum), nil
 }
 
 // findEntry returns the index of the report's entry for name.

@@ -299,6 +299,11 @@ type tableOutput struct {
 	// files the table's entries point into, ascending.
 	blobs    *blobOutput
 	blobRefs []base.FileNum
+	// sumGen hashes the table's bytes as they are written (nil: no
+	// checksum is recorded); sum and sumName are its result once closed.
+	sumGen  FileChecksumGenerator
+	sum     []byte
+	sumName string
 }
 
 func (o *tableOutput) Add(k base.InternalKey, v []byte) error { return o.blobs.add(o, k, v) }
@@ -329,6 +334,9 @@ func (o *tableOutput) Close() error {
 	o.closed = true
 	m, err := o.w.Close()
 	o.meta = m
+	if err == nil {
+		o.sum, o.sumName = finishFileChecksum(o.sumGen)
+	}
 	return err
 }
 
@@ -397,6 +405,8 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 		if err != nil {
 			return nil, err
 		}
+		// Hashed as written, under any rate limiting (file_checksum.go).
+		f, sumGen := d.newChecksummedFile(f, name)
 		if rl := d.opts.RateLimiter; rl != nil {
 			// Flushes first: they are what stalled writers wait for.
 			pri := IOPriorityLow
@@ -405,7 +415,7 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 			}
 			f = &rateLimitedFile{File: f, limiter: rl, pri: pri, cancel: d.bgCancel}
 		}
-		o := &tableOutput{fileNum: num, keepRangeDels: job.older != nil, blobs: blobs}
+		o := &tableOutput{fileNum: num, keepRangeDels: job.older != nil, blobs: blobs, sumGen: sumGen}
 		owo := wo
 		if fs := d.opts.TablePropertiesCollectorFactories; len(fs) > 0 {
 			ctx := TablePropertiesCollectorContext{Level: job.level, Flush: job.flush}
@@ -478,6 +488,8 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 			NumDataBlocks:           m.Props.NumDataBlocks,
 			NumTombstoneDenseBlocks: m.Props.NumTombstoneDenseBlocks,
 			BlobFiles:               o.blobRefs,
+			FileChecksum:            o.sum,
+			FileChecksumFuncName:    o.sumName,
 		}
 		if fm.NumDeletions > 0 {
 			fm.OldestTombstoneTime = job.tombstoneTime

@@ -134,7 +134,11 @@ const (
 // matrixTrial opens a damaged copy and reads, iterates, compacts and
 // verifies it. damaged is the base name of the damaged file; walDamage
 // allows recovery to a prefix of the unflushed batches.
-func matrixTrial(t *testing.T, m *matrixDB, fs *vfs.MemFS, damaged, what string, walDamage bool) (_ matrixOutcome, checkFound bool) {
+//
+// Right after Open, VerifyFileChecksums reads every live table and blob
+// file whole, before anything rewrites them: sumChecked says it ran,
+// sumFound that it reported the damage.
+func matrixTrial(t *testing.T, m *matrixDB, fs *vfs.MemFS, damaged, what string, walDamage bool) (_ matrixOutcome, checkFound, sumChecked, sumFound bool) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -164,9 +168,11 @@ func matrixTrial(t *testing.T, m *matrixDB, fs *vfs.MemFS, damaged, what string,
 		if rep.OK() {
 			fail("Open reported damage that Check missed: %v\n%s", err, rep)
 		}
-		return outcomeDetected, true
+		return outcomeDetected, true, false, false
 	}
 	defer db.Close()
+	sumChecked = true
+	sumFound = checkErr("VerifyFileChecksums", db.VerifyFileChecksums())
 
 	// Get every key; the answers pick the state the DB recovered to.
 	got := model{}
@@ -210,14 +216,14 @@ func matrixTrial(t *testing.T, m *matrixDB, fs *vfs.MemFS, damaged, what string,
 	}
 	switch {
 	case detected:
-		return outcomeDetected, true
+		return outcomeDetected, true, sumChecked, sumFound
 	case recovered:
 		if !rep.OK() {
 			fail("WAL tail dropped by Open but Check calls it damage\n%s", rep)
 		}
-		return outcomeRecovered, false
+		return outcomeRecovered, false, sumChecked, sumFound
 	}
-	return outcomeHarmless, !rep.OK()
+	return outcomeHarmless, !rep.OK(), sumChecked, sumFound
 }
 
 // matrixGetAll checks every key against want; a corruption error is allowed.
@@ -273,7 +279,12 @@ func matrixScan(t *testing.T, db *DB, want model, checkErr func(string, error) b
 	return clean
 }
 
-type matrixCount struct{ tried, detected, harmless, recovered, checkOnly int }
+type matrixCount struct {
+	tried, detected, harmless, recovered, checkOnly int
+	// sumChecked counts the trials that ran VerifyFileChecksums (Open
+	// succeeded), sumFound those where it reported the damage.
+	sumChecked, sumFound int
+}
 
 // matrixSamples is how many offsets a damage kind tries in a file larger
 // than matrixSmallFile (all offsets in smaller ones).
@@ -342,7 +353,13 @@ func runCorruptionMatrix(t *testing.T, blobs bool) {
 				writeFile(t, fs, "/db/"+name, dm.fn(slices.Clone(orig), off))
 				what := fmt.Sprintf("%s of %s (%d bytes) at offset %d (seed %d)", dm.what, name, len(orig), off, seed)
 				c.tried++
-				outcome, checkFound := matrixTrial(t, m, fs, name, what, ft == base.FileTypeLog)
+				outcome, checkFound, sumChecked, sumFound := matrixTrial(t, m, fs, name, what, ft == base.FileTypeLog)
+				if sumChecked {
+					c.sumChecked++
+				}
+				if sumFound {
+					c.sumFound++
+				}
 				switch outcome {
 				case outcomeDetected:
 					c.detected++
@@ -363,8 +380,8 @@ func runCorruptionMatrix(t *testing.T, blobs bool) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		c := counts[k]
-		t.Logf("%-18s tried %5d  detected %5d  harmless %5d (found by Check %5d)  recovered-prefix %5d",
-			k, c.tried, c.detected, c.harmless, c.checkOnly, c.recovered)
+		t.Logf("%-18s tried %5d  detected %5d  harmless %5d (found by Check %5d)  recovered-prefix %5d  file checksum %5d/%5d",
+			k, c.tried, c.detected, c.harmless, c.checkOnly, c.recovered, c.sumFound, c.sumChecked)
 	}
 	for _, k := range required {
 		if counts[k] == nil || counts[k].tried == 0 {
@@ -398,6 +415,17 @@ func runCorruptionMatrix(t *testing.T, blobs bool) {
 	}
 	if c := counts["blob flip"]; blobs && c.detected == 0 {
 		t.Error("no blob flip was detected by the DB")
+	}
+	// Whole-file checksums (issue 16, item 4): every table and blob file
+	// has one, so VerifyFileChecksums finds every flipped bit in them
+	// (CRC-32C detects any single-bit error) whenever Open succeeds.
+	for _, k := range []string{"SST flip", "blob flip"} {
+		if c := counts[k]; c != nil && c.sumFound != c.sumChecked {
+			t.Errorf("%s: VerifyFileChecksums found %d of the %d damaged files Open opened", k, c.sumFound, c.sumChecked)
+		}
+	}
+	if c := counts["SST flip"]; c.sumChecked == 0 {
+		t.Error("SST flip: no damaged table opened, so VerifyFileChecksums never ran on one")
 	}
 	// Open never reads OPTIONS, so its damage is harmless to the DB, but
 	// its checksum line lets Check find every change.

@@ -268,6 +268,26 @@ var metamorphicSets = []metaOptionSet{
 	{name: "osfs-async-io-direct", set: func(o *Options) {
 		o.UseDirectReads = true
 	}, osFS: true, cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
+
+	// Whole-file checksums (issue 16, item 4): a custom factory records
+	// its own function for every table and blob file (tiny memtables, so
+	// flushes and compactions write many), and every reopen verifies them
+	// all; the default factory is verified the same way.
+	{name: "custom-file-checksums-blob-files", set: func(o *Options) {
+		setBlobTestOptions(o)
+		o.WriteBufferSize = 4 << 10
+		o.TargetFileSizeBase = 4 << 10
+		o.FileChecksumGenFactory = &testFileChecksumFactory{}
+	}, cfg: dbRunConfig{verifyFileChecksums: true}},
+	{name: "default-file-checksums-verified", set: func(o *Options) {},
+		cfg: dbRunConfig{verifyFileChecksums: true}},
+	{name: "osfs-file-checksums-direct", set: func(o *Options) {
+		// Tables and blob files written with direct IO (aligned writes
+		// of buffered bytes) on the OS file system: the checksum of the
+		// bytes written must be that of the file.
+		setBlobTestOptions(o)
+		o.UseDirectIOForFlushAndCompaction = true
+	}, osFS: true, cfg: dbRunConfig{verifyFileChecksums: true}},
 }
 
 // describe lists what the set changes from testOptions, for failure reports.

@@ -997,6 +997,12 @@ type dbRunConfig struct {
 	// which the model runs with the options' PrefixExtractor.
 	prefixSeeks bool
 
+	// Whole-file checksums (issue 16, item 4).
+	// verifyFileChecksums makes every reopen and the final close first
+	// check every live file against its recorded checksum
+	// (VerifyFileChecksums); a mismatch fails the operation.
+	verifyFileChecksums bool
+
 	// ingest makes runModelOn generate opIngest.
 	ingest bool
 }
@@ -1287,6 +1293,9 @@ func (d *dbTarget) reopen() error {
 		o := d.db.GetOptions()
 		d.opts = &o
 	}
+	if err := d.verifyFileChecksums(); err != nil {
+		return err
+	}
 	if err := d.db.Close(); err != nil {
 		return err
 	}
@@ -1335,7 +1344,23 @@ func (d *dbTarget) close() error {
 		s.Release()
 		delete(d.snaps, id)
 	}
+	if err := d.verifyFileChecksums(); err != nil {
+		d.db.Close()
+		return err
+	}
 	return d.db.Close()
+}
+
+// verifyFileChecksums runs VerifyFileChecksums when the configuration asks
+// for it (dbRunConfig.verifyFileChecksums).
+func (d *dbTarget) verifyFileChecksums() error {
+	if !d.cfg.verifyFileChecksums {
+		return nil
+	}
+	if err := d.db.VerifyFileChecksums(); err != nil {
+		return fmt.Errorf("VerifyFileChecksums: %w", err)
+	}
+	return nil
 }
 
 // modelFilter is the compaction filter of the model tests: it removes the

@@ -150,6 +150,22 @@ var optionSpecs = []optionSpec{
 		}
 		return o.CompactionFilterFactory
 	}),
+	{
+		name: "file_checksum_gen_factory", field: "FileChecksumGenFactory",
+		format: func(o *Options) string { return fileChecksumFactory(o).Name() },
+		parse: func(o *Options, v string) error {
+			switch {
+			case v == "nullptr":
+				o.FileChecksumGenFactory = NoFileChecksums
+			case v == fileChecksumCrc32cFactoryName || v == "":
+				o.FileChecksumGenFactory = nil
+			}
+			// Any other name is a factory the program supplies: the field
+			// stays as it is.
+			return nil
+		},
+		immutable: "it is an object the program supplies at Open",
+	},
 	boolOption("disable_auto_compactions", "DisableAutoCompactions", func(o *Options) *bool { return &o.DisableAutoCompactions }),
 	// The database's files, and Open's work.
 	immutable(int64Option("max_manifest_file_size", "MaxManifestFileSize", func(o *Options) *int64 { return &o.MaxManifestFileSize }),

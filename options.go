@@ -133,6 +133,13 @@ type Options struct {
 	// CompactionFilterFactory (compaction_filter_factory) makes a filter
 	// for each compaction. Default nil.
 	CompactionFilterFactory CompactionFilterFactory
+	// FileChecksumGenFactory (file_checksum_gen_factory) makes the
+	// generator of the whole-file checksum of every table and blob file the
+	// DB writes, recorded in the MANIFEST with the generator's name.
+	// Default nil: CRC-32C (NewFileChecksumGenCrc32cFactory; RocksDB's
+	// default is none). NoFileChecksums records none. Validate asks it for
+	// one generator (empty FileName) to check its name is not reserved.
+	FileChecksumGenFactory FileChecksumGenFactory
 	// DisableAutoCompactions turns off automatic compactions. Default false.
 	DisableAutoCompactions bool
 	// FS is the file system. Default vfs.Default (the OS).
@@ -649,6 +656,9 @@ func (o *Options) maxSequentialSkip() int { return max(o.MaxSequentialSkipInIter
 func (o *Options) Validate() error {
 	bad := func(format string, args ...any) error {
 		return base.InvalidArgumentf(format, args...)
+	}
+	if err := validateFileChecksumFactory(o.FileChecksumGenFactory); err != nil {
+		return err
 	}
 	switch {
 	case o.MergeOperator != nil && o.SecondaryDeleteKey != nil:

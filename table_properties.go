@@ -335,6 +335,12 @@ type LiveFileMetaData struct {
 	// MarkedForCompaction is set when a table properties collector asked
 	// for the table to be compacted (NeedCompact).
 	MarkedForCompaction bool
+	// FileChecksum is the checksum of the whole file, raw bytes, made by
+	// the generator FileChecksumFuncName names as the file was written
+	// (RocksDB's file_checksum, file_checksum_func_name). A table recorded
+	// without one has an empty FileChecksum and UnknownFileChecksumFuncName.
+	FileChecksum         []byte
+	FileChecksumFuncName string
 }
 
 // GetLiveFilesMetaData describes every live table, by level, L0 newest
@@ -360,7 +366,47 @@ func (d *DB) GetLiveFilesMetaData() []LiveFileMetaData {
 				NumEntries: f.NumEntries, NumDeletions: f.NumDeletions,
 				BeingCompacted: f.Compacting, MarkedForCompaction: f.MarkedForCompaction,
 			})
+			last := &out[len(out)-1]
+			last.FileChecksum, last.FileChecksumFuncName = liveFileChecksum(f.FileChecksum, f.FileChecksumFuncName)
 		}
+	}
+	return out
+}
+
+// LiveBlobFileMetaData describes one live blob file (RocksDB's
+// BlobMetaData), as the MANIFEST records it.
+type LiveBlobFileMetaData struct {
+	// Name is the file's name in the database directory, e.g. "000013.blob".
+	Name string
+	Size uint64
+	// TotalBlobCount and TotalBlobBytes are the blobs the file holds;
+	// GarbageBlobCount and GarbageBlobBytes those no table references.
+	TotalBlobCount, TotalBlobBytes     uint64
+	GarbageBlobCount, GarbageBlobBytes uint64
+	// FileChecksum and FileChecksumFuncName are the whole file's checksum
+	// and its generator, as LiveFileMetaData's. A blob file recorded before
+	// whole-file checksums has the blob format's checksum of the bytes
+	// before its footer, named "crc32c" or "xxhash64".
+	FileChecksum         []byte
+	FileChecksumFuncName string
+}
+
+// GetLiveBlobFilesMetaData describes every live blob file, by number.
+func (d *DB) GetLiveBlobFilesMetaData() []LiveBlobFileMetaData {
+	if d.checkOpen() != nil {
+		return nil
+	}
+	rs := d.loadReadState()
+	if rs == nil {
+		return nil
+	}
+	defer rs.unref()
+	out := make([]LiveBlobFileMetaData, 0, len(rs.version.BlobFiles))
+	for _, b := range rs.version.BlobFiles {
+		m := LiveBlobFileMetaData{Name: base.MakeFilename(base.FileTypeBlob, b.FileNum), Size: b.Size,
+			TotalBlobCount: b.TotalCount, TotalBlobBytes: b.TotalBytes, GarbageBlobCount: b.GarbageCount, GarbageBlobBytes: b.GarbageBytes}
+		m.FileChecksum, m.FileChecksumFuncName = liveFileChecksum(b.ChecksumValue, b.ChecksumMethod)
+		out = append(out, m)
 	}
 	return out
 }

@@ -61,7 +61,12 @@
 //
 // A blob number is a file number other than 0. The checksum is the whole
 // file's: the method's name ("" when there is none, and then no value) and
-// its value. Garbage (401) adds to the garbage recorded so far for the file;
+// its value. Since whole-file checksums (issue 16) the method is the name
+// of the generator that hashed every byte of the file, footer included, as
+// a table's fields 96 and 97 are; before, it was "crc32c" or "xxhash64",
+// the blob format's checksum of the bytes before the footer, which the
+// footer holds too. The root package keeps those two names for that older
+// meaning. Garbage (401) adds to the garbage recorded so far for the file;
 // the totals of 400 bound the sum. The custom fields of 400 and 401 follow
 // the rule of a new-file record's (below), in a namespace of their own:
 //
@@ -86,6 +91,8 @@
 //	7      blob references         blobnum | (uvarint difference to the
 //	                               next, at least 1)*: the blob files the
 //	                               table points into, ascending
+//	30     global seqnum           seqnum: every entry of the (ingested)
+//	                               table reads at it, not at the 0 stored
 //	71     raw key size            uvarint (table property)
 //	72     raw value size          uvarint (table property)
 //	73     num data blocks         uvarint (table property)
@@ -101,9 +108,19 @@
 //	       count                   (even 0) when the range is known
 //	88     secondary applied       seqnum: newest secondary tombstone the
 //	                               writing job applied in full
-//	30     global seqnum           seqnum: every entry of the (ingested)
-//	                               table reads at it, not at the 0 stored
+//	89     oldest ancester time    uvarint (unix seconds; 64|25)
+//	90     file creation time      uvarint (unix seconds; 64|26)
+//	96     file checksum           the raw bytes of the whole file's
+//	                               checksum (64|32; RocksDB's file_checksum)
+//	97     file checksum function  its generator's name, not empty (64|33;
+//	                               file_checksum_func_name)
 //	t|64   unknown, ignored        any
+//
+// Fields 96 and 97 are written together or not at all (one without the
+// other is corruption); a table recorded without them (no generator, or a
+// MANIFEST written before them) has no whole-file checksum, and tools say
+// it is unchecked. They carry the 1<<6 bit: a reader that skips them loses
+// only the whole-file check, since every block has its own checksum.
 //
 // Field 84 is field 5 to the nanosecond: both are written, a reader takes 84
 // when present and the seconds of 5 otherwise (a MANIFEST written before 84

@@ -106,6 +106,14 @@ const (
 	// compactions: a reader that skips them loses nothing.
 	customOldestAncesterTime = customSafeToIgnore | 25
 	customFileCreationTime   = customSafeToIgnore | 26
+
+	// The whole-file checksum of a table (RocksDB's file_checksum and
+	// file_checksum_func_name): the value's raw bytes, and the name of the
+	// generator that made it. Written together or not at all. A reader
+	// that skips them only cannot verify the file whole; its blocks keep
+	// their own checksums.
+	customFileChecksum         = customSafeToIgnore | 32
+	customFileChecksumFuncName = customSafeToIgnore | 33
 )
 
 // Custom-field tags inside a blob file record (400, 401): a namespace of
@@ -194,6 +202,14 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		dst = appendCustomUvarint(dst, customOldestAncesterTime, m.OldestAncesterTime)
 		dst = appendCustomUvarint(dst, customFileCreationTime, m.FileCreationTime)
 		dst = appendCustomUvarint(dst, customGlobalSeqNum, uint64(m.GlobalSeqNum))
+		if m.FileChecksumFuncName != "" {
+			dst = binary.AppendUvarint(dst, customFileChecksum)
+			dst = binary.AppendUvarint(dst, uint64(len(m.FileChecksum)))
+			dst = append(dst, m.FileChecksum...)
+			dst = binary.AppendUvarint(dst, customFileChecksumFuncName)
+			dst = binary.AppendUvarint(dst, uint64(len(m.FileChecksumFuncName)))
+			dst = append(dst, m.FileChecksumFuncName...)
+		}
 		if len(m.BlobFiles) > 0 {
 			var refs []byte
 			prev := base.FileNum(0)
@@ -635,6 +651,8 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 	// The seconds of a MANIFEST written before the nanoseconds field
 	// existed count when it is absent.
 	var tombstoneSecs, tombstoneNanos, secondaryApplied uint64
+	var sum []byte
+	haveSum := false
 	for {
 		tag, err := d.uvarint("custom field tag")
 		if err != nil {
@@ -655,6 +673,12 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 			}
 			if m.Secondary.Min > m.Secondary.Max {
 				return NewFileEntry{}, d.errorf("file %s: secondary attribute min %d > max %d", m.FileNum, m.Secondary.Min, m.Secondary.Max)
+			}
+			if haveSum != (m.FileChecksumFuncName != "") {
+				return NewFileEntry{}, d.errorf("file %s: file checksum without the name of its function, or a name without a checksum", m.FileNum)
+			}
+			if haveSum {
+				m.FileChecksum = append([]byte{}, sum...)
 			}
 			m.OldestTombstoneTime = tombstoneNanos
 			if tombstoneNanos == 0 {
@@ -711,6 +735,15 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 				return NewFileEntry{}, d.errorf("file %s: bad marked-for-compaction field", m.FileNum)
 			}
 			m.MarkedForCompaction = field[0] == 1
+			continue
+		case customFileChecksum:
+			sum, haveSum = field, true
+			continue
+		case customFileChecksumFuncName:
+			if len(field) == 0 {
+				return NewFileEntry{}, d.errorf("file %s: empty file checksum function name", m.FileNum)
+			}
+			m.FileChecksumFuncName = string(field)
 			continue
 		case customBlobFiles:
 			if m.BlobFiles, err = d.blobRefs(m.FileNum, field); err != nil {

@@ -107,6 +107,17 @@ func randEdit(rng *rand.Rand) *VersionEdit {
 			m.GlobalSeqNum = max(randSeq(rng), 1)
 			m.SmallestSeq, m.LargestSeq = m.GlobalSeqNum, m.GlobalSeqNum
 		}
+		if rng.IntN(2) == 0 {
+			// A whole-file checksum (its value may be empty).
+			m.FileChecksumFuncName = []string{"FileChecksumCrc32c", "test-xxhash64"}[rng.IntN(2)]
+			m.FileChecksum = make([]byte, rng.IntN(9))
+			for i := range m.FileChecksum {
+				m.FileChecksum[i] = byte(rng.Uint32())
+			}
+			if len(m.FileChecksum) == 0 {
+				m.FileChecksum = nil
+			}
+		}
 		e.NewFiles = append(e.NewFiles, NewFileEntry{Level: rng.IntN(NumLevelsMax), Meta: m})
 	}
 	for range rng.IntN(3) {
@@ -193,6 +204,7 @@ func metaEqual(a, b *FileMetadata) bool {
 		a.NumDataBlocks == b.NumDataBlocks && a.NumTombstoneDenseBlocks == b.NumTombstoneDenseBlocks &&
 		a.RangeDeletionsBytesEstimate == b.RangeDeletionsBytesEstimate &&
 		a.Secondary == b.Secondary && a.SecondaryApplied == b.SecondaryApplied &&
+		bytes.Equal(a.FileChecksum, b.FileChecksum) && a.FileChecksumFuncName == b.FileChecksumFuncName &&
 		slices.Equal(a.BlobFiles, b.BlobFiles) && a.GlobalSeqNum == b.GlobalSeqNum
 }
 

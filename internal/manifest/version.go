@@ -62,6 +62,13 @@ type FileMetadata struct {
 	// DB's clock); periodic compactions (Options.PeriodicCompactionSeconds)
 	// count from it. 0: unknown.
 	FileCreationTime uint64
+	// FileChecksum is the checksum of the whole table file, as the
+	// generator named FileChecksumFuncName made it while the file was
+	// written (RocksDB's file_checksum and file_checksum_func_name). Both
+	// are empty when none was recorded (no generator, or a MANIFEST
+	// written before shale recorded them).
+	FileChecksum         []byte
+	FileChecksumFuncName string
 	// BlobFiles are the blob files the table's blob index entries point
 	// into, ascending and without duplicates; nil when it has none. Every
 	// version holding the table holds these blob files.
