@@ -1,7 +1,6 @@
 package shale
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
@@ -75,6 +74,13 @@ type ingestFile struct {
 	blobPlaced int
 	level      int
 	seq        base.SeqNum
+	// sum and sumName are the table's whole-file checksum and its
+	// generator's name, blobSums and blobSumNames its blob files' (empty
+	// names: none; ingestedChecksum).
+	sum          []byte
+	sumName      string
+	blobSums     [][]byte
+	blobSumNames []string
 }
 
 // IngestExternalFile adds the tables at paths (on the database's
@@ -412,10 +418,33 @@ func (d *DB) placeIngestedFiles(files []*ingestFile, o *IngestExternalFileOption
 	return d.syncDir()
 }
 
-// ingestedChecksum is the one place where an ingested table's whole-file
-// checksum would be computed (from d.tablePath(f.num)) and kept for its
-// FileMetadata; shale records no table checksum yet, so it does nothing.
-func (d *DB) ingestedChecksum(f *ingestFile) error { return nil }
+// ingestedChecksum is the one place where the whole-file checksums of an
+// ingested table and its blob files are computed, by the DB's
+// FileChecksumGenFactory (none with NoFileChecksums), from the files as
+// they lie in the database directory, for the MANIFEST (file_checksum.go).
+func (d *DB) ingestedChecksum(f *ingestFile) error {
+	factory := fileChecksumFactory(d.opts)
+	sum := func(path string) ([]byte, string, error) {
+		if factory.CreateFileChecksumGenerator(FileChecksumGenContext{FileName: path}) == nil {
+			return nil, "", nil
+		}
+		return computeFileChecksum(d.fs, path, factory, "")
+	}
+	var err error
+	if f.sum, f.sumName, err = sum(d.tablePath(f.num)); err != nil {
+		return err
+	}
+	f.blobSums, f.blobSumNames = nil, nil
+	for _, n := range f.blobNums {
+		s, name, err := sum(d.blobPath(n))
+		if err != nil {
+			return err
+		}
+		f.blobSums = append(f.blobSums, s)
+		f.blobSumNames = append(f.blobSumNames, name)
+	}
+	return nil
+}
 
 // removeIngestedFiles removes what placeIngestedFiles put in the database
 // directory.
@@ -629,7 +658,7 @@ func (d *DB) ingestLocked(w *writer) error {
 			b := f.blobs[i]
 			edit.NewBlobFiles = append(edit.NewBlobFiles, &manifest.BlobFileMetadata{FileNum: n, TotalCount: b.Count,
 				TotalBytes: b.Size - blob.HeaderLen - blob.FooterLen, Size: b.Size,
-				ChecksumMethod: blobChecksumMethod(b.Checksum), ChecksumValue: blobChecksumValue(b.Checksum, b.FileChecksum)})
+				ChecksumMethod: f.blobSumNames[i], ChecksumValue: f.blobSums[i]})
 		}
 	}
 	// The reader of each table applies its global seqnum from its first
@@ -672,43 +701,29 @@ func (d *DB) ingestedMeta(f *ingestFile, nowSecs, nowNanos int64) *manifest.File
 		return base.MakeInternalKey(k.UserKey, f.seq, k.Kind())
 	}
 	m := &manifest.FileMetadata{
-		FileNum:            f.num,
-		Size:               f.size,
-		Smallest:           atSeq(f.smallest),
-		Largest:            atSeq(f.largest),
-		SmallestSeq:        f.seq,
-		LargestSeq:         f.seq,
-		GlobalSeqNum:       f.seq,
-		NumEntries:         p.NumEntries,
-		NumDeletions:       p.NumDeletions,
-		NumRangeDeletions:  p.NumRangeDeletions,
-		RawKeySize:         p.RawKeySize,
-		RawValueSize:       p.RawValueSize,
-		NumDataBlocks:      p.NumDataBlocks,
-		OldestAncesterTime: uint64(nowSecs),
-		FileCreationTime:   uint64(nowSecs),
-		BlobFiles:          slices.Clone(f.blobNums),
+		FileNum:              f.num,
+		Size:                 f.size,
+		Smallest:             atSeq(f.smallest),
+		Largest:              atSeq(f.largest),
+		SmallestSeq:          f.seq,
+		LargestSeq:           f.seq,
+		GlobalSeqNum:         f.seq,
+		NumEntries:           p.NumEntries,
+		NumDeletions:         p.NumDeletions,
+		NumRangeDeletions:    p.NumRangeDeletions,
+		RawKeySize:           p.RawKeySize,
+		RawValueSize:         p.RawValueSize,
+		NumDataBlocks:        p.NumDataBlocks,
+		OldestAncesterTime:   uint64(nowSecs),
+		FileCreationTime:     uint64(nowSecs),
+		BlobFiles:            slices.Clone(f.blobNums),
+		FileChecksum:         f.sum,
+		FileChecksumFuncName: f.sumName,
 	}
 	if p.NumDeletions > 0 {
 		m.OldestTombstoneTime = uint64(nowNanos)
 	}
 	return m
-}
-
-// blobChecksumMethod and blobChecksumValue record a blob file's whole-file
-// checksum as flushes do (blobOutput.finishFile).
-func blobChecksumMethod(t blob.ChecksumType) string {
-	if t == blob.ChecksumXXHash64 {
-		return "xxhash64"
-	}
-	return "crc32c"
-}
-
-func blobChecksumValue(t blob.ChecksumType, sum uint64) []byte {
-	if t == blob.ChecksumXXHash64 {
-		return binary.BigEndian.AppendUint64(nil, sum)
-	}
-	return binary.BigEndian.AppendUint32(nil, uint32(sum))
 }
 
 // memtablesOverlapLocked reports whether a memtable holds a key or range
