@@ -688,6 +688,10 @@ func (d *DB) ingestLocked(w *writer) error {
 	d.publishReadStateLocked()
 	d.visibleSeq.Store(uint64(last))
 	d.maybeScheduleLocked()
+	for _, f := range req.files {
+		d.logger.Info("ingested external table", "path", f.path, "table", f.num, "level", f.level,
+			"global_seqnum", uint64(f.seq), "bytes", f.size, "blob_files", len(f.blobNums))
+	}
 	return nil
 }
 
