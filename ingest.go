@@ -459,12 +459,23 @@ func (d *DB) removeIngestedFiles(files []*ingestFile) {
 	}
 }
 
-// linkOrCopy gives dst the content of src: a hard link when link is set
-// and the file system can, else a synced copy. A failed copy removes dst.
+// linkOrCopy gives dst the content of src, synced: a hard link when link
+// is set and the file system can, else a copy. A failure removes dst.
 func (d *DB) linkOrCopy(src, dst string, link bool) error {
 	if l, ok := d.fs.(linker); ok && link {
 		if err := l.Link(src, dst); err == nil {
-			return nil
+			// SSTFileWriter synced it; a file from elsewhere may not be.
+			f, err := d.fs.OpenReadWrite(dst)
+			if err == nil {
+				err = f.Sync()
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				_ = d.fs.Remove(dst)
+			}
+			return err
 		}
 		// Another device, or no hard links: copy instead.
 	}

@@ -944,3 +944,81 @@ func TestIngestRecordsFileChecksums(t *testing.T) {
 		})
 	}
 }
+
+// linkCountingFS is a MemFS with a Link that copies (main's MemFS has no
+// hard links) and counts its calls, so that the linking path of MoveFiles
+// runs.
+type linkCountingFS struct {
+	*vfs.MemFS
+	links int
+}
+
+func (fs *linkCountingFS) Link(oldname, newname string) error {
+	fs.links++
+	data, err := fs.readAll(oldname)
+	if err != nil {
+		return err
+	}
+	f, err := fs.Create(newname)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close() // unsynced: linkOrCopy syncs it
+}
+
+func (fs *linkCountingFS) readAll(name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	_, err = f.ReadAt(b, 0)
+	return b, err
+}
+
+// TestIngestMoveLinks: with MoveFiles on a file system that can link, the
+// table and blob files are linked (not copied), synced, and survive a
+// crash right after the call; without MoveFiles they are copied.
+func TestIngestMoveLinks(t *testing.T) {
+	mem := &linkCountingFS{MemFS: vfs.NewMem()}
+	opts := blobTestOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	writeExternal(t, opts, "/1.sst", extEntry{'p', "a", string(blobTestValue(1))}, extEntry{'p', "b", "short"})
+	writeExternal(t, opts, "/2.sst", extEntry{'p', "c", "x"})
+	must(t, d.IngestExternalFile([]string{"/2.sst"}, nil))
+	if mem.links != 0 {
+		t.Fatalf("copy mode linked %d files", mem.links)
+	}
+	must(t, d.IngestExternalFile([]string{"/1.sst"}, &IngestExternalFileOptions{MoveFiles: true}))
+	// The table with a blob value is rewritten; its blob file is linked.
+	if mem.links != 1 {
+		t.Fatalf("MoveFiles linked %d files, want the blob file", mem.links)
+	}
+	writeExternal(t, opts, "/3.sst", extEntry{'p', "d", "y"})
+	must(t, d.IngestExternalFile([]string{"/3.sst"}, &IngestExternalFileOptions{MoveFiles: true}))
+	if mem.links != 2 {
+		t.Fatalf("MoveFiles linked %d files, want the table too", mem.links)
+	}
+	want := "a=" + string(blobTestValue(1)) + " b=short c=x d=y"
+	if got := scanString(t, d, nil); got != want {
+		t.Fatalf("got %q", got)
+	}
+	crashed := mem.CrashClone()
+	must(t, d.Close())
+	d, err = Open("/db", blobTestOptions(crashed))
+	must(t, err)
+	defer d.Close()
+	if got := scanString(t, d, nil); got != want {
+		t.Fatalf("after a crash: %q", got)
+	}
+}
