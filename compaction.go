@@ -949,7 +949,7 @@ func (d *DB) skipLastLevel(v *manifest.Version, changeLevel bool, b BottommostLe
 // of [start, end] in o.TargetLevel, e.g. to build an LSM of a chosen shape.
 func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) error {
 	if d.readOnly {
-		return errOpenedReadOnly
+		return d.readOnlyErr()
 	}
 	last := d.opts.NumLevels - 1
 	co := d.compactOptions()

@@ -29,8 +29,12 @@ type DB struct {
 	logger   *slog.Logger
 	infoLog  *infoLogFile // the LOG file when the DB owns the logger
 	fileLock io.Closer    // nil for a read-only DB, which takes no lock
-	// readOnly is set by OpenForReadOnly: nothing is ever written.
+	// readOnly is set by OpenForReadOnly and OpenAsSecondary: nothing is
+	// ever written to the database's directory.
 	readOnly bool
+	// follower is the state of a secondary instance (OpenAsSecondary),
+	// nil otherwise.
+	follower *follower
 	// recovery is what Open's WAL replay dropped (Metrics().Recovery).
 	recovery   RecoveryMetrics
 	blockCache *cache.Cache
@@ -111,6 +115,21 @@ type DB struct {
 	// optionsFileNum is the newest OPTIONS file's number (under
 	// setOptionsMu once Open returns).
 	optionsFileNum base.FileNum
+	// readOnlyWALs are the WALs a read-only DB replayed (set by recover):
+	// a checkpoint of it copies them.
+	readOnlyWALs []base.FileNum
+	// deletionHolds counts the holds on obsolete-file deletion
+	// (holdFileDeletions), and deletionDeferred says a deletion was skipped
+	// while one was held; both under obsoleteMu.
+	deletionHolds    int
+	deletionDeferred bool
+	// checkpointing names the directories Checkpoint is building, so that
+	// a second call for one of them is refused before it touches the
+	// first's staging directory.
+	checkpointing struct {
+		sync.Mutex
+		dirs map[string]bool
+	}
 	// jobIDs numbers flushes and compactions for the listener.
 	jobIDs atomic.Int64
 
@@ -237,6 +256,11 @@ type readState struct {
 	// state was published (loadReadStateAt).
 	secondary     []manifest.SecondaryTombstone
 	secondaryUpTo base.SeqNum
+	// seq, on a secondary instance, is the seqnum its reads see: every
+	// entry at or below it is in mem, imms or version (a catch-up may
+	// append newer ones to mem, and install tables holding entries this
+	// state lacks). 0 on other DBs, whose reads take visibleSeq.
+	seq base.SeqNum
 }
 
 func (rs *readState) unref() {
@@ -272,6 +296,9 @@ func (d *DB) publishReadStateLocked() {
 		version: d.versions.Current(),
 	}
 	rs.secondary, rs.secondaryUpTo = rs.version.SecondaryTombstones, d.mu.secondaryLast
+	if d.follower != nil {
+		rs.seq = base.SeqNum(d.visibleSeq.Load())
+	}
 	rs.refs.Store(1)
 	rs.mem.refs.Add(1)
 	for _, m := range rs.imms {
@@ -370,6 +397,13 @@ type writer struct {
 	// every write before it is durable: an empty DeleteBySecondaryRange,
 	// which is a synced write all the same.
 	syncOnly bool
+	// validate, when set, runs when the writer leads the commit queue,
+	// before its batch gets seqnums: every earlier write is then in a
+	// memtable and visible, and none can commit until this one is done.
+	// An error fails the write, which writes nothing. An optimistic
+	// transaction's conflict check (transaction.go). Such a writer always
+	// leads its own group. With an empty batch only the check runs.
+	validate func() error
 	// ingest is an IngestExternalFile request (batch nil), which commits
 	// alone.
 	ingest *ingestRequest
@@ -390,6 +424,9 @@ func (d *DB) Write(b *Batch, wo *WriteOptions) error {
 	if b.merges {
 		if err := d.checkOpen(); err != nil {
 			return err
+		}
+		if d.readOnly {
+			return d.readOnlyErr()
 		}
 		if err := d.recordMergeOperator(); err != nil {
 			return err
@@ -418,7 +455,7 @@ func (d *DB) commit(w *writer) (*writer, error) {
 		return w, err
 	}
 	if d.readOnly {
-		return w, errOpenedReadOnly
+		return w, d.readOnlyErr()
 	}
 	w.cond.L = &d.mu
 	d.mu.Lock()
@@ -443,7 +480,9 @@ func (d *DB) commit(w *writer) (*writer, error) {
 		need = w.batch.memBytes
 		size := w.batch.Size()
 		for _, o := range d.mu.writers[1:] {
-			if o.batch == nil || size+o.batch.Size() > maxGroupBytes {
+			// A writer with a check leads alone: its check's failure is
+			// its own, and a follower's write must not precede the check.
+			if w.validate != nil || o.batch == nil || o.validate != nil || size+o.batch.Size() > maxGroupBytes {
 				break
 			}
 			size += o.batch.Size()
@@ -455,7 +494,17 @@ func (d *DB) commit(w *writer) (*writer, error) {
 	// writers only append to d.mu.writers, never touching its first
 	// len(group) elements.
 	var err error
+	if w.validate != nil {
+		// Leadership keeps every other writer out while the check reads
+		// (without d.mu, which is never held across IO).
+		d.mu.Unlock()
+		err = w.validate()
+		d.mu.Lock()
+	}
 	switch {
+	case err != nil:
+	case w.validate != nil && w.batch.Empty():
+		// A check with nothing to write.
 	case w.syncOnly:
 		if d.mu.bgErr != nil {
 			err = fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
@@ -799,7 +848,7 @@ func (d *DB) setBackgroundErrorLocked(reason BackgroundErrorReason, err error) {
 // so that recovery after a later crash still sees a prefix of the writes.
 func (d *DB) Resume() error {
 	if d.readOnly {
-		return errOpenedReadOnly
+		return d.readOnlyErr()
 	}
 	d.mu.Lock()
 	if d.mu.closing {

@@ -38,7 +38,7 @@ func (d *DB) DeleteFilesInRange(start, end []byte, includeEnd bool) error {
 //     before the call miss the data the call deleted, as later reads do.
 //     Iterators opened before the call keep reading the tables they
 //     started with, which stay on disk until the last such iterator
-//     closes.
+//     closes; a checkpoint being made also keeps them until it ends.
 //
 // Blob values referenced only by deleted tables become garbage; a blob
 // file no remaining table references is deleted with the tables. On a DB
@@ -49,7 +49,7 @@ func (d *DB) DeleteFilesInRanges(ranges []Range, includeEnd bool) error {
 		return err
 	}
 	if d.readOnly {
-		return errOpenedReadOnly
+		return d.readOnlyErr()
 	}
 	d.mu.Lock()
 	// A manual compaction skips a level whose files another job holds

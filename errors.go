@@ -15,4 +15,14 @@ var (
 	ErrReadOnly = base.ErrReadOnly
 	// ErrInvalidArgument: an option or argument was refused.
 	ErrInvalidArgument = base.ErrInvalidArgument
+	// ErrBusy: a transaction conflicted with another write (an optimistic
+	// commit's validation, or a pessimistic lock of a key written after
+	// the transaction's snapshot); retry the transaction.
+	ErrBusy = base.ErrBusy
+	// ErrDeadlock: a transaction's lock wait would close a cycle of
+	// waiting transactions; roll it back and retry.
+	ErrDeadlock = base.ErrDeadlock
+	// ErrTimedOut: an operation waited past its timeout (a transaction's
+	// lock wait, TxnOptions.LockTimeout).
+	ErrTimedOut = base.ErrTimedOut
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -586,4 +587,47 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dbContents returns every key and value a forward scan of d shows (under ro
+// when not nil).
+func dbContents(t *testing.T, d *DB, ro *ReadOptions) map[string]string {
+	t.Helper()
+	it := d.NewIterator(ro)
+	defer it.Close()
+	m := map[string]string{}
+	for ok := it.First(); ok; ok = it.Next() {
+		m[string(it.Key())] = string(it.Value())
+	}
+	if err := it.Err(); err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	return m
+}
+
+// diffContents describes how got differs from want, or returns "" when they
+// are equal.
+func diffContents(got, want map[string]string) string {
+	var b strings.Builder
+	n := 0
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok || g != want[k] {
+			if n < 5 {
+				fmt.Fprintf(&b, "key %q: got %q (present %v), want %q\n", k, g, ok, want[k])
+			}
+			n++
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			if n < 5 {
+				fmt.Fprintf(&b, "key %q: got %q, want absent\n", k, got[k])
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(&b, "%d keys differ (%d got, %d want)", n, len(got), len(want))
+	}
+	return b.String()
 }

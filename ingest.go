@@ -372,12 +372,6 @@ func (d *DB) checkIngestOverlaps(files []*ingestFile, o *IngestExternalFileOptio
 	return false, nil
 }
 
-// linker is the hard-link capability of a file system (vfs.Linker where
-// the vfs package has it); without it, files are copied.
-type linker interface {
-	Link(oldname, newname string) error
-}
-
 // placeIngestedFiles puts every file (and its blob files) into the database
 // directory under new numbers and syncs the directory. A table whose
 // entries point into blob files is rewritten with its blob indexes
@@ -462,7 +456,7 @@ func (d *DB) removeIngestedFiles(files []*ingestFile) {
 // linkOrCopy gives dst the content of src, synced: a hard link when link
 // is set and the file system can, else a copy. A failure removes dst.
 func (d *DB) linkOrCopy(src, dst string, link bool) error {
-	if l, ok := d.fs.(linker); ok && link {
+	if l, ok := d.fs.(vfs.Linker); ok && link {
 		if err := l.Link(src, dst); err == nil {
 			// SSTFileWriter synced it; a file from elsewhere may not be.
 			f, err := d.fs.OpenReadWrite(dst)

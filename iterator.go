@@ -75,6 +75,10 @@ type Iterator struct {
 	// counts the probes of the memtables' prefix blooms.
 	prefixTr SliceTransform
 	memBloom memtable.BloomCounts
+	// delta, when set, makes this an iterator of NewIteratorWithBase: a
+	// batch's writes over a DB iterator it owns (base_delta_iter.go);
+	// every method goes to it, and the fields above stay unused.
+	delta *baseDeltaIter
 }
 
 // NewIterator returns an iterator over the DB (or over ro.Snapshot), within
@@ -313,6 +317,9 @@ func (i *Iterator) moved(ok bool) bool {
 // order and confines the moves that follow to the prefix of the key it
 // lands on.
 func (i *Iterator) First() bool {
+	if i.delta != nil {
+		return !i.closed && i.delta.first()
+	}
 	if !i.usable() {
 		return false
 	}
@@ -328,6 +335,9 @@ func (i *Iterator) First() bool {
 
 // Last moves to the last key; in prefix mode as First does.
 func (i *Iterator) Last() bool {
+	if i.delta != nil {
+		return !i.closed && i.delta.last()
+	}
 	if !i.usable() {
 		return false
 	}
@@ -347,6 +357,9 @@ func (i *Iterator) Last() bool {
 // key lacks the prefix, skips the tables and memtables whose prefix filter
 // rules the prefix out, and the moves that follow stay within the prefix.
 func (i *Iterator) Seek(key []byte) bool {
+	if i.delta != nil {
+		return !i.closed && i.delta.seek(key)
+	}
 	if !i.usable() {
 		return false
 	}
@@ -376,6 +389,9 @@ func (i *Iterator) SeekLT(key []byte) bool {
 // and the moves that follow stay within the prefix (no prefix filter is
 // consulted: the seek is in total order).
 func (i *Iterator) SeekForPrev(key []byte) bool {
+	if i.delta != nil {
+		return !i.closed && i.delta.seekForPrev(key)
+	}
 	if !i.usable() {
 		return false
 	}
@@ -390,6 +406,9 @@ func (i *Iterator) SeekForPrev(key []byte) bool {
 // Next moves to the next key. Confined to a prefix (prefix mode), it stays
 // within it, and an iterator that is invalid does not move.
 func (i *Iterator) Next() bool {
+	if i.delta != nil {
+		return !i.closed && i.delta.next()
+	}
 	if !i.usable() || i.stuck() {
 		return false
 	}
@@ -402,6 +421,9 @@ func (i *Iterator) Next() bool {
 
 // Prev moves to the previous key; confined to a prefix, as Next.
 func (i *Iterator) Prev() bool {
+	if i.delta != nil {
+		return !i.closed && i.delta.prev()
+	}
 	if !i.usable() || i.stuck() {
 		return false
 	}
@@ -420,6 +442,9 @@ func (i *Iterator) Prev() bool {
 // counters of PerfContext). Reads of the windows in flight are counted
 // once they complete (at the latest when the iterator is closed).
 func (i *Iterator) Stats() PerfContext {
+	if i.delta != nil {
+		return i.delta.base.Stats()
+	}
 	var p PerfContext
 	if i.prior != nil {
 		p = *i.prior
@@ -434,10 +459,21 @@ func (i *Iterator) Stats() PerfContext {
 }
 
 // Valid reports whether the iterator is at a key.
-func (i *Iterator) Valid() bool { return i.usable() && i.it.Valid() }
+func (i *Iterator) Valid() bool {
+	if i.delta != nil {
+		return !i.closed && !i.db.closed.Load() && i.delta.valid
+	}
+	return i.usable() && i.it.Valid()
+}
 
 // Key returns the current key; valid until the iterator moves.
 func (i *Iterator) Key() []byte {
+	if i.delta != nil {
+		if !i.Valid() {
+			return nil
+		}
+		return i.delta.key
+	}
 	if !i.Valid() {
 		return nil
 	}
@@ -449,6 +485,12 @@ func (i *Iterator) Key() []byte {
 // read fails, Value returns nil, the iterator is no longer valid, and Err
 // returns the error.
 func (i *Iterator) Value() []byte {
+	if i.delta != nil {
+		if !i.Valid() {
+			return nil
+		}
+		return i.delta.currentValue()
+	}
 	if !i.Valid() {
 		return nil
 	}
@@ -510,6 +552,12 @@ func (i *Iterator) releaseBlobFile() {
 
 // Err returns the error that stopped iteration, if any.
 func (i *Iterator) Err() error {
+	if i.delta != nil {
+		if i.closed || i.db.closed.Load() {
+			return ErrClosed
+		}
+		return i.delta.error()
+	}
 	if i.err != nil {
 		return i.err
 	}
@@ -528,6 +576,13 @@ func (i *Iterator) Close() error {
 		return nil
 	}
 	i.closed = true
+	if i.delta != nil {
+		err := i.delta.err
+		if berr := i.delta.base.Close(); err == nil {
+			err = berr
+		}
+		return err
+	}
 	if i.it == nil {
 		if errors.Is(i.err, ErrClosed) {
 			return nil
@@ -580,6 +635,12 @@ func (i *Iterator) closeStack() error {
 // the error of building the new stack (kept by Err), or else the error the
 // replaced one had met.
 func (i *Iterator) SetBounds(lower, upper []byte) error {
+	if i.delta != nil {
+		if i.closed {
+			return ErrClosed
+		}
+		return i.delta.setBounds(lower, upper)
+	}
 	if !i.usable() {
 		return i.Err()
 	}
@@ -594,6 +655,12 @@ func (i *Iterator) SetBounds(lower, upper []byte) error {
 // iterator made at ReadOptions.Snapshot reads the latest state from then
 // on too. Errors as SetBounds.
 func (i *Iterator) Refresh() error {
+	if i.delta != nil {
+		if i.closed {
+			return ErrClosed
+		}
+		return i.delta.refresh()
+	}
 	if !i.usable() {
 		return i.Err()
 	}

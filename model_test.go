@@ -233,6 +233,10 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 	gen.merge, gen.counters = d.cfg.merge, d.cfg.counters
 	gen.filterValues = d.cfg.filter
 	gen.prefixSeeks = d.cfg.prefixSeeks
+	gen.txns = d.cfg.txns
+	gen.checkpoints = d.cfg.checkpoints
+	gen.repairs = d.cfg.repairs
+	gen.backups = d.cfg.backups // Backups (issue 16, item 2).
 	gen.ingest = d.cfg.ingest
 	// SHALE_MODEL_TRACE=key logs every operation with the stored versions
 	// of key after it.
@@ -278,6 +282,9 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 	}
 	if p := d.iterPerf; d.cfg.prefixSeeks && p.PrefixBloomUseful == 0 {
 		t.Fatalf("no prefix seek skipped a table: %d probes", p.PrefixBloomChecks)
+	}
+	if d.cfg.checkpoints && d.checkpoints == 0 {
+		t.Fatal("the sequence took no checkpoint")
 	}
 	if d.flushes == 0 || d.compactions == 0 {
 		t.Fatalf("test did not exercise flushes (%d) and compactions (%d):\n%s", d.flushes, d.compactions, db.Metrics())

@@ -50,6 +50,31 @@ const (
 	// only when the generator has one.
 	opMerge
 
+	// Transactions (issue 16, item 5).
+
+	// opTxn writes its batch entries in an optimistic transaction, scans
+	// the transaction's iterator (its writes over the DB) and commits;
+	// generated only when the generator's txns flag is set.
+	opTxn
+	// --- checkpoints (issue 16, item 1) ---
+
+	// opCheckpoint takes a checkpoint into a fresh directory, opens it
+	// (read-only, or read-write with checkpointReadWrite) and scans it;
+	// generated only when the generator's checkpoints flag is set.
+	opCheckpoint
+	// RepairDB (issue 17, item 1).
+
+	// opRepair closes the DB, removes its MANIFEST, repairs it with
+	// Repair and opens it again; generated only when the generator's
+	// repairs flag is set.
+	opRepair
+
+	// --- backups (issue 16, item 2) ---
+	// opBackupRestore backs the DB up (BackupEngine.CreateNewBackup),
+	// restores the backup into another directory and scans it there;
+	// generated only when the generator's backups flag is set.
+	opBackupRestore
+
 	// External SST ingestion (ingest.go).
 
 	// opIngest writes the op's batch (range deletions, then points in
@@ -116,6 +141,10 @@ type modelOp struct {
 	merge MergeOperator
 	// mode is the iterator's prefix mode (opIter).
 	mode iterMode
+
+	// checkpointReadWrite makes opCheckpoint open its checkpoint with Open
+	// rather than OpenForReadOnly.
+	checkpointReadWrite bool
 
 	// move is opIngest's IngestExternalFileOptions.MoveFiles.
 	move bool
@@ -186,6 +215,14 @@ func (op modelOp) String() string {
 		return "open read-only beside the writer and scan"
 	case opSecondaryDelete:
 		return fmt.Sprintf("deletebysecondaryrange [%d,%d) sync=%v", op.lo, op.hi, op.sync)
+	case opTxn:
+		b := op
+		b.kind = opBatch
+		return "txn of " + b.String()
+	case opCheckpoint:
+		return fmt.Sprintf("checkpoint and scan it (read-write=%v)", op.checkpointReadWrite)
+	case opRepair:
+		return "close, remove the MANIFEST, repair and reopen"
 
 	// External SST ingestion.
 	case opIngest:
@@ -240,6 +277,22 @@ type opGenerator struct {
 	// the first key of a prefix (modelPrefixLen bytes of a key); off, the
 	// sequence is what it was before prefix seeks existed.
 	prefixSeeks bool
+
+	// txns makes the sequence hold opTxn; off, the sequence of a seed is
+	// what it was before transactions existed.
+	txns bool
+	// checkpoints makes the sequence hold opCheckpoint; off, the sequence
+	// of a seed is what it was before checkpoints existed.
+	checkpoints bool
+	// repairs makes the sequence hold opRepair; off, the sequence of a
+	// seed is what it was before repairs existed. Never with secondary
+	// deletes: live secondary tombstones live only in the MANIFEST.
+	repairs bool
+
+	// --- backups (issue 16, item 2) ---
+	// backups makes the sequence hold opBackupRestore; off, the sequence
+	// of a seed is what it was before that op existed.
+	backups bool
 
 	// ingest makes the sequence hold opIngest; off, the sequence of a seed
 	// is what it was before ingestion existed.
@@ -382,11 +435,25 @@ func (g *opGenerator) next() modelOp {
 		}
 		return modelOp{kind: opSecondaryDelete, lo: lo, hi: hi, sync: sync}
 	}
+	if g.txns && rng.IntN(10) == 0 {
+		return g.txnOp(sync)
+	}
 	if g.merge != nil && rng.IntN(6) == 0 {
 		op := modelOp{kind: opMerge, key: g.key(), value: g.mergeOperand(), sync: sync, merge: g.merge}
 		g.putsSince[string(op.key)] = 2
 		return op
 	}
+	// --- checkpoints (issue 16, item 1) ---
+	if g.checkpoints && rng.IntN(60) == 0 {
+		return modelOp{kind: opCheckpoint, checkpointReadWrite: rng.IntN(2) == 0}
+	}
+
+	// --- backups (issue 16, item 2) ---
+	if g.backups && rng.IntN(80) == 0 {
+		return modelOp{kind: opBackupRestore}
+	}
+
+	// External SST ingestion.
 	if g.ingest && rng.IntN(30) == 0 {
 		return g.ingestOp()
 	}
@@ -467,6 +534,10 @@ func (g *opGenerator) next() modelOp {
 			}
 			return op
 		case r < 98:
+			if g.repairs && rng.IntN(2) == 0 {
+				g.liveSnaps = g.liveSnaps[:0]
+				return modelOp{kind: opRepair}
+			}
 			if rng.IntN(2) == 0 {
 				return modelOp{kind: opReadOnlyScan}
 			}
@@ -598,6 +669,18 @@ type opTarget interface {
 	// readOnlyScan returns the digest of a full scan of the database
 	// opened read-only (the latest state).
 	readOnlyScan() string
+
+	// checkpointScan returns the digest of a full scan of a checkpoint
+	// of the database (the latest state), opened read-write or read-only.
+	checkpointScan(readWrite bool) string
+	// repair closes the database, removes its MANIFEST, repairs it and
+	// opens it again (opRepair).
+	repair() error
+
+	// --- backups (issue 16, item 2) ---
+	// backupRestore returns the digest of a full scan of the database
+	// backed up and restored elsewhere (the latest state).
+	backupRestore() string
 }
 
 // fmtValue renders a value for the log: short ones whole, long ones by
@@ -645,6 +728,9 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 	switch op.kind {
 	case opPut, opDelete, opSingleDelete, opDeleteRange, opBatch, opSecondaryDelete, opMerge:
 		line("%s -> %s", op, fmtErr(t.write(op)))
+	case opTxn:
+		scan, err := t.(txnTarget).txn(op)
+		line("%s -> scan inside:%s -> %s", op, scan, fmtErr(err))
 	case opGet:
 		v, err := t.get(op.key, op.snap)
 		line("get %s snap#%d -> %s", op.key, op.snap, fmtResult(v, err))
@@ -739,6 +825,14 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 		line("reopen -> %s", fmtErr(t.reopen()))
 	case opReadOnlyScan:
 		line("readonly scan -> %s", t.readOnlyScan())
+	case opCheckpoint:
+		line("checkpoint scan -> %s", t.checkpointScan(op.checkpointReadWrite))
+	case opRepair:
+		line("repair -> %s", fmtErr(t.repair()))
+
+	// --- backups (issue 16, item 2) ---
+	case opBackupRestore:
+		line("backup, restore, scan -> %s", t.backupRestore())
 
 	// External SST ingestion.
 	case opIngest:
@@ -860,6 +954,9 @@ func (m *modelTarget) readOnlyScan() string {
 	return scanDigest(it)
 }
 
+// checkpointScan is readOnlyScan: a checkpoint holds the latest state.
+func (m *modelTarget) checkpointScan(bool) string { return m.readOnlyScan() }
+
 // scanDigest sums up a full forward scan: the count of entries and a
 // checksum of their keys and values.
 func scanDigest(it kvIterator) string {
@@ -976,6 +1073,9 @@ type dbRunConfig struct {
 	// secondaryDeletes makes runModelOn generate opSecondaryDelete (the
 	// options must set SecondaryDeleteKey to modelSecondaryKey).
 	secondaryDeletes bool
+	// checkpoints makes runModelOn generate opCheckpoint (issue 16, item
+	// 1).
+	checkpoints bool
 	// setOptions makes the DB change random mutable options with
 	// SetOptions before some operations (changeOptions), from a stream
 	// of setOptionsSeed's; the operations, and so the model, are the same.
@@ -1002,6 +1102,14 @@ type dbRunConfig struct {
 	// check every live file against its recorded checksum
 	// (VerifyFileChecksums); a mismatch fails the operation.
 	verifyFileChecksums bool
+
+	// txns makes runModelOn generate opTxn (transactions, issue 16 item 5).
+	txns bool
+	// repairs makes runModelOn generate opRepair.
+	repairs bool
+	// --- backups (issue 16, item 2) ---
+	// backups makes runModelOn generate opBackupRestore.
+	backups bool
 
 	// ingest makes runModelOn generate opIngest.
 	ingest bool
@@ -1035,6 +1143,19 @@ type dbTarget struct {
 	getBuf []byte
 	// iterPerf sums the counts of the iterators, with cfg.prefixSeeks.
 	iterPerf PerfContext
+
+	// checkpoints counts opCheckpoint runs; it numbers their directories.
+	checkpoints int
+	// secondary follows the DB from the first opReadOnlyScan on
+	// (OpenAsSecondary, in dir+".secondary"), across its reopens; every
+	// opReadOnlyScan catches it up and scans it too.
+	secondary *DB
+
+	// --- backups (issue 16, item 2) ---
+	// backups is the engine of opBackupRestore (opened at its first use,
+	// on the DB's FS in dir+".backups"); backupsMade counts its backups.
+	backups     *BackupEngine
+	backupsMade int
 
 	// ingests numbers the external tables of opIngest.
 	ingests int
@@ -1324,7 +1445,63 @@ func (d *dbTarget) readOnlyScan() string {
 	if err != nil {
 		return "open: " + fmtErr(err)
 	}
+	digest := d.scanDigestOf(db)
+	if err := db.Close(); err != nil {
+		digest += " close: " + fmtErr(err)
+	}
+	// The secondary instance, caught up, must show the same state: the
+	// log then differs from the model's if it does not.
+	if d.secondary == nil {
+		if d.secondary, err = OpenAsSecondary(d.dir, d.dir+".secondary", &ro); err != nil {
+			return digest + " secondary open: " + fmtErr(err)
+		}
+	}
+	if err := d.secondary.TryCatchUpWithPrimary(); err != nil {
+		return digest + " secondary catch-up: " + fmtErr(err)
+	}
+	if sd := d.scanDigestOf(d.secondary); sd != digest {
+		digest += " secondary: " + sd
+	}
+	return digest
+}
+
+// scanDigestOf is the scanDigest of a full scan of db.
+func (d *dbTarget) scanDigestOf(db *DB) string {
 	var it kvIterator = db.NewIterator(nil)
+	if d.cfg.filter {
+		it = &canonicalIter{Iterator: it.(*Iterator)}
+	}
+	digest := scanDigest(it)
+	if err := it.Close(); err != nil {
+		digest += " iter close: " + fmtErr(err)
+	}
+	return digest
+}
+
+// checkpointScan takes a checkpoint of d.db into a fresh directory, opens
+// it (read-write: with the DB's options; read-only: as readOnlyScan opens),
+// scans it, and removes it.
+func (d *dbTarget) checkpointScan(readWrite bool) string {
+	d.checkpoints++
+	dir := fmt.Sprintf("%s-checkpoint-%d", d.dir, d.checkpoints)
+	fs := d.opts.FS
+	defer fs.RemoveAll(dir)
+	if err := d.db.Checkpoint(dir); err != nil {
+		return "checkpoint: " + fmtErr(err)
+	}
+	o := *d.opts
+	o.Logger, o.CreateIfMissing = nil, false
+	// What counts the source DB's work stays the source's alone.
+	o.Statistics, o.EventListener, o.Lock = nil, nil, nil
+	open := OpenForReadOnly
+	if readWrite {
+		open = Open
+	}
+	db, err := open(dir, &o)
+	if err != nil {
+		return "open: " + fmtErr(err)
+	}
+	var it kvIterator = db.NewIterator(d.readOptions(0))
 	if d.cfg.filter {
 		it = &canonicalIter{Iterator: it.(*Iterator)}
 	}
@@ -1344,11 +1521,20 @@ func (d *dbTarget) close() error {
 		s.Release()
 		delete(d.snaps, id)
 	}
-	if err := d.verifyFileChecksums(); err != nil {
-		d.db.Close()
-		return err
+	if d.backups != nil {
+		_ = d.backups.Close()
+		d.backups = nil
 	}
-	return d.db.Close()
+	var err error
+	if d.secondary != nil {
+		err = d.secondary.Close()
+		d.secondary = nil
+	}
+	if cerr := d.verifyFileChecksums(); cerr != nil {
+		d.db.Close()
+		return errors.Join(err, cerr)
+	}
+	return errors.Join(err, d.db.Close())
 }
 
 // verifyFileChecksums runs VerifyFileChecksums when the configuration asks
@@ -1444,6 +1630,181 @@ func (i *canonicalIter) SeekLT(k []byte) bool {
 	return i.settle(i.Iterator.SeekLT(k), false)
 }
 func (i *canonicalIter) Value() []byte { return i.value }
+
+// Transactions (issue 16, item 5).
+
+// txnOp returns an opTxn: the entries of a batch (puts, deletes, range
+// deletes and, with a merge operator, merges).
+func (g *opGenerator) txnOp(sync bool) modelOp {
+	rng := g.rng
+	op := modelOp{kind: opTxn, sync: sync, merge: g.merge}
+	for n := rng.IntN(10); n >= 0; n-- {
+		k := g.key()
+		switch r := rng.IntN(12); {
+		case g.merge != nil && r < 3:
+			op.batch = append(op.batch, batchEntry{kind: opMerge, key: k, value: g.mergeOperand()})
+		case r < 6:
+			op.batch = append(op.batch, batchEntry{kind: opDelete, key: k})
+			g.putsSince[string(k)] = 0
+			continue
+		case r == 6:
+			s, e := g.orderedPair()
+			op.batch = append(op.batch, batchEntry{kind: opDeleteRange, key: s, value: e})
+			g.markRangeDeleted(s, e)
+			continue
+		default:
+			op.batch = append(op.batch, batchEntry{kind: opPut, key: k, value: g.value()})
+		}
+		g.putsSince[string(k)] = 2
+	}
+	return op
+}
+
+// txnTarget runs opTxn: it returns what the transaction's iterator showed
+// before the commit, and the commit's error.
+type txnTarget interface {
+	txn(op modelOp) (scan string, err error)
+}
+
+func (m *modelTarget) txn(op modelOp) (string, error) {
+	b := op
+	b.kind = opBatch
+	inside := &modelTarget{cur: m.cur.clone(), snaps: map[int]model{}}
+	if err := inside.write(b); err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for _, k := range inside.cur.sortedKeys(nil, nil) {
+		fmt.Fprintf(&out, " %s=%s", k, fmtValue([]byte(inside.cur[k])))
+	}
+	return out.String(), m.write(b)
+}
+
+func (d *dbTarget) txn(op modelOp) (string, error) {
+	txn := d.db.BeginOptimisticTransaction(d.writeOptions(op), nil)
+	for _, e := range op.batch {
+		var err error
+		switch e.kind {
+		case opMerge:
+			err = txn.Merge(e.key, e.value)
+		case opPut:
+			err = txn.Put(e.key, e.value)
+		case opDelete:
+			err = txn.Delete(e.key)
+		case opDeleteRange:
+			err = txn.DeleteRange(e.key, e.value)
+		}
+		if err != nil {
+			txn.Rollback()
+			return "", err
+		}
+	}
+	it := txn.NewIterator(d.readOptions(0))
+	var out strings.Builder
+	for ok := it.First(); ok; ok = it.Next() {
+		fmt.Fprintf(&out, " %s=%s", it.Key(), fmtValue(it.Value()))
+	}
+	if err := it.Close(); err != nil {
+		txn.Rollback()
+		return out.String(), err
+	}
+	return out.String(), txn.Commit()
+}
+
+// RepairDB (issue 17, item 1).
+
+func (m *modelTarget) repair() error {
+	clear(m.snaps)
+	return nil
+}
+
+// repair closes the DB, removes the MANIFEST CURRENT names, runs Repair
+// and opens the database again. A repair that loses anything but the
+// removed MANIFEST fails the op.
+func (d *dbTarget) repair() error {
+	for id, s := range d.snaps {
+		s.Release()
+		delete(d.snaps, id)
+	}
+	d.countWork()
+	if err := d.db.Close(); err != nil {
+		return err
+	}
+	fs := d.opts.FS
+	cur, err := fs.Open(fs.PathJoin(d.dir, "CURRENT"))
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 64)
+	n, _ := cur.ReadAt(b, 0)
+	cur.Close()
+	if err := fs.Remove(fs.PathJoin(d.dir, strings.TrimSpace(string(b[:n])))); err != nil {
+		return err
+	}
+	rep, err := Repair(d.dir, d.opts)
+	if err != nil {
+		return err
+	}
+	if len(rep.Lost) != 0 || len(rep.WALLosses) != 0 {
+		return fmt.Errorf("repair lost data:\n%s", rep)
+	}
+	db, err := Open(d.dir, d.opts)
+	if err != nil {
+		return err
+	}
+	d.db = db
+	return nil
+}
+
+// --- backups (issue 16, item 2) ---
+
+func (m *modelTarget) backupRestore() string { return m.readOnlyScan() }
+
+// backupRestore backs the DB up (every other backup after a flush), keeps
+// the newest three backups, restores the newest over the previous restore
+// in dir+".restored" and scans it. Writes that only the WAL writer's
+// background hands hold, or that skipped the WAL, are flushed first, as
+// for readOnlyScan.
+func (d *dbTarget) backupRestore() string {
+	fs := d.opts.FS
+	if d.backups == nil {
+		e, err := OpenBackupEngine(d.dir+".backups", &BackupOptions{FS: fs})
+		if err != nil {
+			return "open engine: " + fmtErr(err)
+		}
+		d.backups = e
+	}
+	d.backupsMade++
+	flush := d.backupsMade%2 == 0 || d.cfg.disableWAL || d.opts.WALBackgroundWrites
+	if err := d.backups.CreateNewBackupFlush(d.db, flush); err != nil {
+		return "backup: " + fmtErr(err)
+	}
+	if err := d.backups.PurgeOldBackups(3); err != nil {
+		return "purge: " + fmtErr(err)
+	}
+	restored := d.dir + ".restored"
+	if err := d.backups.RestoreDBFromLatestBackup(restored); err != nil {
+		return "restore: " + fmtErr(err)
+	}
+	o := *d.opts
+	o.Logger, o.EventListener, o.CreateIfMissing, o.Lock = nil, nil, false, nil
+	db, err := Open(restored, &o)
+	if err != nil {
+		return "open restored: " + fmtErr(err)
+	}
+	var it kvIterator = db.NewIterator(nil)
+	if d.cfg.filter {
+		it = &canonicalIter{Iterator: it.(*Iterator)}
+	}
+	digest := scanDigest(it)
+	if err := it.Close(); err != nil {
+		digest += " iter close: " + fmtErr(err)
+	}
+	if err := db.Close(); err != nil {
+		digest += " close: " + fmtErr(err)
+	}
+	return digest
+}
 
 // External SST ingestion (ingest.go).
 

@@ -26,11 +26,13 @@ import (
 // there after Open returns. A last WAL that replays to a clean end is kept
 // as the WAL of the new memtable, so reopening writes no table.
 func Open(dir string, opts *Options) (*DB, error) {
-	return open(dir, opts, false)
+	return open(dir, opts, false, "")
 }
 
-// open opens dir for writing, or for reading only (OpenForReadOnly).
-func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
+// open opens dir for writing, or for reading only (OpenForReadOnly), or,
+// with a secondaryDir, as a secondary instance (OpenAsSecondary, which
+// reads only too).
+func open(dir string, opts *Options, readOnly bool, secondaryDir string) (_ *DB, err error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -54,6 +56,9 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 		obsoleteCh: make(chan struct{}, 1),
 		closeCh:    make(chan struct{}),
 		bgCancel:   make(chan struct{}),
+	}
+	if secondaryDir != "" {
+		d.follower = &follower{dir: secondaryDir}
 	}
 	d.clock = o.Clock
 	d.mu.compact.cond.L = &d.mu
@@ -85,6 +90,12 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 			return nil, err
 		}
 	}
+	if d.follower != nil {
+		// The secondary's own directory: its LOG, nothing in dir.
+		if err := d.fs.MkdirAll(secondaryDir, 0o755); err != nil {
+			return nil, fmt.Errorf("shale: creating the secondary directory %s: %w", secondaryDir, err)
+		}
+	}
 	if err := d.openInfoLog(); err != nil {
 		return nil, err
 	}
@@ -114,7 +125,11 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 	d.fileCache = newFileCache(d)
 	d.picker = compact.NewPicker(d.compactOptions())
 
-	if readOnly {
+	if d.follower != nil {
+		if err := d.loadSecondary(); err != nil {
+			return nil, err
+		}
+	} else if readOnly {
 		if err := d.loadReadOnly(); err != nil {
 			return nil, err
 		}
@@ -124,6 +139,10 @@ func open(dir string, opts *Options, readOnly bool) (_ *DB, err error) {
 	d.mu.Lock()
 	d.publishReadStateLocked()
 	d.mu.Unlock()
+	if d.follower != nil {
+		d.logger.Info("opened as a secondary instance", "dir", dir, "secondary_dir", secondaryDir, "last_seq", d.visibleSeq.Load())
+		return d, nil
+	}
 	if readOnly {
 		d.logger.Info("opened read-only", "dir", dir, "last_seq", d.visibleSeq.Load())
 		return d, nil
@@ -276,6 +295,15 @@ func (d *DB) openInfoLog() error {
 	switch {
 	case d.opts.Logger != nil:
 		d.logger = d.opts.Logger
+		return nil
+	case d.follower != nil:
+		// A secondary logs into its own directory, never the primary's.
+		f, err := openInfoLogFile(d.fs, d.follower.dir, d.opts.KeepLogFileNum, d.opts.MaxLogFileSize)
+		if err != nil {
+			return err
+		}
+		d.infoLog = f
+		d.logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		return nil
 	case d.readOnly:
 		d.logger = slog.New(slog.DiscardHandler)
@@ -448,6 +476,7 @@ func (d *DB) recover() error {
 	if d.readOnly {
 		d.mu.mem.queue = full
 		d.mu.mem.mutable = mem
+		d.readOnlyWALs = logs
 		return nil
 	}
 	if reuse.ok {
@@ -692,9 +721,17 @@ func probeDirectIO(fs vfs.FS, name string) (err error) {
 // deleteObsoleteFiles removes tables no version references and WALs whose
 // memtables are flushed. At open (full) it also removes any table, WAL,
 // MANIFEST, OPTIONS or temp file the current state does not use.
+//
+// While a hold is on (holdFileDeletions, a checkpoint copying files) it
+// deletes nothing: the obsolete files stay with the version set, and the
+// release of the last hold wakes the deletion goroutine for them.
 func (d *DB) deleteObsoleteFiles(full bool) {
 	d.obsoleteMu.Lock()
 	defer d.obsoleteMu.Unlock()
+	if d.deletionHolds > 0 {
+		d.deletionDeferred = true
+		return
+	}
 	type victim struct {
 		t   base.FileType
 		num base.FileNum
@@ -831,6 +868,11 @@ func (d *DB) Close() error {
 	if d.closed.Swap(true) {
 		return ErrClosed
 	}
+	if s := d.follower; s != nil {
+		// A catch-up under way finishes first (later ones see closed).
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
 	// A SetOptions under way finishes first (later ones see closed).
 	d.setOptionsMu.Lock()
 	d.setOptionsMu.Unlock()
@@ -909,6 +951,9 @@ func (d *DB) closeResources() error {
 	if w := d.mu.log.w; w != nil { // Open failed after starting the WAL
 		d.mu.log.w = nil
 		err = errors.Join(err, w.Close())
+	}
+	if d.follower != nil {
+		err = errors.Join(err, d.follower.close())
 	}
 	if d.fileCache != nil {
 		err = errors.Join(err, d.fileCache.close())

@@ -24,11 +24,24 @@ import (
 // write method returns an error matching ErrReadOnly.
 // Options.CreateIfMissing and ErrorIfExists are ignored.
 func OpenForReadOnly(dir string, opts *Options) (*DB, error) {
-	return open(dir, opts, true)
+	return open(dir, opts, true, "")
 }
 
-// errOpenedReadOnly is the error of every write to a read-only DB.
-var errOpenedReadOnly = fmt.Errorf("shale: the database was opened with OpenForReadOnly: %w", ErrReadOnly)
+// errOpenedReadOnly is the error of every write to a read-only DB;
+// errOpenedAsSecondary that of a secondary instance.
+var (
+	errOpenedReadOnly    = fmt.Errorf("shale: the database was opened with OpenForReadOnly: %w", ErrReadOnly)
+	errOpenedAsSecondary = fmt.Errorf("shale: the database was opened with OpenAsSecondary, a read-only follower of its primary: %w", ErrReadOnly)
+)
+
+// readOnlyErr is the error of a write to a DB opened read-only or as a
+// secondary instance.
+func (d *DB) readOnlyErr() error {
+	if d.follower != nil {
+		return errOpenedAsSecondary
+	}
+	return errOpenedReadOnly
+}
 
 // readOnlyLoadAttempts bounds how often a read-only open starts over when
 // a writer changed the directory under it (a MANIFEST rotated away, a WAL
@@ -149,8 +162,8 @@ func (d *DB) resetReadOnlyLoad() {
 	d.visibleSeq.Store(0)
 }
 
-// openLiveTables opens every table and blob file of the current version, a
-// few at a time.
+// openLiveTables opens every table and blob file of the current version
+// not open yet, a few at a time.
 func (d *DB) openLiveTables() error {
 	v := d.versions.Current()
 	defer v.Unref()
@@ -164,13 +177,18 @@ func (d *DB) openLiveTables() error {
 		num  base.FileNum
 	}
 	var files []file
+	// A secondary's catch-up opens only what it has not opened before.
 	for _, level := range v.Levels {
 		for _, f := range level {
-			files = append(files, file{fileKindTable, f.FileNum})
+			if d.fileCache.lookup(fileKindTable, f.FileNum) == nil {
+				files = append(files, file{fileKindTable, f.FileNum})
+			}
 		}
 	}
 	for _, b := range v.BlobFiles {
-		files = append(files, file{fileKindBlob, b.FileNum})
+		if d.fileCache.lookup(fileKindBlob, b.FileNum) == nil {
+			files = append(files, file{fileKindBlob, b.FileNum})
+		}
 	}
 	sem := make(chan struct{}, 4)
 	for _, f := range files {

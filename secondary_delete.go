@@ -115,6 +115,9 @@ func (d *DB) syncWALLocked(what string) error {
 // is replaced: the tombstone is published before its seqnum is visible,
 // so the retry finds it. hook, when set (by tests), runs between the two.
 func (d *DB) loadReadStateAt(ro *ReadOptions, hook func()) (*readState, base.SeqNum) {
+	if d.follower != nil {
+		return d.loadFollowerReadState(ro)
+	}
 	for {
 		rs := d.loadReadState()
 		if rs == nil {

@@ -59,7 +59,7 @@ func (d *DB) GetOptions() Options {
 // RocksDB's LoadLatestOptions.
 func (d *DB) SetOptions(opts map[string]string) error {
 	if d.readOnly {
-		return errOpenedReadOnly
+		return d.readOnlyErr()
 	}
 	if len(opts) == 0 {
 		return base.InvalidArgumentf("shale: SetOptions: no option given")

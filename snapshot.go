@@ -17,6 +17,11 @@ type Snapshot struct {
 	// created is when NewSnapshot took it (by Options.Clock), behind
 	// rocksdb.oldest-snapshot-time.
 	created time.Time
+	// rs, on a secondary instance, is the read state the snapshot reads:
+	// its primary compacts away versions the snapshot needs without
+	// knowing of it, so the snapshot keeps the tables and memtables of its
+	// moment (released by Release).
+	rs *readState
 }
 
 // NewSnapshot returns a snapshot of the current state.
@@ -24,6 +29,12 @@ func (d *DB) NewSnapshot() *Snapshot {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := &Snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load()), created: d.clock.Now()}
+	if d.follower != nil {
+		// Catch-ups publish under d.mu: this is the newest read state.
+		if s.rs = d.loadReadState(); s.rs != nil {
+			s.seq = s.rs.seq
+		}
+	}
 	d.mu.snapshots.list = append(d.mu.snapshots.list, s)
 	return s
 }
@@ -35,8 +46,9 @@ func (s *Snapshot) Release() {
 	}
 	d := s.db
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	s.released = true
+	rs := s.rs
+	s.rs = nil
 	if i := slices.Index(d.mu.snapshots.list, s); i >= 0 {
 		d.mu.snapshots.list = slices.Delete(d.mu.snapshots.list, i, i+1)
 		if i == 0 && !d.readOnly {
@@ -45,6 +57,10 @@ func (s *Snapshot) Release() {
 			// files past their delete persistence deadline rewritable.
 			d.maybeScheduleLocked()
 		}
+	}
+	d.mu.Unlock()
+	if rs != nil {
+		rs.unref()
 	}
 }
 

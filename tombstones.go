@@ -206,7 +206,7 @@ type WaitForCompactOptions struct {
 // every compaction the picker would start has run, including those that
 // the ones waited for made necessary (RocksDB's WaitForCompact), and the
 // files they made obsolete are deleted, except those an open iterator or
-// a running read still holds. With
+// a running read still holds, or a checkpoint being made holds back. With
 // Options.DisableAutoCompactions it waits only for the running ones. It
 // returns the background error if one stops the DB, and ErrClosed when the
 // DB is closed meanwhile. o may be nil.

@@ -19,7 +19,11 @@
 // wrapper keep what its files pass on: a wrapping file forwards Alignment
 // (Aligner), and a wrapping FS that has something to do around each read
 // of its files may give the owner of an AsyncReader one that reads the
-// wrapped files natively (AsyncReaderWrapper).
+// wrapped files natively (AsyncReaderWrapper). Hard links are a third such
+// interface, Linker: Default links with os.Link (link(2), CreateHardLink on
+// Windows), MemFS by giving one node two names, and wrappers forward it;
+// LinkOrCopy links, or copies where the names cannot share a file (another
+// device, no hard links) or the FS is no Linker.
 //
 // Lock takes an exclusive, non-blocking lock: flock(LOCK_EX|LOCK_NB) on POSIX,
 // LockFileEx on Windows, and in addition a process-wide registry of locked

@@ -242,6 +242,53 @@ func TestOpenFileSurvivesRenameAndRemove(t *testing.T) {
 	})
 }
 
+// TestFollowedFileSurvivesRemove is what a secondary instance needs of a
+// file its primary writes and removes (a WAL, a table): a reader opened
+// beside the writer's handle (for random access, as tables are) sees what
+// the writer appends, the writer can close and remove the file while the
+// reader holds it (on Windows: FILE_SHARE_DELETE), the name is free at
+// once, and the reader still reads every byte.
+func TestFollowedFileSurvivesRemove(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs FS, dir string) {
+		name := fs.PathJoin(dir, "000007.log")
+		w, err := fs.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte("first;")); err != nil {
+			t.Fatal(err)
+		}
+		readers := make([]File, 2)
+		for i, opts := range [][]OpenOption{nil, {RandomAccess}} {
+			if readers[i], err = fs.Open(name, opts...); err != nil {
+				t.Fatalf("open beside the writer: %v", err)
+			}
+			defer readers[i].Close()
+		}
+		if _, err := w.Write([]byte("second")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Remove(name); err != nil {
+			t.Fatalf("remove while readers hold the file: %v", err)
+		}
+		_, err = fs.Stat(name)
+		mustNotExist(t, err, "Stat after remove")
+		writeFile(t, fs, name, "another file")
+		for i, r := range readers {
+			if got, err := readAll(r); err != nil || got != "first;second" {
+				t.Fatalf("reader %d after remove and re-create: %q, %v", i, got, err)
+			}
+		}
+		mustRead(t, fs, name, "another file")
+	})
+}
+
 func TestNotExist(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fs FS, dir string) {
 		missing := fs.PathJoin(dir, "missing")

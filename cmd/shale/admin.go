@@ -41,13 +41,19 @@ type adminFlags struct {
 	access          access
 	db              string
 	hex             bool
-	createIfMissing bool // --create_if_missing; the writing verbs only
+	keyHex          bool   // --key_hex: keys only (ldb's flag)
+	valueHex        bool   // --value_hex: values only (ldb's flag)
+	createIfMissing bool   // --create_if_missing; the writing verbs only
+	mergeOperator   string // --merge_operator: uint64add or stringappend
 }
 
 func (f *adminFlags) register(cmd *cobra.Command, a access) {
 	f.access = a
 	cmd.Flags().StringVar(&f.db, "db", "", "database directory (required)")
 	cmd.Flags().BoolVar(&f.hex, "hex", false, "keys and values are hex-encoded on input and output")
+	cmd.Flags().BoolVar(&f.keyHex, "key_hex", false, "keys are hex-encoded on input and output")
+	cmd.Flags().BoolVar(&f.valueHex, "value_hex", false, "values are hex-encoded on input and output")
+	cmd.Flags().StringVar(&f.mergeOperator, "merge_operator", "", "the database's merge operator, to read merged keys: uint64add or stringappend (\",\" between values); empty: none")
 	if a != readOnly {
 		cmd.Flags().BoolVar(&f.createIfMissing, "create_if_missing", a == writeOrCreate,
 			"create the database when --db holds none")
@@ -64,15 +70,19 @@ func (f *adminFlags) open(stderr io.Writer) (*shale.DB, error) {
 		db  *shale.DB
 		err error
 	)
+	mergeOp, err := benchMergeOperator(f.mergeOperator)
+	if err != nil {
+		return nil, err
+	}
 	if f.access == readOnly {
 		// Said here, since the library's message for a missing directory
 		// suggests CreateIfMissing, which a read verb does not take.
 		if _, serr := f.fs().Stat(f.db); errors.Is(serr, os.ErrNotExist) {
 			return nil, fmt.Errorf("opening %s: no database there (the directory does not exist)", f.db)
 		}
-		db, err = shale.OpenForReadOnly(f.db, &shale.Options{FS: adminFS})
+		db, err = shale.OpenForReadOnly(f.db, &shale.Options{FS: adminFS, MergeOperator: mergeOp})
 	} else {
-		db, err = shale.Open(f.db, &shale.Options{CreateIfMissing: f.createIfMissing, FS: adminFS})
+		db, err = shale.Open(f.db, &shale.Options{CreateIfMissing: f.createIfMissing, FS: adminFS, MergeOperator: mergeOp})
 	}
 	if err != nil {
 		return nil, flagError(fmt.Errorf("opening %s: %w", f.db, err), adminOptionFlags)
@@ -113,6 +123,15 @@ func (f *adminFlags) encode(b []byte) string {
 	return string(b)
 }
 
+// keyFlags and valueFlags are f as it applies to keys (--hex or --key_hex)
+// and to values (--hex or --value_hex).
+func (f *adminFlags) keyFlags() *adminFlags   { return &adminFlags{hex: f.hex || f.keyHex} }
+func (f *adminFlags) valueFlags() *adminFlags { return &adminFlags{hex: f.hex || f.valueHex} }
+
+// encodeKey and encodeValue print a key and a value as the flags say.
+func (f *adminFlags) encodeKey(b []byte) string   { return f.keyFlags().encode(b) }
+func (f *adminFlags) encodeValue(b []byte) string { return f.valueFlags().encode(b) }
+
 // withDB opens the database, runs fn and closes it, keeping the first error.
 func (f *adminFlags) withDB(cmd *cobra.Command, fn func(db *shale.DB) error) (err error) {
 	db, err := f.open(cmd.ErrOrStderr())
@@ -143,7 +162,11 @@ func newArgsCmd(use, short string, a access, argNames []string, run func(cmd *co
 		RunE: func(cmd *cobra.Command, args []string) error {
 			decoded := make([][]byte, len(args))
 			for i, a := range args {
-				b, err := f.decode(argNames[i], a)
+				df := f.keyFlags()
+				if argNames[i] == "value" {
+					df = f.valueFlags()
+				}
+				b, err := df.decode(argNames[i], a)
 				if err != nil {
 					return err
 				}
@@ -176,7 +199,7 @@ func newGetCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), f.encode(v))
+				fmt.Fprintln(cmd.OutOrStdout(), f.encodeValue(v))
 				return nil
 			})
 		})
@@ -241,12 +264,12 @@ func newScanCmd() *cobra.Command {
 			ro := &shale.ReadOptions{}
 			var err error
 			if cmd.Flags().Changed("from") {
-				if ro.LowerBound, err = f.decode("--from", from); err != nil {
+				if ro.LowerBound, err = f.keyFlags().decode("--from", from); err != nil {
 					return err
 				}
 			}
 			if cmd.Flags().Changed("to") {
-				if ro.UpperBound, err = f.decode("--to", to); err != nil {
+				if ro.UpperBound, err = f.keyFlags().decode("--to", to); err != nil {
 					return err
 				}
 			}
@@ -277,7 +300,7 @@ func scan(cmd *cobra.Command, db *shale.DB, ro *shale.ReadOptions, f *adminFlags
 	}
 	n := 0
 	for valid := ok(); valid && (limit == 0 || n < limit); valid = step() {
-		if _, err := fmt.Fprintf(out, "%s : %s\n", f.encode(it.Key()), f.encode(it.Value())); err != nil {
+		if _, err := fmt.Fprintf(out, "%s : %s\n", f.encodeKey(it.Key()), f.encodeValue(it.Value())); err != nil {
 			return err
 		}
 		n++

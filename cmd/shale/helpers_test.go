@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -12,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/internal/testdir"
 )
 
 // dirState maps every file and directory under dir (relative, slash
@@ -108,4 +112,54 @@ func runShaleProcess(t *testing.T, args ...string) (stdout, stderr string, code 
 		t.Fatalf("running shale %s: %v", strings.Join(args, " "), err)
 	}
 	return out.String(), errOut.String(), code
+}
+
+// adminVerbDB builds the database the ldb-style verbs are tested on: tables
+// on several levels, blob files (values of 100 bytes and more), merges
+// (under the "stringappend" operator, --merge_operator=stringappend), a
+// range deletion, point deletions and writes still in the WAL. It returns
+// the directory and what a reader sees (key to value).
+func adminVerbDB(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	dir := filepath.Join(testdir.New(t), "db")
+	db, err := shale.Open(dir, &shale.Options{CreateIfMissing: true, EnableBlobFiles: true, MinBlobSize: 100,
+		MergeOperator: shale.StringAppendOperator(",")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 200 {
+		v := fmt.Sprintf("v%03d", i)
+		if i%3 == 0 {
+			v += strings.Repeat("b", 120) // to a blob file
+		}
+		must(db.Put(fmt.Appendf(nil, "k%03d", i), []byte(v), nil))
+	}
+	must(db.Merge([]byte("m1"), []byte("a"), nil))
+	must(db.Flush())
+	must(db.CompactRange(nil, nil))
+	must(db.Merge([]byte("m1"), []byte("b"), nil))
+	must(db.Merge([]byte("m2"), []byte("x"), nil))
+	must(db.DeleteRange([]byte("k050"), []byte("k060"), nil))
+	must(db.Delete([]byte("k100"), nil))
+	must(db.Put([]byte("k101"), []byte(strings.Repeat("new", 50)), nil))
+	must(db.Flush())
+	must(db.Put([]byte("k102"), []byte("in the WAL"), nil))
+	must(db.Merge([]byte("m2"), []byte("y"), nil))
+	want := map[string]string{}
+	it := db.NewIterator(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		want[string(it.Key())] = string(it.Value())
+	}
+	must(it.Close())
+	must(db.Close())
+	if want["m1"] != "a,b" || want["m2"] != "x,y" || len(want) != 200-10-1+2 {
+		t.Fatalf("fixture: m1 %q m2 %q, %d keys", want["m1"], want["m2"], len(want))
+	}
+	return dir, want
 }

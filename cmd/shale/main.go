@@ -46,6 +46,21 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newBenchCmd(),
 		newStressCmd(),
 		newCheckCmd(),
+		newCheckpointCmd(),
+		// ldb and sst_dump verbs (issue 17, item 1).
+		newDumpCmd(),
+		newLoadCmd(),
+		newIdumpCmd(),
+		newManifestDumpCmd(),
+		newDumpWALCmd(),
+		newSSTDumpCmd(),
+		newListLiveFilesCmd(),
+		newGetPropertyCmd(),
+		newCompactCmd(),
+		newRepairCmd(),
+		newBackupCmd(),
+		newRestoreCmd(),
+		newListBackupsCmd(),
 	)
 	return root
 }

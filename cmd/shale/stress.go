@@ -64,6 +64,21 @@ type stressConfig struct {
 	// merges makes writers issue Merges (stresslog.OpMerge) under
 	// stressMergeOperator.
 	merges bool
+
+	// checkpoints makes the child take checkpoints while it writes
+	// (DIR/checkpoints), which the parent checks after each kill
+	// (verifyCheckpoints).
+	checkpoints bool
+	// secondaryInstance makes the parent follow the child's database with
+	// a secondary instance (OpenAsSecondary in DIR/secondary): catching up
+	// and reading while the child writes, and after each kill comparing
+	// its state with the reopened database's.
+	secondaryInstance bool
+
+	// backups makes the child add backups to DIR/backups while it writes
+	// (BackupEngine.CreateNewBackup), which the parent restores and checks
+	// after each kill (verifyBackups).
+	backups bool
 }
 
 // stressMergeOperator is the merge operator of --merges: an operand names
@@ -245,6 +260,8 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--allow_mmap_reads=" + strconv.FormatBool(c.allowMmapReads),
 		"--allow_mmap_writes=" + strconv.FormatBool(c.allowMmapWrites),
 		"--merges=" + strconv.FormatBool(c.merges),
+		"--checkpoints=" + strconv.FormatBool(c.checkpoints),
+		"--backups=" + strconv.FormatBool(c.backups),
 	}
 }
 
@@ -279,6 +296,8 @@ on any violation. See docs/crash-testing.md.`,
 	f.DurationVar(&cfg.duration, "duration", 0, "stop starting children after this long (0 = no limit)")
 	f.DurationVar(&cfg.killMin, "kill_min", cfg.killMin, "shortest time a child writes before it is killed")
 	f.DurationVar(&cfg.killMax, "kill_max", cfg.killMax, "longest time a child writes before it is killed")
+	f.BoolVar(&cfg.secondaryInstance, "secondary_instance", false,
+		"follow the database with a secondary instance (OpenAsSecondary, in DIR/secondary) that catches up and reads while each child writes, and after each kill must show what the reopened database shows")
 	cmd.AddCommand(newStressChildCmd())
 	return cmd
 }
@@ -322,6 +341,10 @@ func registerStressFlags(f interface {
 		"Options.AllowMmapWrites of the child's database: WALs are written through memory mappings (a kill must lose no acknowledged write all the same)")
 	f.BoolVar(&cfg.merges, "merges", false,
 		"writers also issue Merges under a string-append merge operator (Options.MergeOperator of the child's database)")
+	f.BoolVar(&cfg.checkpoints, "checkpoints", false,
+		"the child also takes checkpoints (DB.Checkpoint into DIR/checkpoints) while it writes; after each kill every checkpoint, and a staging directory that opens, must hold a prefix of each writer's batches covering those acknowledged before its call")
+	f.BoolVar(&cfg.backups, "backups", false,
+		"the child also adds backups to DIR/backups (BackupEngine.CreateNewBackup) while it writes; after each kill every backup must restore to a prefix of each writer's batches covering those acknowledged before its call")
 }
 
 func newStressChildCmd() *cobra.Command {
@@ -620,9 +643,16 @@ func runStressChild(cfg *stressConfig, gen int, stdin io.Reader, stdout io.Write
 		io.Copy(io.Discard, stdin)
 		close(parentGone)
 	}()
-	errc := make(chan error, cfg.threads)
+	errc := make(chan error, cfg.threads+2)
+	acked := make([]atomic.Uint64, cfg.threads)
 	for t := 0; t < cfg.threads; t++ {
-		go func() { errc <- stressWriter(cfg, db, gen, t) }()
+		go func() { errc <- stressWriter(cfg, db, gen, t, &acked[t]) }()
+	}
+	if cfg.checkpoints {
+		go func() { errc <- stressCheckpointer(cfg, db, gen, acked) }()
+	}
+	if cfg.backups {
+		go func() { errc <- stressBackupper(cfg, db, gen, acked) }()
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -644,8 +674,9 @@ func runStressChild(cfg *stressConfig, gen int, stdin io.Reader, stdout io.Write
 }
 
 // stressWriter is writer t of child gen: it logs each batch as pending,
-// writes it, and logs the ack, until an error (or the kill).
-func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
+// writes it, and logs the ack (and stores the batch's number in acked),
+// until an error (or the kill).
+func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int, acked *atomic.Uint64) error {
 	lo, hi := partition(cfg.keys, cfg.threads, t)
 	rng := rand.New(rand.NewPCG(cfg.seed, uint64(gen)<<8|uint64(t)))
 	log, err := stresslog.Create(vfs.Default, cfg.logName(gen, t))
@@ -674,6 +705,7 @@ func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
 			if err := log.Acked(seq); err != nil {
 				return err
 			}
+			acked.Store(seq)
 			continue
 		}
 		b.Reset()
@@ -698,7 +730,128 @@ func stressWriter(cfg *stressConfig, db *shale.DB, gen, t int) error {
 		if err := log.Acked(seq); err != nil {
 			return err
 		}
+		acked.Store(seq)
 	}
+}
+
+// checkpointsDir is where the child of --checkpoints puts its checkpoints.
+func (c *stressConfig) checkpointsDir() string { return filepath.Join(c.dir, "checkpoints") }
+
+// stressCheckpointer takes a checkpoint every 10 to 50 ms, until an error
+// (or the kill). Each is named for its child and number and for the batches
+// each writer had acknowledged before the call: GEN-N-A0.A1..., which the
+// parent reads back (parseCheckpointName).
+func stressCheckpointer(cfg *stressConfig, db *shale.DB, gen int, acked []atomic.Uint64) error {
+	rng := rand.New(rand.NewPCG(cfg.seed, uint64(gen)<<8|0xcc))
+	for n := 0; ; n++ {
+		time.Sleep(time.Duration(10+rng.IntN(41)) * time.Millisecond)
+		counts := make([]string, len(acked))
+		for t := range acked {
+			counts[t] = strconv.FormatUint(acked[t].Load(), 10)
+		}
+		name := fmt.Sprintf("%06d-%04d-%s", gen, n, strings.Join(counts, "."))
+		if err := db.Checkpoint(filepath.Join(cfg.checkpointsDir(), name)); err != nil {
+			return fmt.Errorf("stress child %d: checkpoint %d: %w", gen, n, err)
+		}
+	}
+}
+
+// parseCheckpointName returns the child and the acknowledged batch counts
+// that a checkpoint's name (or its staging directory's) records.
+func parseCheckpointName(name string, threads int) (gen int, acked []uint64, staging bool, err error) {
+	name, staging = strings.CutSuffix(name, ".tmp")
+	parts := strings.Split(name, "-")
+	if len(parts) == 3 {
+		gen, err = strconv.Atoi(parts[0])
+		counts := strings.Split(parts[2], ".")
+		for _, c := range counts {
+			n, perr := strconv.ParseUint(c, 10, 64)
+			err = errors.Join(err, perr)
+			acked = append(acked, n)
+		}
+		if err == nil && len(acked) == threads {
+			return gen, acked, staging, nil
+		}
+	}
+	return 0, nil, false, fmt.Errorf("checkpoint %q: not a name the child gives", name)
+}
+
+// verifyCheckpoints checks the checkpoints child gen took, before the model
+// moves past the gen's batches (logs are its writers' logs): each must open
+// and hold, for every writer, the model after some prefix of the writer's
+// batches that includes every batch acknowledged before its call. A staging
+// directory the kill left must not open, or hold the same. All are then
+// removed.
+func (r *stressRun) verifyCheckpoints(gen int, logs []*stresslog.Log) error {
+	dir := r.cfg.checkpointsDir()
+	names, err := vfs.Default.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cgen, acked, staging, err := parseCheckpointName(name, r.cfg.threads)
+		if err != nil {
+			return err
+		}
+		if cgen != gen {
+			return fmt.Errorf("checkpoint %s of child %d is still there while verifying child %d", name, cgen, gen)
+		}
+		path := filepath.Join(dir, name)
+		o := r.cfg.dbOptions()
+		o.CreateIfMissing = false
+		db, err := shale.OpenForReadOnly(path, o)
+		switch {
+		case err != nil && staging:
+			r.stats.stagingCheckpoints++
+		case err != nil:
+			return fmt.Errorf("checkpoint %s does not open: %w", name, err)
+		default:
+			found, err := readStressState(db, r.cfg.keys)
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = r.checkCheckpointState(gen, logs, acked, found)
+			}
+			if err != nil {
+				return fmt.Errorf("checkpoint %s: %w", name, err)
+			}
+			r.stats.checkpoints++
+		}
+		if err := vfs.Default.RemoveAll(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCheckpointState checks that found holds, for each writer t, the
+// model (as before child gen) after the first k of its logged batches, for
+// some k >= acked[t].
+func (r *stressRun) checkCheckpointState(gen int, logs []*stresslog.Log, acked []uint64, found [][]byte) error {
+	for t, l := range logs {
+		lo, hi := partition(r.cfg.keys, r.cfg.threads, t)
+		part := append(stressModel(nil), r.model[lo:hi]...)
+		ok := false
+		for k := 0; k <= len(l.Batches) && !ok; k++ {
+			if k > 0 {
+				b := &l.Batches[k-1]
+				part.apply(lo, batchID{gen, t, b.Seq}, b.Ops)
+			}
+			if uint64(k) >= acked[t] {
+				first, _ := part.mismatches(lo, found)
+				ok = first < 0
+			}
+		}
+		if !ok {
+			return fmt.Errorf("writer %d's keys match the state after no prefix of its %d batches that holds the %d acknowledged before the checkpoint",
+				t, len(l.Batches), acked[t])
+		}
+	}
+	return nil
 }
 
 // stressStats are the figures stress prints.
@@ -711,6 +864,16 @@ type stressStats struct {
 	killsWithBackground       int
 	killsWithMetrics          int
 	flushes, compactions      uint64
+	// checkpoints counts the checkpoints verified (--checkpoints), and
+	// stagingCheckpoints the staging directories a kill left that did not
+	// open.
+	checkpoints, stagingCheckpoints int
+	// secondaryCatchUps counts the secondary instance's catch-ups while
+	// children wrote, secondaryCompared the kills after which its state
+	// was compared with the reopened database's.
+	secondaryCatchUps, secondaryCompared int
+	// backups counts the backups restored and verified (--backups).
+	backups int
 	// Time spent starting children until they opened the DB, letting them
 	// write, and verifying.
 	opening, writing, verifying time.Duration
@@ -726,6 +889,9 @@ type stressRun struct {
 	// readyAfter is how long the last child took to open the DB; early
 	// kills land within it.
 	readyAfter time.Duration
+	// secondary is the secondary instance of --secondary_instance, opened
+	// once the first child has created the database.
+	secondary *shale.DB
 }
 
 func runStress(cfg *stressConfig, out io.Writer) error {
@@ -748,6 +914,11 @@ func runStress(cfg *stressConfig, out io.Writer) error {
 		rng:   rand.New(rand.NewPCG(cfg.seed, 0x57e55)),
 		model: make(stressModel, cfg.keys),
 	}
+	defer func() {
+		if r.secondary != nil {
+			r.secondary.Close()
+		}
+	}()
 	fmt.Fprintf(out, "stress: seed %d, %d writer threads, %d keys, value_size %d, write_buffer_size %d, sync=%v, delete_persistence_threshold %v\n",
 		cfg.seed, cfg.threads, cfg.keys, cfg.valueSize, cfg.writeBufferSize, cfg.sync, cfg.deletePersistence)
 	start := time.Now()
@@ -792,6 +963,16 @@ func (r *stressRun) printSummary(out io.Writer, elapsed time.Duration) {
 	fmt.Fprintf(out, "children's work:          %d flushes, %d compactions\n", s.flushes, s.compactions)
 	if s.tornLogs > 0 {
 		fmt.Fprintf(out, "torn log tails:           %d\n", s.tornLogs)
+	}
+	if r.cfg.checkpoints {
+		fmt.Fprintf(out, "checkpoints verified:     %d, and %d unfinished ones that did not open\n", s.checkpoints, s.stagingCheckpoints)
+	}
+	if r.cfg.secondaryInstance {
+		fmt.Fprintf(out, "secondary instance:       %d catch-ups read while children wrote, %d states after kills equal to the reopened database's\n",
+			s.secondaryCatchUps, s.secondaryCompared)
+	}
+	if r.cfg.backups {
+		fmt.Fprintf(out, "backups restored:         %d\n", s.backups)
 	}
 	fmt.Fprintln(out, "ok: no acknowledged batch lost, every in-flight batch all or nothing")
 }
@@ -838,6 +1019,19 @@ func (r *stressRun) runChild(gen int) error {
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the child: %w", err)
+	}
+	// The secondary instance follows the child from its start to its kill.
+	stopFollowing := func() error { return nil }
+	if r.cfg.secondaryInstance {
+		stop, done := make(chan struct{}), make(chan error, 1)
+		go func() { done <- r.followChild(gen, stop) }()
+		var once sync.Once
+		var followErr error
+		stopFollowing = func() error {
+			once.Do(func() { close(stop); followErr = <-done })
+			return followErr
+		}
+		defer stopFollowing()
 	}
 	ready := make(chan struct{})
 	exited := make(chan struct{}) // stdout closed: the child is gone
@@ -902,6 +1096,9 @@ func (r *stressRun) runChild(gen int) error {
 	if exitedEarly || stderr.String() != "" {
 		return fmt.Errorf("the child failed before it was killed (%v, kill: %v):\n%s", waitErr, killErr, stderr.String())
 	}
+	if err := stopFollowing(); err != nil {
+		return fmt.Errorf("the secondary instance beside the child: %w", err)
+	}
 	r.stats.kills++
 	if early {
 		r.stats.earlyKills++
@@ -919,6 +1116,49 @@ func (r *stressRun) runChild(gen int) error {
 		}
 	}
 	return nil
+}
+
+// followChild catches the secondary instance up with child gen's database
+// and reads all of it (readStressState's checks: forward and reverse scans
+// and point reads agree), at random moments, until stop is closed.
+func (r *stressRun) followChild(gen int, stop <-chan struct{}) error {
+	rng := rand.New(rand.NewPCG(r.cfg.seed^uint64(gen), 0x5ec))
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-time.After(time.Duration(rng.IntN(20)) * time.Millisecond):
+		}
+		if r.secondary == nil {
+			db, err := shale.OpenAsSecondary(r.cfg.dbDir(), r.secondaryDir(), r.cfg.dbOptions())
+			if err != nil {
+				continue // the first child has not created the database yet
+			}
+			r.secondary = db
+		}
+		if _, err := r.readSecondary(); err != nil {
+			return err
+		}
+		r.stats.secondaryCatchUps++
+	}
+}
+
+func (r *stressRun) secondaryDir() string { return filepath.Join(r.cfg.dir, "secondary") }
+
+// readSecondary catches the secondary instance up (opening it first when
+// needed) and reads the state it shows.
+func (r *stressRun) readSecondary() ([][]byte, error) {
+	if r.secondary == nil {
+		db, err := shale.OpenAsSecondary(r.cfg.dbDir(), r.secondaryDir(), r.cfg.dbOptions())
+		if err != nil {
+			return nil, err
+		}
+		r.secondary = db
+	}
+	if err := r.secondary.TryCatchUpWithPrimary(); err != nil {
+		return nil, err
+	}
+	return readStressState(r.secondary, r.cfg.keys)
 }
 
 // verify reads the logs of child gen, reopens the DB and checks it against
@@ -939,6 +1179,15 @@ func (r *stressRun) verify(gen int) error {
 		}
 		logs[t] = l
 	}
+	// The secondary catches up with the killed child's files before the
+	// reopen changes them: it must show what the reopen recovers.
+	var secondaryFound [][]byte
+	if r.cfg.secondaryInstance {
+		var err error
+		if secondaryFound, err = r.readSecondary(); err != nil {
+			return fmt.Errorf("the secondary instance after the kill: %w", err)
+		}
+	}
 	db, err := shale.Open(r.cfg.dbDir(), r.cfg.dbOptions())
 	if err != nil {
 		return fmt.Errorf("the database does not open after the kill: %w", err)
@@ -948,6 +1197,21 @@ func (r *stressRun) verify(gen int) error {
 		err = fmt.Errorf("closing the database after verifying: %w", cerr)
 	}
 	if err != nil {
+		return err
+	}
+	if err := r.verifyCheckpoints(gen, logs); err != nil {
+		return err
+	}
+	if secondaryFound != nil {
+		for k := range found {
+			if !bytes.Equal(found[k], secondaryFound[k]) || (found[k] == nil) != (secondaryFound[k] == nil) {
+				return fmt.Errorf("after the kill the secondary instance shows %s at key %s, the reopened database %s",
+					describeFound(uint32(k), secondaryFound[k]), stressKey(nil, uint32(k)), describeFound(uint32(k), found[k]))
+			}
+		}
+		r.stats.secondaryCompared++
+	}
+	if err := r.verifyBackups(gen, logs); err != nil {
 		return err
 	}
 	for t, l := range logs {
@@ -1112,4 +1376,170 @@ func agreesWithScan(read string, found [][]byte, k int, v []byte, err error) err
 		return fmt.Errorf("%s %s returned %s, the iterator %s", read, key, describeFound(uint32(k), v), describeFound(uint32(k), found[k]))
 	}
 	return nil
+}
+
+// --- backups (issue 16, item 2) ---
+
+// backupsDir is where the child of --backups keeps its backup directory
+// (engine) and the acknowledged batch counts of its backups (acked).
+func (c *stressConfig) backupsDir() string { return filepath.Join(c.dir, "backups") }
+
+// stressBackupper adds a backup every 10 to 50 ms, until an error (or the
+// kill). Before each it writes the batches each writer had acknowledged to
+// acked/GEN-N.pending, and once the backup exists renames that file to
+// acked/GEN-N.ID, which the parent reads back (verifyBackups).
+func stressBackupper(cfg *stressConfig, db *shale.DB, gen int, acked []atomic.Uint64) error {
+	rng := rand.New(rand.NewPCG(cfg.seed, uint64(gen)<<8|0xbb))
+	ackedDir := filepath.Join(cfg.backupsDir(), "acked")
+	if err := vfs.Default.MkdirAll(ackedDir, 0o755); err != nil {
+		return err
+	}
+	e, err := shale.OpenBackupEngine(filepath.Join(cfg.backupsDir(), "engine"), nil)
+	if err != nil {
+		return fmt.Errorf("stress child %d: %w", gen, err)
+	}
+	defer e.Close()
+	for n := 0; ; n++ {
+		time.Sleep(time.Duration(10+rng.IntN(41)) * time.Millisecond)
+		counts := make([]string, len(acked))
+		for t := range acked {
+			counts[t] = strconv.FormatUint(acked[t].Load(), 10)
+		}
+		pending := filepath.Join(ackedDir, fmt.Sprintf("%06d-%04d.pending", gen, n))
+		if err := writeStressFile(pending, strings.Join(counts, ".")); err != nil {
+			return fmt.Errorf("stress child %d: %w", gen, err)
+		}
+		if err := e.CreateNewBackup(db); err != nil {
+			return fmt.Errorf("stress child %d: backup %d: %w", gen, n, err)
+		}
+		infos := e.GetBackupInfo()
+		id := infos[len(infos)-1].ID
+		if err := vfs.Default.Rename(pending, filepath.Join(ackedDir, fmt.Sprintf("%06d-%04d.%d", gen, n, id))); err != nil {
+			return fmt.Errorf("stress child %d: %w", gen, err)
+		}
+	}
+}
+
+// writeStressFile writes data to name, synced.
+func writeStressFile(name, data string) error {
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte(data))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// verifyBackups restores every backup child gen made, before the model
+// moves past the gen's batches: each must hold, for every writer, the model
+// after some prefix of its batches that includes every batch acknowledged
+// before the backup began (from acked/GEN-N.ID; a backup whose file was
+// still .pending at the kill takes the counts of the newest pending file).
+// Opening the engine removes what an interrupted backup left. All backups
+// are then deleted.
+func (r *stressRun) verifyBackups(gen int, logs []*stresslog.Log) error {
+	if !r.cfg.backups {
+		return nil
+	}
+	dir := r.cfg.backupsDir()
+	ackedDir := filepath.Join(dir, "acked")
+	names, err := vfs.Default.List(ackedDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	byID := map[shale.BackupID][]uint64{}
+	var pending []uint64
+	parseCounts := func(name string) ([]uint64, error) {
+		data, err := os.ReadFile(filepath.Join(ackedDir, name))
+		if err != nil {
+			return nil, err
+		}
+		var counts []uint64
+		for _, c := range strings.Split(string(data), ".") {
+			n, err := strconv.ParseUint(c, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("backup counts %s: %q", name, data)
+			}
+			counts = append(counts, n)
+		}
+		if len(counts) != r.cfg.threads {
+			return nil, fmt.Errorf("backup counts %s: %q", name, data)
+		}
+		return counts, nil
+	}
+	for _, name := range names {
+		base, ext, _ := strings.Cut(name, ".")
+		if !strings.HasPrefix(base, fmt.Sprintf("%06d-", gen)) {
+			return fmt.Errorf("backup counts %s of another child are still there while verifying child %d", name, gen)
+		}
+		counts, err := parseCounts(name)
+		if ext == "pending" {
+			if err == nil {
+				pending = counts // the newest (names sort by number)
+			}
+			continue // a kill may tear the newest pending file
+		}
+		if err != nil {
+			return err
+		}
+		id, err := strconv.ParseUint(ext, 10, 32)
+		if err != nil {
+			return fmt.Errorf("backup counts %s: not a name the child gives", name)
+		}
+		byID[shale.BackupID(id)] = counts
+	}
+	e, err := shale.OpenBackupEngine(filepath.Join(dir, "engine"), nil)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if bad := e.GetCorruptedBackups(); len(bad) > 0 {
+		return fmt.Errorf("backups %v have unreadable metadata", bad)
+	}
+	restored := filepath.Join(dir, "restored")
+	for _, bi := range e.GetBackupInfo() {
+		counts, ok := byID[bi.ID]
+		if !ok {
+			if pending == nil {
+				return fmt.Errorf("backup %d has no acknowledged counts", bi.ID)
+			}
+			counts, pending = pending, nil // only the newest backup can lack its file
+		}
+		if err := e.RestoreDBFromBackup(bi.ID, restored); err != nil {
+			return err
+		}
+		o := r.cfg.dbOptions()
+		o.CreateIfMissing = false
+		db, err := shale.OpenForReadOnly(restored, o)
+		if err != nil {
+			return fmt.Errorf("backup %d does not open once restored: %w", bi.ID, err)
+		}
+		found, err := readStressState(db, r.cfg.keys)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = r.checkCheckpointState(gen, logs, counts, found)
+		}
+		if err != nil {
+			return fmt.Errorf("backup %d: %w", bi.ID, err)
+		}
+		r.stats.backups++
+	}
+	if err := e.PurgeOldBackups(0); err != nil {
+		return err
+	}
+	if err := vfs.Default.RemoveAll(restored); err != nil {
+		return err
+	}
+	return vfs.Default.RemoveAll(ackedDir)
 }

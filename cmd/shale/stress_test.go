@@ -141,7 +141,27 @@ func TestStressKillsMmapWAL(t *testing.T) {
 	runStressTest(t, kills, "--allow_mmap_writes")
 }
 
-func runStressTest(t *testing.T, kills int, extra ...string) {
+// TestStressKillsSecondaryInstance runs the kill test with a secondary
+// instance in the parent: it catches up and reads while each child writes
+// (blob files, merges; a WAL written through a mapping), and after each kill it must show exactly what the
+// reopened database shows, which the run then checks against the model.
+func TestStressKillsSecondaryInstance(t *testing.T) {
+	kills := 4
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 40
+	}
+	for _, extra := range [][]string{nil, {"--enable_blob_files", "--min_blob_size", "50", "--merges"}, {"--allow_mmap_writes"}} {
+		t.Run(strings.Join(append([]string{"secondary"}, extra...), ","), func(t *testing.T) {
+			stdout := runStressTest(t, kills, append([]string{"--secondary_instance"}, extra...)...)
+			m := regexp.MustCompile(`secondary instance: +(\d+) catch-ups read while children wrote, (\d+) states after kills`).FindStringSubmatch(stdout)
+			if m == nil || m[1] == "0" || m[2] != strconv.Itoa(kills) {
+				t.Fatalf("the summary does not report catch-ups and %d compared states:\n%s", kills, stdout)
+			}
+		})
+	}
+}
+
+func runStressTest(t *testing.T, kills int, extra ...string) (stdout string) {
 	seed := uint64(time.Now().UnixNano())
 	dir := filepath.Join(testdir.New(t), "stress")
 	args := []string{"stress", "--db", dir, "--kills", strconv.Itoa(kills),
@@ -165,6 +185,7 @@ func runStressTest(t *testing.T, kills int, extra ...string) {
 	if !strings.Contains(stdout, "ok: no acknowledged batch lost") {
 		t.Fatalf("no ok line:\n%s", stdout)
 	}
+	return stdout
 }
 
 // runCmd runs the command tree with args and returns stdout.

@@ -13,7 +13,30 @@ var (
 	ErrClosed          = errors.New("shale: closed")
 	ErrReadOnly        = errors.New("shale: read-only")
 	ErrInvalidArgument = errors.New("shale: invalid argument")
+	// ErrBusy: a write conflicted with another (a transaction's conflict).
+	ErrBusy = errors.New("shale: busy")
+	// ErrDeadlock: waiting would close a cycle of waiters.
+	ErrDeadlock = errors.New("shale: deadlock")
+	// ErrTimedOut: an operation gave up at its deadline or timeout.
+	ErrTimedOut = errors.New("shale: timed out")
 )
+
+// KindErrorf returns an error that matches kind (one of the error kinds
+// above) with errors.Is and reads exactly as formatted; the message should
+// start with "shale: " and say what failed.
+func KindErrorf(kind error, format string, args ...any) error {
+	return &kindError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+type kindError struct {
+	kind error
+	msg  string
+}
+
+func (e *kindError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, kind) true.
+func (e *kindError) Is(target error) bool { return target == e.kind }
 
 // CorruptionError reports damaged or foreign on-disk data, naming the file and
 // the offset where it was found. It matches ErrCorruption with errors.Is.

@@ -29,6 +29,13 @@
 // write or sync, the next state goes to a new MANIFEST starting with a
 // snapshot, so a possibly partial record is never appended to.
 //
+// A version set loaded with Options.ReadOnly can follow a MANIFEST that a
+// writer in another process keeps appending to (CatchUp, for secondary
+// instances): it applies the records after the end of the last one it
+// read (internal/record's NewReaderAt), leaves a torn last record for the
+// next call, and when CURRENT names a new MANIFEST replays that one from
+// its snapshot. It writes nothing.
+//
 // # VersionEdit encoding
 //
 // An edit is a sequence of fields, each a uvarint tag followed by its

@@ -37,6 +37,9 @@ type ReplayResult struct {
 	// MaxFileNum is the largest number of a table or blob file the edits
 	// added.
 	MaxFileNum base.FileNum
+	// End is the file offset just past the last record replayed: where a
+	// follower of the MANIFEST (VersionSet.CatchUp) reads on from.
+	End int64
 	// TornOffset and TornBytes describe the torn tail dropped at the end:
 	// where it begins and how many bytes it holds, trailing zeros not
 	// counted. TornBytes is 0 when the MANIFEST ends cleanly.
@@ -107,6 +110,7 @@ func Replay(r io.Reader, fileName string, cmp *base.Comparer, numLevels int) (Re
 			return ReplayResult{}, fmt.Errorf("%w: %w", base.CorruptionErrorf(fileName, off, "manifest record %d does not apply", i), err)
 		}
 		res.Records++
+		res.End = rr.EndOffset()
 		if e.HasNextFileNumber {
 			haveNext, res.NextFileNum = true, e.NextFileNumber
 		}

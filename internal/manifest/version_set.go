@@ -70,6 +70,10 @@ type VersionSet struct {
 	lastSeq     atomic.Uint64
 	logNum      atomic.Uint64
 	manifestNum atomic.Uint64
+	// replayedSize is the size of the complete edits Load replayed from
+	// the MANIFEST (a torn tail left out): what CaptureManifest reports
+	// for a version set loaded read-only.
+	replayedSize int64
 
 	// writeMu serializes LogAndApply and Close; it is held across MANIFEST
 	// IO, so it never guards anything readers need.
@@ -85,6 +89,13 @@ type VersionSet struct {
 		staleManifests []base.FileNum
 		closed         bool
 		buf            []byte
+	}
+
+	// follow is where a read-only set's CatchUp reads on: the end of the
+	// last record replayed from the MANIFEST it follows (manifestNum).
+	// Guarded by writeMu.
+	follow struct {
+		off int64
 	}
 
 	// mu guards current; held only briefly.
@@ -196,13 +207,16 @@ func (vs *VersionSet) replay(manifestNum base.FileNum) (*Version, error) {
 	if err != nil {
 		return nil, err
 	}
+	vs.replayedSize = size
 	if res.TornBytes > 0 {
+		vs.replayedSize = res.TornOffset
 		o.Logger.Warn("shale: ignoring torn tail of MANIFEST", "file", name, "offset", res.TornOffset, "bytes", res.TornBytes)
 	}
 	vs.nextFileNum.Store(uint64(max(res.NextFileNum, manifestNum+1, res.MaxFileNum+1, res.LogNum+1)))
 	vs.logNum.Store(uint64(res.LogNum))
 	vs.lastSeq.Store(uint64(res.LastSeq))
 	vs.manifestNum.Store(uint64(manifestNum))
+	vs.follow.off = res.End
 	return res.Version, nil
 }
 
@@ -311,6 +325,11 @@ func writeAndSync(w *record.Writer, f vfs.File, rec []byte) error {
 // errDirSync marks a failure after CURRENT was renamed into place.
 var errDirSync = errors.New("syncing the directory after renaming CURRENT")
 
+// SetCurrent atomically points the CURRENT of dir at MANIFEST num: write a
+// temp file (NNNNNN.dbtmp), sync it, rename it over CURRENT, sync the
+// directory. A checkpoint writes its CURRENT with it.
+func SetCurrent(fs vfs.FS, dir string, num base.FileNum) error { return setCurrent(fs, dir, num) }
+
 // setCurrent atomically points CURRENT at MANIFEST num: write a temp file,
 // sync it, rename it over CURRENT, sync the directory.
 func setCurrent(fs vfs.FS, dir string, num base.FileNum) error {
@@ -345,6 +364,51 @@ func setCurrent(fs vfs.FS, dir string, num base.FileNum) error {
 		return fmt.Errorf("%w: %w", errDirSync, err)
 	}
 	return nil
+}
+
+// ManifestCapture is the MANIFEST as of one moment (CaptureManifest): a
+// copy of its first Size bytes, replayed, gives Version.
+type ManifestCapture struct {
+	// Num is the MANIFEST's file number.
+	Num base.FileNum
+	// Size is the length of its complete, applied edits.
+	Size int64
+	// File is the MANIFEST opened for reading; its first Size bytes stay
+	// readable through it even after a newer MANIFEST replaces and removes
+	// it. The caller closes it.
+	File vfs.File
+	// Version is the version those edits give, referenced for the caller,
+	// who must Unref it: its tables and blob files stay live until then.
+	Version *Version
+}
+
+// CaptureManifest returns the MANIFEST and the current version with no edit
+// in between, for a copy of the database (a checkpoint): the MANIFEST's
+// first Size bytes replay to Version exactly. It fails with base.ErrClosed
+// after Close, and while the MANIFEST is broken (a failed write or sync may
+// have left there an edit that was never applied): the next edit starts a
+// new MANIFEST and a capture after it succeeds. A version set loaded
+// read-only reports the edits Load replayed.
+func (vs *VersionSet) CaptureManifest() (ManifestCapture, error) {
+	vs.writeMu.Lock()
+	defer vs.writeMu.Unlock()
+	if vs.writeMu.closed {
+		return ManifestCapture{}, base.ErrClosed
+	}
+	num := vs.ManifestFileNum()
+	name := base.MakeFilename(base.FileTypeManifest, num)
+	size := vs.replayedSize
+	if !vs.opts.ReadOnly {
+		if vs.writeMu.broken {
+			return ManifestCapture{}, fmt.Errorf("shale: %s failed a write or sync; the next version edit (a flush, or Resume) starts a new one", name)
+		}
+		size = vs.writeMu.manifest.Size()
+	}
+	f, err := vs.opts.FS.Open(vs.opts.FS.PathJoin(vs.opts.Dir, name))
+	if err != nil {
+		return ManifestCapture{}, fmt.Errorf("shale: opening %s: %w", name, err)
+	}
+	return ManifestCapture{Num: num, Size: size, File: f, Version: vs.Current()}, nil
 }
 
 // Current returns the current version with a reference taken for the
@@ -515,6 +579,46 @@ func (vs *VersionSet) Close() error {
 	if f := vs.writeMu.manifestFile; f != nil {
 		vs.writeMu.manifestFile, vs.writeMu.manifest = nil, nil
 		return f.Close()
+	}
+	return nil
+}
+
+// WriteManifest writes a new MANIFEST numbered num in dir holding the one
+// edit e, which must describe a whole version (comparer, next file number,
+// every file: what RepairDB rebuilds from the files it finds), syncs it and
+// points CURRENT at it atomically (a temporary file renamed over CURRENT,
+// then the directory synced). It first applies e to an empty version of
+// numLevels levels and checks the result, so an inconsistent edit writes
+// nothing. No other file is touched.
+func WriteManifest(fs vfs.FS, dir string, num base.FileNum, cmp *base.Comparer, numLevels int, e *VersionEdit) error {
+	if e.ComparerName == "" || !e.HasNextFileNumber || e.NextFileNumber <= num {
+		return base.InvalidArgumentf("shale: manifest: a new MANIFEST's edit must name the comparer and a next file number above %d", num)
+	}
+	v, err := Apply(cmp, numLevels, nil, e)
+	if err != nil {
+		return err
+	}
+	if err := v.CheckOrdering(cmp.Compare); err != nil {
+		return err
+	}
+	name := base.MakeFilename(base.FileTypeManifest, num)
+	path := fs.PathJoin(dir, name)
+	f, err := fs.Create(path)
+	if err != nil {
+		return fmt.Errorf("shale: creating %s: %w", name, err)
+	}
+	err = writeAndSync(record.NewWriter(f), f, e.Encode(nil))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = setCurrent(fs, dir, num)
+	}
+	if err != nil && !errors.Is(err, errDirSync) {
+		_ = fs.Remove(path)
+	}
+	if err != nil {
+		return fmt.Errorf("shale: writing %s: %w", name, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/shaledb/shale/internal/base"
@@ -105,12 +106,28 @@ type Reader struct {
 	err        error // sticky: an IO error, or io.EOF at the end
 	// mappedUnit is SetMappedWriteUnit's unit (0: off).
 	mappedUnit int64
+	// startSkip is NewReaderAt's offset within its first block: the first
+	// fill starts reading fragments there.
+	startSkip int
 }
 
 // NewReader returns a Reader of the file read from r, which must be
 // positioned at offset 0. fileName is used in corruption errors.
 func NewReader(r io.Reader, fileName string) *Reader {
 	return &Reader{r: r, fileName: fileName, resumeAt: -1}
+}
+
+// NewReaderAt returns a Reader of the file read through r from offset off
+// on, which must be where a record starts or where the records an earlier
+// Reader returned ended (its EndOffset): a follower of a file another
+// process appends to (a secondary instance) reads each new stretch once.
+// The block holding off is read from its start, so block framing and the
+// torn-tail rule work as for a Reader from offset 0.
+func NewReaderAt(r io.ReaderAt, fileName string, off int64) *Reader {
+	off = max(off, 0)
+	start := off - off%BlockSize
+	return &Reader{r: io.NewSectionReader(r, start, math.MaxInt64-start), fileName: fileName, resumeAt: -1,
+		dataOff: start, startSkip: int(off - start)}
 }
 
 // SetMappedWriteUnit tells r that its file may have been appended to
@@ -141,6 +158,9 @@ func (r *Reader) fill() error {
 	r.dataOff += int64(len(r.data))
 	n, err := io.ReadFull(r.r, r.block)
 	r.data, r.pos = r.block[:n], 0
+	if r.startSkip > 0 {
+		r.pos, r.startSkip = min(r.startSkip, n), 0
+	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		r.eof = true
 		return nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/record"
@@ -108,7 +107,20 @@ func Replay(fs vfs.FS, path string, mode RecoveryMode, fn func(rec []byte, off i
 		return res, fmt.Errorf("shale: opening WAL %s: %w", path, err)
 	}
 	defer f.Close()
-	rr := record.NewReader(io.NewSectionReader(f, 0, math.MaxInt64), path)
+	return ReplayFrom(f, path, 0, mode, fn)
+}
+
+// ReplayFrom is Replay of the open WAL f (named path) from offset off on,
+// which must be 0 or where an earlier replay's intact records ended (its
+// LastOffset): a secondary instance follows a WAL the primary appends to
+// this way, each look replaying what was appended since. LastOffset is
+// off when no record was replayed.
+func ReplayFrom(f io.ReaderAt, path string, off int64, mode RecoveryMode, fn func(rec []byte, off int64) error) (ReplayResult, error) {
+	res := ReplayResult{LastOffset: off}
+	if mode < TolerateCorruptedTailRecords || mode > SkipAnyCorruptedRecords {
+		return res, base.InvalidArgumentf("shale: unknown WAL recovery mode %d", int(mode))
+	}
+	rr := record.NewReaderAt(f, path, off)
 	// A WAL written through a mapping (WriterOptions.Mmap) can end in a
 	// copy cut at any byte by a crash of the process.
 	rr.SetMappedWriteUnit(mapWindow)

@@ -277,6 +277,31 @@ func (w *Writer) Flush(sync bool) error {
 	return w.err
 }
 
+// WrittenSize waits until every record added so far is written to the file
+// (handed to the OS, not synced) and returns the size they take. On a
+// closing or closed writer it waits for the last write of Close and returns
+// the final size. A copy of the file's first WrittenSize bytes, made after
+// it returns, holds every record added before the call, whole. It returns
+// the writer's sticky error, if any.
+func (w *Writer) WrittenSize() (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closing || w.closed {
+		w.mu.Unlock()
+		<-w.flusherDone
+		w.mu.Lock()
+		return w.written, w.err
+	}
+	target, err := w.requestFlushLocked(false)
+	if err != nil {
+		return 0, err
+	}
+	for w.err == nil && w.written < target {
+		w.doneCond.Wait()
+	}
+	return target, w.err
+}
+
 // Size returns the size the file will have once everything added is written.
 func (w *Writer) Size() int64 {
 	w.mu.Lock()

@@ -17,7 +17,8 @@ type Mutation struct {
 	// Op is what was done: OpCreate (Create, or MkdirAll with Dir set),
 	// OpWrite, OpSync (File.Sync, File.SyncData, or a directory's Sync with
 	// Dir set), OpRename, OpRemove (Remove and RemoveAll), OpTruncate or
-	// OpLock (Lock creates its file).
+	// OpLock (Lock creates its file), or OpLink (a hard link: Path the
+	// existing name, NewPath the new one).
 	Op Op
 	// Path is the file or directory operated on; for a rename, the old name.
 	Path string
@@ -38,6 +39,8 @@ func (m Mutation) String() string {
 	switch {
 	case m.Op == OpRename:
 		s = fmt.Sprintf("rename %s -> %s", m.Path, m.NewPath)
+	case m.Op == OpLink:
+		s = fmt.Sprintf("link %s -> %s", m.Path, m.NewPath)
 	case m.Op == OpWrite:
 		s = fmt.Sprintf("write %d bytes to %s", m.Bytes, m.Path)
 	case m.Op == OpSync && m.Dir:
@@ -155,6 +158,19 @@ func (c *CrashPointFS) Rename(oldname, newname string) error {
 	return c.mutate(Mutation{Op: OpRename, Path: oldname, NewPath: newname},
 		func() error { return c.FS.Rename(oldname, newname) })
 }
+
+// Link implements vfs.Linker; it is a mutation (OpLink). When the wrapped FS
+// cannot link it returns an error wrapping vfs.ErrLinkUnsupported, which
+// changes nothing and is no mutation.
+func (c *CrashPointFS) Link(oldname, newname string) error {
+	l, ok := c.FS.(vfs.Linker)
+	if !ok {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: vfs.ErrLinkUnsupported}
+	}
+	return c.mutate(Mutation{Op: OpLink, Path: oldname, NewPath: newname}, func() error { return l.Link(oldname, newname) })
+}
+
+var _ vfs.Linker = (*CrashPointFS)(nil)
 
 // MkdirAll implements vfs.FS; it is a mutation (OpCreate with Dir set).
 func (c *CrashPointFS) MkdirAll(dir string, perm os.FileMode) error {

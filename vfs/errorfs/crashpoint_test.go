@@ -74,7 +74,7 @@ func TestCrashPointFSCountsAndDurable(t *testing.T) {
 	files := map[string]vfs.File{}
 	for i := 0; i < 300; i++ {
 		name := fmt.Sprintf("/d/f%d", rng.IntN(5))
-		switch rng.IntN(7) {
+		switch rng.IntN(8) {
 		case 0:
 			if f := files[name]; f != nil {
 				f.Close()
@@ -113,6 +113,12 @@ func TestCrashPointFSCountsAndDurable(t *testing.T) {
 		case 6:
 			if err := cfs.Remove(name); err == nil {
 				files[name] = nil
+			}
+		case 7:
+			// A second name for the file: the open handle writes both.
+			to := fmt.Sprintf("/d/f%d", rng.IntN(5))
+			if err := cfs.Link(name, to); err == nil {
+				files[to] = nil
 			}
 		}
 	}
@@ -160,6 +166,7 @@ func TestCrashPointFSDescribes(t *testing.T) {
 	l, err := cfs.Lock("/db/LOCK")
 	must(err)
 	l.Close()
+	must(cfs.Link("/db/CURRENT", "/db/CURRENT.link"))
 	err = cfs.Remove("/db/missing")
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Remove of a missing file: %v", err)
@@ -173,6 +180,7 @@ func TestCrashPointFSDescribes(t *testing.T) {
 		"op 6: rename /db/a.tmp -> /db/CURRENT",
 		"op 7: sync dir /db",
 		"op 8: lock /db/LOCK",
+		"op 9: link /db/CURRENT -> /db/CURRENT.link",
 	}
 	if len(got) != len(want)+1 {
 		t.Fatalf("mutations:\n%s", strings.Join(got, "\n"))
@@ -182,7 +190,7 @@ func TestCrashPointFSDescribes(t *testing.T) {
 			t.Errorf("mutation %d = %q, want %q", i+1, got[i], w)
 		}
 	}
-	if last := got[len(want)]; !strings.HasPrefix(last, "op 9: remove /db/missing (failed: ") {
+	if last := got[len(want)]; !strings.HasPrefix(last, "op 10: remove /db/missing (failed: ") {
 		t.Errorf("failed remove described as %q", last)
 	}
 }

@@ -39,11 +39,13 @@ const (
 	OpPreallocate
 	// OpStartWriteback is File.StartWriteback (sync_file_range).
 	OpStartWriteback
+	// OpLink is vfs.Linker's Link (a hard link), matched on the new name.
+	OpLink
 	numOps
 )
 
 var opNames = [...]string{"read", "write", "sync", "create", "open", "rename", "remove", "lock", "list",
-	"truncate", "preallocate", "startwriteback"}
+	"truncate", "preallocate", "startwriteback", "link"}
 
 func (o Op) String() string {
 	if o >= 0 && o < numOps {
@@ -68,7 +70,8 @@ func (o Op) String() string {
 // from OpenDir; Create is FS.Create; Open is FS.Open, OpenReadWrite and
 // OpenDir; Rename is FS.Rename, matched on the new name; Remove is FS.Remove
 // and RemoveAll; Lock is FS.Lock; List is FS.List; Truncate, Preallocate and
-// StartWriteback are the File methods of those names.
+// StartWriteback are the File methods of those names; Link is vfs.Linker's
+// Link, matched on the new name.
 type Rule struct {
 	Op           Op
 	PathContains string
@@ -252,6 +255,22 @@ func (f *FS) Rename(oldname, newname string) error {
 	}
 	return f.FS.Rename(oldname, newname)
 }
+
+// Link implements vfs.Linker: it fails by the OpLink rules, else links
+// through the wrapped FS, or returns an error wrapping vfs.ErrLinkUnsupported
+// when that FS cannot link (vfs.LinkOrCopy then copies).
+func (f *FS) Link(oldname, newname string) error {
+	if err := f.fail(OpLink, newname); err != nil {
+		return err
+	}
+	l, ok := f.FS.(vfs.Linker)
+	if !ok {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: vfs.ErrLinkUnsupported}
+	}
+	return l.Link(oldname, newname)
+}
+
+var _ vfs.Linker = (*FS)(nil)
 
 // List implements vfs.FS.
 func (f *FS) List(dir string) ([]string, error) {

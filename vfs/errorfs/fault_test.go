@@ -149,6 +149,12 @@ var faultOpCases = []faultOpCase{
 	{op: OpTruncate, do: func(_ *FS, fs map[string]vfs.File, n string) error { return fs[n].Truncate(3) }},
 	{op: OpPreallocate, do: func(_ *FS, fs map[string]vfs.File, n string) error { return fs[n].Preallocate(0, 4096) }},
 	{op: OpStartWriteback, do: func(_ *FS, fs map[string]vfs.File, n string) error { return fs[n].StartWriteback(0, 10) }},
+	// Link is matched on the new name, n: each call links n anew.
+	{op: OpLink, do: func(ffs *FS, _ map[string]vfs.File, n string) error {
+		mustCreateNoT(ffs.FS, n+".src")
+		_ = ffs.FS.Remove(n)
+		return ffs.Link(n+".src", n)
+	}},
 }
 
 // listDir names a directory whose base name has the same extension as n.

@@ -2,6 +2,7 @@ package latencyfs
 
 import (
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,3 +180,15 @@ func (f *latencyFile) Write(p []byte) (int, error) {
 
 // Alignment implements vfs.Aligner: the wrapped file's direct-IO alignment.
 func (f *latencyFile) Alignment() int { return vfs.Alignment(f.File) }
+
+// Link implements vfs.Linker, undelayed like every metadata operation: it
+// links through the wrapped FS, or returns an error wrapping
+// vfs.ErrLinkUnsupported when that FS cannot link.
+func (l *FS) Link(oldname, newname string) error {
+	if lk, ok := l.FS.(vfs.Linker); ok {
+		return lk.Link(oldname, newname)
+	}
+	return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: vfs.ErrLinkUnsupported}
+}
+
+var _ vfs.Linker = (*FS)(nil)
