@@ -31,7 +31,7 @@ func (d *DB) maybeScheduleLocked() {
 		d.mu.compact.flushing = true
 		go d.backgroundFlush()
 	}
-	if o.DisableAutoCompactions || d.mu.compact.manual > 0 {
+	if o.DisableAutoCompactions || d.mu.compact.manual > 0 || d.mu.ingesting {
 		return
 	}
 	for d.mu.compact.running < d.maxCompactions() {
@@ -356,7 +356,15 @@ func (o *tableOutput) Close() error {
 // writerOptions configures the writer of a table expected to reach about
 // targetSize bytes (preallocated in steps of that size).
 func (d *DB) writerOptions(targetSize int64) sstable.WriterOptions {
-	o := d.mutableOptions()
+	wo := tableWriterOptions(d.mutableOptions(), d.cmp, targetSize)
+	// Per-block attribute ranges let compactions skip deleted blocks.
+	wo.BlockAttr = d.opts.SecondaryDeleteKey
+	return wo
+}
+
+// tableWriterOptions is the table format o asks for (the DB's tables and
+// SSTFileWriter's alike), for a table of about targetSize bytes.
+func tableWriterOptions(o *Options, cmp *base.Comparer, targetSize int64) sstable.WriterOptions {
 	bits := o.BloomBitsPerKey
 	if bits < 0 {
 		bits = sstable.NoFilter
@@ -366,14 +374,12 @@ func (d *DB) writerOptions(targetSize int64) sstable.WriterOptions {
 		BlockRestartInterval: o.BlockRestartInterval,
 		BloomBitsPerKey:      bits,
 		Compression:          o.Compression,
-		Comparer:             d.cmp,
+		Comparer:             cmp,
 		TargetFileSize:       targetSize,
 		BytesPerSync:         o.BytesPerSync,
 		// EnsureDefaults gave them values; negative ones turn tests off.
 		NumDeletionsThreshold:      o.NumDeletionsThreshold,
 		DeletionSizeRatioThreshold: o.DeletionSizeRatioThreshold,
-		// Per-block attribute ranges let compactions skip deleted blocks.
-		BlockAttr: d.opts.SecondaryDeleteKey,
 		// Prefix blooms (prefix_seek.go).
 		PrefixExtractor:          o.PrefixExtractor,
 		DisableWholeKeyFiltering: !o.WholeKeyFiltering,
@@ -1011,6 +1017,13 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 		}
 		if d.mu.bgErr != nil {
 			return fmt.Errorf("%w: %w", ErrReadOnly, d.mu.bgErr)
+		}
+		if d.mu.ingesting {
+			// IngestExternalFile is writing an edit placed around the
+			// compactions running when it chose levels.
+			d.mu.compact.cond.Wait()
+			level--
+			continue
 		}
 		v := d.versions.Current()
 		if level == target && d.skipLastLevel(v, changeLevel, bottommost, start, end) {

@@ -77,6 +77,10 @@ type DB struct {
 	// Merges may be written; mergeRecordMu orders the one edit recording it.
 	mergeRecorded atomic.Bool
 	mergeRecordMu sync.Mutex
+	// globalSeqs maps the ingested tables read at a global seqnum to it
+	// (ingest.go): filled at Open and by IngestExternalFile before the
+	// edit adding a table, read when the table's reader opens.
+	globalSeqs sync.Map // base.FileNum -> base.SeqNum
 
 	// readState is what a reader pins: memtables and a version.
 	readState struct {
@@ -173,6 +177,9 @@ type DB struct {
 		// resuming holds writes back while Resume flushes the memtables.
 		resuming bool
 		closing  bool
+		// ingesting is set while IngestExternalFile writes its edit: no
+		// compaction starts meanwhile.
+		ingesting bool
 	}
 }
 
@@ -441,6 +448,9 @@ type writer struct {
 	// transaction's conflict check (transaction.go). Such a writer always
 	// leads its own group. With an empty batch only the check runs.
 	validate func() error
+	// ingest is an IngestExternalFile request (batch nil), which commits
+	// alone.
+	ingest *ingestRequest
 }
 
 var defaultWriteOptions WriteOptions
@@ -553,6 +563,8 @@ func (d *DB) commit(w *writer) (*writer, error) {
 		if err = d.makeRoomLocked(false, need, w); err == nil {
 			err = d.commitSecondaryLocked(w)
 		}
+	case w.ingest != nil:
+		err = d.ingestLocked(w)
 	default: // a flush request
 		err = d.makeRoomLocked(true, need, w)
 	}

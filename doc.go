@@ -40,6 +40,12 @@
 // compactions drop the tables and blocks it deletes whole without reading
 // them.
 //
+// Bulk loading: SSTFileWriter writes sorted keys to an external table (with
+// Options.EnableBlobFiles, large values to blob files beside it), and
+// DB.IngestExternalFile adds such tables to the database in one atomic step,
+// newer than everything written before, without going through the memtable
+// and the WAL.
+//
 // Background work: Options.EventListener is told of flushes, compactions,
 // table files, write stalls and background errors, from a goroutine of its
 // own so that a slow listener never holds up writes. Options.RateLimiter

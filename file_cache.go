@@ -452,6 +452,8 @@ func (c *fileCache) open(t *cachedFile) error {
 		// For point lookups in tables of prefixes only (whole_key_filtering
 		// off); the reader keeps the extractor current at its open.
 		PrefixExtractor: d.mutableOptions().PrefixExtractor,
+		// An ingested table's entries read at its seqnum (ingest.go).
+		GlobalSeqNum: d.tableGlobalSeqNum(t.num),
 	})
 	if err != nil {
 		return err // NewReader has closed f

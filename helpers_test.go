@@ -582,7 +582,7 @@ func (l *recordingListener) OnBackgroundError(i BackgroundErrorInfo) { l.record(
 func (l *recordingListener) OnEventsDropped(i EventsDroppedInfo)     { l.record("EventsDropped", i) }
 
 // must fails the test on a non-nil error.
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

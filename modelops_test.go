@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -73,6 +74,15 @@ const (
 	// restores the backup into another directory and scans it there;
 	// generated only when the generator's backups flag is set.
 	opBackupRestore
+
+	// External SST ingestion (ingest.go).
+
+	// opIngest writes the op's batch (range deletions, then points in
+	// strictly increasing key order) to an external table with
+	// SSTFileWriter and ingests it (moving it when op.move): a batch newer
+	// than everything. Generated only when the generator's ingest flag is
+	// set.
+	opIngest
 )
 
 // iterStepKind names one move of an iterator.
@@ -135,6 +145,9 @@ type modelOp struct {
 	// checkpointReadWrite makes opCheckpoint open its checkpoint with Open
 	// rather than OpenForReadOnly.
 	checkpointReadWrite bool
+
+	// move is opIngest's IngestExternalFileOptions.MoveFiles.
+	move bool
 }
 
 // iterMode is how an iterator of opIter reads: ReadOptions.PrefixSameAsStart
@@ -210,6 +223,24 @@ func (op modelOp) String() string {
 		return fmt.Sprintf("checkpoint and scan it (read-write=%v)", op.checkpointReadWrite)
 	case opRepair:
 		return "close, remove the MANIFEST, repair and reopen"
+
+	// External SST ingestion.
+	case opIngest:
+		var b strings.Builder
+		fmt.Fprintf(&b, "ingest move=%v:", op.move)
+		for _, e := range op.batch {
+			switch e.kind {
+			case opPut:
+				fmt.Fprintf(&b, " put %s=%s", e.key, fmtValue(e.value))
+			case opDelete:
+				fmt.Fprintf(&b, " delete %s", e.key)
+			case opDeleteRange:
+				fmt.Fprintf(&b, " deleterange [%s,%s)", e.key, e.value)
+			case opMerge:
+				fmt.Fprintf(&b, " merge %s+=%s", e.key, fmtValue(e.value))
+			}
+		}
+		return b.String()
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -262,6 +293,10 @@ type opGenerator struct {
 	// backups makes the sequence hold opBackupRestore; off, the sequence
 	// of a seed is what it was before that op existed.
 	backups bool
+
+	// ingest makes the sequence hold opIngest; off, the sequence of a seed
+	// is what it was before ingestion existed.
+	ingest bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -417,6 +452,11 @@ func (g *opGenerator) next() modelOp {
 	if g.backups && rng.IntN(80) == 0 {
 		return modelOp{kind: opBackupRestore}
 	}
+
+	// External SST ingestion.
+	if g.ingest && rng.IntN(30) == 0 {
+		return g.ingestOp()
+	}
 	for {
 		switch r := rng.IntN(100); {
 		case r < 30:
@@ -508,6 +548,45 @@ func (g *opGenerator) next() modelOp {
 			return modelOp{kind: opGet, key: g.key()}
 		}
 	}
+}
+
+// ingestOp returns an opIngest: up to two range deletions and up to 40
+// points (puts, deletes and, with a merge operator, merges) of distinct
+// keys in increasing order.
+func (g *opGenerator) ingestOp() modelOp {
+	rng := g.rng
+	op := modelOp{kind: opIngest, merge: g.merge, move: rng.IntN(2) == 0}
+	for n := rng.IntN(3); n > 0; n-- {
+		s, e := g.orderedPair()
+		if bytes.Equal(s, e) {
+			continue
+		}
+		op.batch = append(op.batch, batchEntry{kind: opDeleteRange, key: s, value: e})
+		g.markRangeDeleted(s, e)
+	}
+	keys := map[string]bool{}
+	for n := rng.IntN(40); n >= 0; n-- {
+		keys[string(g.key())] = true
+	}
+	if len(op.batch) > 0 && rng.IntN(4) == 0 {
+		keys = nil // range deletions only
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		e := batchEntry{kind: opPut, key: []byte(k)}
+		switch r := rng.IntN(10); {
+		case r < 2:
+			e.kind = opDelete
+			g.putsSince[k] = 0
+		case r < 4 && g.merge != nil:
+			e.kind, e.value = opMerge, g.mergeOperand()
+			g.putsSince[k] = 2
+		default:
+			e.value = g.value()
+			g.putsSince[k] = 2
+		}
+		op.batch = append(op.batch, e)
+	}
+	return op
 }
 
 func (g *opGenerator) iterOp() modelOp {
@@ -754,6 +833,10 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 	// --- backups (issue 16, item 2) ---
 	case opBackupRestore:
 		line("backup, restore, scan -> %s", t.backupRestore())
+
+	// External SST ingestion.
+	case opIngest:
+		line("%s -> %s", op, fmtErr(t.write(op)))
 	}
 	return log
 }
@@ -800,7 +883,9 @@ func (m *modelTarget) write(op modelOp) error {
 			}
 		}
 	}
-	if op.kind == opBatch {
+	if op.kind == opBatch || op.kind == opIngest {
+		// An ingested table's entries share one seqnum: its range
+		// deletions come first in its batch and delete only older data.
 		for _, e := range op.batch {
 			apply(e.kind, e.key, e.value)
 		}
@@ -1025,6 +1110,9 @@ type dbRunConfig struct {
 	// --- backups (issue 16, item 2) ---
 	// backups makes runModelOn generate opBackupRestore.
 	backups bool
+
+	// ingest makes runModelOn generate opIngest.
+	ingest bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -1068,6 +1156,9 @@ type dbTarget struct {
 	// on the DB's FS in dir+".backups"); backupsMade counts its backups.
 	backups     *BackupEngine
 	backupsMade int
+
+	// ingests numbers the external tables of opIngest.
+	ingests int
 }
 
 // appendValuePrefix is what dbTarget.get puts in the buffer it hands
@@ -1199,6 +1290,10 @@ func (d *dbTarget) write(op modelOp) error {
 		return d.db.DeleteBySecondaryRange(op.lo, op.hi, wo)
 	case opMerge:
 		return d.db.Merge(op.key, op.value, wo)
+
+	// External SST ingestion.
+	case opIngest:
+		return d.ingest(op)
 	}
 	b := d.db.NewBatch()
 	for _, e := range op.batch {
@@ -1709,4 +1804,55 @@ func (d *dbTarget) backupRestore() string {
 		digest += " close: " + fmtErr(err)
 	}
 	return digest
+}
+
+// External SST ingestion (ingest.go).
+
+// ingest writes op's batch to an external table (with the database's
+// options: its table format, blob files, merge operator) in a directory
+// inside the database's, whose name the database ignores, and ingests it.
+func (d *dbTarget) ingest(op modelOp) error {
+	fs := d.opts.FS
+	dir := fs.PathJoin(d.dir, "external")
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	d.ingests++
+	path := fs.PathJoin(dir, fmt.Sprintf("%06d.sst", d.ingests))
+	w := NewSSTFileWriter(d.opts)
+	if err := w.Open(path); err != nil {
+		return err
+	}
+	for _, e := range op.batch {
+		var err error
+		switch e.kind {
+		case opPut:
+			err = w.Put(e.key, e.value)
+		case opDelete:
+			err = w.Delete(e.key)
+		case opMerge:
+			err = w.Merge(e.key, e.value)
+		case opDeleteRange:
+			err = w.DeleteRange(e.key, e.value)
+		}
+		if err != nil {
+			w.Abandon()
+			return err
+		}
+	}
+	if err := w.Finish(); err != nil {
+		return err
+	}
+	if err := d.db.IngestExternalFile([]string{path}, &IngestExternalFileOptions{MoveFiles: op.move}); err != nil {
+		return err
+	}
+	if !op.move {
+		// The copy is the database's; the source may go.
+		for _, p := range append([]string{path}, w.Info().BlobFiles...) {
+			if err := fs.Remove(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -195,6 +195,7 @@ func (d *DB) loadForWriting() error {
 	if err != nil {
 		return err
 	}
+	d.noteGlobalSeqNums()
 	if err := d.checkSecondaryDeleteKey(); err != nil {
 		return err
 	}

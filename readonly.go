@@ -109,6 +109,7 @@ func (d *DB) loadReadOnlyOnce() error {
 		return err
 	}
 	d.versions = vs
+	d.noteGlobalSeqNums()
 	if err := d.checkSecondaryDeleteKey(); err != nil {
 		return err
 	}

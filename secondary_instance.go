@@ -184,6 +184,9 @@ func (d *DB) catchUpOnce() error {
 		return err
 	}
 	logNum := d.versions.LogNumber()
+	// Tables the primary ingested read at their global seqnums, which the
+	// MANIFEST records (ingest.go): known before any of them opens.
+	d.noteGlobalSeqNums()
 	if followerOpenHook != nil {
 		followerOpenHook(d)
 	}

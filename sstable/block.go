@@ -94,6 +94,10 @@ type blockIter struct {
 	srch       []byte
 	srchN      int
 	srchPrefix int
+	// globalSeq, when not zero, replaces the seqnum of every key decoded
+	// (ReaderOptions.GlobalSeqNum: an ingested table whose entries all
+	// carry seqnum 0 on disk). Set after init for data blocks only.
+	globalSeq base.SeqNum
 }
 
 // blockValid reports whether data has a well-formed restart array.
@@ -133,6 +137,7 @@ func (i *blockIter) reset(data []byte, internalKeys bool) {
 	i.ikey = base.InternalKey{}
 	i.srch = nil
 	i.srchN, i.srchPrefix = 0, 0
+	i.globalSeq = 0
 }
 
 func (i *blockIter) restartOffset(r int) int {
@@ -221,6 +226,9 @@ func (i *blockIter) decodeAt(off int) bool {
 		ik, ok := base.DecodeInternalKey(i.key)
 		if !ok {
 			return i.fail()
+		}
+		if i.globalSeq != 0 {
+			ik.Trailer = base.MakeTrailer(i.globalSeq, ik.Kind())
 		}
 		i.ikey = ik
 	}

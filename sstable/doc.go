@@ -162,6 +162,16 @@
 // reported as a base.CorruptionError naming the file and block offset; the
 // reader never panics on a damaged file.
 //
+// # Global seqnum
+//
+// A Reader opened with ReaderOptions.GlobalSeqNum (an ingested table, whose
+// entries are all stored at seqnum 0, one per user key) gives every point
+// entry and range tombstone that seqnum as it decodes it; the file is never
+// changed. Keys compare as read, so seeks below the seqnum pass a key by; the
+// index, whose separators are compared as stored, only ever positions at or
+// before the answer. Cached blocks of such a table are searched without
+// their search structure, which orders the keys as stored.
+//
 // # Reads and readahead
 //
 // An iterator reads the data blocks it does not find in the cache through

@@ -22,6 +22,7 @@ func (r *Reader) installDataBlock(bi *blockIter, h block.Handle, b []byte, fillC
 		r.bf.SetCached(h, b, nil)
 	}
 	bi.init(b, true)
+	bi.globalSeq = r.globalSeq
 	return nil
 }
 
@@ -31,6 +32,13 @@ func (r *Reader) useCachedBlock(bi *blockIter, h block.Handle, b, aux []byte, fi
 	r.bf.CountCacheHit(src)
 	if ra != nil {
 		ra.NoteCached(int64(h.Offset), int(h.Length)+block.TrailerLen)
+	}
+	if r.globalSeq != 0 {
+		// The search structure orders keys by their bytes on disk; keys
+		// under a global seqnum are compared as read (blockIter.seekGE).
+		bi.init(b, true)
+		bi.globalSeq = r.globalSeq
+		return
 	}
 	if aux == nil {
 		if !seek || !fillCache {

@@ -348,6 +348,7 @@ func (b *MultiGetBatch) searchRun(id int, h block.Handle, data []byte, err error
 		return
 	}
 	b.bi.init(data, true)
+	b.bi.globalSeq = b.lookups[id].r.globalSeq // init cleared it
 	b.search(id, h)
 	if l := &b.lookups[id]; !l.done && l.block <= last {
 		b.carry = append(b.carry, id)

@@ -183,6 +183,12 @@ type ReaderOptions struct {
 	// such a table's filter is not used by point lookups. Prefix seeks
 	// name their extractor in IterOptions instead.
 	PrefixExtractor base.SliceTransform
+	// GlobalSeqNum, when not zero, is the seqnum of every point entry and
+	// range tombstone of the table, whatever it stores (RocksDB's global
+	// seqno of an ingested file, here recorded in the MANIFEST): the table
+	// must hold each user key once, at seqnum 0, as an external table
+	// does. Default 0: seqnums as stored.
+	GlobalSeqNum base.SeqNum
 }
 
 // IterOptions configure a table iterator.

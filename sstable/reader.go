@@ -64,6 +64,9 @@ type Reader struct {
 	filterWholeKeys bool
 	prefixName      string
 	prefixTr        base.SliceTransform
+	// globalSeq is ReaderOptions.GlobalSeqNum: when not zero, the seqnum
+	// of every point entry and range tombstone read.
+	globalSeq base.SeqNum
 }
 
 // fileAlignment is vfs.Alignment; tests replace it to read through a fake
@@ -91,7 +94,8 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 	if o.Comparer == nil {
 		o.Comparer = base.DefaultComparer
 	}
-	r := &Reader{cmp: o.Comparer.Compare, stats: o.Stats, maxAuto: o.MaxAutoReadaheadSize, id: readerIDs.Add(1)}
+	r := &Reader{cmp: o.Comparer.Compare, stats: o.Stats, maxAuto: o.MaxAutoReadaheadSize, id: readerIDs.Add(1),
+		globalSeq: o.GlobalSeqNum}
 	if r.stats == nil {
 		r.stats = &discardStats
 	}
@@ -292,6 +296,15 @@ func (r *Reader) decodeRangeDels(h block.Handle, b []byte) error {
 	}
 	for ok := it.first(); ok; ok = it.next() {
 		k := it.ikey
+		if r.globalSeq != 0 {
+			if k.SeqNum() != 0 {
+				return r.corruptf(h, "range tombstone %s in a table read under global seqnum %d (its entries must be at seqnum 0)", k, r.globalSeq)
+			}
+			if n := len(r.rangeDels); n > 0 && r.cmp(r.rangeDels[n-1].Start, k.UserKey) == 0 {
+				return r.corruptf(h, "range tombstones at %q not fragmented", k.UserKey)
+			}
+			k.Trailer = base.MakeTrailer(r.globalSeq, k.Kind())
+		}
 		if k.Kind() != base.KindRangeDelete || r.cmp(k.UserKey, it.val) >= 0 {
 			return r.corruptf(h, "bad range tombstone %s", k)
 		}
@@ -526,6 +539,10 @@ func (r *Reader) Versions(key []byte, snapshot base.SeqNum, fillCache bool, stat
 	}
 	return found, nil
 }
+
+// GlobalSeqNum returns ReaderOptions.GlobalSeqNum: when not zero, the
+// seqnum the Reader gives every entry in place of the stored 0.
+func (r *Reader) GlobalSeqNum() base.SeqNum { return r.globalSeq }
 
 // RangeTombstones returns the table's range tombstones as stored:
 // fragmented, sorted by start, seqnums descending within each span. The

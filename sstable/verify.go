@@ -143,6 +143,9 @@ func (r *Reader) verifyRangeDelBlock(h block.Handle, b []byte) error {
 		}
 		s := r.rangeDels[span]
 		k := it.ikey
+		if r.globalSeq != 0 && k.SeqNum() == 0 {
+			k.Trailer = base.MakeTrailer(r.globalSeq, k.Kind())
+		}
 		if k.Kind() != base.KindRangeDelete || r.cmp(k.UserKey, s.Start) != 0 || r.cmp(it.val, s.End) != 0 || k.SeqNum() != s.Seqs[seq] {
 			return r.corruptf(h, "range tombstone %s differs from the one read at open", k)
 		}

@@ -227,6 +227,25 @@ func newDeleteRangeCmd() *cobra.Command {
 		})
 }
 
+func newIngestCmd() *cobra.Command {
+	f := &adminFlags{}
+	var move bool
+	cmd := &cobra.Command{
+		Use: "ingest --db DIR [--move] FILE...",
+		Short: "Add external tables written by SSTFileWriter to the database in one step " +
+			"(IngestExternalFile; creates the database if missing, unless --create_if_missing=false)",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			return f.withDB(cmd, func(db *shale.DB) error {
+				return db.IngestExternalFile(files, &shale.IngestExternalFileOptions{MoveFiles: move})
+			})
+		},
+	}
+	f.register(cmd, writeOrCreate)
+	cmd.Flags().BoolVar(&move, "move", false, "link the files in (copy where the file system cannot) and remove the originals (IngestExternalFileOptions.MoveFiles)")
+	return cmd
+}
+
 func newScanCmd() *cobra.Command {
 	var (
 		f        adminFlags

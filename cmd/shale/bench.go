@@ -252,10 +252,12 @@ var benchSpecs = map[string]benchSpec{
 	"secondarydelete": {fn: benchSecondaryDelete, freshDB: true, control: true, ownOutput: true},
 	// Prefix range reads of issue 15 item 3 (bench_prefix.go).
 	"prefixscan": {fn: benchPrefixScan, op: opSeek},
+	// External SST ingestion of issue 16 item 3 (bench_ingest.go).
+	"fillseqingest": {fn: benchFillSeqIngest, freshDB: true, control: true, op: opWrite},
 }
 
 // knownBenchmarks lists the benchmark names for help and errors.
-const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, mergerandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio, deletescan, secondarydelete, prefixscan"
+const knownBenchmarks = "fillseq, fillrandom, fillsync, fill100K, overwrite, readrandom, readmissing, readhot, readseq, readreverse, seekrandom, deleterandom, updaterandom, readwhilewriting, readrandomwriterandom, mergerandom, flush, compact, stats, randread_batch, scan_direct, multireadrandom, fillseqdeterministic, asyncio, deletescan, secondarydelete, prefixscan, fillseqingest"
 
 // benchResult is the merged outcome of one benchmark over its threads.
 type benchResult struct {

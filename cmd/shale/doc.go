@@ -1,7 +1,7 @@
 // Command shale is the command-line tool of the shale key-value store.
 //
 // It owns four things: admin verbs that read and change one database
-// directory (put, get, delete, deleterange, scan), and check, which verifies
+// directory (put, get, delete, deleterange, ingest, scan), and check, which verifies
 // every checksum of every live file without changing anything, and checkpoint,
 // which makes an openable copy of a database in a new directory, and backup,
 // restore and list_backups, which keep incremental backups of a database in
@@ -15,6 +15,7 @@
 //	shale get --db DIR KEY                 # "not found" on stderr, exit 1 when absent
 //	shale delete --db DIR KEY
 //	shale deleterange --db DIR START END   # removes [START, END)
+//	shale ingest --db DIR [--move] FILE... # external tables (SSTFileWriter)
 //	shale scan --db DIR [--from K] [--to K] [--limit N] [--reverse]
 //	shale check --db DIR                   # exit 1 when damage was found
 //	shale checkpoint --db DIR --to NEWDIR  # NEWDIR must not exist

@@ -41,6 +41,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newGetCmd(),
 		newDeleteCmd(),
 		newDeleteRangeCmd(),
+		newIngestCmd(),
 		newScanCmd(),
 		newBenchCmd(),
 		newStressCmd(),

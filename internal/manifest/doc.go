@@ -98,6 +98,8 @@
 //	7      blob references         blobnum | (uvarint difference to the
 //	                               next, at least 1)*: the blob files the
 //	                               table points into, ascending
+//	30     global seqnum           seqnum: every entry of the (ingested)
+//	                               table reads at it, not at the 0 stored
 //	71     raw key size            uvarint (table property)
 //	72     raw value size          uvarint (table property)
 //	73     num data blocks         uvarint (table property)
@@ -142,7 +144,9 @@
 // to 88 only decide when a secondary tombstone retires and which tables are
 // compacted for one, so they carry the 1<<6 bit; a table without 87 (written
 // before it, or without Options.SecondaryDeleteKey) may hold any attribute.
-// Blob files (400, 401, 402, and field 7) lack both bits: a reader that
+// Field 30 (an ingested table's global seqnum) lacks the 1<<6 bit: a
+// reader that skipped it would read the table's entries at seqnum 0, under
+// the data they overwrite. Blob files (400, 401, 402, and field 7) lack both bits: a reader that
 // skipped them would take tables to hold values they only point to, or
 // remove blob files still in use, so an older shale refuses a MANIFEST
 // holding them, while a MANIFEST without them reads as before (format

@@ -65,6 +65,11 @@ const (
 	// least 1), all in one field. It lacks customSafeToIgnore: a reader
 	// that dropped it would take the blob files for unreferenced.
 	customBlobFiles = 7
+	// customGlobalSeqNum is the seqnum every entry of an ingested table
+	// reads at (FileMetadata.GlobalSeqNum). It lacks customSafeToIgnore: a
+	// reader that skipped it would read the table's entries at seqnum 0,
+	// below data they overwrite, so an older shale refuses the MANIFEST.
+	customGlobalSeqNum = 30
 
 	// customSafeToIgnore marks a custom field that a reader which does not
 	// know it may skip; an unknown field without it is corruption.
@@ -196,6 +201,7 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		dst = appendCustomUvarint(dst, customSecondaryApplied, uint64(m.SecondaryApplied))
 		dst = appendCustomUvarint(dst, customOldestAncesterTime, m.OldestAncesterTime)
 		dst = appendCustomUvarint(dst, customFileCreationTime, m.FileCreationTime)
+		dst = appendCustomUvarint(dst, customGlobalSeqNum, uint64(m.GlobalSeqNum))
 		if m.FileChecksumFuncName != "" {
 			dst = binary.AppendUvarint(dst, customFileChecksum)
 			dst = binary.AppendUvarint(dst, uint64(len(m.FileChecksum)))
@@ -657,6 +663,9 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 				return NewFileEntry{}, d.errorf("file %s: secondary applied seqnum %d exceeds the 56-bit maximum", m.FileNum, secondaryApplied)
 			}
 			m.SecondaryApplied = base.SeqNum(secondaryApplied)
+			if m.GlobalSeqNum > base.SeqNumMax || (m.GlobalSeqNum != 0 && (m.SmallestSeq != m.GlobalSeqNum || m.LargestSeq != m.GlobalSeqNum)) {
+				return NewFileEntry{}, d.errorf("file %s: global seqnum %d does not match its seqnums %d..%d", m.FileNum, m.GlobalSeqNum, m.SmallestSeq, m.LargestSeq)
+			}
 			if !m.Secondary.Known && (m.Secondary.Min != 0 || m.Secondary.Max != 0) {
 				// The writer puts the count before the range whenever the
 				// range is known: a range without its count is damage.
@@ -719,6 +728,8 @@ func (d *editDecoder) newFile() (NewFileEntry, error) {
 			dst = &m.OldestAncesterTime
 		case customFileCreationTime:
 			dst = &m.FileCreationTime
+		case customGlobalSeqNum:
+			dst = (*uint64)(&m.GlobalSeqNum)
 		case customMarkedForCompaction:
 			if len(field) != 1 || field[0] > 1 {
 				return NewFileEntry{}, d.errorf("file %s: bad marked-for-compaction field", m.FileNum)

@@ -102,6 +102,11 @@ func randEdit(rng *rand.Rand) *VersionEdit {
 		if rng.IntN(2) == 0 {
 			m.BlobFiles = randBlobNums(rng)
 		}
+		if rng.IntN(4) == 0 {
+			// An ingested table: every entry at its global seqnum.
+			m.GlobalSeqNum = max(randSeq(rng), 1)
+			m.SmallestSeq, m.LargestSeq = m.GlobalSeqNum, m.GlobalSeqNum
+		}
 		if rng.IntN(2) == 0 {
 			// A whole-file checksum (its value may be empty).
 			m.FileChecksumFuncName = []string{"FileChecksumCrc32c", "test-xxhash64"}[rng.IntN(2)]
@@ -200,7 +205,7 @@ func metaEqual(a, b *FileMetadata) bool {
 		a.RangeDeletionsBytesEstimate == b.RangeDeletionsBytesEstimate &&
 		a.Secondary == b.Secondary && a.SecondaryApplied == b.SecondaryApplied &&
 		bytes.Equal(a.FileChecksum, b.FileChecksum) && a.FileChecksumFuncName == b.FileChecksumFuncName &&
-		slices.Equal(a.BlobFiles, b.BlobFiles)
+		slices.Equal(a.BlobFiles, b.BlobFiles) && a.GlobalSeqNum == b.GlobalSeqNum
 }
 
 func TestEditRoundTripRandom(t *testing.T) {

@@ -73,6 +73,13 @@ type FileMetadata struct {
 	// into, ascending and without duplicates; nil when it has none. Every
 	// version holding the table holds these blob files.
 	BlobFiles []base.FileNum
+	// GlobalSeqNum, when not zero, is the seqnum of every entry of an
+	// ingested table, which stores them all at seqnum 0 (RocksDB keeps it
+	// in the file; shale records it here and the table reader applies it).
+	// SmallestSeq and LargestSeq then equal it. 0 for every table a flush
+	// or compaction wrote, and for an ingested table placed below all data
+	// it overlaps.
+	GlobalSeqNum base.SeqNum
 
 	// runtime
 
