@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -168,6 +170,33 @@ type repairer struct {
 	interleaved bool
 	// sawMerge is set when a table or WAL holds a merge operand.
 	sawMerge bool
+	// globalSeqs holds the global seqnum (0 for tables the DB wrote, and
+	// for ingested ones placed under everything) of every table an edit of
+	// the MANIFESTs found still adds (recoverGlobalSeqNums): an ingested
+	// table's entries are stored at seqnum 0 and read at this one.
+	globalSeqs map[base.FileNum]base.SeqNum
+}
+
+// recoverGlobalSeqNums reads every MANIFEST in the directory as far as its
+// records are intact and collects the global seqnum of each table an edit
+// added. Damage only ends what a MANIFEST yields: this is the one
+// place that knows at which seqnum an ingested table's entries read.
+func (rp *repairer) recoverGlobalSeqNums(manifests []base.FileNum) {
+	rp.globalSeqs = map[base.FileNum]base.SeqNum{}
+	for _, num := range manifests {
+		name := rp.path(base.MakeFilename(base.FileTypeManifest, num))
+		f, err := rp.fs.Open(name, vfs.SequentialAccess)
+		if err != nil {
+			continue
+		}
+		// What the edits before any damage say is all there is to know.
+		_ = manifest.ScanEdits(io.NewSectionReader(f, 0, math.MaxInt64), name, func(e *manifest.VersionEdit) {
+			for _, nf := range e.NewFiles {
+				rp.globalSeqs[nf.Meta.FileNum] = nf.Meta.GlobalSeqNum
+			}
+		})
+		f.Close()
+	}
 }
 
 func (rp *repairer) path(name string) string { return rp.fs.PathJoin(rp.dir, name) }
@@ -253,6 +282,7 @@ func (rp *repairer) rebuild() error {
 		}
 		blobMetas[num] = m
 	}
+	rp.recoverGlobalSeqNums(manifests)
 	var kept []repairedTable
 	referenced := map[base.FileNum]bool{}
 	for _, num := range tables {
@@ -518,6 +548,24 @@ func (rp *repairer) readTable(name string, num base.FileNum) (_ *manifest.FileMe
 		return nil, nil, base.CorruptionErrorf(path, 0, "table holds no entries")
 	}
 	p := r.Properties()
+	if _, external := p.User[propExternalVersion]; external {
+		// An ingested table: its entries, stored at seqnum 0, read at the
+		// global seqnum its MANIFEST edit recorded. Read at 0 they would
+		// sort under older data of their keys and bring it back, so a
+		// table whose seqnum no MANIFEST still holds is not kept.
+		g, ok := rp.globalSeqs[num]
+		if !ok {
+			return nil, nil, base.CorruptionErrorf(path, 0, "an ingested table whose global seqnum no readable MANIFEST records: its entries cannot be ordered against the other tables'")
+		}
+		at := func(k base.InternalKey) base.InternalKey {
+			if k.IsExclusiveSentinel() {
+				return k
+			}
+			return base.MakeInternalKey(k.UserKey, g, k.Kind())
+		}
+		m.Smallest, m.Largest = at(m.Smallest), at(m.Largest)
+		m.SmallestSeq, m.LargestSeq, m.GlobalSeqNum = g, g, g
+	}
 	m.NumEntries, m.NumDeletions, m.NumRangeDeletions = p.NumEntries, p.NumDeletions, p.NumRangeDeletions
 	m.RawKeySize, m.RawValueSize = p.RawKeySize, p.RawValueSize
 	m.NumDataBlocks, m.NumTombstoneDenseBlocks = p.NumDataBlocks, p.NumTombstoneDenseBlocks

@@ -145,3 +145,26 @@ func Replay(r io.Reader, fileName string, cmp *base.Comparer, numLevels int) (Re
 	}
 	return res, tailErr
 }
+
+// ScanEdits decodes the edits of a MANIFEST read from r in order and calls
+// fn with each, applying nothing. It stops at the first record that is
+// damaged or does not decode and returns that error (nil at a clean or torn
+// end), so a reader that wants what a damaged MANIFEST still says (repair)
+// gets every edit before the damage. fn must not keep the edit.
+func ScanEdits(r io.Reader, fileName string, fn func(e *VersionEdit)) error {
+	rr := record.NewReader(r, fileName)
+	var e VersionEdit
+	for {
+		rec, err := rr.Next()
+		if err == io.EOF {
+			return rr.TailDamage()
+		}
+		if err != nil {
+			return err
+		}
+		if err := e.Decode(rec, fileName, rr.Offset()); err != nil {
+			return err
+		}
+		fn(&e)
+	}
+}
