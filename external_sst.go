@@ -61,11 +61,11 @@ type ExternalSSTFileInfo struct {
 // strictly increasing order; range deletions in any order. It is not safe
 // for concurrent use.
 type SSTFileWriter struct {
-	opts *Options
-	fs   vfs.FS
-	cmp  *base.Comparer
-	path string
-	w    *sstable.Writer
+	options *Options
+	fs      vfs.FS
+	cmp     *base.Comparer
+	path    string
+	w       *sstable.Writer
 	// lastKey is the last point key added, while hasKey.
 	lastKey []byte
 	hasKey  bool
@@ -88,7 +88,7 @@ func NewSSTFileWriter(opts *Options) *SSTFileWriter {
 		*o = *opts
 	}
 	o.EnsureDefaults()
-	return &SSTFileWriter{opts: o, fs: o.FS, cmp: o.Comparer}
+	return &SSTFileWriter{options: o, fs: o.FS, cmp: o.Comparer}
 }
 
 // Open creates the table at path (it must not exist), and starts writing.
@@ -97,7 +97,7 @@ func (w *SSTFileWriter) Open(path string) error {
 	if w.w != nil || w.done {
 		return base.InvalidArgumentf("shale: SSTFileWriter.Open(%q): the writer already wrote %s", path, w.path)
 	}
-	if err := w.opts.Validate(); err != nil {
+	if err := w.options.Validate(); err != nil {
 		return err
 	}
 	if _, err := w.fs.Stat(path); err == nil {
@@ -107,7 +107,7 @@ func (w *SSTFileWriter) Open(path string) error {
 	if err != nil {
 		return fmt.Errorf("shale: SSTFileWriter.Open: %w", err)
 	}
-	wo := tableWriterOptions(w.opts, w.cmp, 0)
+	wo := tableWriterOptions(w.options, w.cmp, 0)
 	wo.Collectors = append(wo.Collectors, &externalPropsCollector{w: w})
 	w.path = path
 	w.w = sstable.NewWriter(f, path, wo)
@@ -194,7 +194,7 @@ func (w *SSTFileWriter) add(kind base.Kind, key, value []byte) error {
 		return base.InvalidArgumentf("shale: SSTFileWriter: key %q is %s: it must sort after the previous key %q", key, what, w.lastKey)
 	}
 	var err error
-	if kind == base.KindSet && w.opts.EnableBlobFiles && len(value) > 0 && int64(len(value)) >= w.opts.MinBlobSize {
+	if kind == base.KindSet && w.options.EnableBlobFiles && len(value) > 0 && int64(len(value)) >= w.options.MinBlobSize {
 		err = w.addBlob(key, value)
 	} else {
 		err = w.w.Add(base.MakeInternalKey(key, 0, kind), value)
@@ -227,9 +227,9 @@ func (w *SSTFileWriter) addBlob(key, value []byte) error {
 		w.blobPaths = append(w.blobPaths, path)
 		w.bw = blob.NewWriter(f, blob.WriterOptions{
 			FileNum: base.FileNum(len(w.blobPaths)), FileName: path,
-			Compression:    w.opts.BlobCompression,
-			TargetFileSize: min(w.opts.BlobFileSize, blobWritePrealloc),
-			BytesPerSync:   w.opts.BytesPerSync,
+			Compression:    w.options.BlobCompression,
+			TargetFileSize: min(w.options.BlobFileSize, blobWritePrealloc),
+			BytesPerSync:   w.options.BytesPerSync,
 		})
 	}
 	x, err := w.bw.Add(key, value)
@@ -240,7 +240,7 @@ func (w *SSTFileWriter) addBlob(key, value []byte) error {
 	if err := w.w.Add(base.MakeInternalKey(key, 0, base.KindBlobIndex), w.idxBuf); err != nil {
 		return err
 	}
-	if int64(w.bw.Size()) >= w.opts.BlobFileSize {
+	if int64(w.bw.Size()) >= w.options.BlobFileSize {
 		return w.finishBlob()
 	}
 	return nil
