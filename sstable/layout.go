@@ -42,19 +42,10 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 		{Kind: "index", Offset: ft.index.Offset, Length: ft.index.Length},
 		{Kind: "footer", Offset: r.footOff, Length: footerLen},
 	}
-	var it blockIter
-	if !it.init(meta, false) {
-		return nil, r.corruptf(ft.metaindex, "bad metaindex block")
-	}
-	for ok := it.first(); ok; ok = it.next() {
-		h, n := block.DecodeHandle(it.val)
-		if n <= 0 || n != len(it.val) {
-			return nil, r.corruptf(ft.metaindex, "bad handle for %q in metaindex", it.key)
-		}
-		blocks = append(blocks, BlockInfo{Kind: string(it.key), Offset: h.Offset, Length: h.Length})
-	}
-	if it.corrupt {
-		return nil, r.corruptf(ft.metaindex, "bad metaindex block")
+	if err := r.decodeMetaindex(ft.metaindex, meta, func(name string, h block.Handle) {
+		blocks = append(blocks, BlockInfo{Kind: name, Offset: h.Offset, Length: h.Length})
+	}); err != nil {
+		return nil, err
 	}
 	ix, err := r.index(src)
 	if err != nil {

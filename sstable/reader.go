@@ -145,19 +145,8 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 	}
 	meta := metaGot[0]
 	handles := map[string]block.Handle{}
-	var it blockIter
-	if !it.init(meta, false) {
-		return nil, r.corruptf(ft.metaindex, "bad metaindex block")
-	}
-	for ok := it.first(); ok; ok = it.next() {
-		h, n := block.DecodeHandle(it.val)
-		if n <= 0 || n != len(it.val) {
-			return nil, r.corruptf(ft.metaindex, "bad handle for %q in metaindex", it.key)
-		}
-		handles[string(it.key)] = h
-	}
-	if it.corrupt {
-		return nil, r.corruptf(ft.metaindex, "bad metaindex block")
+	if err := r.decodeMetaindex(ft.metaindex, meta, func(name string, h block.Handle) { handles[name] = h }); err != nil {
+		return nil, err
 	}
 	ph, ok := handles[metaPropertiesName]
 	if !ok {
@@ -590,4 +579,25 @@ func (r *Reader) Close() error {
 func putGetIter(bi *blockIter) {
 	bi.data, bi.key, bi.val, bi.ikey, bi.srch = nil, nil, nil, base.InternalKey{}, nil
 	getIterPool.Put(bi)
+}
+
+// decodeMetaindex calls fn with each meta block's name and handle, in the
+// order the metaindex block (at handle mh, contents meta) lists them; a
+// metaindex that does not decode is corruption naming the file and offset.
+func (r *Reader) decodeMetaindex(mh block.Handle, meta []byte, fn func(name string, h block.Handle)) error {
+	var it blockIter
+	if !it.init(meta, false) {
+		return r.corruptf(mh, "bad metaindex block")
+	}
+	for ok := it.first(); ok; ok = it.next() {
+		h, n := block.DecodeHandle(it.val)
+		if n <= 0 || n != len(it.val) {
+			return r.corruptf(mh, "bad handle for %q in metaindex", it.key)
+		}
+		fn(string(it.key), h)
+	}
+	if it.corrupt {
+		return r.corruptf(mh, "bad metaindex block")
+	}
+	return nil
 }
