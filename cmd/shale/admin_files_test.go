@@ -244,7 +244,7 @@ func TestAdminVerbsReportDamage(t *testing.T) {
 			if dm.failing[0] == "dump_wal" {
 				args = []string{"dump_wal", "--walfile", p}
 			} else if dm.failing[0] == "dump" {
-				args = append(args, "--file", filepath.Join(t.TempDir(), "d"))
+				args = append(args, "--file", filepath.Join(testdir.New(t), "d"))
 			}
 			if _, stderr, code := runShaleProcess(t, args...); code != 1 || !strings.HasPrefix(stderr, "shale: ") ||
 				!strings.Contains(stderr, dm.file) || !strings.Contains(stderr, "offset") {
