@@ -55,10 +55,10 @@ func TestBackupModelRestoresEachBackup(t *testing.T) {
 // kept, the newest restored elsewhere and scanned, and the scan compared
 // with the model's.
 func TestModelBackup(t *testing.T) {
-	ops := bySize(2500, 1000, 20000)
+	ops := bySize(2500, 1000, 10000)
 	for _, v := range backupVariants {
 		t.Run(v.name, func(t *testing.T) {
-			forEachSeed(t, bySize(1, 1, 5), func(t *testing.T, seed uint64) {
+			forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
 				cfg := v.cfg
 				cfg.backups = true
 				runModelWith(t, seed, ops, cfg, v.set)
@@ -72,7 +72,7 @@ func TestModelBackup(t *testing.T) {
 // (tables, blob files, WALs written in the background or skipped, the OS
 // file system): every restored scan must match the model's.
 func TestMetamorphicBackup(t *testing.T) {
-	n := bySize(1000, 400, 8000)
+	n := bySize(1000, 400, 4000)
 	names := map[string]bool{
 		"base": true, "3-static-levels": true, "disable-wal": true, "wal-background-writes": true,
 		"blob-files-tiny": true, "blob-gc-cutoff-1-force-0.5": true, "osfs-blob-files-direct": true,

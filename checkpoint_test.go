@@ -459,7 +459,7 @@ func TestCheckpointFaults(t *testing.T) {
 // model's latest state does; under blob files, merges, writes that skip
 // the WAL or reach it through the background writer, and AsyncIO reads.
 func TestModelCheckpoint(t *testing.T) {
-	ops := bySize(3000, 1500, 20000)
+	ops := bySize(3000, 1500, 10000)
 	variants := []struct {
 		name string
 		set  func(*Options)
@@ -489,7 +489,7 @@ func TestModelCheckpoint(t *testing.T) {
 // system with real hard links, direct IO, a WAL written through a mapping): every set's checkpoints
 // must scan alike, and as the model.
 func TestMetamorphicCheckpoint(t *testing.T) {
-	n := bySize(1000, 500, 8000)
+	n := bySize(1000, 500, 4000)
 	names := map[string]bool{
 		"base": true, "sync-never": true, "disable-wal": true, "wal-background-writes": true,
 		"blob-files-async-io": true, "osfs": true, "osfs-mmap-writes": true, "osfs-blob-files-direct": true,

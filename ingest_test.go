@@ -632,7 +632,7 @@ func checkNoStrayFiles(t *testing.T, d *DB, fs vfs.FS) {
 // levels (ingestions over memtables, L0 and deeper levels), blob files and
 // merges.
 func TestModelIngest(t *testing.T) {
-	ops := bySize(3000, 1200, 20000)
+	ops := bySize(3000, 1200, 10000)
 	variants := []struct {
 		name string
 		set  func(*Options)
@@ -662,7 +662,7 @@ func TestModelIngest(t *testing.T) {
 // memtables, levels, tables and blob files, on MemFS and the OS file
 // system: every set must answer as the model does.
 func TestMetamorphicIngest(t *testing.T) {
-	n := bySize(2000, 600, 8000)
+	n := bySize(2000, 600, 4000)
 	names := map[string]bool{
 		"base": true, "tiny-memtable-nocompression": true, "3-static-levels": true, "7-static-levels": true,
 		"max-open-files-4-nocache": true, "no-auto-compactions": true, "disable-wal": true,

@@ -387,7 +387,7 @@ func TestRepairRandomized(t *testing.T) {
 // database answers every read as the model does, with blob files, merges
 // and a tiny memtable (many tables, on several levels).
 func TestModelRepair(t *testing.T) {
-	ops := bySize(3000, 1200, 20000)
+	ops := bySize(3000, 1200, 10000)
 	variants := []struct {
 		name string
 		set  func(*Options)

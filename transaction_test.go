@@ -426,7 +426,7 @@ func TestTransactionCommitIsOneWALBatch(t *testing.T) {
 // its commit must leave what the model's batch does; with and without
 // merges, and with every write skipping the WAL.
 func TestModelTransactions(t *testing.T) {
-	ops := bySize(3000, 1000, 20000)
+	ops := bySize(3000, 1000, 10000)
 	variants := []struct {
 		name string
 		cfg  dbRunConfig
@@ -437,7 +437,7 @@ func TestModelTransactions(t *testing.T) {
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			forEachSeed(t, bySize(2, 1, 10), func(t *testing.T, seed uint64) {
+			forEachSeed(t, bySize(2, 1, 5), func(t *testing.T, seed uint64) {
 				runModelWith(t, seed, ops, v.cfg, func(o *Options) { o.MergeOperator = v.cfg.merge })
 			})
 		})
@@ -449,7 +449,7 @@ func TestModelTransactions(t *testing.T) {
 // commits, must answer alike under every option set (data in memtables,
 // tables of many shapes, blob files, async reads).
 func TestMetamorphicTransactions(t *testing.T) {
-	n := bySize(600, 300, 8000)
+	n := bySize(600, 300, 4000)
 	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
 		g := newOpGenerator(seed, modelKeys)
 		g.txns = true
