@@ -2,7 +2,6 @@ package shale
 
 import (
 	"fmt"
-	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -478,38 +477,11 @@ func (d *DB) linkOrCopy(src, dst string, link bool) error {
 		return err
 	}
 	defer in.Close()
-	out, err := d.fs.Create(dst)
+	size, err := in.Size()
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 1<<20)
-	var off int64
-	for {
-		n, rerr := in.ReadAt(buf, off)
-		if n > 0 {
-			if _, err = out.Write(buf[:n]); err != nil {
-				break
-			}
-			off += int64(n)
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			err = rerr
-			break
-		}
-	}
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = d.fs.Remove(dst)
-	}
-	return err
+	return vfs.CopyN(d.fs, in, dst, size)
 }
 
 // rewriteIngestedTable writes f's table into the database directory with
