@@ -467,7 +467,8 @@ func TestSecondaryInstanceFollowsWritingPrimary(t *testing.T) {
 				n = 20000
 			}
 			applies := make([]func(model), n+1)
-			var issued, acked atomic.Int64
+			var issued, acked, caught atomic.Int64
+			defer caught.Store(-1 << 40) // releases a waiting writer when the test stops early
 			writerErr := make(chan error, 1)
 			wrng := rand.New(rand.NewPCG(seed, 3))
 			go func() {
@@ -483,6 +484,14 @@ func TestSecondaryInstanceFollowsWritingPrimary(t *testing.T) {
 						acked.Store(int64(i))
 						if i%10 == 0 {
 							time.Sleep(time.Millisecond) // catch-ups in between
+						}
+						// Every quarter of the ops, wait for a catch-up after
+						// it, so that a slow reader (the race detector, a
+						// loaded machine) still sees the primary mid-way.
+						if q := n / 4; i%q == 0 && i < n {
+							for want := caught.Load() + 1; caught.Load() < want && caught.Load() >= 0; {
+								time.Sleep(time.Millisecond)
+							}
 						}
 						switch wrng.IntN(300) {
 						case 0:
@@ -571,6 +580,7 @@ func TestSecondaryInstanceFollowsWritingPrimary(t *testing.T) {
 					t.Fatalf("seed %d: catch-up %d: %v", seed, catchUps, err)
 				}
 				catchUps++
+				caught.Add(1)
 				got, err := secondaryState(sec, nil, rng)
 				if err != nil {
 					t.Fatalf("seed %d: catch-up %d: %v", seed, catchUps, err)
