@@ -452,12 +452,16 @@ func (d *DB) runToTables(ro compact.RunOptions, job tableJob) ([]*manifest.FileM
 	}
 	if d.opts.MergeOperator != nil {
 		ro.Merger = compactionMerger{d}
-		// A failing merge keeps the key as it is, for reads to report:
-		// failing the job would stop writes and, at the recovery flush,
-		// Open, over one bad operand.
-		ro.OnMergeError = func(key []byte, err error) {
-			d.opts.Statistics.add(TickerNumberMergeFailures, 1)
+		// A failing merge fails the job, which is a background error
+		// (RocksDB's OpFailureScope kTryMerge), unless the operator scoped
+		// its failure to the reads (ErrMustMerge): then the key is kept as
+		// it is, for reads to report, and the job goes on.
+		ro.OnMergeError = func(key []byte, err error) error {
+			if !errors.Is(err, ErrMustMerge) {
+				return err
+			}
 			d.logger.Warn("merge failed in a flush or compaction; the key's entries are kept unmerged", "job", job.jobID, "err", err)
+			return nil
 		}
 	}
 	stats, err := compact.Run(ro)

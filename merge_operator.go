@@ -25,6 +25,23 @@ type MergeOperator interface {
 	PartialMerge(key, left, right []byte) (merged []byte, ok bool)
 }
 
+// ErrMustMerge, wrapped into the error a MergeOperator's FullMerge returns
+// (fmt.Errorf("...: %w", shale.ErrMustMerge), or errors.Join), scopes the
+// failure to the reads that must merge the key (RocksDB's OpFailureScope
+// kMustMerge): Get, MultiGet and iterators return the error, while flushes
+// and compactions write the key's entries unmerged and the DB stays
+// writable. Any other error of FullMerge (kTryMerge, RocksDB's default)
+// fails the flush or compaction as well: a background error, which makes
+// the DB read-only until Resume. The built-in operators scope theirs so.
+var ErrMustMerge = errors.New("shale: merge failed (scoped to the reads of the key)")
+
+// mustMerge is an error of a built-in operator, scoped to the reads
+// (ErrMustMerge): one bad operand never stops the DB's writes.
+type mustMerge struct{ error }
+
+func (e mustMerge) Unwrap() error        { return e.error }
+func (e mustMerge) Is(target error) bool { return target == ErrMustMerge }
+
 // ErrNoMergeOperator is returned for a Merge on a DB without
 // Options.MergeOperator, and for a read that meets merge operands then.
 var ErrNoMergeOperator = errors.New("shale: no merge operator: set Options.MergeOperator to write or read merge operands")
@@ -41,7 +58,7 @@ func (uint64AddOperator) Name() string { return "UInt64AddOperator" }
 
 func decodeCounter(what string, b []byte) (uint64, error) {
 	if len(b) != 8 {
-		return 0, fmt.Errorf("shale: UInt64AddOperator: %s is %d bytes, not an 8-byte little-endian counter", what, len(b))
+		return 0, mustMerge{fmt.Errorf("shale: UInt64AddOperator: %s is %d bytes, not an 8-byte little-endian counter", what, len(b))}
 	}
 	return binary.LittleEndian.Uint64(b), nil
 }
@@ -232,7 +249,8 @@ func (m *mergeOperands) oldestFirst() [][]byte {
 
 // compactionMerger is compact.Merger over Options.MergeOperator: a base
 // value in a blob file is read (without filling the cache). A failing merge
-// leaves the key unmerged (compact.RunOptions.OnMergeError).
+// fails the job unless the operator's error matches ErrMustMerge
+// (compact.RunOptions.OnMergeError).
 type compactionMerger struct{ d *DB }
 
 func (m compactionMerger) FullMerge(key, baseValue []byte, baseKind base.Kind, hasBase bool, operands [][]byte) ([]byte, error) {

@@ -274,12 +274,19 @@ func TestMergeOperatorNameChecked(t *testing.T) {
 	}
 }
 
-// failingOperator fails every merge while fail is set.
-type failingOperator struct{ fail *atomic.Bool }
+// failingOperator fails every merge while fail is set; with mustMerge
+// its errors are scoped to the reads (ErrMustMerge).
+type failingOperator struct {
+	fail      *atomic.Bool
+	mustMerge bool
+}
 
 func (failingOperator) Name() string { return "shale.test.failing" }
 func (o failingOperator) FullMerge(key, existing []byte, operands [][]byte) ([]byte, error) {
 	if o.fail.Load() {
+		if o.mustMerge {
+			return nil, fmt.Errorf("%w (%w)", errTestMerge, ErrMustMerge)
+		}
 		return nil, errTestMerge
 	}
 	return joinOperator{}.FullMerge(key, existing, operands)
@@ -293,20 +300,18 @@ func (o failingOperator) PartialMerge(key, left, right []byte) ([]byte, bool) {
 
 var errTestMerge = errors.New("test merge failure")
 
-// TestMergeOperatorError: an operator's error is returned by reads
-// (wrapped, naming the key); a flush or compaction whose merge fails keeps
-// the key's entries as they are, counts the failure and goes on, so that
-// writes never stop over it; nothing is lost, and once the operator works
-// again so do reads and merges.
-func TestMergeOperatorError(t *testing.T) {
-	var fail atomic.Bool
+// openFailingMergeDB opens a DB on MemFS under a failingOperator whose
+// failure is switched by the returned flag, with a key "k" of a value and
+// two operands (one in a table, one in the memtable) whose merge fails.
+func openFailingMergeDB(t *testing.T, mustMerge bool) (*DB, *atomic.Bool, *Statistics) {
+	t.Helper()
+	fail := new(atomic.Bool)
 	stats := NewStatistics()
 	// No automatic compaction merges the operands before the failure.
-	d := openMergeDB(t, vfs.NewMem(), failingOperator{&fail}, func(o *Options) {
+	d := openMergeDB(t, vfs.NewMem(), failingOperator{fail, mustMerge}, func(o *Options) {
 		o.DisableAutoCompactions = true
 		o.Statistics = stats
 	})
-	defer d.Close()
 	must(t, d.Put([]byte("k"), []byte("b"), nil))
 	must(t, d.Merge([]byte("k"), []byte("x"), nil))
 	must(t, d.Flush())
@@ -324,6 +329,81 @@ func TestMergeOperatorError(t *testing.T) {
 		t.Fatalf("iterator: valid %v, err %v", it.Valid(), it.Err())
 	}
 	it.Close()
+	return d, fail, stats
+}
+
+// TestMergeFailureInFlushIsBackgroundError: an operator's error is returned
+// by reads (wrapped, naming the key), and a flush or compaction whose merge
+// fails stops, as a background error (RocksDB's kTryMerge scope): writes
+// are refused with ErrReadOnly, reads go on, nothing is lost, and once the
+// operator works again Resume brings writes back.
+func TestMergeFailureInFlushIsBackgroundError(t *testing.T) {
+	d, fail, stats := openFailingMergeDB(t, false)
+	defer d.Close()
+	// A value and an operand in the memtable: the flush merges them.
+	must(t, d.Put([]byte("m"), []byte("c"), nil))
+	must(t, d.Merge([]byte("m"), []byte("z"), nil))
+	before := stats.TickerCount(TickerNumberMergeFailures)
+	err := d.Flush()
+	if !errors.Is(err, ErrReadOnly) || !errors.Is(err, errTestMerge) || !strings.Contains(err.Error(), `"m"`) {
+		t.Fatalf("Flush with a failing merge: %v; want ErrReadOnly wrapping the operator's error on key m", err)
+	}
+	if n := stats.TickerCount(TickerNumberMergeFailures) - before; n == 0 {
+		t.Fatal("the failed merge of the flush was not counted")
+	}
+	if err := d.Put([]byte("other"), []byte("v"), nil); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Put after the failed flush: %v; want ErrReadOnly", err)
+	}
+	if v, err := d.Get([]byte("b"), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of another key = %q, %v", v, err)
+	}
+	if err := d.Resume(); err == nil {
+		t.Fatal("Resume succeeded while the operator still fails")
+	}
+	fail.Store(false)
+	must(t, d.Resume())
+	must(t, d.Put([]byte("other"), []byte("v"), nil))
+	for k, want := range map[string]string{"k": "b+x+y", "m": "c+z"} {
+		if v, err := d.Get([]byte(k), nil); err != nil || string(v) != want {
+			t.Fatalf("Get(%s) after Resume = %q, %v; want %q", k, v, err, want)
+		}
+	}
+}
+
+// TestMergeFailureInCompactionIsBackgroundError: the same for a
+// compaction: CompactRange returns the error, the DB turns read-only, and
+// the table's entries are all still there.
+func TestMergeFailureInCompactionIsBackgroundError(t *testing.T) {
+	d, fail, _ := openFailingMergeDB(t, false)
+	defer d.Close()
+	fail.Store(false)
+	must(t, d.Flush()) // both operands in tables, unmerged (L0 under no compaction)
+	fail.Store(true)
+	if err := d.CompactRange(nil, nil); !errors.Is(err, errTestMerge) {
+		t.Fatalf("CompactRange with a failing merge: %v; want the operator's error", err)
+	}
+	if err := d.Put([]byte("other"), []byte("v"), nil); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Put after the failed compaction: %v; want ErrReadOnly", err)
+	}
+	fail.Store(false)
+	if v, err := d.Get([]byte("k"), nil); err != nil || string(v) != "b+x+y" {
+		t.Fatalf("Get after the failed compaction = %q, %v", v, err)
+	}
+	must(t, d.Resume())
+	must(t, d.CompactRange(nil, nil))
+	if v, err := d.Get([]byte("k"), nil); err != nil || string(v) != "b+x+y" {
+		t.Fatalf("Get after compaction = %q, %v", v, err)
+	}
+}
+
+// TestMergeFailureScopedToReadsKeepsWriting: an operator error matching
+// ErrMustMerge (RocksDB's kMustMerge scope) fails the reads of the key
+// only: a flush or compaction keeps the key's entries as they are, counts
+// the failure and goes on, writes go on, nothing is lost, and once the
+// operator works again so do reads and merges.
+func TestMergeFailureScopedToReadsKeepsWriting(t *testing.T) {
+	d, fail, stats := openFailingMergeDB(t, true)
+	defer d.Close()
 	before := stats.TickerCount(TickerNumberMergeFailures)
 	must(t, d.Flush())
 	must(t, d.CompactRange(nil, nil))

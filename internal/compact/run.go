@@ -69,10 +69,11 @@ type RunOptions struct {
 	// older stripe, or may be below the output level) adjacent operands are
 	// combined where PartialMerge can and kept as operands.
 	Merger Merger
-	// OnMergeError, when set, is told of a key whose FullMerge failed; the
-	// key's operands, and the value under them, are then written as they
-	// are, and Run goes on. Without it the error fails Run.
-	OnMergeError func(key []byte, err error)
+	// OnMergeError, when set, is told of a key whose FullMerge failed. When
+	// it returns nil the key's operands, and the value under them, are
+	// written as they are, and Run goes on; an error it returns fails Run.
+	// Without it the merge's error fails Run.
+	OnMergeError func(key []byte, err error) error
 	// NewOutput opens the next output file.
 	NewOutput func() (OutputWriter, error)
 	// TargetFileSize cuts an output once its EstimatedSize reaches it.
@@ -117,7 +118,8 @@ type Stats struct {
 	// Merged counts the entries (operands and the values under them) that
 	// merges consumed: replaced by fewer entries, counted in OutputEntries.
 	Merged int64
-	// MergeErrors counts the keys whose FullMerge failed (OnMergeError).
+	// MergeErrors counts the keys left unmerged after their FullMerge
+	// failed (OnMergeError returned nil).
 	MergeErrors int64
 }
 
@@ -507,14 +509,16 @@ func (r *runner) merge(trailer uint64, value []byte, st int) (valid, decides boo
 	return valid, true, prevTrailer, err
 }
 
-// mergeFailed handles a failed FullMerge of curKey: it returns err when
-// Run must fail, nil when OnMergeError took it.
+// mergeFailed handles a failed FullMerge of curKey: it returns the error
+// Run must fail with, or nil when OnMergeError keeps the key unmerged.
 func (r *runner) mergeFailed(err error) error {
 	if r.o.OnMergeError == nil {
 		return err
 	}
+	if err := r.o.OnMergeError(r.curKey, err); err != nil {
+		return err
+	}
 	r.stats.MergeErrors++
-	r.o.OnMergeError(r.curKey, err)
 	return nil
 }
 

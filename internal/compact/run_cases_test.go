@@ -94,7 +94,10 @@ func TestRun(t *testing.T) {
 		var mergeErrs []string
 		if arg, ok := td.Arg("merge-fail"); ok {
 			o.Merger = failingMerger{bad: arg.Vals[0]}
-			o.OnMergeError = func(key []byte, err error) { mergeErrs = append(mergeErrs, fmt.Sprintf("%s: %v", key, err)) }
+			o.OnMergeError = func(key []byte, err error) error {
+				mergeErrs = append(mergeErrs, fmt.Sprintf("%s: %v", key, err))
+				return nil
+			}
 		}
 		var below []string
 		if arg, ok := td.Arg("below"); ok {
