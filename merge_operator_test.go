@@ -667,3 +667,39 @@ func TestMergeScansAgreeOverTinyTables(t *testing.T) {
 		}
 	})
 }
+
+// TestMergeFailureInRecoveryFlushFailsOpen: when the WAL replayed at Open
+// holds a merge the operator refuses (outside ErrMustMerge), Open returns
+// the operator's error naming the key and leaves the database as it was:
+// opened again under a working operator, every write is there.
+func TestMergeFailureInRecoveryFlushFailsOpen(t *testing.T) {
+	fs := vfs.NewMem()
+	fail := new(atomic.Bool)
+	op := failingOperator{fail: fail}
+	d := openMergeDB(t, fs, op, nil)
+	must(t, d.Put([]byte("m"), []byte("c"), nil))
+	must(t, d.Merge([]byte("m"), []byte("z"), nil))
+	must(t, d.Close()) // the writes stay in the WAL
+
+	fail.Store(true)
+	opts := testOptions(fs)
+	opts.MergeOperator = op
+	if d, err := Open("db", opts); err == nil {
+		t.Log("Open replayed the WAL without a flush")
+		// Some configurations replay without flushing at Open: then the
+		// first flush fails instead.
+		ferr := d.Flush()
+		d.Close()
+		if !errors.Is(ferr, errTestMerge) {
+			t.Fatalf("Open succeeded and the flush returned %v; want the operator's error", ferr)
+		}
+	} else if !errors.Is(err, errTestMerge) || !strings.Contains(err.Error(), `"m"`) {
+		t.Fatalf("Open with a failing merge in the WAL: %v; want the operator's error naming key m", err)
+	}
+	fail.Store(false)
+	d = openMergeDB(t, fs, op, nil)
+	defer d.Close()
+	if v, err := d.Get([]byte("m"), nil); err != nil || string(v) != "c+z" {
+		t.Fatalf("Get after reopening under a working operator = %q, %v", v, err)
+	}
+}
