@@ -1,0 +1,177 @@
+package shale_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/shaledb/shale"
+)
+
+// The user's guide (docs/guide.md) is kept in sync with the code by these
+// tests: its Go snippets must be code that go test compiles, and the option
+// fields it names must exist.
+
+const (
+	guidePath         = "docs/guide.md"
+	guideSnippetsPath = "guide_snippets_test.go"
+)
+
+// guideSnippet is one ```go block of the guide: its text, without the fences,
+// and the line of its opening fence.
+type guideSnippet struct {
+	line int
+	text string
+}
+
+// readText reads a text file of the repository with "\n" line ends.
+func readText(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(data), "\r\n", "\n")
+}
+
+// guideSnippets returns the ```go blocks of a Markdown text.
+func guideSnippets(t *testing.T, md string) []guideSnippet {
+	t.Helper()
+	var (
+		out   []guideSnippet
+		cur   []string
+		start int
+		in    bool
+	)
+	for i, line := range strings.Split(md, "\n") {
+		switch {
+		case !in && strings.TrimSpace(line) == "```go":
+			in, start, cur = true, i+1, nil
+		case in && strings.TrimSpace(line) == "```":
+			in = false
+			out = append(out, guideSnippet{line: start, text: strings.Join(cur, "\n")})
+		case in:
+			cur = append(cur, line)
+		}
+	}
+	if in {
+		t.Fatalf("%s:%d: a ```go block is never closed", guidePath, start)
+	}
+	return out
+}
+
+// guideFunctionBodies returns, by function name, the bodies of the functions
+// named guide... in the Go file src, each line stripped of one leading tab
+// (the snippets are written at the left margin).
+func guideFunctionBodies(t *testing.T, src string) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, guideSnippetsPath, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := map[string]string{}
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || fn.Body == nil || !strings.HasPrefix(fn.Name.Name, "guide") {
+			continue
+		}
+		body := src[fset.Position(fn.Body.Lbrace).Offset+1 : fset.Position(fn.Body.Rbrace).Offset]
+		lines := strings.Split(body, "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimPrefix(l, "\t")
+		}
+		bodies[fn.Name.Name] = strings.Join(lines, "\n")
+	}
+	return bodies
+}
+
+// TestGuideSnippetsCompile checks that every ```go block of the guide is, verbatim,
+// either top-level code of guide_snippets_test.go (types and methods) or part
+// of the body of one of its guide... functions, so that go test compiles it;
+// and that every guide... function holds a snippet, so that none is left
+// behind when the guide changes.
+func TestGuideSnippetsCompile(t *testing.T) {
+	snippets := guideSnippets(t, readText(t, guidePath))
+	src := readText(t, guideSnippetsPath)
+	bodies := guideFunctionBodies(t, src)
+	if len(snippets) < 20 || len(bodies) < 20 {
+		t.Fatalf("%d snippets in %s and %d guide functions in %s: the extraction is broken",
+			len(snippets), guidePath, len(bodies), guideSnippetsPath)
+	}
+	used := map[string]bool{}
+	for _, s := range snippets {
+		if strings.TrimSpace(s.text) == "" {
+			t.Errorf("%s:%d: empty ```go block", guidePath, s.line)
+			continue
+		}
+		found := strings.Contains(src, s.text)
+		for name, body := range bodies {
+			if strings.Contains(body, s.text) {
+				found, used[name] = true, true
+			}
+		}
+		if !found {
+			t.Errorf("%s:%d: this ```go block is not in %s (put it there verbatim, in a guide... function indented one tab, or as top-level code):\n%s",
+				guidePath, s.line, guideSnippetsPath, s.text)
+		}
+	}
+	for name := range bodies {
+		if !used[name] {
+			t.Errorf("%s: %s holds no snippet of %s", guideSnippetsPath, name, guidePath)
+		}
+	}
+}
+
+// guidePendingFields are fields the guide describes that other branches are
+// adding (issue 19, items 3 and 4). Remove them from here once merged.
+var guidePendingFields = map[string]bool{
+	"ReadOptions.Deadline":  true,
+	"ReadOptions.IOTimeout": true,
+}
+
+// TestGuideNamesExistingOptions checks that every Options.Name (and
+// ReadOptions.Name, BackupOptions.Name...) the guide names is a field or
+// method of that shale type, so that a renamed or removed option cannot
+// linger in the guide. Names qualified by another package (pebble.Options.Cache)
+// are left alone.
+func TestGuideNamesExistingOptions(t *testing.T) {
+	structs := map[string]reflect.Type{
+		"Options":                   reflect.TypeFor[shale.Options](),
+		"ReadOptions":               reflect.TypeFor[shale.ReadOptions](),
+		"WriteOptions":              reflect.TypeFor[shale.WriteOptions](),
+		"BackupOptions":             reflect.TypeFor[shale.BackupOptions](),
+		"TxnOptions":                reflect.TypeFor[shale.TxnOptions](),
+		"TransactionDBOptions":      reflect.TypeFor[shale.TransactionDBOptions](),
+		"IngestExternalFileOptions": reflect.TypeFor[shale.IngestExternalFileOptions](),
+		"CompactRangeOptions":       reflect.TypeFor[shale.CompactRangeOptions](),
+		"WaitForCompactOptions":     reflect.TypeFor[shale.WaitForCompactOptions](),
+	}
+	re := regexp.MustCompile(`\b([A-Za-z]*Options)\.([A-Z][A-Za-z0-9]*)\b`)
+	md := readText(t, guidePath)
+	seen := 0
+	for i, line := range strings.Split(md, "\n") {
+		for _, idx := range re.FindAllStringSubmatchIndex(line, -1) {
+			typeName, name := line[idx[2]:idx[3]], line[idx[4]:idx[5]]
+			typ, ok := structs[typeName]
+			// pebble.Options.Cache and the like name another package's options.
+			if !ok || guidePendingFields[typeName+"."+name] || (idx[0] > 0 && line[idx[0]-1] == '.') {
+				continue
+			}
+			seen++
+			_, isField := typ.FieldByName(name)
+			_, isMethod := reflect.PointerTo(typ).MethodByName(name)
+			if !isField && !isMethod {
+				t.Errorf("%s:%d: %s.%s is neither a field nor a method of shale.%s", guidePath, i+1, typeName, name, typeName)
+			}
+		}
+	}
+	if seen < 50 {
+		t.Fatalf("only %d option fields named in %s: the pattern is broken", seen, guidePath)
+	}
+}
