@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
+	"log"
 	"os"
 	"reflect"
 	"regexp"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/internal/testdir"
 )
 
 // The user's guide (docs/guide.md) is kept in sync with the code by these
@@ -173,5 +176,89 @@ func TestGuideNamesExistingOptions(t *testing.T) {
 	}
 	if seen < 50 {
 		t.Fatalf("only %d option fields named in %s: the pattern is broken", seen, guidePath)
+	}
+}
+
+// TestGuideSnippetsRun runs the guide's snippets that take a directory or a
+// DB, on temporary directories, and validates the Options the others build,
+// so that a snippet that compiles but no longer works (an option refused, a
+// renamed SetOptions key) fails too. What they print is discarded.
+func TestGuideSnippetsRun(t *testing.T) {
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, logOut := os.Stdout, log.Writer()
+	os.Stdout = devNull
+	log.SetOutput(io.Discard)
+	defer func() {
+		os.Stdout = stdout
+		log.SetOutput(logOut)
+		devNull.Close()
+	}()
+
+	for name, f := range map[string]func() *shale.Options{
+		"guideMemory":                   guideMemory,
+		"guideCompression":              guideCompression,
+		"guideBlobFiles":                guideBlobFiles,
+		"guideDeleteAware":              guideDeleteAware,
+		"guideDeletePersistenceOptions": guideDeletePersistenceOptions,
+		"guideCompactionFilter":         guideCompactionFilter,
+		"guideEventListener":            guideEventListener,
+		"guideRateLimiter":              guideRateLimiter,
+	} {
+		if err := f().EnsureDefaults().Validate(); err != nil {
+			t.Errorf("%s: the options are refused: %v", name, err)
+		}
+	}
+
+	// Snippets that open a database of their own, each in a new directory.
+	for name, f := range map[string]func(string) error{
+		"guideSecondaryDelete": guideSecondaryDelete,
+		"guideMerge":           guideMerge,
+		"guidePrefixSeek":      guidePrefixSeek,
+		"guideTransaction":     guideTransaction,
+		"guideStatistics":      guideStatistics,
+	} {
+		if err := f(testdir.New(t)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+
+	// guideOpenOptions creates the database that guideRecoveryMode reopens
+	// and guideCheck checks once it is closed.
+	dir := testdir.New(t)
+	db, err := guideOpenOptions(dir)
+	if err != nil {
+		t.Fatalf("guideOpenOptions: %v", err)
+	}
+	key, value := []byte("k"), []byte("v")
+	for name, f := range map[string]func() error{
+		"guideWrites":                func() error { return guideWrites(db) },
+		"guideDurability":            func() error { return guideDurability(db, key, value) },
+		"guideAsyncIO":               func() error { return guideAsyncIO(db, [][]byte{key, []byte("absent")}) },
+		"guideSnapshot":              func() error { return guideSnapshot(db) },
+		"guideOptimisticTransaction": func() error { return guideOptimisticTransaction(db) },
+		"guideSetOptions":            func() error { return guideSetOptions(db) },
+		"guideResume":                func() error { return guideResume(db, key, value) },
+	} {
+		if err := f(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	guideMemoryMetrics(db)
+	guideIOUring(db)
+	guideBlobMetrics(db)
+	guideDeletePersistence(db)
+	guideMetrics(db)
+	guidePerfContext(db, key)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := guideRecoveryMode(dir); err != nil {
+		t.Errorf("guideRecoveryMode: %v", err)
+	}
+	if err := guideCheck(dir); err != nil {
+		t.Errorf("guideCheck: %v", err)
 	}
 }
