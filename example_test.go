@@ -14,18 +14,20 @@ import (
 
 // The examples below run with go test and check their output. Most keep the
 // database in memory (vfs.NewMem) so that they leave nothing behind; ExampleOpen
-// uses a temporary directory of the operating system, removed at the end (after
-// Close, so that it also works on Windows).
+// uses a temporary directory of the operating system, emptied by DestroyDB after
+// Close and then removed (os.RemoveAll of a non-empty directory fails under
+// Wine, where the Windows tests run).
 
 func ExampleOpen() {
 	dir, err := os.MkdirTemp("", "shale-example-")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer os.Remove(dir) // empty once DestroyDB below has run
+	dbDir := filepath.Join(dir, "db")
 
 	// nil Options: the defaults, and the database is created if missing.
-	db, err := shale.Open(filepath.Join(dir, "db"), nil)
+	db, err := shale.Open(dbDir, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -40,6 +42,10 @@ func ExampleOpen() {
 	_, err = db.Get([]byte("absent"), nil)
 	fmt.Println("absent is not found:", errors.Is(err, shale.ErrNotFound))
 	if err := db.Close(); err != nil {
+		log.Fatal(err)
+	}
+	// DestroyDB removes the database's files, then its directory.
+	if err := shale.DestroyDB(dbDir, nil); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
