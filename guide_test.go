@@ -94,6 +94,12 @@ func guideFunctionBodies(t *testing.T, src string) map[string]string {
 	return bodies
 }
 
+// containsLines reports whether the lines of snippet appear, whole and in a
+// row, in text: a snippet ending in "Size: 1" does not match "Size: 16".
+func containsLines(text, snippet string) bool {
+	return strings.Contains("\n"+text+"\n", "\n"+snippet+"\n")
+}
+
 // TestGuideSnippetsCompile checks that every ```go block of the guide is, verbatim,
 // either top-level code of guide_snippets_test.go (types and methods) or part
 // of the body of one of its guide... functions, so that go test compiles it;
@@ -113,9 +119,9 @@ func TestGuideSnippetsCompile(t *testing.T) {
 			t.Errorf("%s:%d: empty ```go block", guidePath, s.line)
 			continue
 		}
-		found := strings.Contains(src, s.text)
+		found := containsLines(src, s.text)
 		for name, body := range bodies {
-			if strings.Contains(body, s.text) {
+			if containsLines(body, s.text) {
 				found, used[name] = true, true
 			}
 		}
