@@ -32,8 +32,8 @@ type guideSnippet struct {
 	text string
 }
 
-// readText reads a text file of the repository with "\n" line ends.
-func readText(t *testing.T, path string) string {
+// readGuideText reads a text file of the repository with "\n" line ends.
+func readGuideText(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -106,8 +106,8 @@ func containsLines(text, snippet string) bool {
 // and that every guide... function holds a snippet, so that none is left
 // behind when the guide changes.
 func TestGuideSnippetsCompile(t *testing.T) {
-	snippets := guideSnippets(t, readText(t, guidePath))
-	src := readText(t, guideSnippetsPath)
+	snippets := guideSnippets(t, readGuideText(t, guidePath))
+	src := readGuideText(t, guideSnippetsPath)
 	bodies := guideFunctionBodies(t, src)
 	if len(snippets) < 20 || len(bodies) < 20 {
 		t.Fatalf("%d snippets in %s and %d guide functions in %s: the extraction is broken",
@@ -162,7 +162,7 @@ func TestGuideNamesExistingOptions(t *testing.T) {
 		"WaitForCompactOptions":     reflect.TypeFor[shale.WaitForCompactOptions](),
 	}
 	re := regexp.MustCompile(`\b([A-Za-z]*Options)\.([A-Z][A-Za-z0-9]*)\b`)
-	md := readText(t, guidePath)
+	md := readGuideText(t, guidePath)
 	seen := 0
 	for i, line := range strings.Split(md, "\n") {
 		for _, idx := range re.FindAllStringSubmatchIndex(line, -1) {
