@@ -484,16 +484,36 @@ func (e *BackupEngine) CreateNewBackup(db *DB) error { return e.CreateNewBackupF
 // backup's data is in tables, which later backups share, rather than in
 // WALs, which each backup copies.
 func (e *BackupEngine) CreateNewBackupFlush(db *DB, flushBeforeBackup bool) error {
+	_, err := e.CreateBackup(db, &CreateBackupOptions{FlushBeforeBackup: flushBeforeBackup})
+	return err
+}
+
+// CreateBackupOptions are the options of one CreateBackup (RocksDB's
+// CreateBackupOptions); nil is the zero value.
+type CreateBackupOptions struct {
+	// FlushBeforeBackup (flush_before_backup) flushes the memtables first,
+	// so that the backup's data is in tables, which later backups share.
+	// Default false.
+	FlushBeforeBackup bool
+}
+
+// CreateBackup is CreateNewBackup that returns the new backup's ID
+// (RocksDB's CreateNewBackup with new_backup_id).
+func (e *BackupEngine) CreateBackup(db *DB, o *CreateBackupOptions) (BackupID, error) {
+	return e.createBackup(db, o != nil && o.FlushBeforeBackup)
+}
+
+func (e *BackupEngine) createBackup(db *DB, flushBeforeBackup bool) (BackupID, error) {
 	if db == nil {
-		return base.InvalidArgumentf("shale: CreateNewBackup of a nil DB")
+		return 0, base.InvalidArgumentf("shale: CreateNewBackup of a nil DB")
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkOpenLocked(); err != nil {
-		return err
+		return 0, err
 	}
 	if err := e.garbageCollectLocked(); err != nil {
-		return err
+		return 0, err
 	}
 	id := BackupID(1)
 	for have := range e.metas {
@@ -503,11 +523,11 @@ func (e *BackupEngine) CreateNewBackupFlush(db *DB, flushBeforeBackup bool) erro
 		id = max(id, have+1)
 	}
 	if id == 0 {
-		return fmt.Errorf("shale: backup directory %s has used every backup ID", e.dir)
+		return 0, fmt.Errorf("shale: backup directory %s has used every backup ID", e.dir)
 	}
 	c, err := db.captureForBackup(flushBeforeBackup)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer c.release()
 	m := &backupMeta{id: id, timestamp: db.clock.Now().Unix(), seq: c.seq}
@@ -526,11 +546,11 @@ func (e *BackupEngine) CreateNewBackupFlush(db *DB, flushBeforeBackup bool) erro
 		} else if gcErr := e.garbageCollectLocked(); gcErr != nil {
 			e.log.Warn("shale: cleaning up after a failed backup", "id", id, "error", gcErr)
 		}
-		return fmt.Errorf("shale: creating backup %d in %s: %w", id, e.dir, err)
+		return 0, fmt.Errorf("shale: creating backup %d in %s: %w", id, e.dir, err)
 	}
 	e.metas[id] = m
 	e.log.Info("shale: backup created", "id", id, "files", len(m.files), "bytes-copied", m.copied, "sequence", m.seq)
-	return nil
+	return id, nil
 }
 
 func (e *BackupEngine) writeBackupLocked(db *DB, c *backupCapture, m *backupMeta) error {

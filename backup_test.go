@@ -1433,3 +1433,40 @@ func TestBackupChecksFilesAgainstTheManifest(t *testing.T) {
 	}
 	must(t, e.VerifyBackup(infos[1].ID))
 }
+
+// TestCreateBackupReturnsItsID: CreateBackup returns the ID GetBackupInfo
+// then lists, after a purge too (IDs are never reused), and 0 with an
+// error when it fails.
+func TestCreateBackupReturnsItsID(t *testing.T) {
+	mem := vfs.NewMem()
+	db, _ := backupTestDB(t, mem, "/db")
+	defer db.Close()
+	e, err := OpenBackupEngine("/backup", &BackupOptions{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	m := model{}
+	var got []BackupID
+	for r := 1; r <= 3; r++ {
+		writeBackupTestData(t, db, m, r*50, 60, r)
+		id, err := e.CreateBackup(db, &CreateBackupOptions{FlushBeforeBackup: r == 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos := e.GetBackupInfo()
+		if last := infos[len(infos)-1].ID; id != last {
+			t.Fatalf("CreateBackup returned %d; GetBackupInfo's newest is %d", id, last)
+		}
+		got = append(got, id)
+		if r == 2 {
+			must(t, e.PurgeOldBackups(1))
+		}
+	}
+	if !slices.Equal(got, []BackupID{1, 2, 3}) {
+		t.Fatalf("IDs %v, want 1, 2, 3", got)
+	}
+	if id, err := e.CreateBackup(nil, nil); err == nil || id != 0 {
+		t.Fatalf("CreateBackup(nil) = %d, %v; want 0 and an error", id, err)
+	}
+}
