@@ -6,7 +6,9 @@
 // at a Snapshot. Writes go to a write-ahead log and a memtable; full memtables
 // are flushed to sorted tables (SSTs) in level 0, and background compactions
 // merge tables down the levels. docs/architecture.md maps the packages,
-// the read, write and compaction paths and the files of a database.
+// the read, write and compaction paths and the files of a database;
+// docs/guide.md, the user's guide, says how to use each feature and when to
+// change its defaults.
 //
 // Deletes write tombstones. Compaction pushes them down to meet what they
 // delete without being asked: tables dense in tombstones, and tables a
