@@ -13,6 +13,7 @@ import (
 	"github.com/shaledb/shale/internal/compact"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
+	"github.com/shaledb/shale/internal/offheap"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/vfs"
 )
@@ -89,7 +90,7 @@ type DB struct {
 	}
 	// spareArena is the arena of the last memtable released by every
 	// holder, for the next memtable of its size (see memtable_arena.go).
-	spareArena atomic.Pointer[[]uint64]
+	spareArena atomic.Pointer[offheap.Words]
 
 	// obsoleteCh wakes the goroutine that deletes obsolete files; it is
 	// never closed (late signals after Close are harmless), closeCh stops it.
@@ -143,6 +144,9 @@ type DB struct {
 			mutable *memTable
 			// queue holds immutable memtables, oldest first.
 			queue []*memTable
+			// released is set once Close dropped the list's holds on
+			// mutable and queue (releaseMemTablesAtClose).
+			released bool
 		}
 		log struct {
 			w   *wal.Writer
@@ -223,6 +227,10 @@ type memTable struct {
 	// or queued) and one per read state that includes it. The last
 	// release recycles its arena (releaseMemTable).
 	refs atomic.Int32
+	// arena holds the memtable's entries, outside the Go heap: released
+	// by the last holder (refs), never earlier, as nothing else keeps the
+	// memory alive.
+	arena *offheap.Words
 }
 
 // newMemTable returns an empty memtable for WAL logNum, with room for at
@@ -233,8 +241,10 @@ func (d *DB) newMemTable(logNum base.FileNum, minCapacity int) *memTable {
 	size := mo.WriteBufferSize
 	capacity := size + size/8 + 1<<20
 	capacity = max(capacity, memtable.FixedOverhead+minCapacity)
+	mt, arena := d.memtableOnArena(capacity)
 	m := &memTable{
-		Memtable:        d.memtableOnArena(capacity),
+		Memtable:        mt,
+		arena:           arena,
 		created:         unixSeconds(d.clock.Now()),
 		logNum:          logNum,
 		capacity:        capacity,

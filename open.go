@@ -324,7 +324,7 @@ func (d *DB) openInfoLog() error {
 // and Open write no table. Otherwise the replayed memtables are flushed to
 // L0 and a fresh WAL starts. A read-only DB keeps every replayed memtable
 // in memory and writes nothing.
-func (d *DB) recover() error {
+func (d *DB) recover() (retErr error) {
 	names, err := d.fs.List(d.dirname)
 	if err != nil {
 		return err
@@ -353,8 +353,24 @@ func (d *DB) recover() error {
 	// due now, so the bound holds whatever their age; without one, they
 	// are dated now.
 	replayedTombstoneTime := d.clock.Now().Add(-d.mutableOptions().DeletePersistenceThreshold).UnixNano()
+	// The replayed memtables' arenas are freed by releaseMemTable (they
+	// live outside the Go heap): each one replaced, and, when recovery
+	// fails, the ones it made.
 	mem := d.newMemTable(0, 0)
 	var full []*memTable // read-only: replayed memtables kept in memory
+	defer func() {
+		if retErr == nil {
+			return
+		}
+		if d.mu.mem.mutable != mem {
+			d.releaseMemTable(mem)
+		}
+		for _, m := range full {
+			if !slices.Contains(d.mu.mem.queue, m) {
+				d.releaseMemTable(m)
+			}
+		}
+	}()
 	// flushedThisLog is set when a memtable holding entries of the WAL
 	// being replayed went to a table: that WAL cannot be reused.
 	flushedThisLog := false
@@ -389,6 +405,7 @@ func (d *DB) recover() error {
 		for _, m := range metas {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: m})
 		}
+		d.releaseMemTable(mem)
 		mem = d.newMemTable(0, 0)
 		flushedThisLog = true
 		return nil
@@ -436,6 +453,7 @@ func (d *DB) recover() error {
 					return err
 				}
 				if need > mem.capacity {
+					d.releaseMemTable(mem) // empty: flushed, or never written
 					mem = d.newMemTable(0, need)
 				}
 			}
@@ -504,7 +522,9 @@ func (d *DB) recover() error {
 		d.mu.log.w = w
 		d.mu.log.num = newLogNum
 		d.mu.log.obsolete = logs
-		d.mu.mem.mutable = d.newMemTable(newLogNum, 0)
+		d.releaseMemTable(mem) // empty: flushed, or never written
+		mem = d.newMemTable(newLogNum, 0)
+		d.mu.mem.mutable = mem
 		d.mu.mem.mutable.firstSeq = lastSeq + 1
 	}
 	edit.HasLogNumber = true
@@ -952,6 +972,7 @@ func (d *DB) closeResources() error {
 		d.mu.log.w = nil
 		err = errors.Join(err, w.Close())
 	}
+	d.releaseMemTablesAtClose()
 	if d.follower != nil {
 		err = errors.Join(err, d.follower.close())
 	}
