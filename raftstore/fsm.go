@@ -99,6 +99,8 @@ type FSM struct {
 	dir     string
 	dbOpts  shale.Options
 	snapSeq atomic.Uint64
+	// restores counts successful Restore calls since open.
+	restores atomic.Uint64
 
 	// mu guards db: Apply and reads take it shared, Restore exclusive.
 	mu sync.RWMutex
@@ -188,6 +190,9 @@ func syncDir(fs vfs.FS, dir string) error {
 	}
 	return err
 }
+
+// Restores returns how many snapshots Restore installed since open.
+func (f *FSM) Restores() uint64 { return f.restores.Load() }
 
 // Close closes the FSM's DB.
 func (f *FSM) Close() error {
@@ -371,6 +376,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if swapErr != nil {
 		return fmt.Errorf("shale: raftstore: restore: swap directories: %w", swapErr)
 	}
+	f.restores.Add(1)
 	return nil
 }
 
