@@ -19,7 +19,8 @@ import (
 // OS temporary directory, and its HTTP API on a loopback port.
 type testNode struct {
 	id, raftAddr, httpAddr string
-	fs                     *vfs.MemFS
+	fs                     *vfs.MemFS // nil: the OS, in dir
+	dir                    string
 	snapDir                string
 	node                   *Node
 	srv                    *http.Server
@@ -31,6 +32,10 @@ type testCluster struct {
 	nodes []*testNode
 	// tune adjusts each node's raft configuration.
 	tune func(*raft.Config)
+	// onOS puts the nodes' stores on the OS file system (kill is then
+	// not available) and logStore, when set, replaces the shale store.
+	onOS     bool
+	logStore func(dir string) (LogStore, error)
 }
 
 // freeAddr returns a loopback address with a port free right now.
@@ -46,14 +51,24 @@ func freeAddr(t testing.TB) string {
 // newTestCluster starts n nodes: the first bootstraps, the others join
 // through it.
 func newTestCluster(t testing.TB, n int, tune func(*raft.Config)) *testCluster {
-	c := &testCluster{t: t, tune: tune}
+	return startTestCluster(&testCluster{t: t, tune: tune}, n)
+}
+
+// startTestCluster starts n nodes of c.
+func startTestCluster(c *testCluster, n int) *testCluster {
+	t := c.t
 	for i := 0; i < n; i++ {
 		tn := &testNode{
 			id:       "n" + strconv.Itoa(i),
 			raftAddr: freeAddr(t),
 			httpAddr: freeAddr(t),
-			fs:       vfs.NewMem(),
+			dir:      "/node",
 			snapDir:  t.TempDir(),
+		}
+		if c.onOS {
+			tn.dir = t.TempDir()
+		} else {
+			tn.fs = vfs.NewMem()
 		}
 		c.nodes = append(c.nodes, tn)
 		c.start(i, i == 0)
@@ -108,11 +123,15 @@ func (c *testCluster) start(i int, bootstrap bool) {
 	}
 	var err error
 	for attempt := 0; ; attempt++ { // the port may linger a moment after a stop
-		tn.node, err = Start(Config{
-			ID: tn.id, RaftAddr: tn.raftAddr, HTTPAddr: tn.httpAddr, Dir: "/node",
-			FS: tn.fs, SnapshotDir: tn.snapDir, Bootstrap: bootstrap, Raft: rc,
-			ApplyTimeout: 2 * time.Second, LogOutput: logOut,
-		})
+		cfg := Config{
+			ID: tn.id, RaftAddr: tn.raftAddr, HTTPAddr: tn.httpAddr, Dir: tn.dir,
+			SnapshotDir: tn.snapDir, Bootstrap: bootstrap, Raft: rc,
+			ApplyTimeout: 2 * time.Second, LogOutput: logOut, LogStore: c.logStore,
+		}
+		if tn.fs != nil {
+			cfg.FS = tn.fs
+		}
+		tn.node, err = Start(cfg)
 		if err == nil || attempt == 50 {
 			break
 		}

@@ -58,13 +58,26 @@ type Config struct {
 	// NoSync is raftstore.Options.NoSync for the log store: unsafe, for
 	// comparisons only. Default false.
 	NoSync bool
+	// LogStore, when set, replaces the shale log and stable store (to
+	// compare with another store, such as raft-boltdb): it opens the store
+	// given the node's directory; Shutdown closes it. Default nil: a
+	// raftstore.Store in Dir/raft.
+	LogStore func(dir string) (LogStore, error)
+}
+
+// LogStore is a raft log and stable store that can be closed, as
+// Config.LogStore opens it.
+type LogStore interface {
+	raft.LogStore
+	raft.StableStore
+	Close() error
 }
 
 // Node is one member of the replicated service.
 type Node struct {
 	cfg   Config
 	raft  *raft.Raft
-	store *raftstore.Store
+	store LogStore
 	fsm   *raftstore.FSM
 	trans *raft.NetworkTransport
 	done  chan struct{}
@@ -106,7 +119,12 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, done: make(chan struct{})}
 	var err error
 	dbOpts := &shale.Options{FS: cfg.FS}
-	if n.store, err = raftstore.Open(fs.PathJoin(cfg.Dir, "raft"), &raftstore.Options{DB: dbOpts, NoSync: cfg.NoSync}); err != nil {
+	if cfg.LogStore != nil {
+		n.store, err = cfg.LogStore(cfg.Dir)
+	} else {
+		n.store, err = raftstore.Open(fs.PathJoin(cfg.Dir, "raft"), &raftstore.Options{DB: dbOpts, NoSync: cfg.NoSync})
+	}
+	if err != nil {
 		return nil, err
 	}
 	if n.fsm, err = raftstore.OpenFSM(fs.PathJoin(cfg.Dir, "fsm"), &raftstore.FSMOptions{DB: dbOpts}); err != nil {
@@ -180,7 +198,7 @@ func (n *Node) Raft() *raft.Raft { return n.raft }
 func (n *Node) FSM() *raftstore.FSM { return n.fsm }
 
 // Store returns the node's log and stable store.
-func (n *Node) Store() *raftstore.Store { return n.store }
+func (n *Node) Store() LogStore { return n.store }
 
 // Shutdown stops raft and closes the transport and the stores.
 func (n *Node) Shutdown() error {
