@@ -3,6 +3,7 @@ package raftstore
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/shaledb/shale"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // The tests named TestStore_* mirror raft-boltdb's test list (FirstIndex,
@@ -327,5 +329,102 @@ func TestLogCodecRoundTripsAndRefusesDamage(t *testing.T) {
 		if err := decodeLog(l.Index, bad, &got); !errors.Is(err, shale.ErrCorruption) {
 			t.Fatalf("version 2: %v", err)
 		}
+	}
+}
+
+// TestStoreCrashAtEveryMutationKeepsWholeBatches crashes (a MemFS crash
+// clone) at every file-system mutation of a run of StoreLogs batches and a
+// DeleteRange, reopens each clone, and checks that the log is the state
+// after the operations acknowledged before the crash, or after the one in
+// flight too: never part of a batch, never less than was acknowledged.
+func TestStoreCrashAtEveryMutationKeepsWholeBatches(t *testing.T) {
+	mem := vfs.NewMem()
+	type crash struct {
+		fs   *vfs.MemFS
+		done int // operations acknowledged when the mutation happened
+	}
+	var crashes []crash
+	done := 0
+	recording := false
+	crashFS := errorfs.NewCrashPointFS(mem, func(errorfs.Mutation) {
+		if recording {
+			crashes = append(crashes, crash{mem.CrashClone(), done})
+		}
+	})
+	s, err := Open("/raft", &Options{DB: &shale.Options{FS: crashFS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// states[j] is the log after j operations.
+	states := []map[uint64]string{{}}
+	next := uint64(1)
+	recording = true
+	for op := 0; op < 24; op++ {
+		st := maps.Clone(states[len(states)-1])
+		if op == 16 {
+			if err := s.DeleteRange(1, 30); err != nil {
+				t.Fatal(err)
+			}
+			for k := range st {
+				if k <= 30 {
+					delete(st, k)
+				}
+			}
+		} else {
+			var logs []*raft.Log
+			for i := 0; i < 4; i++ {
+				d := fmt.Sprintf("op%d-%d", op, i)
+				logs = append(logs, testLog(next, d))
+				st[next] = d
+				next++
+			}
+			if err := s.StoreLogs(logs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done++
+		states = append(states, st)
+	}
+	recording = false
+	s.Close()
+	if len(crashes) < 24 {
+		t.Fatalf("only %d mutations recorded", len(crashes))
+	}
+	t.Logf("%d crash points", len(crashes))
+	read := func(s *Store) map[uint64]string {
+		m := map[uint64]string{}
+		var l raft.Log
+		for idx := uint64(1); idx < next; idx++ {
+			err := s.GetLog(idx, &l)
+			if err == raft.ErrLogNotFound {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[idx] = string(l.Data)
+		}
+		return m
+	}
+	for i, c := range crashes {
+		s, err := Open("/raft", &Options{DB: &shale.Options{FS: c.fs}})
+		if err != nil {
+			t.Fatalf("crash point %d: reopen: %v", i, err)
+		}
+		got := read(s)
+		ok := maps.Equal(got, states[c.done]) || (c.done+1 < len(states) && maps.Equal(got, states[c.done+1]))
+		if !ok {
+			t.Fatalf("crash point %d (%d operations acknowledged): the log holds %d entries, matching neither state %d (%d) nor the next",
+				i, c.done, len(got), c.done, len(states[c.done]))
+		}
+		var lo, hi uint64
+		for k := range got {
+			if lo == 0 || k < lo {
+				lo = k
+			}
+			hi = max(hi, k)
+		}
+		checkIndexes(t, s, lo, hi)
+		s.Close()
 	}
 }

@@ -217,7 +217,15 @@ func TestClusterLinearizableThroughLeaderAndFollowerKills(t *testing.T) {
 		time.Sleep(phase / 2)
 		c.start(li, false)
 		time.Sleep(phase / 2)
-		fi := (indexOf(c, c.waitLeader(10*time.Second)) + 1) % len(c.nodes)
+		// A follower other than the node just restarted, when there is one.
+		cur := indexOf(c, c.waitLeader(10*time.Second))
+		fi := (cur + 1) % len(c.nodes)
+		if fi == li {
+			fi = (fi + 1) % len(c.nodes)
+		}
+		if fi == cur {
+			fi = (fi + 1) % len(c.nodes)
+		}
 		t.Logf("killing the follower %s", c.nodes[fi].id)
 		c.kill(fi)
 		time.Sleep(phase / 2)
