@@ -82,6 +82,9 @@ type Node struct {
 	trans *raft.NetworkTransport
 	done  chan struct{}
 	wg    sync.WaitGroup
+
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // Start opens the node's stores, starts raft and, with cfg.Bootstrap on a
@@ -200,14 +203,17 @@ func (n *Node) FSM() *raftstore.FSM { return n.fsm }
 // Store returns the node's log and stable store.
 func (n *Node) Store() LogStore { return n.store }
 
-// Shutdown stops raft and closes the transport and the stores.
+// Shutdown stops raft and closes the transport and the stores; later calls
+// return the first call's result.
 func (n *Node) Shutdown() error {
-	close(n.done)
-	err := n.raft.Shutdown().Error()
-	n.wg.Wait()
-	n.trans.Close()
-	err = errors.Join(err, n.fsm.Close(), n.store.Close())
-	return err
+	n.shutdownOnce.Do(func() {
+		close(n.done)
+		err := n.raft.Shutdown().Error()
+		n.wg.Wait()
+		n.trans.Close()
+		n.shutdownErr = errors.Join(err, n.fsm.Close(), n.store.Close())
+	})
+	return n.shutdownErr
 }
 
 func userKey(k []byte) []byte  { return append([]byte{'u'}, k...) }
