@@ -57,7 +57,7 @@ if [ "$declared" != "$exported" ]; then
 fi
 echo "shale.h declares the $(echo "$declared" | wc -l) functions libshale.so exports"
 
-cflags=(-std=c11 -Wall -Wextra -Werror -g -fsanitize=address -fno-omit-frame-pointer -I"$lib")
+cflags=(-std=c11 -Wall -Wextra -Werror -g -pthread -fsanitize=address -fno-omit-frame-pointer -I"$lib")
 gcc "${cflags[@]}" -o "$work/shale_test_shared" "$lib/test/shale_test.c" \
 	-L"$work/shared" -lshale -Wl,-rpath,"$work/shared"
 gcc "${cflags[@]}" -o "$work/shale_test_archive" "$lib/test/shale_test.c" \

@@ -10,13 +10,14 @@
  * ownership rules of shale.h. --leak forgets to free one value on purpose:
  * the script runs it to show that the checker catches such a leak.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shale.h"
 
-static int checks;
+static int checks; /* counted without a lock: only a figure for the log */
 
 #define CHECK(cond)                                                   \
   do {                                                                \
@@ -450,6 +451,58 @@ static void test_snapshots(shale_t* db) {
   CHECK_NO_ERR(err);
 }
 
+/* thread_writer puts and reads back 200 keys "t<thread>-<i>" of its own on a
+   shared shale_t, the way a multi-threaded C program uses the library. */
+enum { THREADS = 4, THREAD_KEYS = 200 };
+struct thread_arg {
+  shale_t* db;
+  int id;
+  int failed;
+};
+
+static void* thread_writer(void* p) {
+  struct thread_arg* a = p;
+  char k[32], v[32];
+  for (int i = 0; i < THREAD_KEYS && !a->failed; i++) {
+    char* err = NULL;
+    size_t kn = (size_t)snprintf(k, sizeof k, "t%d-%04d", a->id, i);
+    size_t vn = (size_t)snprintf(v, sizeof v, "value-%d-%d", a->id, i);
+    shale_put(a->db, NULL, k, kn, v, vn, &err);
+    size_t len = 0;
+    char* got = shale_get(a->db, NULL, k, kn, &len, &err);
+    if (err != NULL || got == NULL || len != vn || memcmp(got, v, vn) != 0) {
+      a->failed = 1;
+    }
+    shale_free(got);
+    shale_free(err);
+  }
+  return NULL;
+}
+
+static void test_threads(shale_t* db) {
+  pthread_t threads[THREADS];
+  struct thread_arg args[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    args[t] = (struct thread_arg){db, t, 0};
+    CHECK(pthread_create(&threads[t], NULL, thread_writer, &args[t]) == 0);
+  }
+  for (int t = 0; t < THREADS; t++) {
+    CHECK(pthread_join(threads[t], NULL) == 0);
+    CHECK(!args[t].failed);
+  }
+  shale_readoptions_t* ro = shale_readoptions_create();
+  shale_readoptions_set_iterate_lower_bound(ro, "t", 1);
+  shale_readoptions_set_iterate_upper_bound(ro, "u", 1);
+  shale_iterator_t* it = shale_create_iterator(db, ro);
+  int count = 0;
+  for (shale_iter_seek_to_first(it); shale_iter_valid(it); shale_iter_next(it)) {
+    count++;
+  }
+  CHECK(count == THREADS * THREAD_KEYS);
+  shale_iter_destroy(it);
+  shale_readoptions_destroy(ro);
+}
+
 /* test_reopen checks, after a close, every key test_batch left. */
 static void test_reopen(const char* dir, int leak) {
   shale_t* db = open_db(dir, 0);
@@ -493,6 +546,7 @@ int main(int argc, char** argv) {
   test_iterators(db, 0);
   test_iterators(db, 1);
   test_snapshots(db);
+  test_threads(db);
   shale_close(db);
   test_reopen(dir, leak);
   printf("shale_test: %d checks passed\n", checks);
