@@ -90,6 +90,11 @@ func recoverDropped() {
 	_ = recover()
 }
 
+// maxBufferLen bounds the length of a key or value C passes (1 TiB): a
+// larger one is a caller's bug (a negative length cast to size_t), which
+// unsafe.Slice would turn into a panic.
+const maxBufferLen = 1 << 40
+
 // cBytes views n bytes of C memory as a slice without copying: valid for
 // the duration of the call only. A NULL pointer with a length is an error.
 func cBytes(p *C.shale_cchar_t, n C.size_t, what string) ([]byte, error) {
@@ -98,6 +103,9 @@ func cBytes(p *C.shale_cchar_t, n C.size_t, what string) ([]byte, error) {
 	}
 	if p == nil {
 		return nil, invalidArg("%s is NULL with length %d", what, uint64(n))
+	}
+	if uint64(n) > maxBufferLen {
+		return nil, invalidArg("%s length %d is larger than %d", what, uint64(n), uint64(maxBufferLen))
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(p)), clampInt(uint64(n))), nil
 }
@@ -598,20 +606,11 @@ func shale_get(db *C.shale_t, o *C.shale_creadoptions_t, key *C.shale_cchar_t, k
 
 //export shale_multi_get
 func shale_multi_get(db *C.shale_t, o *C.shale_creadoptions_t, numKeys C.size_t, keysList *C.shale_ckey_t, keysListSizes *C.shale_csize_t, valuesList **C.char, valuesListSizes *C.size_t, errs **C.char) {
-	n := clampInt(uint64(numKeys))
-	if n == 0 || valuesList == nil || valuesListSizes == nil || errs == nil {
-		return // nowhere to write results: nothing to do
-	}
-	values := unsafe.Slice(valuesList, n)
-	sizes := unsafe.Slice(valuesListSizes, n)
-	errList := unsafe.Slice(errs, n)
-	for i := range n {
-		values[i], sizes[i], errList[i] = nil, 0, nil
-	}
+	var values, errList []*C.char
 	// failAll reports err for every key without a result: the whole call
 	// failed (a bad argument, or a recovered panic).
 	failAll := func(err error) {
-		for i := range n {
+		for i := range errList {
 			if values[i] == nil && errList[i] == nil {
 				errList[i] = C.CString(err.Error())
 			}
@@ -622,6 +621,16 @@ func shale_multi_get(db *C.shale_t, o *C.shale_creadoptions_t, numKeys C.size_t,
 			failAll(panicError(r))
 		}
 	}()
+	n := clampInt(uint64(numKeys))
+	if n == 0 || valuesList == nil || valuesListSizes == nil || errs == nil {
+		return // nowhere to write results: nothing to do
+	}
+	values = unsafe.Slice(valuesList, n)
+	sizes := unsafe.Slice(valuesListSizes, n)
+	errList = unsafe.Slice(errs, n)
+	for i := range n {
+		values[i], sizes[i], errList[i] = nil, 0, nil
+	}
 	d, err := dbOf(db)
 	if err != nil {
 		failAll(err)

@@ -205,6 +205,10 @@ static void test_put_get_delete(shale_t* db) {
   CHECK(v == NULL && err != NULL);
   shale_free(err);
   err = NULL;
+  shale_put(db, wo, "k", (size_t)-1, "x", 1, &err); /* a length of -1 */
+  CHECK(err != NULL && strstr(err, "invalid argument") != NULL);
+  shale_free(err);
+  err = NULL;
   shale_put(NULL, wo, "k", 1, "x", 1, &err);
   CHECK(err != NULL && strstr(err, "db is NULL") != NULL);
   shale_free(err);
