@@ -97,7 +97,7 @@ extern void shale_multi_get(shale_t* db, const shale_readoptions_t* options,
                             const size_t* keys_list_sizes, char** values_list,
                             size_t* values_list_sizes, char** errs);
 
-/* Iterators. Returns NULL only for a NULL db. */
+/* Iterators. shale_create_iterator returns NULL only for a NULL or invalid db. */
 extern shale_iterator_t* shale_create_iterator(
     shale_t* db, const shale_readoptions_t* options);
 extern void shale_iter_destroy(shale_iterator_t* iter);
