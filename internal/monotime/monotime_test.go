@@ -32,16 +32,20 @@ func TestNowResolvesMicroseconds(t *testing.T) {
 
 // TestNowFollowsWallClock checks that Now's durations agree with the
 // system's: a sleep measured by both differs by less than the coarse
-// clock's tick.
+// clock's tick. A preemption between the paired reads skews one attempt, so
+// one of five must agree.
 func TestNowFollowsWallClock(t *testing.T) {
-	t0, s0 := Now(), time.Now()
-	time.Sleep(50 * time.Millisecond)
-	d, sd := Since(t0), time.Since(s0)
-	if d < 45*time.Millisecond {
-		t.Fatalf("Since measured %v across a 50ms sleep", d)
+	var d, sd time.Duration
+	for range 5 {
+		t0, s0 := Now(), time.Now()
+		time.Sleep(50 * time.Millisecond)
+		d, sd = Since(t0), time.Since(s0)
+		if d >= 45*time.Millisecond && (d-sd).Abs() <= 20*time.Millisecond {
+			break
+		}
 	}
-	if diff := (d - sd).Abs(); diff > 20*time.Millisecond {
-		t.Fatalf("Since measured %v, time.Since %v", d, sd)
+	if d < 45*time.Millisecond || (d-sd).Abs() > 20*time.Millisecond {
+		t.Fatalf("Since measured %v across a 50ms sleep, time.Since %v", d, sd)
 	}
 	if n := Now(); n.Sub(time.Now()).Abs() > time.Second {
 		t.Fatalf("Now is %v, time.Now %v", n, time.Now())
