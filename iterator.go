@@ -5,7 +5,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"time"
 
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
@@ -14,6 +13,7 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/memtable"
 	"github.com/shaledb/shale/internal/mergeiter"
+	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/internal/rangedel"
 	"github.com/shaledb/shale/sstable"
 )
@@ -329,7 +329,7 @@ func (i *Iterator) First() bool {
 	if i.statistics == nil {
 		return i.moved(i.confineToCurrent(i.it.First()))
 	}
-	defer i.statistics.record(HistogramSeekMicros, time.Now())
+	defer i.statistics.record(HistogramSeekMicros, monotime.Now())
 	return i.moved(i.confineToCurrent(i.it.First()))
 }
 
@@ -347,7 +347,7 @@ func (i *Iterator) Last() bool {
 	if i.statistics == nil {
 		return i.moved(i.confineToCurrent(i.it.Last()))
 	}
-	defer i.statistics.record(HistogramSeekMicros, time.Now())
+	defer i.statistics.record(HistogramSeekMicros, monotime.Now())
 	return i.moved(i.confineToCurrent(i.it.Last()))
 }
 
@@ -367,7 +367,7 @@ func (i *Iterator) Seek(key []byte) bool {
 	if i.statistics == nil {
 		return i.moved(i.it.SeekGE(key))
 	}
-	defer i.statistics.record(HistogramSeekMicros, time.Now())
+	defer i.statistics.record(HistogramSeekMicros, monotime.Now())
 	return i.moved(i.it.SeekGE(key))
 }
 
@@ -399,7 +399,7 @@ func (i *Iterator) SeekForPrev(key []byte) bool {
 	if i.statistics == nil {
 		return i.moved(i.it.SeekForPrev(key))
 	}
-	defer i.statistics.record(HistogramSeekMicros, time.Now())
+	defer i.statistics.record(HistogramSeekMicros, monotime.Now())
 	return i.moved(i.it.SeekForPrev(key))
 }
 
@@ -415,7 +415,7 @@ func (i *Iterator) Next() bool {
 	if i.statistics == nil {
 		return i.moved(i.it.Next())
 	}
-	defer i.statistics.record(HistogramNextMicros, time.Now())
+	defer i.statistics.record(HistogramNextMicros, monotime.Now())
 	return i.moved(i.it.Next())
 }
 
@@ -430,7 +430,7 @@ func (i *Iterator) Prev() bool {
 	if i.statistics == nil {
 		return i.moved(i.it.Prev())
 	}
-	defer i.statistics.record(HistogramNextMicros, time.Now())
+	defer i.statistics.record(HistogramNextMicros, monotime.Now())
 	return i.moved(i.it.Prev())
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/sstable"
 )
 
@@ -47,7 +48,7 @@ func (d *DB) MultiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value [
 	st := d.opts.Statistics
 	var start time.Time
 	if st != nil {
-		start = time.Now()
+		start = monotime.Now()
 	}
 	m := multiGetPool.Get().(*multiGet)
 	m.run(d, keys, ro, fn)

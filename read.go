@@ -1,11 +1,10 @@
 package shale
 
 import (
-	"time"
-
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/sstable"
 )
 
@@ -32,7 +31,7 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 // value (what Get returns).
 func (d *DB) AppendValue(dst, key []byte, ro *ReadOptions) ([]byte, error) {
 	if st := d.opts.Statistics; st != nil {
-		defer st.record(HistogramGetMicros, time.Now())
+		defer st.record(HistogramGetMicros, monotime.Now())
 	}
 	if err := d.checkOpen(); err != nil {
 		return dst, err

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/sstable"
 )
 
@@ -179,11 +180,13 @@ type Statistics struct {
 // NewStatistics returns an empty Statistics.
 func NewStatistics() *Statistics { return &Statistics{} }
 
-// record adds one latency, measured from start, to histogram h; s may be
-// nil (then it does nothing, and callers do not read the clock either).
+// record adds one latency, measured from start (a monotime.Now: time.Now
+// on Windows moves by clock ticks, and most ops recorded 0), to histogram
+// h; s may be nil (then it does nothing, and callers do not read the clock
+// either).
 func (s *Statistics) record(h HistogramType, start time.Time) {
 	if s != nil {
-		s.recordDuration(h, time.Since(start))
+		s.recordDuration(h, monotime.Since(start))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -324,7 +325,7 @@ func BenchmarkStatisticsRecord(b *testing.B) {
 	})
 	b.Run("with-clock", func(b *testing.B) {
 		for b.Loop() {
-			s.record(HistogramNextMicros, time.Now())
+			s.record(HistogramNextMicros, monotime.Now())
 		}
 	})
 }
@@ -386,4 +387,42 @@ func TestStatisticsReset(t *testing.T) {
 	}
 	var nilStats *Statistics
 	nilStats.Reset() // a nil Statistics does nothing, as its other methods
+}
+
+// TestStatisticsHistogramsTimeShortOps checks that Gets and iterator steps
+// of a few microseconds record latencies above 0: timed with time.Now, they
+// recorded 0 on Windows (its monotonic clock moves by clock ticks), and the
+// median of every histogram was 0 under Wine.
+func TestStatisticsHistogramsTimeShortOps(t *testing.T) {
+	s := NewStatistics()
+	o := testOptions(vfs.NewMem())
+	o.Statistics = s
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 2000
+	for k := range n {
+		if err := db.Put(fmt.Appendf(nil, "k%05d", k), []byte("v"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range n {
+		if _, err := db.Get(fmt.Appendf(nil, "k%05d", k), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it := db.NewIterator(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []HistogramType{HistogramGetMicros, HistogramNextMicros} {
+		d := s.Histogram(h)
+		if d.Count < n-1 || d.P50 <= 0 || d.Sum <= 0 {
+			t.Errorf("%s after %d short ops: count %d, P50 %vµs, sum %vµs; want every op timed above 0", h, n, d.Count, d.P50, d.Sum)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/shaledb/shale"
 	"github.com/shaledb/shale/internal/benchdata"
+	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/vfs/latencyfs"
@@ -681,10 +682,12 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 	}
 	for i, t := range threads {
 		wg.Go(func() {
-			t.start = time.Now()
+			// monotime, not time.Now: on Windows time.Now moves by clock
+			// ticks, and a benchmark of short ops measured 0 s.
+			t.start = monotime.Now()
 			t.last = t.start
 			errs[i] = spec.fn(r, t)
-			t.end = time.Now()
+			t.end = monotime.Now()
 		})
 	}
 	wg.Wait()
@@ -826,7 +829,7 @@ func (t *benchThread) finished(n int64, bytes int64) {
 	t.ops += n
 	t.bytes += bytes
 	if t.hist != nil {
-		now := time.Now()
+		now := monotime.Now()
 		d := now.Sub(t.last).Nanoseconds()
 		t.last = now
 		_ = t.hist.RecordValue(min(max(d, 1), t.hist.HighestTrackableValue()))

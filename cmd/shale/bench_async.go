@@ -10,6 +10,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/vfs/latencyfs"
 )
@@ -444,11 +445,12 @@ func (r *benchRunner) runAsyncMode(res *asyncModeResult, stream int, limit int64
 	before := r.db.Metrics().IO
 	errs := make([]error, len(threads))
 	done := make(chan struct{})
-	start := time.Now()
+	start := monotime.Now()
 	for i, th := range threads {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			th.start, th.last = time.Now(), time.Now()
+			th.start = monotime.Now()
+			th.last = th.start
 			if res.mode.seek {
 				errs[i] = r.asyncSeeks(th, res.mode.ro, more)
 			} else {
@@ -459,7 +461,7 @@ func (r *benchRunner) runAsyncMode(res *asyncModeResult, stream int, limit int64
 	for range threads {
 		<-done
 	}
-	elapsed := time.Since(start)
+	elapsed := monotime.Since(start)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/internal/monotime"
 )
 
 // deletescan is the scan of issue 12's seed: write --num keys in order
@@ -96,23 +97,23 @@ func benchDeleteScan(r *benchRunner, t *benchThread) error {
 // deleteScanRun writes, deletes and scans on the current (fresh) database.
 func (r *benchRunner) deleteScanRun(t *benchThread, v deleteScanVariant, deleted int64) error {
 	c := &r.cfg
-	start := time.Now()
+	start := monotime.Now()
 	if err := r.write(t, false, t.makeKey); err != nil {
 		return err
 	}
-	wrote := time.Since(start)
-	start = time.Now()
+	wrote := monotime.Since(start)
+	start = monotime.Now()
 	if err := r.deleteRange(t, deleted); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.out, "deletescan   : %-9s : wrote in %.3f s, deleted in %.3f s\n", v.name, wrote.Seconds(), time.Since(start).Seconds())
+	fmt.Fprintf(r.out, "deletescan   : %-9s : wrote in %.3f s, deleted in %.3f s\n", v.name, wrote.Seconds(), monotime.Since(start).Seconds())
 	when := "right after the deletes"
 	if v.compact {
-		start = time.Now()
+		start = monotime.Now()
 		if err := r.db.CompactRange(nil, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(r.out, "deletescan   : %-9s : CompactRange of everything in %.3f s\n", v.name, time.Since(start).Seconds())
+		fmt.Fprintf(r.out, "deletescan   : %-9s : CompactRange of everything in %.3f s\n", v.name, monotime.Since(start).Seconds())
 		when = "right after the compaction"
 	}
 	fmt.Fprintf(r.out, "deletescan   : %-9s : tables %s: %s\n", v.name, when, deleteScanShape(r.db.Metrics()))
@@ -180,13 +181,13 @@ func (r *benchRunner) deleteScanTimed(t *benchThread, variant, when string, dele
 	ro := *r.ro
 	var pc shale.PerfContext
 	ro.PerfContext = &pc
-	start := time.Now()
+	start := monotime.Now()
 	it := r.db.NewIterator(&ro)
 	n := 0
 	for ok := it.First(); ok && n < deleteScanLive; ok = it.Next() {
 		n++
 	}
-	elapsed := time.Since(start)
+	elapsed := monotime.Since(start)
 	if err := errors.Join(it.Err(), it.Close()); err != nil {
 		return err
 	}
@@ -203,7 +204,7 @@ func (r *benchRunner) deleteScanGets(t *benchThread, variant, when string, delet
 		return nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(r.cfg.seed), 3))
-	start := time.Now()
+	start := monotime.Now()
 	for range deleteScanGets {
 		key := t.makeKey(rng.Int64N(deleted))
 		v, err := r.db.Get(key, r.ro)
@@ -213,7 +214,7 @@ func (r *benchRunner) deleteScanGets(t *benchThread, variant, when string, delet
 			return err
 		}
 	}
-	elapsed := time.Since(start)
+	elapsed := monotime.Since(start)
 	fmt.Fprintf(r.out, "deletescan   : %-9s : %d gets of deleted keys %s: %.3f us/op\n",
 		variant, deleteScanGets, when, float64(elapsed.Nanoseconds())/1e3/deleteScanGets)
 	return nil

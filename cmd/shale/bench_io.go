@@ -12,6 +12,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/shaledb/shale"
 	"github.com/shaledb/shale/internal/benchdata"
+	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/vfs/latencyfs"
 )
@@ -215,13 +216,13 @@ func benchRandReadBatch(r *benchRunner, t *benchThread) error {
 			}
 			return res.reads+int64(bs) <= total
 		}
-		start := time.Now()
+		start := monotime.Now()
 		for more() {
 			for i := range reqs {
 				off := rng.Int64N(blocks) * randReadBlock
 				reqs[i] = vfs.ReadRequest{File: f, Off: off, Buf: buf[i*randReadBlock : (i+1)*randReadBlock]}
 			}
-			bstart := time.Now()
+			bstart := monotime.Now()
 			if m.reader == nil {
 				for i := range reqs {
 					q := &reqs[i]
@@ -230,7 +231,7 @@ func benchRandReadBatch(r *benchRunner, t *benchThread) error {
 			} else {
 				m.reader.Submit(reqs).Wait() // errors are checked per request below
 			}
-			_ = res.hist.RecordValue(max(time.Since(bstart).Nanoseconds(), 1))
+			_ = res.hist.RecordValue(max(monotime.Since(bstart).Nanoseconds(), 1))
 			for i := range reqs {
 				if err := checkRandRead(&reqs[i]); err != nil {
 					return fmt.Errorf("%s mode: %w", m.name, err)
@@ -240,7 +241,7 @@ func benchRandReadBatch(r *benchRunner, t *benchThread) error {
 			res.batches++
 			t.finished(int64(bs), int64(bs*randReadBlock))
 		}
-		res.elapsed = time.Since(start)
+		res.elapsed = monotime.Since(start)
 		if m.reader != nil && res.kind == "io_uring" {
 			after := m.reader.Stats()
 			if sqes := after.SQEs - before.SQEs; sqes > 0 {
@@ -502,7 +503,7 @@ func (r *benchRunner) scanOnce(dir string, m scanMode, t *benchThread) (res scan
 			err = cerr
 		}
 	}()
-	start := time.Now()
+	start := monotime.Now()
 	it := db.NewIterator(&shale.ReadOptions{ReadaheadSize: m.readaheadSize})
 	for ok := it.First(); ok; ok = it.Next() {
 		res.entries++
@@ -512,7 +513,7 @@ func (r *benchRunner) scanOnce(dir string, m scanMode, t *benchThread) (res scan
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
-	res.elapsed = time.Since(start)
+	res.elapsed = monotime.Since(start)
 	if errors.Is(err, vfs.ErrDirectIOUnsupported) {
 		res.skipped, err = err, nil
 		return res, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/internal/monotime"
 )
 
 // secondarydelete is issue 12 item 5's benchmark: a time series of --num
@@ -101,7 +102,7 @@ func (r *benchRunner) secondaryDeleteRun(t *benchThread, v secondaryDeleteVarian
 	c := &r.cfg
 	n := c.num
 	cut := uint64(n / 2)
-	start := time.Now()
+	start := monotime.Now()
 	b := r.db.NewBatch()
 	val := make([]byte, max(c.valueSize, 8))
 	for i := int64(0); i < n; {
@@ -119,12 +120,12 @@ func (r *benchRunner) secondaryDeleteRun(t *benchThread, v secondaryDeleteVarian
 	if err := r.db.Flush(); err != nil {
 		return err
 	}
-	wrote := time.Since(start)
+	wrote := monotime.Since(start)
 	if !waitIdle(r.db, false) {
 		fmt.Fprintf(r.out, "secondarydelete : %s : background work still running after %v\n", label, secondaryDeleteIdleLimit)
 	}
 	fmt.Fprintf(r.out, "secondarydelete : %s : wrote in %.3f s; tables %s\n", label, wrote.Seconds(), deleteScanShape(r.db.Metrics()))
-	start = time.Now()
+	start = monotime.Now()
 	deleted := int64(-1) // unknown: DeleteBySecondaryRange does not count
 	if v.secondary {
 		if err := r.db.DeleteBySecondaryRange(0, cut, r.wo); err != nil {
@@ -136,7 +137,7 @@ func (r *benchRunner) secondaryDeleteRun(t *benchThread, v secondaryDeleteVarian
 			return err
 		}
 	}
-	took := time.Since(start)
+	took := monotime.Since(start)
 	what := "DeleteBySecondaryRange"
 	if !v.secondary {
 		what = fmt.Sprintf("iterate + %d Deletes", deleted)
@@ -145,10 +146,10 @@ func (r *benchRunner) secondaryDeleteRun(t *benchThread, v secondaryDeleteVarian
 	if err := r.secondaryDeleteScan(label, "right after the delete"); err != nil {
 		return err
 	}
-	start = time.Now()
+	start = monotime.Now()
 	idle := waitIdle(r.db, v.secondary)
 	m := r.db.Metrics()
-	state := fmt.Sprintf("background work idle after %.3f s", time.Since(start).Seconds())
+	state := fmt.Sprintf("background work idle after %.3f s", monotime.Since(start).Seconds())
 	if !idle {
 		state = fmt.Sprintf("background work still running after %v", secondaryDeleteIdleLimit)
 	}
@@ -194,13 +195,13 @@ func (r *benchRunner) secondaryDeleteScan(label, when string) error {
 	var pc shale.PerfContext
 	ro.PerfContext = &pc
 	before := r.db.Metrics()
-	start := time.Now()
+	start := monotime.Now()
 	it := r.db.NewIterator(&ro)
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		n++
 	}
-	elapsed := time.Since(start)
+	elapsed := monotime.Since(start)
 	if err := errors.Join(it.Err(), it.Close()); err != nil {
 		return err
 	}

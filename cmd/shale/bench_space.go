@@ -9,6 +9,7 @@ import (
 
 	"github.com/shaledb/shale"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -71,13 +72,13 @@ func measureSpace(db *shale.DB, fs vfs.FS, dir string) (spaceUse, error) {
 			s.wals += n
 		}
 	}
-	start := time.Now()
+	start := monotime.Now()
 	it := db.NewIterator(&shale.ReadOptions{SkipFillCache: true})
 	for ok := it.First(); ok; ok = it.Next() {
 		s.live += uint64(len(it.Key()) + len(it.Value()))
 		s.keys++
 	}
-	s.scan = time.Since(start)
+	s.scan = monotime.Since(start)
 	if err := it.Close(); err != nil {
 		return s, fmt.Errorf("scanning for the live bytes: %w", err)
 	}
