@@ -1067,8 +1067,8 @@ type dbRunConfig struct {
 	sync          syncMode
 	disableWAL    bool  // every write skips the WAL
 	readaheadSize int64 // ReadOptions.ReadaheadSize of every iterator
-	// asyncIO and optimizeMultiGet set ReadOptions.AsyncIO and
-	// OptimizeMultiGetForIO of every read.
+	// asyncIO sets ReadOptions.AsyncIO of every read; optimizeMultiGet
+	// false sets MultiGetOneLevelAtATime.
 	asyncIO, optimizeMultiGet bool
 	// secondaryDeletes makes runModelOn generate opSecondaryDelete (the
 	// options must set SecondaryDeleteKey to modelSecondaryKey).
@@ -1315,7 +1315,7 @@ func (d *dbTarget) readOptions(snap int) *ReadOptions {
 	if snap == 0 && !d.cfg.asyncIO {
 		return nil
 	}
-	ro := &ReadOptions{AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet}
+	ro := &ReadOptions{AsyncIO: d.cfg.asyncIO, MultiGetOneLevelAtATime: !d.cfg.optimizeMultiGet}
 	if snap != 0 {
 		ro.Snapshot = d.snaps[snap]
 	}
@@ -1371,7 +1371,7 @@ func (d *dbTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {
 
 func (d *dbTarget) newIter(snap int, lower, upper []byte, mode iterMode) kvIterator {
 	ro := &ReadOptions{LowerBound: lower, UpperBound: upper, ReadaheadSize: d.cfg.readaheadSize,
-		AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet,
+		AsyncIO: d.cfg.asyncIO, MultiGetOneLevelAtATime: !d.cfg.optimizeMultiGet,
 		PrefixSameAsStart: mode.prefixSameAsStart, TotalOrderSeek: mode.totalOrderSeek}
 	if snap != 0 {
 		ro.Snapshot = d.snaps[snap]
