@@ -5,8 +5,9 @@ import "iter"
 // Range-over-func iteration (issue 19, item 3): DB.Scan, DB.ScanReverse,
 // Transaction.Scan, Transaction.ScanReverse, Iterator.All and
 // Iterator.Backward. Each is a thin loop over an Iterator; the sequence's
-// second value is the error, so that a range loop cannot compile without
-// naming it:
+// second value is the error, so that a loop naming both variables cannot
+// compile without using it (a loop naming only kv drops it: always name
+// err):
 //
 //	for kv, err := range db.Scan(nil, lower, upper) {
 //		if err != nil {
@@ -25,9 +26,10 @@ type KV struct {
 // Scan returns the keys in [lower, upper) in ascending order, with their
 // values, as read with ro (its Snapshot, or the latest state at the first
 // step). A nil lower or upper means ro's LowerBound or UpperBound (nil: no
-// bound). An error ends the sequence, yielded once as (KV{}, err); the
-// iterator behind it is closed when the sequence ends, the loop breaks or
-// its body panics. Each range over the sequence is a new scan.
+// bound). An error ends the sequence, yielded once as (KV{}, err): range
+// with both variables (for kv, err := range) to see it. The iterator
+// behind it is closed when the sequence ends, the loop breaks or its body
+// panics. Each range over the sequence is a new scan.
 func (d *DB) Scan(ro *ReadOptions, lower, upper []byte) iter.Seq2[KV, error] {
 	return func(yield func(KV, error) bool) {
 		scanOwned(d.NewIterator(scanReadOptions(ro, lower, upper)), false, yield)
