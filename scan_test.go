@@ -456,3 +456,31 @@ func TestScanAfterDBClose(t *testing.T) {
 		}
 	}
 }
+
+// TestMetamorphicScan is TestMetamorphic with opScan among the operations,
+// under option sets that change what a scan steps through (readahead,
+// async reads, reseeks, blob files, a bounded file cache, scan-triggered
+// flushes, tombstones kept or compacted away): every set must answer as
+// the model does.
+func TestMetamorphicScan(t *testing.T) {
+	n := bySize(1500, 600, 4000)
+	names := map[string]bool{
+		"base": true, "tiny-memtable-nocompression": true, "readahead-8k": true, "async-io": true,
+		"max-skip-0": true, "max-open-files-4-nocache": true, "scan-flush-trigger-2": true,
+		"blob-files-tiny": true, "delete-persistence-fake-clock": true,
+	}
+	var sets []metaOptionSet
+	for _, s := range metamorphicSets {
+		if names[s.name] {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) != len(names) {
+		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		g := newOpGenerator(seed, modelKeys)
+		g.scans = true
+		runMetamorphicOps(t, seed, generateOpsWith(g, n), sets)
+	})
+}
