@@ -484,3 +484,54 @@ func TestMetamorphicScan(t *testing.T) {
 		runMetamorphicOps(t, seed, generateOpsWith(g, n), sets)
 	})
 }
+
+// TestScanReadOnlyAndSecondary scans a DB opened with OpenForReadOnly and
+// one opened with OpenAsSecondary beside the writer (the same *DB type):
+// they yield what the writer's scan does, and a write the secondary has
+// not caught up with shows only after TryCatchUpWithPrimary.
+func TestScanReadOnlyAndSecondary(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	d, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i := range 50 {
+		must(t, d.Put(testKey(i), fmt.Appendf(nil, "v%d", i), nil))
+	}
+	must(t, d.Flush())
+	want := keyRange(10, 40)
+	o := *opts
+	ro, err := OpenForReadOnly("/db", &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	sec, err := OpenAsSecondary("/db", "/db.secondary", &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sec.Close()
+	for name, db := range map[string]*DB{"read-only": ro, "secondary": sec} {
+		got, errs := collectScan(db.Scan(nil, testKey(10), testKey(40)))
+		if len(errs) != 0 || !slices.Equal(got, want) {
+			t.Fatalf("%s: got %q, errors %v; want %q", name, got, errs, want)
+		}
+		got, errs = collectScan(db.ScanReverse(nil, testKey(10), testKey(40)))
+		if len(errs) != 0 || !slices.Equal(got, reversed(want)) {
+			t.Fatalf("%s reverse: got %q, errors %v", name, got, errs)
+		}
+	}
+	must(t, d.Delete(testKey(20), nil))
+	must(t, d.Flush())
+	got, errs := collectScan(sec.Scan(nil, testKey(19), testKey(22)))
+	if want := keyRange(19, 22); len(errs) != 0 || !slices.Equal(got, want) {
+		t.Fatalf("secondary before catch-up: got %q, errors %v; want %q", got, errs, want)
+	}
+	must(t, sec.TryCatchUpWithPrimary())
+	got, errs = collectScan(sec.Scan(nil, testKey(19), testKey(22)))
+	if want := []string{"key00019=v19", "key00021=v21"}; len(errs) != 0 || !slices.Equal(got, want) {
+		t.Fatalf("secondary after catch-up: got %q, errors %v; want %q", got, errs, want)
+	}
+}
