@@ -351,16 +351,20 @@ func TestScanPanicClosesIterator(t *testing.T) {
 }
 
 // TestScanReadErrorEndsSequence fails a read of a table (and of a blob
-// file) in the middle of a scan: the error is yielded once, as the last
-// element, after entries that are all right, and the iterator is closed.
+// file) in the middle of a scan, of the DB or of a transaction: the error
+// is yielded once, as the last element, after entries that are all right,
+// and the iterator is closed.
 func TestScanReadErrorEndsSequence(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		set  func(*Options)
 		rule errorfs.Rule
+		txn  bool
 	}{
-		{"table", nil, errorfs.Rule{Op: errorfs.OpRead, PathPattern: "*.sst", Nth: 4}},
-		{"blob-file", setBlobTestOptions, errorfs.Rule{Op: errorfs.OpRead, PathPattern: "*.blob", Nth: 4}},
+		{"table", nil, errorfs.Rule{Op: errorfs.OpRead, PathPattern: "*.sst", Nth: 4}, false},
+		{"blob-file", setBlobTestOptions, errorfs.Rule{Op: errorfs.OpRead, PathPattern: "*.blob", Nth: 4}, false},
+		{"txn-table", nil, errorfs.Rule{Op: errorfs.OpRead, PathPattern: "*.sst", Nth: 4}, true},
+		{"txn-blob-file", setBlobTestOptions, errorfs.Rule{Op: errorfs.OpRead, PathPattern: "*.blob", Nth: 4}, true},
 	} {
 		for _, reverse := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/reverse=%v", c.name, reverse), func(t *testing.T) {
@@ -378,10 +382,16 @@ func TestScanReadErrorEndsSequence(t *testing.T) {
 				must(t, d.Flush())
 				must(t, d.CompactRange(nil, nil))
 				ffs.AddRule(c.rule)
-				seq := d.Scan(nil, nil, nil)
+				scan, scanReverse := d.Scan, d.ScanReverse
+				if c.txn {
+					txn := d.BeginOptimisticTransaction(nil, nil)
+					defer txn.Rollback()
+					scan, scanReverse = txn.Scan, txn.ScanReverse
+				}
+				seq := scan(nil, nil, nil)
 				next, step := 0, 1
 				if reverse {
-					seq, next, step = d.ScanReverse(nil, nil, nil), n-1, -1
+					seq, next, step = scanReverse(nil, nil, nil), n-1, -1
 				}
 				var errs []error
 				entries := 0
