@@ -289,7 +289,14 @@ func (bd *baseDeltaIter) currentValue() []byte {
 	if bd.fromDelta {
 		return bd.value
 	}
-	return bd.base.Value()
+	v := bd.base.Value()
+	if v == nil && !bd.base.Valid() {
+		// base failed to read the value (from a blob file) and holds the
+		// error: this iterator stops too, as Iterator.Value promises, and
+		// error() returns base's.
+		bd.stop(nil)
+	}
+	return v
 }
 
 func (bd *baseDeltaIter) error() error {

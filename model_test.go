@@ -238,6 +238,7 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 	gen.repairs = d.cfg.repairs
 	gen.backups = d.cfg.backups // Backups (issue 16, item 2).
 	gen.ingest = d.cfg.ingest
+	gen.scans = d.cfg.scans // Range-over-func scans (issue 19, item 3).
 	// SHALE_MODEL_TRACE=key logs every operation with the stored versions
 	// of key after it.
 	traceKey := os.Getenv("SHALE_MODEL_TRACE")
@@ -363,7 +364,7 @@ func checkAll(t *testing.T, db *DB, ro *ReadOptions, m model) {
 	for _, k := range keys {
 		batch = append(batch, []byte(k))
 	}
-	for _, mode := range []ReadOptions{{}, {AsyncIO: true}, {AsyncIO: true, OptimizeMultiGetForIO: true}} {
+	for _, mode := range []ReadOptions{{}, {AsyncIO: true, MultiGetOneLevelAtATime: true}, {AsyncIO: true}} {
 		mro := mode
 		if ro != nil {
 			mro.Snapshot = ro.Snapshot
@@ -373,9 +374,9 @@ func checkAll(t *testing.T, db *DB, ro *ReadOptions, m model) {
 			want, ok := m[string(k)]
 			switch {
 			case ok && (errs[i] != nil || string(vals[i]) != want):
-				t.Fatalf("MultiGet (AsyncIO %v, optimize %v) of %s = %q, %v; want %q", mro.AsyncIO, mro.OptimizeMultiGetForIO, k, vals[i], errs[i], want)
+				t.Fatalf("MultiGet (AsyncIO %v, one level at a time %v) of %s = %q, %v; want %q", mro.AsyncIO, mro.MultiGetOneLevelAtATime, k, vals[i], errs[i], want)
 			case !ok && !errors.Is(errs[i], ErrNotFound):
-				t.Fatalf("MultiGet (AsyncIO %v, optimize %v) of absent %s = %q, %v", mro.AsyncIO, mro.OptimizeMultiGetForIO, k, vals[i], errs[i])
+				t.Fatalf("MultiGet (AsyncIO %v, one level at a time %v) of absent %s = %q, %v", mro.AsyncIO, mro.MultiGetOneLevelAtATime, k, vals[i], errs[i])
 			}
 		}
 	}

@@ -316,7 +316,7 @@ func (s metaOptionSet) describe() string {
 		diffs = append(diffs, "WriteOptions.DisableWAL=true")
 	}
 	if s.cfg.asyncIO {
-		diffs = append(diffs, fmt.Sprintf("ReadOptions.AsyncIO=true, OptimizeMultiGetForIO=%v", s.cfg.optimizeMultiGet))
+		diffs = append(diffs, fmt.Sprintf("ReadOptions.AsyncIO=true, MultiGetOneLevelAtATime=%v", !s.cfg.optimizeMultiGet))
 	}
 	if s.cfg.setOptions {
 		diffs = append(diffs, fmt.Sprintf("SetOptions of random mutable options before some operations (seed %d)", s.cfg.setOptionsSeed))

@@ -83,6 +83,14 @@ const (
 	// than everything. Generated only when the generator's ingest flag is
 	// set.
 	opIngest
+
+	// --- range-over-func scans (issue 19, item 3; scan_test.go) ---
+
+	// opScan ranges over DB.Scan or DB.ScanReverse (op.reverse) of
+	// [lower, upper) at op.snap, the bounds passed as op.scanBounds says,
+	// breaking out after op.scanLimit entries when it is set. Generated
+	// only when the generator's scans flag is set.
+	opScan
 )
 
 // iterStepKind names one move of an iterator.
@@ -148,6 +156,14 @@ type modelOp struct {
 
 	// move is opIngest's IngestExternalFileOptions.MoveFiles.
 	move bool
+
+	// --- range-over-func scans (issue 19, item 3) ---
+	// reverse makes opScan descend (ScanReverse); scanBounds is how it
+	// passes lower and upper (scanBoundsMode); scanLimit, when set, breaks
+	// out of the loop after that many entries.
+	reverse    bool
+	scanBounds scanBoundsMode
+	scanLimit  int
 }
 
 // iterMode is how an iterator of opIter reads: ReadOptions.PrefixSameAsStart
@@ -241,6 +257,10 @@ func (op modelOp) String() string {
 			}
 		}
 		return b.String()
+
+	// --- range-over-func scans (issue 19, item 3) ---
+	case opScan:
+		return fmt.Sprintf("scan [%s,%s) snap#%d reverse=%v bounds=%s limit=%d", op.lower, op.upper, op.snap, op.reverse, op.scanBounds, op.scanLimit)
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -297,6 +317,11 @@ type opGenerator struct {
 	// ingest makes the sequence hold opIngest; off, the sequence of a seed
 	// is what it was before ingestion existed.
 	ingest bool
+
+	// --- range-over-func scans (issue 19, item 3) ---
+	// scans makes the sequence hold opScan; off, the sequence of a seed is
+	// what it was before scans existed.
+	scans bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -456,6 +481,11 @@ func (g *opGenerator) next() modelOp {
 	// External SST ingestion.
 	if g.ingest && rng.IntN(30) == 0 {
 		return g.ingestOp()
+	}
+
+	// --- range-over-func scans (issue 19, item 3) ---
+	if g.scans && rng.IntN(8) == 0 {
+		return g.scanOp()
 	}
 	for {
 		switch r := rng.IntN(100); {
@@ -837,6 +867,10 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 	// External SST ingestion.
 	case opIngest:
 		line("%s -> %s", op, fmtErr(t.write(op)))
+
+	// --- range-over-func scans (issue 19, item 3) ---
+	case opScan:
+		line("%s ->%s", op, t.(scanTarget).scan(op))
 	}
 	return log
 }
@@ -1067,8 +1101,8 @@ type dbRunConfig struct {
 	sync          syncMode
 	disableWAL    bool  // every write skips the WAL
 	readaheadSize int64 // ReadOptions.ReadaheadSize of every iterator
-	// asyncIO and optimizeMultiGet set ReadOptions.AsyncIO and
-	// OptimizeMultiGetForIO of every read.
+	// asyncIO sets ReadOptions.AsyncIO of every read; optimizeMultiGet
+	// false sets MultiGetOneLevelAtATime.
 	asyncIO, optimizeMultiGet bool
 	// secondaryDeletes makes runModelOn generate opSecondaryDelete (the
 	// options must set SecondaryDeleteKey to modelSecondaryKey).
@@ -1113,6 +1147,10 @@ type dbRunConfig struct {
 
 	// ingest makes runModelOn generate opIngest.
 	ingest bool
+
+	// --- range-over-func scans (issue 19, item 3) ---
+	// scans makes runModelOn generate opScan.
+	scans bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.
@@ -1315,7 +1353,7 @@ func (d *dbTarget) readOptions(snap int) *ReadOptions {
 	if snap == 0 && !d.cfg.asyncIO {
 		return nil
 	}
-	ro := &ReadOptions{AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet}
+	ro := &ReadOptions{AsyncIO: d.cfg.asyncIO, MultiGetOneLevelAtATime: !d.cfg.optimizeMultiGet}
 	if snap != 0 {
 		ro.Snapshot = d.snaps[snap]
 	}
@@ -1371,7 +1409,7 @@ func (d *dbTarget) multiGet(keys [][]byte, snap int) ([][]byte, []error) {
 
 func (d *dbTarget) newIter(snap int, lower, upper []byte, mode iterMode) kvIterator {
 	ro := &ReadOptions{LowerBound: lower, UpperBound: upper, ReadaheadSize: d.cfg.readaheadSize,
-		AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet,
+		AsyncIO: d.cfg.asyncIO, MultiGetOneLevelAtATime: !d.cfg.optimizeMultiGet,
 		PrefixSameAsStart: mode.prefixSameAsStart, TotalOrderSeek: mode.totalOrderSeek}
 	if snap != 0 {
 		ro.Snapshot = d.snaps[snap]

@@ -37,9 +37,10 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 // the others are looked up in tables, each table's bloom filter probed
 // before any block is read. How the block reads are batched follows
 // ReadOptions: without AsyncIO one table at a time, all its missing blocks in
-// one batch (RocksDB's default); with AsyncIO one batch per level (each L0
-// file being its own level); with AsyncIO and OptimizeMultiGetForIO one batch
-// for every key's next candidate table across all levels. Keys whose
+// one batch (RocksDB's default); with AsyncIO one batch for every key's next
+// candidate table across all levels (RocksDB's optimize_multiget_for_io), or
+// with MultiGetOneLevelAtATime one batch per level (each L0 file being its
+// own level). Keys whose
 // value is in a blob file are answered once every table lookup is done:
 // with AsyncIO their values are read as one batch of reads across blob
 // files, else one after another. Keys whose newest entry is a merge
@@ -86,7 +87,7 @@ func (ro *ReadOptions) multiGetMode() multiGetMode {
 	switch {
 	case !ro.asyncIO():
 		return multiGetSingleFile
-	case !ro.OptimizeMultiGetForIO:
+	case ro.MultiGetOneLevelAtATime && !ro.OptimizeMultiGetForIO:
 		return multiGetSingleLevel
 	}
 	return multiGetMultiLevel

@@ -90,7 +90,7 @@ func TestMultiGetConcurrentWrites(t *testing.T) {
 						}
 						snap := d.NewSnapshot()
 						mode := multiGetModes[rng.IntN(len(multiGetModes))]
-						ro := &ReadOptions{Snapshot: snap, AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, SkipFillCache: rng.IntN(3) == 0}
+						ro := &ReadOptions{Snapshot: snap, AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO, SkipFillCache: rng.IntN(3) == 0}
 						vals, errs := d.MultiGet(keys, ro)
 						for i, k := range keys {
 							want, werr := d.Get(k, &ReadOptions{Snapshot: snap})
@@ -139,7 +139,7 @@ func TestMultiGetEdgeKeys(t *testing.T) {
 	}
 	rs.unref()
 	for _, mode := range multiGetModes {
-		ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+		ro := &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO}
 		vals, errs := d.MultiGet(nil, ro)
 		if len(vals) != 0 || len(errs) != 0 {
 			t.Fatalf("%s: no keys: %d values", mode.name, len(vals))
@@ -195,7 +195,7 @@ func TestMultiGetModelNoBloom(t *testing.T) {
 					keys = append(keys, k)
 				}
 				for _, mode := range multiGetModes {
-					vals, errs := m.d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
+					vals, errs := m.d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO})
 					for i, k := range keys {
 						want, werr := m.d.Get(k, nil)
 						if !bytes.Equal(vals[i], want) || !errors.Is(errs[i], werr) && errs[i] != werr {
@@ -235,7 +235,7 @@ func TestMultiGetCountsMatchStatistics(t *testing.T) {
 					before[i] = st.TickerCount(tk)
 				}
 				var pc PerfContext
-				d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pc})
+				d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO, PerfContext: &pc})
 				got := []uint64{pc.BlockReads, pc.BlockReadBytes, pc.BlockCacheHits, pc.AsyncReads, pc.ReadsCoalesced, pc.BloomChecks, pc.BloomUseful, pc.MultiGetKeysFound}
 				for i, tk := range tickers {
 					if delta := st.TickerCount(tk) - before[i]; delta != got[i] {
@@ -329,7 +329,7 @@ func TestMultiGetOpensRacingCompactions(t *testing.T) {
 					}
 					snap := d.NewSnapshot()
 					mode := multiGetModes[rng.IntN(len(multiGetModes))]
-					vals, errs := d.MultiGet(keys, &ReadOptions{Snapshot: snap, AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
+					vals, errs := d.MultiGet(keys, &ReadOptions{Snapshot: snap, AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO})
 					for j, k := range keys {
 						want, werr := d.Get(k, &ReadOptions{Snapshot: snap})
 						if !bytes.Equal(vals[j], want) || !errors.Is(errs[j], werr) && errs[j] != werr {
@@ -415,7 +415,7 @@ func TestMultiGetCorruptBlocks(t *testing.T) {
 			keys = all
 		}
 		for _, mode := range multiGetModes {
-			vals, errs := d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
+			vals, errs := d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO})
 			for i, k := range keys {
 				want, werr := d.Get(k, nil)
 				if errors.Is(werr, ErrCorruption) {

@@ -138,7 +138,7 @@ func BenchmarkMultiGetModes(b *testing.B) {
 	b.Run("looped-get", func(b *testing.B) { benchMultiGet(b, d, nil) })
 	for _, mode := range multiGetModes {
 		b.Run(mode.name, func(b *testing.B) {
-			benchMultiGet(b, d, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
+			benchMultiGet(b, d, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO})
 		})
 	}
 }
@@ -151,7 +151,7 @@ func BenchmarkMultiGetCached(b *testing.B) {
 	b.Run("looped-get", func(b *testing.B) { benchMultiGet(b, d, nil) })
 	for _, mode := range multiGetModes {
 		b.Run(mode.name, func(b *testing.B) {
-			benchMultiGet(b, d, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
+			benchMultiGet(b, d, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO})
 		})
 	}
 }

@@ -45,7 +45,7 @@ func BenchmarkMultiGetCachedLarge(b *testing.B) {
 	b.Run("looped-get", func(b *testing.B) { run(b, nil) })
 	for _, mode := range multiGetModes {
 		b.Run(mode.name, func(b *testing.B) {
-			run(b, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO})
+			run(b, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO})
 		})
 	}
 }
@@ -94,7 +94,7 @@ func BenchmarkMultiGetManyTables(b *testing.B) {
 		}
 	})
 	for _, mode := range multiGetModes {
-		ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+		ro := &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO}
 		b.Run(mode.name, func(b *testing.B) {
 			for n := 0; n < b.N; n++ {
 				d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {

@@ -139,7 +139,7 @@ func (m *mgDB) check(t *testing.T, rng *rand.Rand, rounds int) {
 			}
 		}
 		for _, mode := range multiGetModes {
-			ro := &ReadOptions{Snapshot: snap, SkipFillCache: skipFill, AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+			ro := &ReadOptions{Snapshot: snap, SkipFillCache: skipFill, AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO}
 			vals, errs := m.d.MultiGet(keys, ro)
 			for i := range keys {
 				same("MultiGet "+mode.name, i, vals[i], errs[i])
@@ -322,7 +322,7 @@ func TestMultiGetBatching(t *testing.T) {
 	var pcs [3]PerfContext
 	for i, mode := range multiGetModes {
 		before := d.ioReader.Stats()
-		ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pcs[i]}
+		ro := &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO, PerfContext: &pcs[i]}
 		_, errs := d.MultiGet(keys, ro)
 		batches[i] = d.ioReader.Stats().Batches - before.Batches
 		found := 0
@@ -383,7 +383,7 @@ func TestMultiGetCoalesce(t *testing.T) {
 	for _, mode := range multiGetModes {
 		var pc PerfContext
 		before := d.ioReader.Stats()
-		ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pc, SkipFillCache: true}
+		ro := &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO, PerfContext: &pc, SkipFillCache: true}
 		vals, errs := d.MultiGet(keys, ro)
 		for i := range keys {
 			if errs[i] != nil || !bytes.Equal(vals[i], bytes.Repeat([]byte{byte(100 + i)}, 300)) {
@@ -444,7 +444,7 @@ func TestMultiGetFaults(t *testing.T) {
 			_, getErr[i] = d.Get(k, nil)
 		}
 		for _, mode := range multiGetModes {
-			ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+			ro := &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO}
 			vals, errs := d.MultiGet(keys, ro)
 			for i := range keys {
 				injected := errors.Is(errs[i], errorfs.ErrInjected)
@@ -461,7 +461,7 @@ func TestMultiGetFaults(t *testing.T) {
 		ffs.ClearRules()
 		ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: ".sst", Probability: 0.2})
 		for _, mode := range multiGetModes {
-			ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+			ro := &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO}
 			calls := 0
 			d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
 				calls++
@@ -500,7 +500,7 @@ func TestMultiGetFaults(t *testing.T) {
 		bad := tables[rng.IntN(numL0)] // an L0 file: its range covers many keys
 		ffs.AddRule(errorfs.Rule{Op: errorfs.OpRead, PathContains: bad})
 		for _, mode := range multiGetModes {
-			ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+			ro := &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO}
 			vals, errs := d.MultiGet(keys, ro)
 			for i, k := range keys {
 				if errors.Is(errs[i], errorfs.ErrInjected) {
@@ -536,7 +536,7 @@ func TestMultiGetFuncStreams(t *testing.T) {
 	keys := [][]byte{testKey(10), testKey(700), []byte("in-memtable"), testKey(1400)}
 	d.MultiGet(keys, nil) // open the tables
 	for _, mode := range multiGetModes {
-		ro := &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO}
+		ro := &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO}
 		before := d.ioReader.Stats().Batches
 		var order []int
 		d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
@@ -580,7 +580,7 @@ func TestGetPerfContext(t *testing.T) {
 	}
 	for _, mode := range multiGetModes {
 		var pc PerfContext
-		d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pc})
+		d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO, PerfContext: &pc})
 		// MultiGet reads a block wanted by two keys once, looped Get twice.
 		if pc.BloomChecks != gets.BloomChecks || pc.BloomUseful != gets.BloomUseful || pc.BlockReads > gets.BlockReads || pc.BlockReads < gets.BlockReads*9/10 {
 			t.Fatalf("%s: MultiGet %+v, looped Get %+v", mode.name, pc, gets)
@@ -713,7 +713,7 @@ func TestMultiGetLargeBatch(t *testing.T) {
 	}
 	for _, mode := range multiGetModes {
 		var pc PerfContext
-		vals, errs := d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, OptimizeMultiGetForIO: mode.optimizeIO, PerfContext: &pc})
+		vals, errs := d.MultiGet(keys, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO, PerfContext: &pc})
 		for i := range keys {
 			if !bytes.Equal(vals[i], want[i]) || !errors.Is(errs[i], wantErr[i]) && errs[i] != wantErr[i] {
 				t.Fatalf("%s: key %q: %.20q %v, Get %.20q %v", mode.name, keys[i], vals[i], errs[i], want[i], wantErr[i])

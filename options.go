@@ -893,11 +893,17 @@ type ReadOptions struct {
 	// the background. Results are the same either way. Default false.
 	AsyncIO bool
 	// OptimizeMultiGetForIO (optimize_multiget_for_io), with AsyncIO, lets
-	// MultiGet read files of several levels at once; false keeps the
-	// concurrency within one level at a time, for less CPU. RocksDB's
-	// default is true, which NewReadOptions sets; the zero ReadOptions has
-	// it false.
+	// MultiGet read files of several levels at once. That is the default
+	// (RocksDB's true) whatever this field says, since a zero bool cannot
+	// mean true: MultiGetOneLevelAtATime is the switch that turns it off,
+	// and this field, kept for RocksDB-named configuration, forces it on
+	// when true.
 	OptimizeMultiGetForIO bool
+	// MultiGetOneLevelAtATime, with AsyncIO, keeps a MultiGet's concurrent
+	// reads within one level at a time, for less CPU (RocksDB's
+	// optimize_multiget_for_io false); ignored when OptimizeMultiGetForIO
+	// is true. Default false: the levels are read at once.
+	MultiGetOneLevelAtATime bool
 	// PerfContext, when set, receives the counts of the work done by the
 	// calls made with these ReadOptions: Get, MultiGet and MultiGetFunc add
 	// theirs when they return, an iterator when it is closed. Calls that
@@ -921,8 +927,9 @@ type ReadOptions struct {
 	TotalOrderSeek bool
 }
 
-// NewReadOptions returns ReadOptions with RocksDB's defaults
-// (OptimizeMultiGetForIO true); the zero ReadOptions differs only there.
+// NewReadOptions returns ReadOptions with RocksDB's defaults. It reads as
+// the zero ReadOptions and a nil *ReadOptions do; it sets
+// OptimizeMultiGetForIO, RocksDB's default, which they take too.
 func NewReadOptions() *ReadOptions { return &ReadOptions{OptimizeMultiGetForIO: true} }
 
 func (ro *ReadOptions) asyncIO() bool { return ro != nil && ro.AsyncIO }

@@ -24,8 +24,11 @@ func (c *benchConfig) readOptions() *shale.ReadOptions {
 		ReadaheadSize:         c.readaheadSize,
 		AsyncIO:               c.asyncIO,
 		OptimizeMultiGetForIO: c.optimizeMultiGetForIO,
-		PrefixSameAsStart:     c.prefixSameAsStart,
-		TotalOrderSeek:        c.totalOrderSeek,
+		// --optimize_multiget_for_io=false: the zero ReadOptions reads the
+		// levels at once, so the flag's false must be said.
+		MultiGetOneLevelAtATime: !c.optimizeMultiGetForIO,
+		PrefixSameAsStart:       c.prefixSameAsStart,
+		TotalOrderSeek:          c.totalOrderSeek,
 	}
 }
 
@@ -298,7 +301,8 @@ func (m *asyncModeResult) us(q float64) float64 {
 // two seekrandom modes.
 func (c *benchConfig) asyncioModes() []asyncMode {
 	ro := func(async, optimize bool) *shale.ReadOptions {
-		return &shale.ReadOptions{ReadaheadSize: c.readaheadSize, AsyncIO: async, OptimizeMultiGetForIO: optimize}
+		return &shale.ReadOptions{ReadaheadSize: c.readaheadSize, AsyncIO: async, OptimizeMultiGetForIO: optimize,
+			MultiGetOneLevelAtATime: !optimize}
 	}
 	return []asyncMode{
 		{name: "multiget-off", ro: ro(false, true)},

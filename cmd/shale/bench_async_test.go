@@ -25,7 +25,7 @@ func TestBenchAsyncFlags(t *testing.T) {
 	if want := "true false 65536 true 8 3 true 4 true 10 true"; got != want {
 		t.Fatalf("parsed %s, want %s", got, want)
 	}
-	if ro := cfg.readOptions(); !ro.AsyncIO || ro.OptimizeMultiGetForIO || ro.ReadaheadSize != 65536 {
+	if ro := cfg.readOptions(); !ro.AsyncIO || ro.OptimizeMultiGetForIO || !ro.MultiGetOneLevelAtATime || ro.ReadaheadSize != 65536 {
 		t.Fatalf("ReadOptions %+v do not carry the flags", ro)
 	}
 	r := &benchRunner{cfg: cfg, fs: vfs.Default, stats: shale.NewStatistics()}

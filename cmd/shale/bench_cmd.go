@@ -210,7 +210,7 @@ filters; with --seek_missing_prefix it seeks prefixes no key has.`,
 
 	// The async read path: MultiGet, async iterators, statistics.
 	f.BoolVar(&cfg.asyncIO, "async_io", false, "read with ReadOptions.AsyncIO (MultiGet and iterators)")
-	f.BoolVar(&cfg.optimizeMultiGetForIO, "optimize_multiget_for_io", cfg.optimizeMultiGetForIO, "with --async_io, let MultiGet read several levels at once (ReadOptions.OptimizeMultiGetForIO)")
+	f.BoolVar(&cfg.optimizeMultiGetForIO, "optimize_multiget_for_io", cfg.optimizeMultiGetForIO, "with --async_io, let MultiGet read several levels at once (false sets ReadOptions.MultiGetOneLevelAtATime)")
 	f.BoolVar(&cfg.multireadBatched, "multiread_batched", false, "multireadrandom reads each batch with one MultiGet (false: a loop of Get, as db_bench)")
 	f.Int64Var(&cfg.multireadStride, "multiread_stride", 0, "keys of a multireadrandom batch are start + i*stride from a random start (0 = random keys)")
 	f.BoolVar(&cfg.statistics, "statistics", false, "collect Options.Statistics and print its tickers and histograms after each benchmark")
