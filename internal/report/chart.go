@@ -30,6 +30,8 @@ type LineChart struct {
 	XLabel, YLabel string
 	Series         []Series
 	Markers        []Marker
+	// XFromZero extends the x axis to zero (time since a start, say).
+	XFromZero bool
 }
 
 // BarGroup is one named series of a BarChart: a value per category.
@@ -122,6 +124,9 @@ func (c *LineChart) writeHTML(b *strings.Builder) {
 			minX, maxX = math.Min(minX, p.X), math.Max(maxX, p.X)
 			minY, maxY = math.Min(minY, p.Y), math.Max(maxY, p.Y)
 		}
+	}
+	if c.XFromZero {
+		minX, maxX = math.Min(minX, 0), math.Max(maxX, 0)
 	}
 	xt := Ticks(minX, maxX, xTickTarget)
 	yt := Ticks(minY, maxY, yTickTarget)

@@ -206,3 +206,15 @@ func fmtSscan(s string, v *float64) error {
 	*v = f
 	return err
 }
+
+func TestXFromZeroStartsTheAxisAtZero(t *testing.T) {
+	c := &LineChart{ID: "z", Series: []Series{{Name: "s", Points: []Point{{0.7, 3}}}}, XFromZero: true}
+	h := render(c)
+	if !strings.Contains(h, `text-anchor="middle">0</text>`) {
+		t.Errorf("want an x tick at 0:\n%s", h)
+	}
+	c.XFromZero = false
+	if h := render(c); strings.Contains(h, `text-anchor="middle">0</text>`) {
+		t.Errorf("an x tick at 0 without XFromZero:\n%s", h)
+	}
+}
