@@ -218,3 +218,14 @@ func TestXFromZeroStartsTheAxisAtZero(t *testing.T) {
 		t.Errorf("an x tick at 0 without XFromZero:\n%s", h)
 	}
 }
+
+func TestLogBarChartHasATickPerPowerOfTen(t *testing.T) {
+	h := render(&BarChart{ID: "l", Categories: []string{"a", "b"}, Groups: []BarGroup{{Name: "g", Values: []float64{2, 50000}}}, LogY: true})
+	var got []string
+	for _, m := range regexp.MustCompile(`class="tick"[^>]*>([^<]*)<`).FindAllStringSubmatch(h, -1) {
+		got = append(got, m[1])
+	}
+	if want := []string{"1", "10", "100", "1k", "10k", "100k"}; !slices.Equal(got, want) {
+		t.Errorf("log axis ticks = %v, want %v", got, want)
+	}
+}
