@@ -58,7 +58,7 @@ type Table struct {
 	Rows    [][]string
 }
 
-// Block is what a Section holds: *LineChart, *BarChart, *Table or Text.
+// Block is what a Section holds: *LineChart, *BarChart, *Table, Text or Pre.
 type Block interface {
 	writeHTML(b *strings.Builder)
 }
@@ -337,4 +337,14 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// Pre is preformatted text (escaped) under a caption: an engine's own
+// account of its LSM, say.
+type Pre struct {
+	Caption, Text string
+}
+
+func (p Pre) writeHTML(b *strings.Builder) {
+	fmt.Fprintf(b, "<figure class=\"text\"><figcaption>%s</figcaption><pre>%s</pre></figure>\n", esc(p.Caption), esc(p.Text))
 }

@@ -27,6 +27,7 @@ h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-botto
 figure.plot{margin:0;flex:1 1 680px;max-width:740px;border:1px solid #e4e4e4;border-radius:4px;padding:8px;background:#fff}
 figure.plot svg{width:100%;height:auto;font-family:inherit}
 figcaption{font-weight:600;font-size:.95em;margin-bottom:4px}
+pre{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:.85em}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:.9em}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f4f4f4}
 td:first-child,th:first-child{text-align:left}caption{text-align:left;font-weight:600;padding:4px 0}
