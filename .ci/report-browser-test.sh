@@ -38,7 +38,7 @@ shot=${SHALE_REPORT_SCREENSHOT:-${TMPDIR:-/tmp}/shale-report-screenshot.png}
 go build -o "$work/shale" ./cmd/shale
 # A small run that still flushes and compacts (1 MiB memtables and files):
 # every plot of the report then has data.
-"$work/shale" bench --num 100000 --write_buffer_size 1048576 \
+"$work/shale" bench --num 50000 --write_buffer_size 1048576 \
 	--target_file_size_base 1048576 --max_bytes_for_level_base 4194304 \
 	--benchmarks fillrandom,readrandom,overwrite,seekrandom,readseq \
 	--db "$work/db" --report "$work/report.html" >"$work/bench.out"

@@ -690,9 +690,15 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 
 	r.done.Store(0)
 	r.stop.Store(false)
-	stopProgress := r.startProgress()
+	// On a terminal the progress line takes the place of the "... N ops"
+	// lines.
+	lineOut := r.progressLineOut(spec)
+	stopProgress := func() {}
+	if lineOut == nil {
+		stopProgress = r.startProgress()
+	}
+	stopProgressLine := startProgressLine(lineOut, name, "ops", r.expectedOps(spec, readers), r.done.Load)
 	stopSampler := r.startSampler(name)
-	stopProgressLine := startProgressLine(r.cfg.progressOut, name, "ops", r.expectedOps(spec, readers), r.done.Load)
 	stopStatsInterval := r.startStatsInterval(readers)
 	var timer *time.Timer
 	if r.cfg.duration > 0 {
@@ -757,7 +763,7 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 // startProgress prints "... N ops" every progressEvery while a benchmark
 // runs; the returned func stops it.
 func (r *benchRunner) startProgress() func() {
-	if r.cfg.progressEvery <= 0 || r.progress == nil || r.cfg.progressOut != nil {
+	if r.cfg.progressEvery <= 0 || r.progress == nil {
 		return func() {}
 	}
 	quit := make(chan struct{})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -342,4 +343,15 @@ func (r *benchRunner) expectedOps(spec benchSpec, threads int) int64 {
 		per = r.cfg.num
 	}
 	return per * int64(threads)
+}
+
+// progressLineOut is where benchmark spec draws its progress line: the
+// terminal of cfg.progressOut, except for the benchmarks that print their
+// own lines while they run (ownOutput) and under --stats_interval_seconds,
+// whose lines would land in the middle of it; nil for none.
+func (r *benchRunner) progressLineOut(spec benchSpec) io.Writer {
+	if spec.ownOutput || r.cfg.statsInterval > 0 {
+		return nil
+	}
+	return r.cfg.progressOut
 }
