@@ -132,7 +132,7 @@ compactions and write stalls over the run, sampled from DB.Metrics once a
 second, and the LSM's shape at the end. On a terminal, bench draws one
 progress line per benchmark on stderr (done/total ops, ops/s, ETA),
 redrawn in place; --progress=false turns it off, and it is never drawn
-when stderr is not a terminal.`,
+when stdout or stderr is not a terminal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()

@@ -23,7 +23,8 @@ import (
 //	fillrandom   :   523008/1000000 ops   152.3k ops/s   ETA 3s
 //	compact      :   12.5/40.1 MiB   8.2 MiB/s   ETA 3s
 //
-// Only when stderr is a terminal (isTerminal) and --progress is not false.
+// Only when stdout and stderr are terminals (isTerminal) and --progress is
+// not false.
 
 // progressInterval is the least time between two redraws.
 const progressInterval = 250 * time.Millisecond
@@ -146,27 +147,31 @@ func startProgressLine(w io.Writer, label, unit string, total int64, done func()
 }
 
 // progressWriter returns where a command draws its progress line: its
-// stderr when --progress is on and stderr is a terminal, else nil (no
-// progress at all).
+// stderr when --progress is on and both stdout and stderr are terminals,
+// else nil (no progress at all: output redirected to a file or a pipe
+// stays free of it).
 func progressWriter(cmd *cobra.Command, enabled bool) io.Writer {
 	if !enabled {
 		return nil
 	}
 	w := cmd.ErrOrStderr()
-	if f, ok := w.(*os.File); ok && isTerminal(f.Fd()) {
-		return w
-	}
-	if progressForceTerminal {
+	if progressForceTerminal || terminalWriter(cmd.OutOrStdout()) && terminalWriter(w) {
 		return w
 	}
 	return nil
+}
+
+// terminalWriter reports whether w is a file that is a terminal.
+func terminalWriter(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f.Fd())
 }
 
 // progressForceTerminal, set by tests, takes any stderr for a terminal.
 var progressForceTerminal bool
 
 // progressFlagUsage is the help of every verb's --progress flag.
-const progressFlagUsage = "show a progress line on stderr while working, when stderr is a terminal (false: never)"
+const progressFlagUsage = "show a progress line on stderr while working, when stdout and stderr are terminals (false: never)"
 
 // readCountingFS counts the bytes read through the files it opens: check's
 // progress, without a hook in the library (shale.Check reads every file

@@ -102,6 +102,7 @@ func TestFormatETA(t *testing.T) {
 func TestCommandsDrawNoProgressWhenNotATerminal(t *testing.T) {
 	db := filepath.Join(testdir.New(t), "db")
 	for _, args := range [][]string{
+		// A second: long enough for the line's first redraw (250 ms).
 		{"bench", "--db", db, "--num", "2000", "--benchmarks", "fillrandom", "--duration", "1", "--seed", "1"},
 		{"compact", "--db", db},
 		{"check", "--db", db},
