@@ -134,13 +134,15 @@ func (c *LineChart) writeHTML(b *strings.Builder) {
 	ys := linearScale(yt[0], yt[len(yt)-1], marginT+plotH, marginT)
 	drawYAxis(b, yt, ys, c.YLabel)
 	drawXAxis(b, xt, xs, c.XLabel)
-	for _, m := range c.Markers {
+	for i, m := range c.Markers {
 		if !finite(m.X) || m.X < xt[0] || m.X > xt[len(xt)-1] {
 			continue
 		}
 		x := xs(m.X)
-		fmt.Fprintf(b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s" stroke-dasharray="3,3"/>`, num(x), marginT, num(x), marginT+plotH, markerColour)
-		fmt.Fprintf(b, `<text x="%s" y="%d" font-size="10" fill="#555">%s</text>`, num(x+2), marginT-4, esc(truncate(m.Label, maxBarLabelChars)))
+		fmt.Fprintf(b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s" stroke-dasharray="3,3"/>`, num(x), marginT-12*(i%2), num(x), marginT+plotH, markerColour)
+		// Labels alternate between two rows: markers close together
+		// (short benchmarks) would otherwise print over each other.
+		fmt.Fprintf(b, `<text x="%s" y="%d" font-size="10" fill="#555">%s</text>`, num(x+2), marginT-4-12*(i%2), esc(truncate(m.Label, maxBarLabelChars)))
 	}
 	for i, s := range c.Series {
 		var pts []string
