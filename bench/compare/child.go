@@ -26,6 +26,9 @@ type engineReport struct {
 	// (Linux's write_bytes), read once the engine is closed; -1 where the
 	// platform does not count them.
 	WriteBytes int64 `json:"write_bytes"`
+	// Shape is the engine's account of its LSM after the run, for an HTML
+	// --report ("" otherwise).
+	Shape string `json:"shape,omitempty"`
 }
 
 // resultJSON is a result as it crosses from a child to its parent.
@@ -37,6 +40,11 @@ type resultJSON struct {
 	P50NS     int64       `json:"p50_ns"`
 	P99NS     int64       `json:"p99_ns"`
 	Phases    []phaseJSON `json:"phases,omitempty"`
+	// The rest is for --report.
+	P90NS      int64             `json:"p90_ns,omitempty"`
+	P999NS     int64             `json:"p999_ns,omitempty"`
+	MaxNS      int64             `json:"max_ns,omitempty"`
+	Throughput []throughputPoint `json:"throughput,omitempty"`
 }
 
 // phaseJSON is a phase as it crosses from a child to its parent.
@@ -46,7 +54,8 @@ type phaseJSON struct {
 }
 
 func (r result) toJSON() resultJSON {
-	j := resultJSON{Ops: r.ops, Found: r.found, Writes: r.writes, ElapsedNS: int64(r.elapsed), P50NS: int64(r.p50), P99NS: int64(r.p99)}
+	j := resultJSON{Ops: r.ops, Found: r.found, Writes: r.writes, ElapsedNS: int64(r.elapsed), P50NS: int64(r.p50), P99NS: int64(r.p99),
+		P90NS: int64(r.p90), P999NS: int64(r.p999), MaxNS: int64(r.max), Throughput: r.throughput}
 	for _, p := range r.phases {
 		j.Phases = append(j.Phases, phaseJSON{p.name, int64(p.elapsed)})
 	}
@@ -54,7 +63,8 @@ func (r result) toJSON() resultJSON {
 }
 
 func (j resultJSON) result() result {
-	r := result{ops: j.Ops, found: j.Found, writes: j.Writes, elapsed: time.Duration(j.ElapsedNS), p50: time.Duration(j.P50NS), p99: time.Duration(j.P99NS)}
+	r := result{ops: j.Ops, found: j.Found, writes: j.Writes, elapsed: time.Duration(j.ElapsedNS), p50: time.Duration(j.P50NS), p99: time.Duration(j.P99NS),
+		p90: time.Duration(j.P90NS), p999: time.Duration(j.P999NS), max: time.Duration(j.MaxNS), throughput: j.Throughput}
 	for _, p := range j.Phases {
 		r.phases = append(r.phases, phase{p.Name, time.Duration(p.ElapsedNS)})
 	}
@@ -63,14 +73,16 @@ func (j resultJSON) result() result {
 
 // runEngine runs the workloads names, in order, on one engine in
 // root/NAME, printing each result to progress as it ends, and closes it.
-func runEngine(eng namedOpener, names []string, root string, wcfg workloadConfig, ecfg engineConfig, shape bool, progress io.Writer) ([]result, error) {
+// With keepShape it also returns the engine's own account of its LSM
+// shape after the run (for the HTML report).
+func runEngine(eng namedOpener, names []string, root string, wcfg workloadConfig, ecfg engineConfig, shape, keepShape bool, progress io.Writer) (_ []result, shapeText string, _ error) {
 	s := newSession(eng.open, filepath.Join(root, eng.name), wcfg, ecfg)
 	var results []result
 	for _, n := range names {
 		r, err := s.run(n)
 		if err != nil {
 			s.close()
-			return nil, fmt.Errorf("%s %s: %w", eng.name, n, err)
+			return nil, "", fmt.Errorf("%s %s: %w", eng.name, n, err)
 		}
 		printProgress(progress, eng.name, n, r)
 		results = append(results, r)
@@ -78,10 +90,13 @@ func runEngine(eng namedOpener, names []string, root string, wcfg workloadConfig
 	if shape && s.eng != nil {
 		fmt.Fprintf(progress, "%s LSM after the run:\n%s\n", eng.name, s.eng.shape())
 	}
-	if err := s.close(); err != nil {
-		return nil, fmt.Errorf("%s: close: %w", eng.name, err)
+	if keepShape && s.eng != nil {
+		shapeText = s.eng.shape()
 	}
-	return results, nil
+	if err := s.close(); err != nil {
+		return nil, "", fmt.Errorf("%s: close: %w", eng.name, err)
+	}
+	return results, shapeText, nil
 }
 
 // printProgress prints one workload's result as it ends.
@@ -99,9 +114,10 @@ func printProgress(w io.Writer, engine, workload string, r result) {
 	fmt.Fprintln(w)
 }
 
-// writeEngineReport writes a child's results and bytes written to out.
-func writeEngineReport(out io.Writer, results []result) error {
-	rep := engineReport{WriteBytes: storageWriteBytes()}
+// writeEngineReport writes a child's results, bytes written and LSM shape
+// to out.
+func writeEngineReport(out io.Writer, results []result, shape string) error {
+	rep := engineReport{WriteBytes: storageWriteBytes(), Shape: shape}
 	for _, r := range results {
 		rep.Results = append(rep.Results, r.toJSON())
 	}
@@ -115,6 +131,7 @@ type childRun struct {
 	peakRSSKiB int64
 	// writeBytes is engineReport.WriteBytes.
 	writeBytes int64
+	shape      string // engineReport.Shape
 }
 
 // runChild runs engine in a child process: this program again, with args
@@ -136,7 +153,7 @@ func runChild(engine string, args []string, root string, progress io.Writer) (ch
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		return childRun{}, fmt.Errorf("%s: child process's report: %w", engine, err)
 	}
-	run := childRun{peakRSSKiB: peakRSSKiB(cmd.ProcessState), writeBytes: rep.WriteBytes}
+	run := childRun{peakRSSKiB: peakRSSKiB(cmd.ProcessState), writeBytes: rep.WriteBytes, shape: rep.Shape}
 	for _, j := range rep.Results {
 		run.results = append(run.results, j.result())
 	}

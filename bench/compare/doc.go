@@ -165,6 +165,14 @@
 // Badger counts no compaction bytes written and shale's and Pebble's
 // WriteAmp count different things.
 //
+// --report FILE.html (a name ending in .html or .htm) writes, instead of
+// the markdown, one self-contained HTML page (internal/report) with the
+// engines side by side: ops/s per workload and each engine's ratio to
+// shale's, latency percentiles (p50, p90, p99, p99.9, max), throughput per
+// one-second interval (each goroutine's opTimer counts its operations per
+// second since its first; the parent merges them), deletescan's phases,
+// the processes' resources and each engine's own account of its LSM.
+//
 // This program lives in its own module so that Pebble, Badger, goleveldb
 // and grocksdb never become dependencies of shale itself; it only measures
 // and never changes shale.

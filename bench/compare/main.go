@@ -38,7 +38,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	ycsbOps := flags.Int64("ycsb_ops", 0, "ycsb_a..ycsb_f: operations of each, shared by its threads (YCSB's operationcount; 0: --ycsb_records)")
 	ycsbFields := flags.Int("ycsb_fields", defaultYCSBFields, "YCSB: fields per record (fieldcount)")
 	ycsbFieldLength := flags.Int("ycsb_field_length", defaultYCSBFieldLength, "YCSB: bytes per field (fieldlength)")
-	report := flags.String("report", "", "also write the markdown tables to this file")
+	report := flags.String("report", "", "also write the markdown tables to this file; a name ending in .html gets an HTML page with plots instead (throughput per second, latency percentiles, ratios to shale, each engine's LSM shape)")
 	shape := flags.Bool("shape", false, "print each engine's LSM shape after its runs")
 	seed := flags.Uint64("seed", 1, "seed of the key choice")
 	deleteWait := flags.Float64("delete_wait", 10, "deletescan: seconds of idle time between the deletes and the second scan")
@@ -119,7 +119,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 			shaleMmapWrites:          *mmapWrites,
 			badgerValueThreshold:     *badgerThreshold,
 		}
-		return runChildEngine(child[0], names, *dir, wcfg, ecfg, *shape, *cpuProfile, out, progress)
+		return runChildEngine(child[0], names, *dir, wcfg, ecfg, *shape, isHTMLReport(*report), *cpuProfile, out, progress)
 	}
 	root := *dir
 	if root == "" {
@@ -134,6 +134,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	}
 	results := make([][]result, len(engines))
 	res := make([]engineResources, len(engines))
+	shapes := make([]string, len(engines))
 	for e, eng := range engines {
 		run, err := runChild(eng.name, args, root, progress)
 		if err != nil {
@@ -144,6 +145,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 		}
 		results[e] = run.results
 		res[e] = engineResources{peakRSSKiB: run.peakRSSKiB, writeBytes: run.writeBytes}
+		shapes[e] = run.shape
 		edir := filepath.Join(root, eng.name)
 		if res[e].size, err = dirSize(edir); err != nil {
 			return fmt.Errorf("%s: %w", eng.name, err)
@@ -170,7 +172,11 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	if _, err := out.Write(md.Bytes()); err != nil {
 		return err
 	}
-	if *report != "" {
+	switch {
+	case isHTMLReport(*report):
+		page := comparePage(names, wcfg, ran, results, res, shapes)
+		return os.WriteFile(*report, []byte(page.HTML()), 0o644)
+	case *report != "":
 		return os.WriteFile(*report, md.Bytes(), 0o644)
 	}
 	return nil
@@ -199,7 +205,7 @@ func checkYCSBFlags(cfg workloadConfig) error {
 // (under a CPU profile if asked) and writes its engineReport to out.
 // go-ycsb prints to os.Stdout, which carries the report to the parent; the
 // child points os.Stdout at os.Stderr, with the progress, while it runs.
-func runChildEngine(eng namedOpener, names []string, root string, wcfg workloadConfig, ecfg engineConfig, shape bool, cpuProfile string, out, progress io.Writer) (err error) {
+func runChildEngine(eng namedOpener, names []string, root string, wcfg workloadConfig, ecfg engineConfig, shape, keepShape bool, cpuProfile string, out, progress io.Writer) (err error) {
 	stdout := os.Stdout
 	os.Stdout = os.Stderr
 	defer func() { os.Stdout = stdout }()
@@ -219,11 +225,11 @@ func runChildEngine(eng namedOpener, names []string, root string, wcfg workloadC
 			}
 		}()
 	}
-	results, err := runEngine(eng, names, root, wcfg, ecfg, shape, progress)
+	results, shapeText, err := runEngine(eng, names, root, wcfg, ecfg, shape, keepShape, progress)
 	if err != nil {
 		return err
 	}
-	return writeEngineReport(out, results)
+	return writeEngineReport(out, results, shapeText)
 }
 
 // printUsage prints the flags as the flag package does, without the one

@@ -64,8 +64,11 @@ type result struct {
 	found   int64
 	elapsed time.Duration
 	// p50 and p99 are the operations' latency percentiles; zero when the
-	// workload times none (deletescan).
-	p50, p99 time.Duration
+	// workload times none (deletescan). p90, p999 (p99.9) and max are
+	// the others --report plots.
+	p50, p99       time.Duration
+	p90, p999, max time.Duration
+	throughput     []throughputPoint // per second; nil when untimed
 	// writes counts readwhilewriting's writes, made while its readers ran.
 	writes int64
 	phases []phase

@@ -46,8 +46,9 @@ func newGetPropertyCmd() *cobra.Command {
 
 func newCompactCmd() *cobra.Command {
 	var (
-		f  adminFlags
-		kr keyRange
+		f        adminFlags
+		kr       keyRange
+		progress bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compact --db DIR [--from K] [--to K]",
@@ -58,11 +59,14 @@ func newCompactCmd() *cobra.Command {
 				return err
 			}
 			return f.withDB(cmd, func(db *shale.DB) error {
+				stop := compactProgress(progressWriter(cmd, progress), db)
+				defer stop()
 				return db.CompactRange(kr.lo, kr.hi)
 			})
 		},
 	}
 	f.register(cmd, writeExisting)
 	kr.register(cmd, false, true)
+	cmd.Flags().BoolVar(&progress, "progress", true, progressFlagUsage)
 	return cmd
 }

@@ -47,6 +47,13 @@ type benchConfig struct {
 	progressEvery   time.Duration // interval of "... N ops" lines; 0 = none
 	blockSize       int
 
+	// Reports and progress (issue 17, items 2 and 3; bench_report.go,
+	// progress.go).
+	report string // --report: write the HTML report here ("" = none)
+	// progressOut is where the one-line progress display is drawn (stderr
+	// when it is a terminal and --progress is on); nil = none.
+	progressOut io.Writer
+
 	// File-layer flags (issue 3); see bench_io.go for the benchmarks that
 	// exercise them.
 	envReadLatency     time.Duration // --env_read_latency_us: wrap the FS in a latencyfs.FS
@@ -323,6 +330,8 @@ type benchRunner struct {
 	valuesRatio float64  // the compression ratio values was made for
 	keys        [][]byte // --use_existing_keys: the database's keys, read-only
 	doneBatch   int64    // ops a thread finishes before adding them to done
+
+	report *benchReport // --report: what the samplers collected; nil without
 }
 
 // runBenchmarks runs cfg.benchmarks in order, printing one db_bench line per
@@ -349,6 +358,18 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 	}
 	if cfg.statistics {
 		r.stats = shale.NewStatistics()
+	}
+	var rf *reportFile
+	if cfg.report != "" {
+		if rf, err = createReportFile(cfg.report); err != nil {
+			return nil, err
+		}
+		r.report = &benchReport{start: time.Now()}
+		defer func() {
+			if err != nil {
+				rf.abandon()
+			}
+		}()
 	}
 	if err := r.useDir(); err != nil {
 		return nil, err
@@ -381,9 +402,16 @@ func runBenchmarks(out, progress io.Writer, cfg benchConfig) (results []benchRes
 	}
 	if r.db != nil {
 		printAmplification(r.out, r.db.Metrics())
+		r.finishReport()
 		if err := r.printSpace(); err != nil {
 			return results, err
 		}
+	}
+	if rf != nil {
+		if err := rf.write(r.report.page(&r.cfg, r.dir)); err != nil {
+			return results, err
+		}
+		fmt.Fprintf(r.progress, "bench: report written to %s\n", cfg.report)
 	}
 	return results, nil
 }
@@ -663,7 +691,15 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 
 	r.done.Store(0)
 	r.stop.Store(false)
-	stopProgress := r.startProgress()
+	// On a terminal the progress line takes the place of the "... N ops"
+	// lines.
+	lineOut := r.progressLineOut(spec)
+	stopProgress := func() {}
+	if lineOut == nil {
+		stopProgress = r.startProgress()
+	}
+	stopProgressLine := startProgressLine(lineOut, name, "ops", r.expectedOps(spec, readers), r.done.Load)
+	stopSampler := r.startSampler(name)
 	stopStatsInterval := r.startStatsInterval(readers)
 	var timer *time.Timer
 	if r.cfg.duration > 0 {
@@ -700,17 +736,19 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 	}
 	stopProgress()
 	stopStatsInterval()
+	stopProgressLine()
+	res = mergeThreads(name, threads)
+	stopSampler(res)
 	if err := errors.Join(errs...); err != nil {
 		return res, false, err
 	}
 
-	res = mergeThreads(name, threads)
 	if spec.message != nil {
 		res.message = spec.message(&res)
 	}
 	if !spec.ownOutput {
 		fmt.Fprintln(r.out, res.line())
-		if res.hist != nil {
+		if r.cfg.histogram && res.hist != nil {
 			fmt.Fprint(r.out, res.histogramText())
 		}
 	}

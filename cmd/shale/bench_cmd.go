@@ -21,6 +21,7 @@ func newBenchCmd() *cobra.Command {
 		deleteWait float64
 		// deletePersistence is --delete_persistence_threshold.
 		deletePersistence string
+		progress          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
@@ -121,7 +122,17 @@ options. prefixscan (shale's; db_bench's closest is seekrandom with
 PrefixSameAsStart and reads all of its keys (at most --seek_nexts when
 positive); with --total_order_seek it reads the same keys in total order,
 stopping at the first key of another prefix itself, without the prefix
-filters; with --seek_missing_prefix it seeks prefixes no key has.`,
+filters; with --seek_missing_prefix it seeks prefixes no key has.
+
+--report FILE writes one self-contained HTML page (inline SVG, no network)
+with each benchmark's throughput per one-second interval, its latency
+percentiles (p50, p90, p99, p99.9, max; --report records latencies as
+--histogram does), the bytes written (WAL, flushes, compactions), flushes,
+compactions and write stalls over the run, sampled from DB.Metrics once a
+second, and the LSM's shape at the end. On a terminal, bench draws one
+progress line per benchmark on stderr (done/total ops, ops/s, ETA),
+redrawn in place; --progress=false turns it off, and it is never drawn
+when stdout or stderr is not a terminal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
@@ -145,6 +156,7 @@ filters; with --seek_missing_prefix it seeks prefixes no key has.`,
 				return dpErr
 			}
 			cfg.deletePersistence = dp
+			cfg.progressOut = progressWriter(cmd, progress)
 			if benchConfigHook != nil {
 				benchConfigHook(cfg)
 				return nil
@@ -188,6 +200,8 @@ filters; with --seek_missing_prefix it seeks prefixes no key has.`,
 	f.IntVar(&duration, "duration", 0, "seconds each random benchmark runs (0 = use --num/--reads)")
 	f.IntVar(&cfg.blockSize, "block_size", cfg.blockSize, "uncompressed size of SST data blocks in bytes")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	f.StringVar(&cfg.report, "report", "", "write an HTML report with plots (throughput per second, latency percentiles, bytes written, compactions, LSM shape) to this file")
+	f.BoolVar(&progress, "progress", true, progressFlagUsage)
 
 	// The file layer: latency injection, direct IO, readahead, io_uring.
 	f.Int64Var(&latencyUS, "env_read_latency_us", 0, "delay every file read by this many microseconds (a simulated remote device; 0 = none)")

@@ -58,9 +58,9 @@ var benchOpNames = [numBenchOps]string{
 var benchOpOrder = [numBenchOps]benchOp{opRead, opWrite, opDelete, opSeek, opUpdate, opOthers}
 
 // setOp makes op the type under which finished records latencies; it does
-// nothing without --histogram.
+// nothing without --histogram or --report.
 func (t *benchThread) setOp(op benchOp) {
-	if !t.runner.cfg.histogram {
+	if !t.runner.cfg.histogram && t.runner.cfg.report == "" {
 		return
 	}
 	if t.hists[op] == nil {

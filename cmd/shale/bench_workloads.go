@@ -59,6 +59,11 @@ func (r *benchRunner) beginBenchmark(spec benchSpec) (restore func(), err error)
 	// their ops to r.done in steps, each op when the lines are printed
 	// (one shared atomic add per op), else every 1024.
 	r.doneBatch = 1024
+	if c.report != "" || c.progressOut != nil {
+		// The report's per-second rates and the progress line are read
+		// from r.done: keep it close behind.
+		r.doneBatch = 16
+	}
 	if c.statsInterval > 0 {
 		r.doneBatch = 1
 	}

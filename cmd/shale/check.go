@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/shaledb/shale"
+	"github.com/shaledb/shale/vfs"
 	"github.com/spf13/cobra"
 )
 
@@ -13,7 +14,10 @@ import (
 var errDamaged = errors.New("shale: check found damage (see the report above)")
 
 func newCheckCmd() *cobra.Command {
-	var db string
+	var (
+		db       string
+		progress bool
+	)
 	cmd := &cobra.Command{
 		Use:   "check --db DIR",
 		Short: "Verify every checksum of every live file of a database and report what is damaged",
@@ -37,7 +41,20 @@ when damage was found or the check could not run.`,
 			if db == "" {
 				return errors.New("--db is required")
 			}
-			rep, err := shale.Check(db, &shale.Options{FS: adminFS})
+			o := &shale.Options{FS: adminFS}
+			stop := func() {}
+			if w := progressWriter(cmd, progress); w != nil {
+				// Progress: the bytes read so far of the directory's.
+				fs := adminFS
+				if fs == nil {
+					fs = vfs.Default
+				}
+				counting := &readCountingFS{FS: fs}
+				o.FS = counting
+				stop = startProgressLine(w, "check", "bytes", dirBytes(fs, db), counting.read.Load)
+			}
+			rep, err := shale.Check(db, o)
+			stop()
 			if err != nil {
 				return err
 			}
@@ -49,5 +66,6 @@ when damage was found or the check could not run.`,
 		},
 	}
 	cmd.Flags().StringVar(&db, "db", "", "database directory (required)")
+	cmd.Flags().BoolVar(&progress, "progress", true, progressFlagUsage)
 	return cmd
 }

@@ -1,0 +1,8 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package main
+
+import "golang.org/x/sys/unix"
+
+// ioctlReadTermios is the ioctl that reads terminal attributes.
+const ioctlReadTermios = unix.TIOCGETA
