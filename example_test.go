@@ -164,10 +164,9 @@ func ExampleDB_MultiGet() {
 		log.Fatal(err)
 	}
 
-	// NewReadOptions, not a zero ReadOptions: it sets OptimizeMultiGetForIO,
-	// RocksDB's default, so that AsyncIO reads the tables of every level at once.
-	ro := shale.NewReadOptions()
-	ro.AsyncIO = true
+	// With AsyncIO, MultiGet reads the tables of every level at once (a zero
+	// ReadOptions and NewReadOptions() agree; MultiGetOneLevelAtATime limits it).
+	ro := &shale.ReadOptions{AsyncIO: true}
 	keys := [][]byte{[]byte("k3"), []byte("missing"), []byte("k1")}
 	values, errs := db.MultiGet(keys, ro)
 	for i, k := range keys {

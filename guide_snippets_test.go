@@ -121,8 +121,7 @@ func guideCompression() *shale.Options {
 }
 
 func guideAsyncIO(db *shale.DB, keys [][]byte) error {
-	ro := shale.NewReadOptions() // not &shale.ReadOptions{}: see "zero values" below
-	ro.AsyncIO = true
+	ro := &shale.ReadOptions{AsyncIO: true} // a zero ReadOptions has NewReadOptions()'s defaults
 	values, errs := db.MultiGet(keys, ro)
 	for i := range keys {
 		if errs[i] != nil && !errors.Is(errs[i], shale.ErrNotFound) {
@@ -136,6 +135,24 @@ func guideAsyncIO(db *shale.DB, keys [][]byte) error {
 		_ = it.Value()
 	}
 	return it.Close()
+}
+
+func guideScan(db *shale.DB, snap *shale.Snapshot) error {
+	for kv, err := range db.Scan(nil, []byte("user/"), []byte("user0")) {
+		if err != nil {
+			return err // an IO error or corruption ends the loop here
+		}
+		fmt.Printf("%s = %s\n", kv.Key, kv.Value) // valid in this step only: bytes.Clone to keep
+	}
+	for kv, err := range db.ScanReverse(&shale.ReadOptions{Snapshot: snap}, nil, nil) {
+		if err != nil {
+			return err
+		}
+		if bytes.HasPrefix(kv.Key, []byte("user/")) {
+			break // closes the iterator, as the end of the loop does
+		}
+	}
+	return nil
 }
 
 func guideIOUring(db *shale.DB) {

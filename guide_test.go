@@ -240,9 +240,14 @@ func TestGuideSnippetsRun(t *testing.T) {
 	}
 	key, value := []byte("k"), []byte("v")
 	for name, f := range map[string]func() error{
-		"guideWrites":                func() error { return guideWrites(db) },
-		"guideDurability":            func() error { return guideDurability(db, key, value) },
-		"guideAsyncIO":               func() error { return guideAsyncIO(db, [][]byte{key, []byte("absent")}) },
+		"guideWrites":     func() error { return guideWrites(db) },
+		"guideDurability": func() error { return guideDurability(db, key, value) },
+		"guideAsyncIO":    func() error { return guideAsyncIO(db, [][]byte{key, []byte("absent")}) },
+		"guideScan": func() error {
+			snap := db.NewSnapshot()
+			defer snap.Release()
+			return guideScan(db, snap)
+		},
 		"guideSnapshot":              func() error { return guideSnapshot(db) },
 		"guideOptimisticTransaction": func() error { return guideOptimisticTransaction(db) },
 		"guideSetOptions":            func() error { return guideSetOptions(db) },
