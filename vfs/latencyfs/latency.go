@@ -170,6 +170,21 @@ func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// ReadAtDeadline implements vfs.DeadlineReaderAt, as a device with a
+// timeout would: a read whose simulated completion falls after deadline
+// (not zero) waits only until the deadline and returns an error wrapping
+// vfs.ErrDeadlineExceeded, without its bytes.
+func (f *latencyFile) ReadAtDeadline(p []byte, off int64, deadline time.Time) (int, error) {
+	done := f.fs.readDeadline(len(p))
+	if deadline.IsZero() || !deadline.Before(done) {
+		n, err := f.File.ReadAt(p, off)
+		f.fs.sleepUntil(done)
+		return n, err
+	}
+	f.fs.sleepUntil(deadline)
+	return 0, vfs.TimeoutError("read", f, off)
+}
+
 // Write sleeps WriteLatency (if set), then writes.
 func (f *latencyFile) Write(p []byte) (int, error) {
 	if d := f.fs.o.WriteLatency; d > 0 {
