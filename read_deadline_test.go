@@ -1,0 +1,301 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shale/internal/testdir"
+	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/latencyfs"
+)
+
+// slowLatency is the read latency of the slow device of the deadline tests:
+// far beyond the deadlines they set, so that a read that is not cut short
+// at its deadline makes the test fail its bound.
+const slowLatency = 5 * time.Second
+
+// deadlineSlack is how late after its deadline a timed-out call may return:
+// generous, since the machine running the tests is loaded.
+const deadlineSlack = 2 * time.Second
+
+// deadlineDB is a DB over a latency FS whose one table holds deadlineKeys
+// keys in many data blocks, with the table open and the block of key 0
+// cached, while the FS reads fast.
+type deadlineDB struct {
+	db  *DB
+	lfs *latencyfs.FS
+	// goroutines and pinned are the baselines the calls must come back to.
+	goroutines int
+	pinned     int64
+}
+
+const deadlineKeys = 200
+
+func deadlineKey(i int) []byte   { return fmt.Appendf(nil, "key%04d", i) }
+func deadlineValue(i int) []byte { return fmt.Appendf(nil, "value-%04d-%0100d", i, i) }
+
+// deadlineEnvs are the file systems and async readers the deadline tests
+// run on: MemFS (whose files every async reader reads on goroutines), and on
+// the OS file system io_uring (Linux, when the kernel allows it) and the
+// portable reader.
+var deadlineEnvs = []struct {
+	name           string
+	os             bool
+	disableIOUring bool
+}{
+	{name: "mem"},
+	{name: "os-io_uring", os: true},
+	{name: "os-portable", os: true, disableIOUring: true},
+}
+
+// openDeadlineDB makes the deadlineDB of env, or skips t when env cannot
+// run here.
+func openDeadlineDB(t *testing.T, env string) *deadlineDB {
+	t.Helper()
+	var base vfs.FS
+	dir := "/db"
+	o := -1
+	for i, e := range deadlineEnvs {
+		if e.name == env {
+			o = i
+		}
+	}
+	e := deadlineEnvs[o]
+	if e.os {
+		base, dir = vfs.Default, testdir.New(t)
+	} else {
+		base = vfs.NewMem()
+	}
+	// A short latency while the DB is built: it starts the latency FS's
+	// waker, which lives on, before the goroutine baseline.
+	lfs := latencyfs.New(base, latencyfs.Options{ReadLatency: time.Millisecond})
+	opts := testOptions(lfs)
+	opts.WriteBufferSize = 1 << 20
+	opts.DisableAutoCompactions = true
+	opts.DisableIOUring = e.disableIOUring
+	opts.CacheIndexAndFilterBlocks = true
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if env == "os-io_uring" && db.ioReader.Kind() != "io_uring" {
+		t.Skip("io_uring unavailable here")
+	}
+	for i := range deadlineKeys {
+		if err := db.Put(deadlineKey(i), deadlineValue(i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.Get(deadlineKey(0), nil); err != nil || string(v) != string(deadlineValue(0)) {
+		t.Fatalf("warm-up Get: %q, %v", v, err)
+	}
+	d := &deadlineDB{db: db, lfs: lfs}
+	d.goroutines = runtime.NumGoroutine()
+	d.pinned = db.Metrics().BlockCache.PinnedSize
+	return d
+}
+
+// slow makes every read from now on take slowLatency.
+func (d *deadlineDB) slow() { d.lfs.SetReadLatency(slowLatency) }
+
+// fast makes reads immediate again.
+func (d *deadlineDB) fast() { d.lfs.SetReadLatency(0) }
+
+// checkReleased fails t unless the goroutine count comes back to the
+// baseline (reads cut short at their deadline may still be finishing for a
+// moment) and the block cache pins what it pinned before.
+func (d *deadlineDB) checkReleased(t *testing.T) {
+	t.Helper()
+	var n int
+	for wait := time.Now().Add(5 * time.Second); time.Now().Before(wait); time.Sleep(10 * time.Millisecond) {
+		if n = runtime.NumGoroutine(); n <= d.goroutines {
+			break
+		}
+	}
+	if n > d.goroutines {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines, %d before the call:\n%s", n, d.goroutines, buf[:runtime.Stack(buf, true)])
+	}
+	if p := d.db.Metrics().BlockCache.PinnedSize; p != d.pinned {
+		t.Fatalf("block cache pins %d bytes, %d before the call", p, d.pinned)
+	}
+}
+
+// checkTimedOut fails t unless err matches ErrTimedOut and the call,
+// started at start with deadline dl, returned within deadlineSlack of it.
+func checkTimedOut(t *testing.T, what string, err error, start, dl time.Time) {
+	t.Helper()
+	if !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("%s: err %v, want ErrTimedOut", what, err)
+	}
+	if el := time.Since(start); el > dl.Sub(start)+deadlineSlack {
+		t.Fatalf("%s returned after %v, deadline %v", what, el, dl.Sub(start))
+	}
+}
+
+// TestReadDeadlineGet: a Get whose data block read takes 5 s returns
+// ErrTimedOut soon after its Deadline (or IOTimeout), releasing what it
+// held; the same Get without a deadline then returns the value.
+func TestReadDeadlineGet(t *testing.T) {
+	for _, env := range deadlineEnvs {
+		for _, ioTimeout := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/io-timeout=%t", env.name, ioTimeout), func(t *testing.T) {
+				d := openDeadlineDB(t, env.name)
+				d.slow()
+				start := time.Now()
+				ro := &ReadOptions{}
+				dl := start.Add(200 * time.Millisecond)
+				if ioTimeout {
+					ro.IOTimeout = 200 * time.Millisecond
+				} else {
+					ro.Deadline = dl
+				}
+				_, err := d.db.Get(deadlineKey(150), ro)
+				checkTimedOut(t, "Get", err, start, dl)
+				d.checkReleased(t)
+				d.fast()
+				if v, err := d.db.Get(deadlineKey(150), nil); err != nil || string(v) != string(deadlineValue(150)) {
+					t.Fatalf("Get without a deadline: %q, %v", v, err)
+				}
+			})
+		}
+	}
+}
+
+// TestReadDeadlineMultiGet: a MultiGet (AsyncIO off and on) whose block
+// reads take 5 s answers the key of a cached block, and every other key
+// with ErrTimedOut, soon after its Deadline; without a deadline it then
+// answers every key.
+func TestReadDeadlineMultiGet(t *testing.T) {
+	keys := [][]byte{deadlineKey(0), deadlineKey(60), deadlineKey(120), deadlineKey(199)}
+	want := []int{0, 60, 120, 199}
+	for _, env := range deadlineEnvs {
+		for _, async := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/async=%t", env.name, async), func(t *testing.T) {
+				d := openDeadlineDB(t, env.name)
+				d.slow()
+				start := time.Now()
+				dl := start.Add(200 * time.Millisecond)
+				ro := NewReadOptions()
+				ro.AsyncIO, ro.Deadline = async, dl
+				values, errs := d.db.MultiGet(keys, ro)
+				if errs[0] != nil || string(values[0]) != string(deadlineValue(0)) {
+					t.Fatalf("key of a cached block: %q, %v", values[0], errs[0])
+				}
+				for i := 1; i < len(keys); i++ {
+					checkTimedOut(t, fmt.Sprintf("MultiGet key %s", keys[i]), errs[i], start, dl)
+				}
+				d.checkReleased(t)
+				d.fast()
+				values, errs = d.db.MultiGet(keys, &ReadOptions{AsyncIO: async})
+				for i := range keys {
+					if errs[i] != nil || string(values[i]) != string(deadlineValue(want[i])) {
+						t.Fatalf("MultiGet without a deadline, key %s: %q, %v", keys[i], values[i], errs[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestReadDeadlineIterator: an iterator (AsyncIO off and on) whose Seek,
+// or whose Next into a block not read yet, would read for 5 s stops with
+// ErrTimedOut soon after its Deadline, invalid; once closed it holds
+// nothing, and a new iterator without a deadline reads the keys.
+func TestReadDeadlineIterator(t *testing.T) {
+	for _, env := range deadlineEnvs {
+		for _, async := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/async=%t/seek", env.name, async), func(t *testing.T) {
+				d := openDeadlineDB(t, env.name)
+				d.slow()
+				start := time.Now()
+				dl := start.Add(200 * time.Millisecond)
+				it := d.db.NewIterator(&ReadOptions{AsyncIO: async, Deadline: dl})
+				if it.Seek(deadlineKey(100)) || it.Valid() {
+					t.Fatal("Seek valid through a 5 s read with a 200 ms deadline")
+				}
+				checkTimedOut(t, "Seek", it.Err(), start, dl)
+				if err := it.Close(); !errors.Is(err, ErrTimedOut) {
+					t.Fatalf("Close: %v, want ErrTimedOut", err)
+				}
+				d.checkReleased(t)
+				d.fast()
+				it = d.db.NewIterator(&ReadOptions{AsyncIO: async})
+				if !it.Seek(deadlineKey(100)) || string(it.Value()) != string(deadlineValue(100)) {
+					t.Fatalf("Seek without a deadline: %q, %v", it.Key(), it.Err())
+				}
+				if err := it.Close(); err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Run(fmt.Sprintf("%s/async=%t/next", env.name, async), func(t *testing.T) {
+				d := openDeadlineDB(t, env.name)
+				d.fast()
+				start := time.Now()
+				dl := start.Add(500 * time.Millisecond)
+				it := d.db.NewIterator(&ReadOptions{AsyncIO: async, Deadline: dl})
+				if !it.Seek(deadlineKey(0)) {
+					t.Fatalf("Seek: %v", it.Err())
+				}
+				d.slow()
+				n := 1
+				for it.Next() {
+					if string(it.Key()) != string(deadlineKey(n)) {
+						t.Fatalf("key %q, want %q", it.Key(), deadlineKey(n))
+					}
+					n++
+				}
+				if n >= deadlineKeys {
+					t.Fatalf("Next read all %d keys through a 5 s device within a 500 ms deadline", n)
+				}
+				checkTimedOut(t, fmt.Sprintf("Next after %d keys", n), it.Err(), start, dl)
+				if it.Valid() {
+					t.Fatal("iterator valid after timing out")
+				}
+				it.Close()
+				d.checkReleased(t)
+			})
+		}
+	}
+}
+
+// TestReadDeadlinePassedDoesNoIO: a Get, MultiGet or iterator step whose
+// Deadline has already passed returns ErrTimedOut at once, reading nothing.
+func TestReadDeadlinePassedDoesNoIO(t *testing.T) {
+	d := openDeadlineDB(t, "mem")
+	d.slow()
+	before := d.lfs.Stats().ReadsDelayed
+	start := time.Now()
+	ro := &ReadOptions{Deadline: start.Add(-time.Second), AsyncIO: true}
+	if _, err := d.db.Get(deadlineKey(0), ro); !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("Get of a cached key: %v, want ErrTimedOut", err)
+	}
+	if _, err := d.db.Get(deadlineKey(150), ro); !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("Get: %v, want ErrTimedOut", err)
+	}
+	_, errs := d.db.MultiGet([][]byte{deadlineKey(1), deadlineKey(150)}, ro)
+	for i, err := range errs {
+		if !errors.Is(err, ErrTimedOut) {
+			t.Fatalf("MultiGet key %d: %v, want ErrTimedOut", i, err)
+		}
+	}
+	it := d.db.NewIterator(ro)
+	if it.First() || !errors.Is(it.Err(), ErrTimedOut) {
+		t.Fatalf("First: valid %t, %v", it.Valid(), it.Err())
+	}
+	it.Close()
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("calls past their deadline took %v", el)
+	}
+	if n := d.lfs.Stats().ReadsDelayed - before; n != 0 {
+		t.Fatalf("%d reads made past the deadline", n)
+	}
+	d.checkReleased(t)
+}
