@@ -83,6 +83,14 @@ const (
 	// than everything. Generated only when the generator's ingest flag is
 	// set.
 	opIngest
+
+	// --- read deadlines (issue 19, item 4) ---
+
+	// opDeadlineRead is a Get of key, a MultiGet of keys and a scan of
+	// [lower, upper), all with a far ReadOptions.Deadline and IOTimeout
+	// set: a deadline that is met changes no answer. Generated only when
+	// the generator's deadlines flag is set (read_deadline_test.go).
+	opDeadlineRead
 )
 
 // iterStepKind names one move of an iterator.
@@ -241,6 +249,10 @@ func (op modelOp) String() string {
 			}
 		}
 		return b.String()
+
+	// --- read deadlines (issue 19, item 4) ---
+	case opDeadlineRead:
+		return fmt.Sprintf("deadline-read get %s multiget %q scan [%s,%s) snap#%d", op.key, op.keys, op.lower, op.upper, op.snap)
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -297,6 +309,11 @@ type opGenerator struct {
 	// ingest makes the sequence hold opIngest; off, the sequence of a seed
 	// is what it was before ingestion existed.
 	ingest bool
+
+	// --- read deadlines (issue 19, item 4) ---
+	// deadlines makes the sequence hold opDeadlineRead; off, the sequence
+	// of a seed is what it was before that op existed.
+	deadlines bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -456,6 +473,11 @@ func (g *opGenerator) next() modelOp {
 	// External SST ingestion.
 	if g.ingest && rng.IntN(30) == 0 {
 		return g.ingestOp()
+	}
+
+	// --- read deadlines (issue 19, item 4) ---
+	if g.deadlines && rng.IntN(8) == 0 {
+		return g.deadlineReadOp()
 	}
 	for {
 		switch r := rng.IntN(100); {
@@ -837,6 +859,10 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 	// External SST ingestion.
 	case opIngest:
 		line("%s -> %s", op, fmtErr(t.write(op)))
+
+	// --- read deadlines (issue 19, item 4) ---
+	case opDeadlineRead:
+		line("%s -> %s", op, t.(deadlineReadTarget).readWithin(op))
 	}
 	return log
 }
@@ -1113,6 +1139,10 @@ type dbRunConfig struct {
 
 	// ingest makes runModelOn generate opIngest.
 	ingest bool
+
+	// --- read deadlines (issue 19, item 4) ---
+	// deadlines makes runModelOn generate opDeadlineRead.
+	deadlines bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.

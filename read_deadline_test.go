@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,4 +299,81 @@ func TestReadDeadlinePassedDoesNoIO(t *testing.T) {
 		t.Fatalf("%d reads made past the deadline", n)
 	}
 	d.checkReleased(t)
+}
+
+// --- the model test's opDeadlineRead ---
+
+// deadlineReadTarget runs opDeadlineRead: the DB with a far deadline, the
+// model as any read.
+type deadlineReadTarget interface {
+	readWithin(op modelOp) string
+}
+
+// deadlineReadOp returns an opDeadlineRead of random keys and bounds.
+func (g *opGenerator) deadlineReadOp() modelOp {
+	op := modelOp{kind: opDeadlineRead, key: g.key(), snap: g.readSnap()}
+	for n := 1 + g.rng.IntN(6); n > 0; n-- {
+		op.keys = append(op.keys, g.key())
+	}
+	if g.rng.IntN(2) == 0 {
+		op.lower, op.upper = g.orderedPair()
+	}
+	return op
+}
+
+// reportReadWithin formats the answers of an opDeadlineRead.
+func reportReadWithin(op modelOp, v []byte, err error, vals [][]byte, errs []error, it kvIterator) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "get=%s multiget:", fmtResult(v, err))
+	for j, k := range op.keys {
+		fmt.Fprintf(&b, " %s=%s", k, fmtResult(vals[j], errs[j]))
+	}
+	b.WriteString(" scan:")
+	for ok := it.First(); ok; ok = it.Next() {
+		fmt.Fprintf(&b, " %s=%s", it.Key(), fmtValue(it.Value()))
+	}
+	fmt.Fprintf(&b, " close=%s", fmtErr(it.Close()))
+	return b.String()
+}
+
+func (m *modelTarget) readWithin(op modelOp) string {
+	v, err := m.get(op.key, op.snap)
+	vals, errs := m.multiGet(op.keys, op.snap)
+	return reportReadWithin(op, v, err, vals, errs, m.newIter(op.snap, op.lower, op.upper, iterMode{}))
+}
+
+// readWithin reads as opDeadlineRead says with a deadline an hour away and
+// an IO timeout of an hour.
+func (d *dbTarget) readWithin(op modelOp) string {
+	ro := &ReadOptions{AsyncIO: d.cfg.asyncIO, OptimizeMultiGetForIO: d.cfg.optimizeMultiGet,
+		Deadline: time.Now().Add(time.Hour), IOTimeout: time.Hour}
+	if op.snap != 0 {
+		ro.Snapshot = d.snaps[op.snap]
+	}
+	v, err := d.db.Get(op.key, ro)
+	vals, errs := d.db.MultiGet(op.keys, ro)
+	iro := *ro
+	iro.LowerBound, iro.UpperBound = op.lower, op.upper
+	return reportReadWithin(op, v, err, vals, errs, d.db.NewIterator(&iro))
+}
+
+// TestModelReadDeadlines runs the model test with opDeadlineRead among the
+// operations (AsyncIO off and on, with blob files): reads with a deadline
+// that is met answer as the model does.
+func TestModelReadDeadlines(t *testing.T) {
+	ops := bySize(3000, 1000, 10000)
+	for _, v := range []struct {
+		name string
+		set  func(*Options)
+		cfg  dbRunConfig
+	}{
+		{"base", func(o *Options) {}, dbRunConfig{deadlines: true}},
+		{"async-io-blob-files", setBlobTestOptions, dbRunConfig{deadlines: true, asyncIO: true, optimizeMultiGet: true}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+				runModelWith(t, seed, ops, v.cfg, v.set)
+			})
+		})
+	}
 }
