@@ -66,8 +66,9 @@ func openDeadlineDB(t *testing.T, env string) *deadlineDB {
 	}
 	e := deadlineEnvs[o]
 	if e.disableIOUring && testing.Short() {
-		// The portable reader reads MemFS files as it reads OS files
-		// (env "mem"): skipped in short runs, which CI runs under -race.
+		// Env "mem" already reads on goroutines as the portable reader
+		// does (every reader reads MemFS files so): skipped in short
+		// runs, which CI runs under -race.
 		t.Skip("the portable reader on the OS FS: not in short runs")
 	}
 	if e.os {

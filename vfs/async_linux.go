@@ -43,11 +43,17 @@ const timeoutUserData = 1 << 62
 // uringReader is the io_uring AsyncReader: one ring shared by every
 // goroutine of a DB.
 //
-// Submission: Submit reserves slots (at most the SQ's size are in flight, so
-// the SQ always has room for what the reserved slots submit and the CQ,
-// twice the SQ's size, can never overflow), fills them, and submits each
-// run of reserved slots with one io_uring_enter: a batch no larger than the
-// free slots costs one enter.
+// Submission: Submit reserves slots (one per request in flight; the SQ has
+// two entries per slot, since a read with a deadline takes two SQEs, the
+// read and its linked timeout, so the SQ always has room for what the
+// reserved slots submit and the CQ, twice the SQ's size, can never
+// overflow), fills them, and submits each run of reserved slots with one
+// io_uring_enter: a batch no larger than the free slots costs one enter.
+//
+// Deadlines: a request with a Deadline has each of its SQEs linked to an
+// IORING_OP_LINK_TIMEOUT, which cancels the read in the kernel at the
+// deadline; the reaper finishes the slot only once both CQEs are in, so no
+// buffer is handed back while the kernel may still write into it.
 //
 // Completion: a reaper goroutine blocks in io_uring_enter(GETEVENTS,
 // min_complete=1) and completes each request as its CQE arrives. We chose it
