@@ -178,20 +178,26 @@ func TestReadDeadlineGet(t *testing.T) {
 
 // TestReadDeadlineMultiGet: a MultiGet (AsyncIO off and on) whose block
 // reads take 5 s answers the key of a cached block, and every other key
-// with ErrTimedOut, soon after its Deadline; without a deadline it then
-// answers every key.
+// with ErrTimedOut, soon after its Deadline (or IOTimeout); without a
+// deadline it then answers every key.
 func TestReadDeadlineMultiGet(t *testing.T) {
 	keys := [][]byte{deadlineKey(0), deadlineKey(60), deadlineKey(120), deadlineKey(199)}
 	want := []int{0, 60, 120, 199}
 	for _, env := range deadlineEnvs {
-		for _, async := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/async=%t", env.name, async), func(t *testing.T) {
+		for _, c := range []struct{ async, ioTimeout bool }{{false, false}, {true, false}, {true, true}} {
+			async := c.async
+			t.Run(fmt.Sprintf("%s/async=%t/io-timeout=%t", env.name, async, c.ioTimeout), func(t *testing.T) {
 				d := openDeadlineDB(t, env.name)
 				d.slow()
 				start := time.Now()
 				dl := start.Add(200 * time.Millisecond)
 				ro := NewReadOptions()
-				ro.AsyncIO, ro.Deadline = async, dl
+				ro.AsyncIO = async
+				if c.ioTimeout {
+					ro.IOTimeout = 200 * time.Millisecond
+				} else {
+					ro.Deadline = dl
+				}
 				values, errs := d.db.MultiGet(keys, ro)
 				if errs[0] != nil || string(values[0]) != string(deadlineValue(0)) {
 					t.Fatalf("key of a cached block: %q, %v", values[0], errs[0])
@@ -214,8 +220,9 @@ func TestReadDeadlineMultiGet(t *testing.T) {
 
 // TestReadDeadlineIterator: an iterator (AsyncIO off and on) whose Seek,
 // or whose Next into a block not read yet, would read for 5 s stops with
-// ErrTimedOut soon after its Deadline, invalid; once closed it holds
-// nothing, and a new iterator without a deadline reads the keys.
+// ErrTimedOut soon after its Deadline (the Seek with AsyncIO: its
+// IOTimeout), invalid; once closed it holds nothing, and a new iterator
+// without a deadline reads the keys.
 func TestReadDeadlineIterator(t *testing.T) {
 	for _, env := range deadlineEnvs {
 		for _, async := range []bool{false, true} {
@@ -224,7 +231,12 @@ func TestReadDeadlineIterator(t *testing.T) {
 				d.slow()
 				start := time.Now()
 				dl := start.Add(200 * time.Millisecond)
-				it := d.db.NewIterator(&ReadOptions{AsyncIO: async, Deadline: dl})
+				ro := &ReadOptions{AsyncIO: async, Deadline: dl}
+				if async {
+					// IOTimeout alone bounds the step as well.
+					ro.Deadline, ro.IOTimeout = time.Time{}, 200*time.Millisecond
+				}
+				it := d.db.NewIterator(ro)
 				if it.Seek(deadlineKey(100)) || it.Valid() {
 					t.Fatal("Seek valid through a 5 s read with a 200 ms deadline")
 				}
