@@ -306,7 +306,7 @@ func (i *Iterator) usable() bool {
 // pastDeadline reports whether ReadOptions.Deadline has passed, and then
 // stops the iterator with ErrTimedOut before the step does any IO.
 func (i *Iterator) pastDeadline() bool {
-	if i.ro.Deadline.IsZero() || time.Now().Before(i.ro.Deadline) {
+	if !i.ro.readDeadline().Expired() {
 		return false
 	}
 	i.deadlineErr = errDeadlinePassed()
