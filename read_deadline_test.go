@@ -218,6 +218,41 @@ func TestReadDeadlineMultiGet(t *testing.T) {
 	}
 }
 
+// TestReadDeadlineMultiGetMarksKeysLeft: once a MultiGet's Deadline has
+// passed, the keys of its later rounds are answered ErrTimedOut without
+// being looked up, even one whose block is cached (RocksDB marks the keys
+// left TimedOut). Two L0 tables: the newer one's round times out on a 5 s
+// read, and the key of the older one, in the next round, must not be
+// answered from the cache. (With AsyncIO and OptimizeMultiGetForIO both
+// keys are in the first round, which answers the cached one.)
+func TestReadDeadlineMultiGetMarksKeysLeft(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprintf("async=%t", async), func(t *testing.T) {
+			d := openDeadlineDB(t, "mem")
+			for i := 1000; i < 1000+deadlineKeys; i++ {
+				if err := d.db.Put(deadlineKey(i), deadlineValue(i), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.db.Get(deadlineKey(1000), nil); err != nil {
+				t.Fatal(err)
+			}
+			d.goroutines = runtime.NumGoroutine()
+			d.slow()
+			start := time.Now()
+			dl := start.Add(200 * time.Millisecond)
+			ro := &ReadOptions{AsyncIO: async, Deadline: dl} // single-file, single-level
+			_, errs := d.db.MultiGet([][]byte{deadlineKey(1150), deadlineKey(0)}, ro)
+			checkTimedOut(t, "key of the newer table", errs[0], start, dl)
+			checkTimedOut(t, "cached key of the older table", errs[1], start, dl)
+			d.checkReleased(t)
+		})
+	}
+}
+
 // TestReadDeadlineIterator: an iterator (AsyncIO off and on) whose Seek,
 // or whose Next into a block not read yet, would read for 5 s stops with
 // ErrTimedOut soon after its Deadline (the Seek with AsyncIO: its
