@@ -155,6 +155,22 @@ func guideScan(db *shale.DB, snap *shale.Snapshot) error {
 	return nil
 }
 
+func guideDeadline(db *shale.DB, key []byte) ([]byte, error) {
+	ro := &shale.ReadOptions{
+		AsyncIO:   true,
+		Deadline:  time.Now().Add(20 * time.Millisecond), // the whole call
+		IOTimeout: 5 * time.Millisecond,                  // each file read
+	}
+	v, err := db.Get(key, ro)
+	switch {
+	case errors.Is(err, shale.ErrTimedOut):
+		return nil, err // nothing is left pinned or in flight: retry, or ask a replica
+	case err != nil:
+		return nil, err
+	}
+	return v, nil
+}
+
 func guideIOUring(db *shale.DB) {
 	fmt.Println("async reads by", db.Metrics().IO.AsyncReader) // "io_uring" or "portable"
 }

@@ -27,6 +27,10 @@ type Iterator struct {
 	rs     *readState
 	err    error
 	closed bool
+	// deadlineErr is set when a step found ReadOptions.Deadline passed:
+	// the iterator is invalid and Err returns it (until Refresh or
+	// SetBounds rebuild it).
+	deadlineErr error
 	// stats counts the table reads of this iterator (Stats); perf is
 	// ReadOptions.PerfContext, which receives them at Close.
 	stats sstable.ReadStats
@@ -136,7 +140,7 @@ func (d *DB) initIterator(i *Iterator, rs *readState, seq base.SeqNum, ro *ReadO
 	// Not modified after this: the level iterators' open closures capture
 	// it by value, which keeps it off the heap.
 	tableIterOpts := sstable.IterOptions{Lower: lower, Upper: upper, FillCache: fill, ReadaheadSize: readahead,
-		Async: async, Group: group, Stats: &i.stats, PrefixExtractor: i.prefixTr}
+		Async: async, Group: group, Stats: &i.stats, PrefixExtractor: i.prefixTr, Deadline: ro.readDeadline()}
 	newMemIter := func(m *memTable) base.InternalIterator {
 		if i.prefixTr == nil {
 			return m.NewIter()
@@ -296,7 +300,18 @@ func overlapsBounds(cmp base.Compare, smallest, largest, lower, upper []byte) bo
 // closed either. After DB.Close the table files are closed, and a read
 // through one could reach a descriptor since reused by another file.
 func (i *Iterator) usable() bool {
-	return i.it != nil && !i.closed && !i.db.closed.Load() && i.blobErr == nil
+	return i.it != nil && !i.closed && !i.db.closed.Load() && i.blobErr == nil && i.deadlineErr == nil
+}
+
+// pastDeadline reports whether ReadOptions.Deadline has passed, and then
+// stops the iterator with ErrTimedOut before the step does any IO.
+func (i *Iterator) pastDeadline() bool {
+	if !i.ro.readDeadline().Expired() {
+		return false
+	}
+	i.deadlineErr = errDeadlinePassed()
+	i.moved(false)
+	return true
 }
 
 // moved is what every positioning method returns through: the blob value
@@ -320,7 +335,7 @@ func (i *Iterator) First() bool {
 	if i.delta != nil {
 		return !i.closed && i.delta.first()
 	}
-	if !i.usable() {
+	if !i.usable() || i.pastDeadline() {
 		return false
 	}
 	if i.prefixTr != nil {
@@ -338,7 +353,7 @@ func (i *Iterator) Last() bool {
 	if i.delta != nil {
 		return !i.closed && i.delta.last()
 	}
-	if !i.usable() {
+	if !i.usable() || i.pastDeadline() {
 		return false
 	}
 	if i.prefixTr != nil {
@@ -360,7 +375,7 @@ func (i *Iterator) Seek(key []byte) bool {
 	if i.delta != nil {
 		return !i.closed && i.delta.seek(key)
 	}
-	if !i.usable() {
+	if !i.usable() || i.pastDeadline() {
 		return false
 	}
 	i.confineTo(key)
@@ -392,7 +407,7 @@ func (i *Iterator) SeekForPrev(key []byte) bool {
 	if i.delta != nil {
 		return !i.closed && i.delta.seekForPrev(key)
 	}
-	if !i.usable() {
+	if !i.usable() || i.pastDeadline() {
 		return false
 	}
 	i.confineTo(key)
@@ -409,7 +424,7 @@ func (i *Iterator) Next() bool {
 	if i.delta != nil {
 		return !i.closed && i.delta.next()
 	}
-	if !i.usable() || i.stuck() {
+	if !i.usable() || i.stuck() || i.pastDeadline() {
 		return false
 	}
 	if i.statistics == nil {
@@ -424,7 +439,7 @@ func (i *Iterator) Prev() bool {
 	if i.delta != nil {
 		return !i.closed && i.delta.prev()
 	}
-	if !i.usable() || i.stuck() {
+	if !i.usable() || i.stuck() || i.pastDeadline() {
 		return false
 	}
 	if i.statistics == nil {
@@ -561,13 +576,16 @@ func (i *Iterator) Err() error {
 	if i.err != nil {
 		return i.err
 	}
+	if i.deadlineErr != nil {
+		return i.deadlineErr
+	}
 	if i.blobErr != nil {
 		return i.blobErr
 	}
 	if i.closed || i.db.closed.Load() {
 		return ErrClosed
 	}
-	return i.it.Error()
+	return readError(i.it.Error())
 }
 
 // Close releases the iterator; it returns the iteration error, if any.
@@ -589,7 +607,10 @@ func (i *Iterator) Close() error {
 		}
 		return i.err
 	}
-	err := i.closeStack()
+	err := readError(i.closeStack())
+	if err == nil {
+		err = i.deadlineErr
+	}
 	if invariants.Enabled {
 		// A closed iterator has nothing to report: drop the finalizer, so
 		// the iterator and what it references are freed at the next GC

@@ -238,7 +238,8 @@ func runModelOn(t *testing.T, d *dbTarget, m *modelTarget, seed uint64, ops int)
 	gen.repairs = d.cfg.repairs
 	gen.backups = d.cfg.backups // Backups (issue 16, item 2).
 	gen.ingest = d.cfg.ingest
-	gen.scans = d.cfg.scans // Range-over-func scans (issue 19, item 3).
+	gen.scans = d.cfg.scans         // Range-over-func scans (issue 19, item 3).
+	gen.deadlines = d.cfg.deadlines // Read deadlines (issue 19, item 4).
 	// SHALE_MODEL_TRACE=key logs every operation with the stored versions
 	// of key after it.
 	traceKey := os.Getenv("SHALE_MODEL_TRACE")

@@ -91,6 +91,13 @@ const (
 	// breaking out after op.scanLimit entries when it is set. Generated
 	// only when the generator's scans flag is set.
 	opScan
+	// --- read deadlines (issue 19, item 4) ---
+
+	// opDeadlineRead is a Get of key, a MultiGet of keys and a scan of
+	// [lower, upper), all with a far ReadOptions.Deadline and IOTimeout
+	// set: a deadline that is met changes no answer. Generated only when
+	// the generator's deadlines flag is set (read_deadline_test.go).
+	opDeadlineRead
 )
 
 // iterStepKind names one move of an iterator.
@@ -261,6 +268,9 @@ func (op modelOp) String() string {
 	// --- range-over-func scans (issue 19, item 3) ---
 	case opScan:
 		return fmt.Sprintf("scan [%s,%s) snap#%d reverse=%v bounds=%s limit=%d", op.lower, op.upper, op.snap, op.reverse, op.scanBounds, op.scanLimit)
+	// --- read deadlines (issue 19, item 4) ---
+	case opDeadlineRead:
+		return fmt.Sprintf("deadline-read get %s multiget %q scan [%s,%s) snap#%d", op.key, op.keys, op.lower, op.upper, op.snap)
 	}
 	return fmt.Sprintf("op kind %d", op.kind)
 }
@@ -322,6 +332,10 @@ type opGenerator struct {
 	// scans makes the sequence hold opScan; off, the sequence of a seed is
 	// what it was before scans existed.
 	scans bool
+	// --- read deadlines (issue 19, item 4) ---
+	// deadlines makes the sequence hold opDeadlineRead; off, the sequence
+	// of a seed is what it was before that op existed.
+	deadlines bool
 }
 
 // modelPrefixLen is the length of the prefixes of the model tests' prefix
@@ -486,6 +500,10 @@ func (g *opGenerator) next() modelOp {
 	// --- range-over-func scans (issue 19, item 3) ---
 	if g.scans && rng.IntN(8) == 0 {
 		return g.scanOp()
+	}
+	// --- read deadlines (issue 19, item 4) ---
+	if g.deadlines && rng.IntN(8) == 0 {
+		return g.deadlineReadOp()
 	}
 	for {
 		switch r := rng.IntN(100); {
@@ -871,6 +889,9 @@ func runOp(t opTarget, op modelOp, i int, log []string) []string {
 	// --- range-over-func scans (issue 19, item 3) ---
 	case opScan:
 		line("%s ->%s", op, t.(scanTarget).scan(op))
+	// --- read deadlines (issue 19, item 4) ---
+	case opDeadlineRead:
+		line("%s -> %s", op, t.(deadlineReadTarget).readWithin(op))
 	}
 	return log
 }
@@ -1151,6 +1172,9 @@ type dbRunConfig struct {
 	// --- range-over-func scans (issue 19, item 3) ---
 	// scans makes runModelOn generate opScan.
 	scans bool
+	// --- read deadlines (issue 19, item 4) ---
+	// deadlines makes runModelOn generate opDeadlineRead.
+	deadlines bool
 }
 
 // syncMode chooses WriteOptions.Sync of a dbTarget's writes.

@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/sstable"
+	"github.com/shaledb/shale/vfs"
 )
 
 // MultiGet looks up several keys at one snapshot. values[i] and errs[i]
@@ -135,6 +136,10 @@ type multiGet struct {
 	// bounded file cache cannot close them before the keys reach them.
 	openErrs map[base.FileNum]error
 	opened   map[base.FileNum]*cachedFile
+	// dl bounds the call's reads (ReadOptions.Deadline, IOTimeout): once
+	// its Deadline passes, every key not answered yet is answered with
+	// ErrTimedOut before another read.
+	dl vfs.ReadDeadline
 	// blocked counts the keys waiting for a table to be opened.
 	blocked int
 	// blobKeys are the keys whose entry is a blob index (the encoded index
@@ -229,6 +234,7 @@ func (m *multiGet) reset() {
 	clear(m.mergeKeys)
 	m.mergeKeys = m.mergeKeys[:0]
 	m.d, m.rs, m.fn, m.found, m.deleted, m.openErrs, m.opened, m.blocked, m.extra = nil, nil, nil, 0, 0, nil, nil, 0, nil
+	m.dl, m.batch.Deadline = vfs.ReadDeadline{}, vfs.ReadDeadline{}
 }
 
 func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
@@ -239,6 +245,11 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 	}
 	if err := d.checkOpen(); err != nil {
 		fail(err)
+		return
+	}
+	dl := ro.readDeadline()
+	if dl.Expired() {
+		fail(errDeadlinePassed())
 		return
 	}
 	rs, snap := d.loadReadStateAt(ro, nil)
@@ -260,6 +271,7 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 		m.extra = &m.stats
 	}
 	m.batch.Stats = m.extra
+	m.dl, m.batch.Deadline = dl, dl
 	m.sortKeys(keys)
 	m.memtables()
 	for j := range m.keys {
@@ -276,7 +288,7 @@ func (m *multiGet) run(d *DB, keys [][]byte, ro *ReadOptions, fn func(i int, val
 		if m.extra != nil {
 			bs = &m.blobStats
 		}
-		v, _, err := d.getMerge(rs, k.key, snap, m.fill, m.extra, bs)
+		v, _, err := d.getMerge(rs, k.key, snap, m.fill, m.extra, bs, dl)
 		m.resolve(k, v, err)
 	}
 }
@@ -290,9 +302,20 @@ func (m *multiGet) blobValues(async bool) {
 	if m.extra != nil {
 		bs = &m.blobStats
 	}
+	if m.dl.Expired() {
+		// Blob reads are not bounded: only checked before.
+		for _, b := range m.blobKeys {
+			m.resolve(b.k, nil, errDeadlinePassed())
+		}
+		return
+	}
 	if !async || d.ioReader == nil || len(m.blobKeys) == 1 {
 		for _, b := range m.blobKeys {
 			k := b.k
+			if m.dl.Expired() {
+				m.resolve(k, nil, errDeadlinePassed())
+				continue
+			}
 			v, err := d.readBlobValue(k.key, m.blobIdx[b.start:b.end], m.fill, bs)
 			m.resolve(k, v, err)
 		}
@@ -360,7 +383,7 @@ func (m *multiGet) resolve(k *mgKey, value []byte, err error) {
 	k.done = true
 	for _, i := range m.order[k.first : k.first+k.n] {
 		if err != nil {
-			m.fn(i, nil, err)
+			m.fn(i, nil, readError(err))
 			continue
 		}
 		m.found++
@@ -563,6 +586,10 @@ func (m *multiGet) tables(mode multiGetMode) {
 	// large batch over many tables cost keys times tables.
 	floor, from := 0, 0
 	for {
+		if m.dl.Expired() {
+			m.timeOutRest()
+			return
+		}
 		if m.blocked > 0 {
 			m.openBlocked()
 		}
@@ -617,6 +644,25 @@ func (m *multiGet) tables(mode multiGetMode) {
 			m.owner = m.owner[:0]
 		}
 	}
+}
+
+// timeOutRest answers every key of the table rounds not answered yet with
+// ErrTimedOut, as RocksDB marks the keys left when its deadline passes;
+// called between rounds, when no read of the batch is in flight.
+func (m *multiGet) timeOutRest() {
+	err := errDeadlinePassed()
+	for j := range m.keys {
+		if k := &m.keys[j]; !k.done {
+			if k.blocked {
+				k.blocked = false
+				m.blocked--
+			}
+			k.lookup, k.table = -1, nil
+			m.resolve(k, nil, err)
+		}
+	}
+	m.batch.Reset()
+	m.owner = m.owner[:0]
 }
 
 // onDone settles the key whose lookup id just finished.

@@ -925,6 +925,20 @@ type ReadOptions struct {
 	// PrefixSameAsStart says: every iterator move is in total order, and
 	// no prefix filter is consulted. Default false.
 	TotalOrderSeek bool
+
+	// Deadline (deadline) is the absolute time by which a Get, a MultiGet
+	// or MultiGetFunc, or one iterator step (Seek*, First, Last, Next,
+	// Prev) must finish: one that cannot returns an error matching
+	// ErrTimedOut (MultiGet: for each key not answered in time; an
+	// iterator: through Err, the iterator invalid), having released what
+	// it held. A deadline already past fails at once, without IO. What is
+	// and is not bounded: docs/decisions.md, Read deadlines. Default zero:
+	// none.
+	Deadline time.Time
+	// IOTimeout (io_timeout) bounds each file read of such a call, from
+	// when it starts; a read that cannot finish in time fails the call as
+	// Deadline does. Default 0: none (negative is none too).
+	IOTimeout time.Duration
 }
 
 // NewReadOptions returns ReadOptions with RocksDB's defaults. It reads as

@@ -6,6 +6,7 @@ import (
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/monotime"
 	"github.com/shaledb/shale/sstable"
+	"github.com/shaledb/shale/vfs"
 )
 
 // readSeq returns the seqnum a read with ro sees.
@@ -36,6 +37,10 @@ func (d *DB) AppendValue(dst, key []byte, ro *ReadOptions) ([]byte, error) {
 	if err := d.checkOpen(); err != nil {
 		return dst, err
 	}
+	dl := ro.readDeadline()
+	if dl.Expired() {
+		return dst, errDeadlinePassed()
+	}
 	rs, snap := d.loadReadStateAt(ro, nil)
 	if rs == nil {
 		return dst, ErrClosed
@@ -47,17 +52,17 @@ func (d *DB) AppendValue(dst, key []byte, ro *ReadOptions) ([]byte, error) {
 		var s sstable.ReadStats
 		var bs blob.ReadStats
 		var deleted bool
-		value, deleted, err = d.getFrom(rs, key, snap, ro.fillCache(), &s, &bs)
+		value, deleted, err = d.getFrom(rs, key, snap, ro.fillCache(), &s, &bs, dl)
 		pc.addReadStats(&s)
 		pc.addBlobStats(&bs)
 		if deleted {
 			pc.InternalDeleteSkippedCount++
 		}
 	} else {
-		value, _, err = d.getFrom(rs, key, snap, ro.fillCache(), nil, nil)
+		value, _, err = d.getFrom(rs, key, snap, ro.fillCache(), nil, nil, dl)
 	}
 	if err != nil {
-		return dst, err
+		return dst, readError(err)
 	}
 	if dst == nil {
 		// Not nil for an empty value: a found key has a value.
@@ -74,8 +79,10 @@ func (d *DB) AppendValue(dst, key []byte, ro *ReadOptions) ([]byte, error) {
 // stats and blobStats, when not nil, also receive the counts of the table
 // work and of the blob value read. deleted
 // says the answer ErrNotFound came from a tombstone (a point one, or a range
-// tombstone over the newest entry) rather than from no entry at all.
-func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats, blobStats *blob.ReadStats) (value []byte, deleted bool, err error) {
+// tombstone over the newest entry) rather than from no entry at all. dl
+// bounds the table reads, and its Deadline is checked before each table and
+// blob value is read.
+func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats, blobStats *blob.ReadStats, dl vfs.ReadDeadline) (value []byte, deleted bool, err error) {
 	var maxTomb base.SeqNum
 	sf := d.newSecondaryFilter(rs, snap)
 	result := func(value []byte, kind base.Kind, seq base.SeqNum) ([]byte, bool, error) {
@@ -84,10 +91,13 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 		}
 		switch kind {
 		case base.KindBlobIndex:
+			if dl.Expired() {
+				return nil, false, errDeadlinePassed()
+			}
 			v, err := d.readBlobValue(key, value, fillCache, blobStats)
 			return v, false, err
 		case base.KindMerge:
-			return d.getMerge(rs, key, snap, fillCache, stats, blobStats)
+			return d.getMerge(rs, key, snap, fillCache, stats, blobStats, dl)
 		}
 		return value, false, nil
 	}
@@ -98,6 +108,9 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 	var bloom sstable.BloomCounts
 	defer d.addBloom(&bloom, stats)
 	probe := func(f *manifest.FileMetadata) (bool, []byte, bool, error) {
+		if dl.Expired() {
+			return true, nil, false, errDeadlinePassed()
+		}
 		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
 			return true, nil, false, err
@@ -106,7 +119,7 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 			maxTomb = max(maxTomb, t.rangeDels.MaxCoveringSeq(key, snap))
 		}
 		// The value is in block memory, which outlives the file's handle.
-		value, kind, seq, ok, err := t.reader.GetCounted(key, snap, fillCache, stats, &bloom)
+		value, kind, seq, ok, err := t.reader.GetDeadline(key, snap, fillCache, stats, &bloom, dl)
 		t.release()
 		if err != nil {
 			return true, nil, false, err
@@ -143,7 +156,7 @@ func (d *DB) getFrom(rs *readState, key []byte, snap base.SeqNum, fillCache bool
 // blob value, read), or nothing: a tombstone, an entry a range tombstone
 // deletes, a Set a secondary tombstone deletes, or no older entry — and
 // merges them. deleted is always false: a merge makes a value.
-func (d *DB) getMerge(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats, blobStats *blob.ReadStats) ([]byte, bool, error) {
+func (d *DB) getMerge(rs *readState, key []byte, snap base.SeqNum, fillCache bool, stats *sstable.ReadStats, blobStats *blob.ReadStats, dl vfs.ReadDeadline) ([]byte, bool, error) {
 	var ops mergeOperands
 	var maxTomb base.SeqNum
 	sf := d.newSecondaryFilter(rs, snap)
@@ -164,6 +177,10 @@ func (d *DB) getMerge(rs *readState, key []byte, snap base.SeqNum, fillCache boo
 				baseValue, hasBase = append([]byte{}, value...), true
 			}
 		case base.KindBlobIndex:
+			if dl.Expired() {
+				err = errDeadlinePassed()
+				break
+			}
 			baseValue, err = d.readBlobValue(key, value, fillCache, blobStats)
 			hasBase = err == nil
 		}
@@ -183,6 +200,9 @@ func (d *DB) getMerge(rs *readState, key []byte, snap base.SeqNum, fillCache boo
 	var bloom sstable.BloomCounts
 	defer d.addBloom(&bloom, stats)
 	probe := func(f *manifest.FileMetadata) error {
+		if dl.Expired() {
+			return errDeadlinePassed()
+		}
 		t, err := d.fileCache.findTable(f.FileNum)
 		if err != nil {
 			return err
@@ -191,7 +211,7 @@ func (d *DB) getMerge(rs *readState, key []byte, snap base.SeqNum, fillCache boo
 		if t.rangeDels != nil {
 			maxTomb = max(maxTomb, t.rangeDels.MaxCoveringSeq(key, snap))
 		}
-		_, err = t.reader.Versions(key, snap, fillCache, stats, &bloom, visit)
+		_, err = t.reader.VersionsDeadline(key, snap, fillCache, stats, &bloom, dl, visit)
 		return err
 	}
 	v := rs.version

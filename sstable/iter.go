@@ -99,6 +99,7 @@ func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 		it.src = block.Source{File: o.File, Align: fileAlignment(o.File)}
 	}
 	it.src.Stats = blockStats(o.Stats)
+	it.src.Deadline = o.Deadline
 	it.async = o.Async && r.bf.AsyncReader() != nil
 	it.group = o.Group
 	it.idx, it.loaded = 0, -1
@@ -191,6 +192,7 @@ func (it *tableIter) initReadahead() {
 		Reader:    r.bf.AsyncReader(),
 		MaxAuto:   r.maxAuto,
 		Async:     it.async,
+		Deadline:  it.src.Deadline,
 	}
 	switch {
 	case it.raSize > 0:

@@ -34,6 +34,10 @@ type MultiGetBatch struct {
 	// Reader's own ReaderOptions.Stats always does): the per-call counts
 	// behind the DB's PerfContext.
 	Stats *ReadStats
+	// Deadline bounds the batch's file reads (index and data blocks): a
+	// read that cannot finish in time fails its lookups with an error
+	// wrapping vfs.ErrDeadlineExceeded. Zero bounds nothing.
+	Deadline vfs.ReadDeadline
 
 	lookups []lookup
 	// wants, reqs and runs are the working memory of Read, kept for reuse.
@@ -271,7 +275,9 @@ func (b *MultiGetBatch) planRuns() {
 		}
 		run.wantHi = w
 		end := ix.items[run.last].handle.End()
-		run.rr = block.NewRangeRead(r.bf.Source(), int64(start), int(end-start))
+		src := r.bf.Source()
+		src.Deadline = b.Deadline
+		run.rr = block.NewRangeRead(src, int64(start), int(end-start))
 		b.runs = append(b.runs, run)
 		b.reqs = append(b.reqs, run.rr.Req)
 	}
@@ -371,5 +377,6 @@ func (b *MultiGetBatch) countRead(r *Reader, n int, direct, async bool, coalesce
 func (b *MultiGetBatch) source(r *Reader) block.Source {
 	src := r.bf.Source()
 	src.Stats = blockStats(b.Stats)
+	src.Deadline = b.Deadline
 	return src
 }

@@ -233,6 +233,11 @@ type IterOptions struct {
 	SkipBlock func(p *BlockProps, lower base.InternalKey, hasLower bool, sep base.InternalKey) bool
 	// Skipped, when set, counts the blocks SkipBlock skipped.
 	Skipped *int64
+	// Deadline bounds the iterator's file reads (block reads, readahead
+	// windows and their prefetches): one that cannot finish in time stops
+	// the iterator with an error wrapping vfs.ErrDeadlineExceeded. Zero
+	// bounds nothing.
+	Deadline vfs.ReadDeadline
 	// PrefixExtractor is the extractor of the prefixes SeekPrefixGE is
 	// given: the table's prefix filter is consulted only when the table
 	// was written with an extractor of the same name (any other table is

@@ -440,12 +440,20 @@ func (r *Reader) Get(key []byte, snapshot base.SeqNum, fillCache bool) (value []
 // reads in stats, each when not nil: the per-call counts behind the DB's
 // statistics and PerfContext.
 func (r *Reader) GetCounted(key []byte, snapshot base.SeqNum, fillCache bool, stats *ReadStats, bloom *BloomCounts) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+	return r.GetDeadline(key, snapshot, fillCache, stats, bloom, vfs.ReadDeadline{})
+}
+
+// GetDeadline is GetCounted with its file reads (index and data blocks)
+// bounded by dl: a read that cannot finish in time fails the call with an
+// error wrapping vfs.ErrDeadlineExceeded, and caches nothing.
+func (r *Reader) GetDeadline(key []byte, snapshot base.SeqNum, fillCache bool, stats *ReadStats, bloom *BloomCounts, dl vfs.ReadDeadline) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
 	if !r.ProbeBloom(key, bloom, stats) {
 		return nil, 0, 0, false, nil
 	}
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
 	src := r.bf.Source()
 	src.Stats = blockStats(stats)
+	src.Deadline = dl
 	ix := r.ix
 	if ix == nil {
 		var err error
@@ -484,12 +492,20 @@ func (r *Reader) GetCounted(key []byte, snapshot base.SeqNum, fillCache bool, st
 // does not decide.
 func (r *Reader) Versions(key []byte, snapshot base.SeqNum, fillCache bool, stats *ReadStats, bloom *BloomCounts,
 	fn func(value []byte, kind base.Kind, seq base.SeqNum) bool) (found bool, err error) {
+	return r.VersionsDeadline(key, snapshot, fillCache, stats, bloom, vfs.ReadDeadline{}, fn)
+}
+
+// VersionsDeadline is Versions with its file reads bounded by dl, as
+// GetDeadline's are.
+func (r *Reader) VersionsDeadline(key []byte, snapshot base.SeqNum, fillCache bool, stats *ReadStats, bloom *BloomCounts,
+	dl vfs.ReadDeadline, fn func(value []byte, kind base.Kind, seq base.SeqNum) bool) (found bool, err error) {
 	if !r.ProbeBloom(key, bloom, stats) {
 		return false, nil
 	}
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
 	src := r.bf.Source()
 	src.Stats = blockStats(stats)
+	src.Deadline = dl
 	ix := r.ix
 	if ix == nil {
 		if ix, err = r.cachedIndex(src); err != nil {

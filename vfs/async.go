@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ReadRequest is one read of a batch: up to len(Buf) bytes of File at Off.
@@ -14,6 +15,12 @@ type ReadRequest struct {
 	File File
 	Off  int64
 	Buf  []byte
+	// Deadline, when not zero, bounds the read: one that cannot finish by
+	// then completes by then, or as soon after as the file allows, with an
+	// error wrapping ErrDeadlineExceeded (see ReadAtDeadline; the io_uring
+	// reader cancels the read in the kernel with a linked timeout). Either
+	// way the request completes only once nothing writes into Buf any more.
+	Deadline time.Time
 
 	N   int
 	Err error

@@ -36,14 +36,24 @@ func newPlatformAsyncReader(o AsyncOptions) (AsyncReader, error) {
 // indexes, the user_data of reads, are far below it.
 const closeUserData = 1 << 63
 
+// timeoutUserData marks the linked timeout of the read of slot
+// userData&^timeoutUserData.
+const timeoutUserData = 1 << 62
+
 // uringReader is the io_uring AsyncReader: one ring shared by every
 // goroutine of a DB.
 //
-// Submission: Submit reserves slots (at most the SQ's size are in flight, so
-// the SQ always has room for what the reserved slots submit and the CQ,
-// twice the SQ's size, can never overflow), fills them, and submits each
-// run of reserved slots with one io_uring_enter: a batch no larger than the
-// free slots costs one enter.
+// Submission: Submit reserves slots (one per request in flight; the SQ has
+// two entries per slot, since a read with a deadline takes two SQEs, the
+// read and its linked timeout, so the SQ always has room for what the
+// reserved slots submit and the CQ, twice the SQ's size, can never
+// overflow), fills them, and submits each run of reserved slots with one
+// io_uring_enter: a batch no larger than the free slots costs one enter.
+//
+// Deadlines: a request with a Deadline has each of its SQEs linked to an
+// IORING_OP_LINK_TIMEOUT, which cancels the read in the kernel at the
+// deadline; the reaper finishes the slot only once both CQEs are in, so no
+// buffer is handed back while the kernel may still write into it.
 //
 // Completion: a reaper goroutine blocks in io_uring_enter(GETEVENTS,
 // min_complete=1) and completes each request as its CQE arrives. We chose it
@@ -110,12 +120,29 @@ type uringSlot struct {
 	asked     uint32 // length of the SQE in flight
 	n         int    // bytes read so far
 	next      int32  // link in the free, chunk and resubmit lists
+
+	// deadline is the request's Deadline (zero: none). With one, each SQE
+	// of the read is linked to a timeout that cancels it at the deadline
+	// (when the kernel has IORING_OP_LINK_TIMEOUT), and the slot is
+	// finished only once the CQEs of both are reaped, so neither the
+	// buffer nor the slot is reused while the kernel may still write or
+	// read them.
+	deadline time.Time
+	ts       [2]int64 // the linked timeout's __kernel_timespec
+	// Reaper-only state of a linked read: the CQEs still expected, the
+	// read's result once its CQE is in, and whether the timeout fired.
+	awaiting int
+	readRes  int32
+	haveRead bool
+	timedOut bool
 }
 
 func newURingReader(o AsyncOptions) (*uringReader, error) {
 	depth := min(max(o.QueueDepth, 1), maxRingEntries)
 	entries := uint32(1) << bits.Len(uint(depth-1)) // a power of two
-	ring, err := newURing(entries, o.SQPoll)
+	// The ring has two SQEs per slot: a read with a deadline takes a read
+	// and its linked timeout.
+	ring, err := newURing(2*entries, o.SQPoll)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +150,11 @@ func newURingReader(o AsyncOptions) (*uringReader, error) {
 		_ = ring.close()
 		return nil, fmt.Errorf("shale: io_uring: completion ring (%d) smaller than submission ring (%d)", ring.cqEntries, ring.sqEntries)
 	}
-	n := int(ring.sqEntries)
+	if ring.sqEntries < 2*entries {
+		_ = ring.close()
+		return nil, fmt.Errorf("shale: io_uring: submission ring of %d entries, asked for %d", ring.sqEntries, 2*entries)
+	}
+	n := int(entries)
 	r := &uringReader{
 		ring:         ring,
 		maxSQELen:    1 << 30,
@@ -238,6 +269,7 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 		free, nfree = s.next, nfree-1
 		s.batch, s.idx, s.file, s.fd, s.align = b, i, f, fd, align
 		s.buf, s.off, s.n, s.next = req.Buf, req.Off, 0, -1
+		s.deadline = req.Deadline
 		if head < 0 {
 			head = id
 		} else {
@@ -264,7 +296,7 @@ func (r *uringReader) Submit(reqs []ReadRequest) *ReadBatch {
 // readNow reads request i synchronously and completes it.
 func (r *uringReader) readNow(b *ReadBatch, i int) {
 	req := &b.reqs[i]
-	req.N, req.Err = req.File.ReadAt(req.Buf, req.Off)
+	req.N, req.Err = ReadAtDeadline(req.File, req.Buf, req.Off, req.Deadline)
 	r.counters.bytesRead.Add(uint64(req.N))
 	b.complete(i)
 }
@@ -318,6 +350,7 @@ func (r *uringReader) submitChunk(head int32, n int, fresh bool) {
 	}
 	r.sqMu.Lock()
 	id := head
+	pushed := uint32(0)
 	for range n {
 		// Read what the SQE needs before publishing the slot: once it is
 		// published the reaper may own it.
@@ -325,19 +358,40 @@ func (r *uringReader) submitChunk(head int32, n int, fresh bool) {
 		next, fd, buf, off := s.next, s.fd, s.buf, s.off
 		asked := uint32(min(len(buf), int(r.maxSQELen)))
 		s.asked = asked
+		linked := !s.deadline.IsZero() && r.ring.linkTimeout
+		if linked {
+			// Relative to now; a deadline already past still gets its
+			// read submitted, cancelled at once, to keep one path.
+			d := max(time.Until(s.deadline), time.Microsecond)
+			s.ts = [2]int64{int64(d / time.Second), int64(d % time.Second)}
+			s.awaiting, s.haveRead, s.timedOut = 2, false, false
+		} else {
+			s.awaiting = 1
+		}
 		s.published.Store(1)
-		r.ring.pushRead(fd, buf, asked, off, uint64(id))
+		if linked {
+			r.ring.pushReadWithin(fd, buf, asked, off, uint64(id), &s.ts, uint64(id)|timeoutUserData)
+			pushed += 2
+		} else {
+			r.ring.pushRead(fd, buf, asked, off, uint64(id))
+			pushed++
+		}
 		id = next
 	}
 	enters, dropped, err := r.ring.enterSubmit()
 	var failed []int32
 	for k := range dropped {
-		// The SQEs the kernel did not take are still ours to read.
-		failed = append(failed, int32(r.ring.sqe(r.ring.sqLocalTail+k).userData))
+		// The SQEs the kernel did not take are still ours to read. A
+		// dropped linked timeout goes with its read, pushed right before
+		// it (the kernel takes SQEs in order and a failing enter takes
+		// none, so a read and its timeout are dropped together).
+		if ud := r.ring.sqe(r.ring.sqLocalTail + k).userData; ud&timeoutUserData == 0 {
+			failed = append(failed, int32(ud))
+		}
 	}
 	r.sqMu.Unlock()
 	r.counters.enters.Add(uint64(enters))
-	r.counters.sqes.Add(uint64(n) - uint64(dropped))
+	r.counters.sqes.Add(uint64(pushed - dropped))
 	if len(failed) > 0 {
 		// The kernel refused the ring itself (not a read): fail the
 		// requests it did not take.
@@ -381,6 +435,10 @@ func (r *uringReader) handleCQE(userData uint64, res int32) {
 		r.stopping = true
 		return
 	}
+	if userData&timeoutUserData != 0 && userData&^timeoutUserData < uint64(len(r.slots)) {
+		r.handleTimeoutCQE(int32(userData&^timeoutUserData), res)
+		return
+	}
 	if userData >= uint64(len(r.slots)) {
 		panic(fmt.Sprintf("shale: vfs: io_uring completion for unknown slot %d (invariant: user_data is a slot index)", userData))
 	}
@@ -388,6 +446,43 @@ func (r *uringReader) handleCQE(userData uint64, res int32) {
 	s := &r.slots[id]
 	if s.published.Load() != 1 {
 		panic(fmt.Sprintf("shale: vfs: io_uring completion for idle slot %d (invariant: one CQE per SQE)", id))
+	}
+	if s.awaiting--; s.awaiting > 0 {
+		// The linked timeout's CQE is still to come: the read is finished
+		// (or resubmitted) only then, when the slot is ours again.
+		s.readRes, s.haveRead = res, true
+		return
+	}
+	r.handleRead(id, res)
+}
+
+// handleTimeoutCQE handles the CQE of the linked timeout of slot id; it
+// runs on the reaper.
+func (r *uringReader) handleTimeoutCQE(id int32, res int32) {
+	s := &r.slots[id]
+	if s.published.Load() != 1 {
+		panic(fmt.Sprintf("shale: vfs: io_uring timeout completion for idle slot %d (invariant: one CQE per SQE)", id))
+	}
+	if res == -int32(unix.ETIME) {
+		s.timedOut = true
+	}
+	if s.awaiting--; s.awaiting > 0 {
+		return // the read's CQE is still to come
+	}
+	r.handleRead(id, s.readRes)
+}
+
+// handleRead handles the result res of the read of slot id, once every CQE
+// of the read's SQEs is reaped; it runs on the reaper.
+func (r *uringReader) handleRead(id int32, res int32) {
+	s := &r.slots[id]
+	s.haveRead = false
+	if !s.deadline.IsZero() && (s.timedOut || res == -int32(unix.ECANCELED) || !time.Now().Before(s.deadline)) {
+		// Cancelled by its timeout, or (without IORING_OP_LINK_TIMEOUT,
+		// or resubmitted too late) done after the deadline: timed out,
+		// like a synchronous read past its deadline.
+		r.end(id, TimeoutError("read", s.file, s.off))
+		return
 	}
 	switch {
 	case res == -int32(unix.EINTR) || res == -int32(unix.EAGAIN):
@@ -452,10 +547,10 @@ func (r *uringReader) finish(id int32, err error) {
 // goroutine. The caller frees the slot.
 func (r *uringReader) finishPortable(id int32) {
 	s := &r.slots[id]
-	b, i, n, f, rest, off := s.batch, s.idx, s.n, s.file, s.buf, s.off
+	b, i, n, f, rest, off, deadline := s.batch, s.idx, s.n, s.file, s.buf, s.off, s.deadline
 	r.clearSlot(s)
 	go func() {
-		m, err := f.ReadAt(rest, off)
+		m, err := ReadAtDeadline(f, rest, off, deadline)
 		req := &b.reqs[i]
 		req.N, req.Err = n+m, err
 		r.counters.bytesRead.Add(uint64(n + m))
@@ -467,6 +562,7 @@ func (r *uringReader) finishPortable(id int32) {
 func (r *uringReader) clearSlot(s *uringSlot) {
 	s.published.Store(0)
 	s.batch, s.file, s.buf = nil, nil, nil
+	s.deadline, s.timedOut, s.haveRead = time.Time{}, false, false
 }
 
 // deliver completes request i of b, a request sent to the ring.

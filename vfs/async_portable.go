@@ -38,7 +38,7 @@ func (g *goReads) startLater(b *ReadBatch, idx []int) {
 func (g *goReads) start(b *ReadBatch, i int) {
 	go func() {
 		req := &b.reqs[i]
-		req.N, req.Err = req.File.ReadAt(req.Buf, req.Off)
+		req.N, req.Err = ReadAtDeadline(req.File, req.Buf, req.Off, req.Deadline)
 		g.counters.bytesRead.Add(uint64(req.N))
 		<-g.sem
 		b.complete(i) // last: the batch may be released after this

@@ -108,4 +108,13 @@
 // An AsyncReader made outside this package (the one an AsyncReaderWrapper
 // returns) makes its batches with NewReadBatch and completes their requests
 // with ReadBatch.Complete.
+//
+// Read deadlines (deadline.go): a ReadRequest with a Deadline completes by
+// then with an error wrapping ErrDeadlineExceeded (os.ErrDeadlineExceeded).
+// The ring links an IORING_OP_LINK_TIMEOUT to each such read, which cancels
+// it in the kernel, and hands the request back only once the CQEs of both
+// are reaped. Everything else goes through ReadAtDeadline: no IO once the
+// deadline has passed; a file implementing DeadlineReaderAt (the latency
+// FS) stops at the deadline; any other ReadAt, an OS pread among them, is
+// not interrupted once started and reports the timeout if it returns late.
 package vfs

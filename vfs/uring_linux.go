@@ -37,8 +37,12 @@ const (
 	ioringOffSQEs   = 0x10000000
 
 	// opcodes.
-	ioringOpNop  = 0
-	ioringOpRead = 22 // since Linux 5.6
+	ioringOpNop         = 0
+	ioringOpLinkTimeout = 15 // since Linux 5.5
+	ioringOpRead        = 22 // since Linux 5.6
+
+	// SQE flags.
+	ioringSQEIOLink = 1 << 2 // the next SQE of the submission is linked to this one
 
 	// io_uring_register opcodes.
 	ioringRegisterProbe = 8
@@ -132,6 +136,9 @@ type uring struct {
 	// sqLocalTail is the tail including SQEs written but not yet published
 	// with publish.
 	sqLocalTail uint32
+	// linkTimeout says the kernel supports IORING_OP_LINK_TIMEOUT, which
+	// bounds a read that has a deadline.
+	linkTimeout bool
 }
 
 // newURing sets up a ring of entries SQEs (a power of two) and maps it. It
@@ -250,6 +257,7 @@ func (u *uring) probeRead() error {
 	if pr.lastOp < ioringOpRead || pr.ops[ioringOpRead].flags&ioUringOpSupported == 0 {
 		return errors.New("shale: io_uring: the kernel does not support IORING_OP_READ (needs Linux 5.6)")
 	}
+	u.linkTimeout = pr.ops[ioringOpLinkTimeout].flags&ioUringOpSupported != 0
 	return nil
 }
 
@@ -269,6 +277,24 @@ func (u *uring) pushRead(fd int32, buf []byte, n uint32, off int64, userData uin
 		addr:     uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))),
 		len:      n,
 		userData: userData,
+	}
+	u.sqLocalTail++
+}
+
+// pushReadWithin writes an IORING_OP_READ SQE linked to an
+// IORING_OP_LINK_TIMEOUT SQE that cancels it after the relative time *ts
+// (which the caller keeps alive and unchanged until both CQEs are reaped).
+// The read's CQE has userData, the timeout's timeoutUserData: -ETIME when
+// it fired (the read then ends with -ECANCELED, or -EINTR if it was
+// interrupted midway), -ECANCELED or -ENOENT when the read finished first.
+func (u *uring) pushReadWithin(fd int32, buf []byte, n uint32, off int64, userData uint64, ts *[2]int64, timeoutUserData uint64) {
+	u.pushRead(fd, buf, n, off, userData)
+	u.sqe(u.sqLocalTail - 1).flags |= ioringSQEIOLink
+	*u.sqe(u.sqLocalTail) = uringSQE{
+		opcode:   ioringOpLinkTimeout,
+		addr:     uint64(uintptr(unsafe.Pointer(ts))),
+		len:      1,
+		userData: timeoutUserData,
 	}
 	u.sqLocalTail++
 }

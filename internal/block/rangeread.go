@@ -25,15 +25,16 @@ type RangeRead struct {
 	borrowed bool
 }
 
-// NewRangeRead prepares the read of [off, off+n) from src.
+// NewRangeRead prepares the read of [off, off+n) from src; the request's
+// Deadline is src's for a read starting now.
 func NewRangeRead(src Source, off int64, n int) RangeRead {
 	if src.Align <= 1 {
-		return RangeRead{Req: vfs.ReadRequest{File: src.File, Off: off, Buf: make([]byte, n)}, n: n}
+		return RangeRead{Req: vfs.ReadRequest{File: src.File, Off: off, Buf: make([]byte, n), Deadline: src.Deadline.ForRead()}, n: n}
 	}
 	start := vfs.AlignDown(off, src.Align)
 	need := int(vfs.AlignUp(off+int64(n), src.Align) - start)
 	mem := directBufPool.Get(need, src.Align)
-	return RangeRead{Req: vfs.ReadRequest{File: src.File, Off: start, Buf: (*mem)[:need]}, mem: mem, skip: int(off - start), n: n}
+	return RangeRead{Req: vfs.ReadRequest{File: src.File, Off: start, Buf: (*mem)[:need], Deadline: src.Deadline.ForRead()}, mem: mem, skip: int(off - start), n: n}
 }
 
 // Pooled reports whether the bytes are borrowed: pooled memory of a direct
@@ -69,7 +70,7 @@ func ReadAll(ar vfs.AsyncReader, reqs []vfs.ReadRequest, done func(i int, async 
 	if ar == nil {
 		for i := range reqs {
 			q := &reqs[i]
-			q.N, q.Err = q.File.ReadAt(q.Buf, q.Off)
+			q.N, q.Err = vfs.ReadAtDeadline(q.File, q.Buf, q.Off, q.Deadline)
 			done(i, false)
 		}
 		return

@@ -27,6 +27,10 @@ type Source struct {
 	// Stats, when not nil, also receives the counts of reads from this
 	// source (a call's own counters): the File's stats always do.
 	Stats *ReadStats
+	// Deadline bounds the reads from this source (a call's
+	// ReadOptions.Deadline and IOTimeout): each read gets the deadline
+	// Deadline.ForRead gives when it starts. Zero bounds nothing.
+	Deadline vfs.ReadDeadline
 }
 
 // FileOptions configure a File.
@@ -255,7 +259,7 @@ func (f *File) ReadAt(src Source, b []byte, off int64) error {
 		rr.Release()
 		return nil
 	}
-	n, err := src.File.ReadAt(b, off)
+	n, err := vfs.ReadAtDeadline(src.File, b, off, src.Deadline.ForRead())
 	f.CountFileRead(src, n)
 	return f.ReadResult(off, len(b), n, err)
 }
@@ -271,7 +275,7 @@ func (f *File) ReadRange(src Source, off int64, n int) (rr RangeRead, b []byte, 
 		return RangeRead{borrowed: true, n: n}, m, nil
 	}
 	rr = NewRangeRead(src, off, n)
-	rr.Req.N, rr.Req.Err = src.File.ReadAt(rr.Req.Buf, rr.Req.Off)
+	rr.Req.N, rr.Req.Err = vfs.ReadAtDeadline(src.File, rr.Req.Buf, rr.Req.Off, rr.Req.Deadline)
 	f.CountFileRead(src, rr.Req.N)
 	b, err = f.RangeBytes(&rr)
 	if err != nil {

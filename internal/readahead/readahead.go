@@ -64,6 +64,10 @@ type Config struct {
 	// through Reader, and reads that move into it swap the buffers. It
 	// needs Reader; without one it is ignored.
 	Async bool
+	// Deadline bounds the State's reads (vfs.ReadRequest.Deadline, from
+	// Deadline.ForRead as each read starts). A read that times out fails
+	// the part it was to fill, as any read error does. Zero bounds nothing.
+	Deadline vfs.ReadDeadline
 }
 
 // Counters are what a State did, since Init or the last TakeCounters.
@@ -432,7 +436,7 @@ func (s *State) fill(off, end, ra int64) error {
 	if len(reqs) == 1 || s.cfg.Reader == nil {
 		for i := range reqs {
 			r := &reqs[i]
-			r.N, r.Err = s.f.ReadAt(r.Buf, r.Off)
+			r.N, r.Err = vfs.ReadAtDeadline(s.f, r.Buf, r.Off, r.Deadline)
 		}
 		return s.finish(cur, reqs)
 	}
@@ -615,7 +619,7 @@ func (s *State) split(b *buffer, data []byte, from int64) []vfs.ReadRequest {
 		if p == parts-1 {
 			l = len(data)
 		}
-		reqs = append(reqs, vfs.ReadRequest{File: s.f, Off: from, Buf: data[:l]})
+		reqs = append(reqs, vfs.ReadRequest{File: s.f, Off: from, Buf: data[:l], Deadline: s.cfg.Deadline.ForRead()})
 		data = data[l:]
 		from += int64(l)
 	}

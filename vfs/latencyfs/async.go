@@ -75,7 +75,7 @@ func (g *group) add(i int, f vfs.File, deadline time.Time) {
 	out := &g.outer[i]
 	g.idx = append(g.idx, i)
 	g.deadline = append(g.deadline, deadline)
-	g.reqs = append(g.reqs, vfs.ReadRequest{File: f, Off: out.Off, Buf: out.Buf})
+	g.reqs = append(g.reqs, vfs.ReadRequest{File: f, Off: out.Off, Buf: out.Buf, Deadline: out.Deadline})
 }
 
 // unwrap returns the file to hand the inner reader for f, and whether f is
@@ -98,7 +98,7 @@ func (a *asyncReader) Submit(reqs []vfs.ReadRequest) *vfs.ReadBatch {
 		// through the file's ReadAt, which sleeps out the delay.
 		for i := range reqs {
 			req := &reqs[i]
-			req.N, req.Err = req.File.ReadAt(req.Buf, req.Off)
+			req.N, req.Err = vfs.ReadAtDeadline(req.File, req.Buf, req.Off, req.Deadline)
 			a.bytesRead.Add(uint64(req.N))
 			b.Complete(i)
 		}
@@ -178,7 +178,15 @@ func (g *group) collect(ib *vfs.ReadBatch) {
 		i, deadline := g.idx[k], g.deadline[k]
 		out := &g.outer[i]
 		out.N, out.Err = in.N, in.Err
-		a.bytesRead.Add(uint64(in.N))
+		if !deadline.IsZero() && !in.Deadline.IsZero() && in.Deadline.Before(deadline) {
+			// The request's own deadline comes before the simulated
+			// completion: like a device with a timeout, it ends at its
+			// deadline with a timeout and no bytes. (The inner read is
+			// done: its buffer is no longer written.)
+			deadline = in.Deadline
+			out.N, out.Err = 0, vfs.TimeoutError("read", out.File, in.Off)
+		}
+		a.bytesRead.Add(uint64(out.N))
 		switch {
 		case deadline.IsZero():
 			a.complete(g.batch, i)

@@ -21,6 +21,13 @@
 // return about 50-100µs after their deadline there. Elsewhere they are the
 // runtime's timers.
 //
+// Deadlines: a file of FS implements vfs.DeadlineReaderAt, and the wrapped
+// AsyncReader honors vfs.ReadRequest.Deadline, as a device with a timeout
+// would: a read whose simulated completion falls after its deadline waits
+// only until the deadline and returns an error wrapping
+// vfs.ErrDeadlineExceeded, without its bytes. That is the one exception to
+// what follows.
+//
 // The package never changes what a read returns (bytes, count, error), and
 // never delays metadata operations or syncs. Its IO all goes through the FS
 // it wraps.

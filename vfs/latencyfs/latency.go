@@ -66,17 +66,29 @@ type FS struct {
 	}
 	readsDelayed atomic.Uint64
 	delayNanos   atomic.Int64
+	// readLatency is o.ReadLatency, or what SetReadLatency set since.
+	readLatency atomic.Int64
 }
 
 // New returns an FS over fs that delays reads as o says.
 func New(fs vfs.FS, o Options) *FS {
 	l := &FS{FS: fs, o: o, now: time.Now, sleep: defaultSleep}
 	l.mu.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x1a7e9c1))
+	l.readLatency.Store(int64(o.ReadLatency))
 	return l
 }
 
+// SetReadLatency changes ReadLatency for the reads issued from now on
+// (Options then reports the new value): a test opens a database fast,
+// then makes its device slow.
+func (l *FS) SetReadLatency(d time.Duration) { l.readLatency.Store(int64(d)) }
+
 // Options returns the options the FS was made with.
-func (l *FS) Options() Options { return l.o }
+func (l *FS) Options() Options {
+	o := l.o
+	o.ReadLatency = time.Duration(l.readLatency.Load())
+	return o
+}
 
 // Stats returns the delays applied so far.
 func (l *FS) Stats() Stats {
@@ -93,11 +105,11 @@ func (l *FS) Stats() Stats {
 // read's, after its transfer.
 func (l *FS) readDeadline(n int) time.Time {
 	now := l.now()
-	if l.o.ReadLatency <= 0 && l.o.ReadJitter <= 0 && l.o.ReadBandwidth <= 0 {
+	lat := time.Duration(l.readLatency.Load())
+	if lat <= 0 && l.o.ReadJitter <= 0 && l.o.ReadBandwidth <= 0 {
 		return now
 	}
 	end := now
-	lat := l.o.ReadLatency
 	l.mu.Lock()
 	if l.o.ReadJitter > 0 {
 		// Uniform in [-jitter, +jitter].
@@ -168,6 +180,21 @@ func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
 	n, err := f.File.ReadAt(p, off)
 	f.fs.sleepUntil(deadline)
 	return n, err
+}
+
+// ReadAtDeadline implements vfs.DeadlineReaderAt, as a device with a
+// timeout would: a read whose simulated completion falls after deadline
+// (not zero) waits only until the deadline and returns an error wrapping
+// vfs.ErrDeadlineExceeded, without its bytes.
+func (f *latencyFile) ReadAtDeadline(p []byte, off int64, deadline time.Time) (int, error) {
+	done := f.fs.readDeadline(len(p))
+	if deadline.IsZero() || !deadline.Before(done) {
+		n, err := f.File.ReadAt(p, off)
+		f.fs.sleepUntil(done)
+		return n, err
+	}
+	f.fs.sleepUntil(deadline)
+	return 0, vfs.TimeoutError("read", f, off)
 }
 
 // Write sleeps WriteLatency (if set), then writes.
