@@ -83,6 +83,19 @@ func recoverInto(errptr **C.char) {
 	}
 }
 
+// withHandle runs set on the value of the handle at p when it holds a T;
+// a NULL or destroyed handle, or one of another type, is ignored (the
+// option setters return void, as RocksDB's), and so is a panic.
+func withHandle[T any](p unsafe.Pointer, set func(T)) {
+	defer recoverDropped()
+	if p == nil {
+		return
+	}
+	if v, ok := handleValue(p).(T); ok {
+		set(v)
+	}
+}
+
 // recoverDropped swallows a panic of an export that has no way to report
 // one (a void setter given a destroyed handle), so that it never unwinds
 // into C.
@@ -179,15 +192,7 @@ func shale_options_destroy(o *C.shale_options_t) {
 
 // withOptions runs set on the options of o; a NULL or destroyed handle is
 // ignored (the setters return void, as RocksDB's).
-func withOptions(o *C.shale_options_t, set func(*dbOptions)) {
-	defer recoverDropped()
-	if o == nil {
-		return
-	}
-	if v, ok := handleValue(unsafe.Pointer(o)).(*dbOptions); ok {
-		set(v)
-	}
-}
+func withOptions(o *C.shale_options_t, set func(*dbOptions)) { withHandle(unsafe.Pointer(o), set) }
 
 //export shale_options_set_create_if_missing
 func shale_options_set_create_if_missing(o *C.shale_options_t, v C.uchar) {
@@ -259,13 +264,7 @@ func shale_readoptions_destroy(o *C.shale_readoptions_t) {
 
 // withReadOptions runs set on the options of o, ignoring a NULL handle.
 func withReadOptions(o *C.shale_readoptions_t, set func(*readOptions)) {
-	defer recoverDropped()
-	if o == nil {
-		return
-	}
-	if v, ok := handleValue(unsafe.Pointer(o)).(*readOptions); ok {
-		set(v)
-	}
+	withHandle(unsafe.Pointer(o), set)
 }
 
 //export shale_readoptions_set_async_io
@@ -331,13 +330,7 @@ func shale_writeoptions_destroy(o *C.shale_writeoptions_t) {
 
 // withWriteOptions runs set on the options of o, ignoring a NULL handle.
 func withWriteOptions(o *C.shale_writeoptions_t, set func(*shale.WriteOptions)) {
-	defer recoverDropped()
-	if o == nil {
-		return
-	}
-	if v, ok := handleValue(unsafe.Pointer(o)).(*shale.WriteOptions); ok {
-		set(v)
-	}
+	withHandle(unsafe.Pointer(o), set)
 }
 
 //export shale_writeoptions_set_sync
