@@ -494,15 +494,7 @@ func TestMetamorphicCheckpoint(t *testing.T) {
 		"base": true, "sync-never": true, "disable-wal": true, "wal-background-writes": true,
 		"blob-files-async-io": true, "osfs": true, "osfs-mmap-writes": true, "osfs-blob-files-direct": true,
 	}
-	var sets []metaOptionSet
-	for _, s := range metamorphicSets {
-		if names[s.name] {
-			sets = append(sets, s)
-		}
-	}
-	if len(sets) != len(names) {
-		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
-	}
+	sets := metamorphicSetsNamed(t, names)
 	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
 		g := newOpGenerator(seed, modelKeys)
 		g.checkpoints = true

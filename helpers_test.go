@@ -631,3 +631,19 @@ func diffContents(got, want map[string]string) string {
 	}
 	return b.String()
 }
+
+// metamorphicSetsNamed returns the option sets of metamorphicSets whose
+// names are in names, failing t when one is missing (renamed or removed).
+func metamorphicSetsNamed(t testing.TB, names map[string]bool) []metaOptionSet {
+	t.Helper()
+	var sets []metaOptionSet
+	for _, s := range metamorphicSets {
+		if names[s.name] {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) != len(names) {
+		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
+	}
+	return sets
+}

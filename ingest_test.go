@@ -673,15 +673,7 @@ func TestMetamorphicIngest(t *testing.T) {
 		// Seconds of fsyncs on a loaded machine.
 		names["osfs-blob-files-direct"] = true
 	}
-	var sets []metaOptionSet
-	for _, s := range metamorphicSets {
-		if names[s.name] {
-			sets = append(sets, s)
-		}
-	}
-	if len(sets) != len(names) {
-		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
-	}
+	sets := metamorphicSetsNamed(t, names)
 	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
 		g := newOpGenerator(seed, modelKeys)
 		g.ingest = true

@@ -96,15 +96,7 @@ func TestMetamorphicMerge(t *testing.T) {
 		"async-io-latency-nocache": true, "max-skip-0": true, "6-jobs": true,
 		"delete-persistence-fake-clock": true,
 	}
-	var sets []metaOptionSet
-	for _, s := range metamorphicSets {
-		if names[s.name] {
-			sets = append(sets, s)
-		}
-	}
-	if len(sets) != len(names) {
-		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
-	}
+	sets := metamorphicSetsNamed(t, names)
 	sets = append(sets, metaOptionSet{name: "blob-files", set: setBlobTestOptions})
 	op := joinOperator{}
 	for i := range sets {

@@ -479,15 +479,7 @@ func TestMetamorphicScan(t *testing.T) {
 		"max-skip-0": true, "max-open-files-4-nocache": true, "scan-flush-trigger-2": true,
 		"blob-files-tiny": true, "delete-persistence-fake-clock": true,
 	}
-	var sets []metaOptionSet
-	for _, s := range metamorphicSets {
-		if names[s.name] {
-			sets = append(sets, s)
-		}
-	}
-	if len(sets) != len(names) {
-		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
-	}
+	sets := metamorphicSetsNamed(t, names)
 	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
 		g := newOpGenerator(seed, modelKeys)
 		g.scans = true
