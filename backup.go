@@ -285,7 +285,7 @@ func privatePath(id BackupID) string {
 // readMeta reads and checks the metadata of backup id.
 func (e *BackupEngine) readMeta(id BackupID) (*backupMeta, error) {
 	p := e.path(metaPath(id))
-	data, err := readFileForBackup(e.fs, p)
+	data, err := vfs.ReadFile(e.fs, p)
 	if err != nil {
 		return nil, fmt.Errorf("shale: reading backup metadata %s: %w", p, err)
 	}

@@ -1,9 +1,7 @@
 package shale
 
 import (
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
@@ -68,23 +66,4 @@ func (d *DB) captureForBackup(flush bool) (*backupCapture, error) {
 	current := []byte(base.MakeFilename(base.FileTypeManifest, set.manifestNum) + "\n")
 	c.files = append(c.files, capturedFile{name: base.MakeFilename(base.FileTypeCurrent, 0), size: int64(len(current)), data: current})
 	return c, nil
-}
-
-// readFileForBackup reads name through fs.
-func readFileForBackup(fs vfs.FS, name string) ([]byte, error) {
-	f, err := fs.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, size)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
-		return nil, err
-	}
-	return buf, nil
 }

@@ -550,7 +550,7 @@ func TestBackupDetectsDamage(t *testing.T) {
 	}
 	for _, f := range meta.files {
 		p := e.path(f.path)
-		orig, err := readFileForBackup(mem, p)
+		orig, err := vfs.ReadFile(mem, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -580,7 +580,7 @@ func TestBackupDetectsDamage(t *testing.T) {
 	// Damaged metadata: the backup is not listed, and Verify and Restore
 	// name the metadata file.
 	mp := e.path(metaPath(1))
-	orig, _ := readFileForBackup(mem, mp)
+	orig, _ := vfs.ReadFile(mem, mp)
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -865,7 +865,7 @@ func TestRestoreIntoNonEmptyDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRestoredDB(t, mem, "/db", opts, m)
-	if data, err := readFileForBackup(mem, "/db/notes.txt"); err != nil || string(data) != "keep me" {
+	if data, err := vfs.ReadFile(mem, "/db/notes.txt"); err != nil || string(data) != "keep me" {
 		t.Fatalf("notes.txt after restore: %q, %v", data, err)
 	}
 	if err := e.RestoreDBFromBackup(7, "/db"); !errors.Is(err, ErrBackupNotFound) || !errors.Is(err, ErrNotFound) {

@@ -23,31 +23,10 @@ import (
 // that does not open. Every damage they meet is returned as an error
 // naming the file and offset, so the tool exits 1.
 
-// readFileAll reads the whole file name from fs.
-func readFileAll(fs vfs.FS, name string) ([]byte, error) {
-	f, err := fs.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	if size > math.MaxInt32 {
-		return nil, fmt.Errorf("%s: %d bytes is too large to read whole", name, size)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
-		return nil, err
-	}
-	return b, nil
-}
-
 // currentManifest returns the path of the MANIFEST that dir's CURRENT names.
 func currentManifest(fs vfs.FS, dir string) (string, error) {
 	cur := fs.PathJoin(dir, base.MakeFilename(base.FileTypeCurrent, 0))
-	data, err := readFileAll(fs, cur)
+	data, err := vfs.ReadFile(fs, cur)
 	if err != nil {
 		return "", fmt.Errorf("reading CURRENT of %s: %w", dir, err)
 	}
