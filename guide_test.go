@@ -241,6 +241,10 @@ func TestGuideSnippetsRun(t *testing.T) {
 		"guideDurability": func() error { return guideDurability(db, key, value) },
 		"guideAsyncIO":    func() error { return guideAsyncIO(db, [][]byte{key, []byte("absent")}) },
 		"guideDeadline": func() error {
+			// The snippets run in map order: the key may not be written yet.
+			if err := db.Put(key, value, nil); err != nil {
+				return err
+			}
 			_, err := guideDeadline(db, key)
 			return err
 		},
