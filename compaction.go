@@ -55,6 +55,7 @@ func (d *DB) pickEnvLocked() compact.PickEnv {
 			env.HasSnapshots, env.EarliestSnapshot = true, s.seq
 		}
 	}
+	env.BlobGCOwed = d.blobGCOwedLocked()
 	return env
 }
 
@@ -807,6 +808,7 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	d.stats.compactions.Add(1)
 	d.stats.compactBytesRead.Add(inputBytes)
 	d.stats.compactBytesWritten.Add(outBytes)
+	d.noteBlobGCOwed(gc)
 	if gc != nil {
 		d.stats.blobRelocated.Add(gc.relocated.count)
 		d.stats.blobBytesRelocated.Add(gc.relocated.bytes)
