@@ -55,9 +55,8 @@ import (
 // DB owes the others a compaction (noteBlobGCOwed), which the picker
 // schedules as it does forced GC, after the forced ones
 // (compact.ReasonBlobGCContinued, relocating only owed files, so the debt
-// only shrinks). The relocation
-// then goes in installments, each deleting its old files when installed.
-// Manual compactions are not bounded.
+// only shrinks). The relocation then goes in installments, each deleting
+// its old files when installed. Manual compactions are not bounded.
 //
 // Delete persistence (Options.DeletePersistenceThreshold) adds the blob
 // files past their deadline (compact.Deadlines.Blob) to the files every
@@ -226,7 +225,7 @@ func blobGCMaxRelocation(o *Options) int64 {
 	}
 }
 
-// noteBlobGCOwed records, once compaction's edit is installed, the blob
+// noteBlobGCOwed records, once a compaction's edit is installed, the blob
 // files its bounded relocation left out (g.owed), for the picker to go on
 // with (compact.ReasonBlobGCContinued), and forgets those no longer in the
 // current version.
