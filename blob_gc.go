@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,19 @@ import (
 // tables referencing an old file that holds garbage, so with an age cutoff
 // of 1 it leaves no blob file holding garbage.
 //
+// How much one automatic compaction relocates is bounded
+// (BlobGarbageCollectionMaxRelocationBytes, default BlobFileSize): the old
+// files stay on disk until the compaction installs its copy, so an
+// unbounded compaction that reads every table (a small database's L0
+// compaction) holds a second copy of a quarter of the data at once. Of the
+// old files its inputs reference it relocates those with the most garbage
+// first, while their estimated shares fit (compact.BlobGCSelection); the
+// DB owes the others a compaction (noteBlobGCOwed), which the picker
+// schedules as it does forced GC, after the forced ones
+// (compact.ReasonBlobGCContinued, relocating only owed files, so the debt
+// only shrinks). The relocation then goes in installments, each deleting
+// its old files when installed. Manual compactions are not bounded.
+//
 // Delete persistence (Options.DeletePersistenceThreshold) adds the blob
 // files past their deadline (compact.Deadlines.Blob) to the files every
 // compaction relocates, whatever the GC options and the time of day: the
@@ -59,6 +73,15 @@ type blobGC struct {
 	// (expiredBlobFiles).
 	cutoff  base.FileNum
 	expired map[base.FileNum]bool
+	// only, when not nil, limits the files below cutoff that relocate to
+	// those it holds: the selection that keeps one compaction's relocation
+	// within BlobGarbageCollectionMaxRelocationBytes
+	// (compact.BlobGCSelection).
+	only map[base.FileNum]bool
+	// owed are the files below cutoff the inputs reference that the bound
+	// left out: once the compaction is installed the DB owes them a
+	// compaction (blobGCOwed).
+	owed []base.FileNum
 	// readahead is the readahead of the value readers
 	// (BlobCompactionReadaheadSize); direct opens the files with direct IO
 	// for them (UseDirectIOForFlushAndCompaction).
@@ -81,7 +104,7 @@ type gcReader struct {
 // relocates reports whether the values of blob file num move (g may be
 // nil: no garbage collection).
 func (g *blobGC) relocates(num base.FileNum) bool {
-	return g != nil && (num < g.cutoff || g.expired[num])
+	return g != nil && (num < g.cutoff && (g.only == nil || g.only[num]) || g.expired[num])
 }
 
 // read returns the value x of key locates, which is read and not cached
@@ -164,12 +187,107 @@ func (d *DB) blobGCFor(c *compact.Compaction, v *manifest.Version, o *Options) *
 	if o.EnableBlobGarbageCollection && d.blobGCWindowAllows(c, o) {
 		cutoff = compact.BlobGCCutoff(v, o.BlobGarbageCollectionAgeCutoff)
 	}
+	var only map[base.FileNum]bool
+	var owed []base.FileNum
+	if cutoff != 0 && c.Reason != compact.ReasonManual {
+		var inputs []*manifest.FileMetadata
+		for _, files := range c.Inputs {
+			inputs = append(inputs, files...)
+		}
+		var among map[base.FileNum]struct{}
+		if c.Reason == compact.ReasonBlobGCContinued {
+			// Only what is owed moves, so the debt only shrinks: it holds
+			// every file left out since (noteBlobGCOwed).
+			among = d.blobGCOwedCopy()
+		}
+		only, owed = compact.BlobGCSelection(v, inputs, cutoff, blobGCMaxRelocation(o), o.BlobGarbageCollectionForceThreshold, among)
+	}
 	if cutoff == 0 && len(expired) == 0 {
 		return nil
 	}
-	return &blobGC{d: d, cutoff: cutoff, expired: expired, readahead: o.BlobCompactionReadaheadSize,
+	return &blobGC{d: d, cutoff: cutoff, expired: expired, only: only, owed: owed, readahead: o.BlobCompactionReadaheadSize,
 		direct:  d.opts.UseDirectIOForFlushAndCompaction && !d.opts.UseDirectReads,
 		readers: map[base.FileNum]*gcReader{}, relocatedFrom: map[base.FileNum]uint64{}}
+}
+
+// blobGCMaxRelocation returns the bound on the live blob bytes one
+// automatic compaction relocates under o (0: none):
+// BlobGarbageCollectionMaxRelocationBytes, whose zero value means
+// BlobFileSize.
+func blobGCMaxRelocation(o *Options) int64 {
+	switch n := o.BlobGarbageCollectionMaxRelocationBytes; {
+	case n < 0:
+		return 0
+	case n == 0:
+		return o.BlobFileSize
+	default:
+		return n
+	}
+}
+
+// noteBlobGCOwed records, once a compaction's edit is installed, the blob
+// files its bounded relocation left out (g.owed), for the picker to go on
+// with (compact.ReasonBlobGCContinued), and forgets those no longer in the
+// current version.
+func (d *DB) noteBlobGCOwed(g *blobGC) {
+	if g == nil {
+		return
+	}
+	v := d.versions.Current()
+	defer v.Unref()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	owed := d.mu.compact.blobGCOwed
+	if len(g.owed) == 0 && len(owed) == 0 {
+		return
+	}
+	if owed == nil {
+		owed = map[base.FileNum]struct{}{}
+		d.mu.compact.blobGCOwed = owed
+	}
+	for _, n := range g.owed {
+		owed[n] = struct{}{}
+	}
+	for n := range owed {
+		if v.BlobFile(n) == nil {
+			delete(owed, n)
+		}
+	}
+}
+
+// blobGCOwedCopy returns a copy of the set of blob files the DB owes a
+// compaction (never nil).
+func (d *DB) blobGCOwedCopy() map[base.FileNum]struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[base.FileNum]struct{}, len(d.mu.compact.blobGCOwed))
+	for n := range d.mu.compact.blobGCOwed {
+		out[n] = struct{}{}
+	}
+	return out
+}
+
+// blobGCOwedLocked returns, ascending, the blob files the DB owes a
+// compaction (noteBlobGCOwed) when GC may relocate now: none outside the
+// off-peak window. d.mu is held.
+func (d *DB) blobGCOwedLocked() []base.FileNum {
+	owed := d.mu.compact.blobGCOwed
+	if len(owed) == 0 {
+		return nil
+	}
+	o := d.mutableOptions()
+	if !o.EnableBlobGarbageCollection {
+		return nil
+	}
+	if w, err := parseOffPeakWindow(o.BlobGarbageCollectionOffPeakWindow); err == nil && !w.contains(d.clock.Now()) {
+		return nil
+	}
+	out := make([]base.FileNum, 0, len(owed))
+	for n := range owed {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // blobGCWindowAllows reports whether compaction c may collect garbage now:
@@ -194,7 +312,7 @@ func (g *blobGC) collectsFrom(v *manifest.Version, f *manifest.FileMetadata) boo
 		if g.expired[n] {
 			return true
 		}
-		if n >= g.cutoff {
+		if !g.relocates(n) {
 			continue
 		}
 		if b := v.BlobFile(n); b != nil && b.GarbageBytes > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -646,5 +647,105 @@ func TestStatisticsBlobTickers(t *testing.T) {
 		if got := st.TickerCount(tk); got != 0 {
 			t.Errorf("after Reset %s = %d", tk, got)
 		}
+	}
+}
+
+// blobGCCompactionLog records the reason and relocated bytes of every
+// compaction that completes.
+type blobGCCompactionLog struct {
+	NoopEventListener
+	mu   sync.Mutex
+	jobs []CompactionInfo
+}
+
+func (l *blobGCCompactionLog) OnCompactionCompleted(info CompactionInfo) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.jobs = append(l.jobs, info)
+}
+
+// TestBlobGCMaxRelocationBytesBoundsEachCompaction: with every blob file
+// old enough (age cutoff 1), an automatic L0 compaction bounded by
+// BlobGarbageCollectionMaxRelocationBytes relocates at most the bound (plus
+// one file's share), and compactions for the files it left out
+// (blob-gc-continued) follow until every blob file of before is gone; no
+// value is lost and no index dangles. Without the bound one compaction
+// relocates it all.
+func TestBlobGCMaxRelocationBytesBoundsEachCompaction(t *testing.T) {
+	const bound = 8 << 10
+	for _, tc := range []struct {
+		name    string
+		bound   int64
+		bounded bool
+	}{{"bounded", bound, true}, {"unbounded", -1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			opts := blobTestOptions(mem)
+			opts.DisableAutoCompactions = true
+			opts.EnableBlobGarbageCollection = true
+			opts.BlobGarbageCollectionAgeCutoff = 1
+			opts.BlobGarbageCollectionMaxRelocationBytes = tc.bound
+			opts.Level0FileNumCompactionTrigger = 3
+			log := &blobGCCompactionLog{}
+			opts.EventListener = log
+			d, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			want := map[int]int{}
+			writeBlobGCRounds(t, d, 300, want, 2, 3)
+			before := liveBlobFiles(d)
+			if len(before) < 8 {
+				t.Fatalf("want at least 8 blob files, got %d", len(before))
+			}
+			if err := d.SetOptions(map[string]string{"disable_auto_compactions": "false"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.WaitForCompact(nil); err != nil {
+				t.Fatal(err)
+			}
+			checkBlobReferences(t, d)
+			checkBlobGCValues(t, d, want)
+			after := liveBlobFiles(d)
+			for _, b := range before {
+				if slices.ContainsFunc(after, func(a manifest.BlobFileMetadata) bool { return a.FileNum == b.FileNum }) {
+					t.Errorf("blob file %s of before the compactions is still live", b.FileNum)
+				}
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			var continued int
+			var most, total uint64
+			for _, j := range log.jobs {
+				if j.Reason == compact.ReasonBlobGCContinued {
+					continued++
+				}
+				most = max(most, j.BlobBytesRelocated)
+				total += j.BlobBytesRelocated
+			}
+			t.Logf("%d compactions, %d continued; relocated %d bytes, at most %d in one", len(log.jobs), continued, total, most)
+			if total <= bound {
+				t.Fatalf("relocated %d bytes in all, want more than the bound %d for the test to mean something", total, bound)
+			}
+			if tc.bounded {
+				if limit := uint64(bound + opts.BlobFileSize); most > limit {
+					t.Errorf("a compaction relocated %d bytes, want at most %d (the bound and one file)", most, limit)
+				}
+				if continued == 0 {
+					t.Errorf("no %s compaction", compact.ReasonBlobGCContinued)
+				}
+			} else {
+				if continued != 0 {
+					t.Errorf("%d %s compactions without a bound", continued, compact.ReasonBlobGCContinued)
+				}
+				if most != total {
+					t.Errorf("a compaction relocated %d of %d bytes, want all in one without a bound", most, total)
+				}
+			}
+		})
 	}
 }

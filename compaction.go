@@ -55,6 +55,7 @@ func (d *DB) pickEnvLocked() compact.PickEnv {
 			env.HasSnapshots, env.EarliestSnapshot = true, s.seq
 		}
 	}
+	env.BlobGCOwed = d.blobGCOwedLocked()
 	return env
 }
 
@@ -100,8 +101,12 @@ func (d *DB) backgroundFlush() {
 		snapSeq := base.SeqNum(d.visibleSeq.Load())
 		// Only this goroutine adds tables to L0, and compactions only move
 		// data already in some table of v: a key no table of v holds has
-		// no older version anywhere but in m.
-		v := d.versions.Current()
+		// no older version anywhere but in m. The flush reads v's tables
+		// only: a version without blob files keeps the blob files that
+		// compactions delete meanwhile from staying on disk until it ends.
+		cur := d.versions.Current()
+		v := cur.TablesOnly()
+		cur.Unref()
 		d.mu.Unlock()
 		if testHookFlushListedSnapshots != nil {
 			testHookFlushListedSnapshots()
@@ -807,6 +812,7 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 	d.stats.compactions.Add(1)
 	d.stats.compactBytesRead.Add(inputBytes)
 	d.stats.compactBytesWritten.Add(outBytes)
+	d.noteBlobGCOwed(gc)
 	if gc != nil {
 		d.stats.blobRelocated.Add(gc.relocated.count)
 		d.stats.blobBytesRelocated.Add(gc.relocated.bytes)

@@ -164,6 +164,9 @@ type DB struct {
 			running    int // compactions running
 			manual     int // manual compactions waiting or running
 			inProgress map[*compact.Compaction]struct{}
+			// blobGCOwed are the blob files whose relocation a bounded
+			// compaction left undone (blob_gc.go, noteBlobGCOwed).
+			blobGCOwed map[base.FileNum]struct{}
 		}
 		snapshots snapshotList
 		// deadline is the delete persistence timer (delete_persistence.go).

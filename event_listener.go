@@ -155,7 +155,9 @@ type FlushInfo struct {
 type CompactionInfo struct {
 	JobID int
 	// Reason is why it was picked: "L0", "size", "manual", "marked",
-	// "tombstone-density", "elision-only", "expired", "secondary-delete".
+	// "tombstone-density", "elision-only", "expired", "secondary-delete",
+	// "blob-gc", "blob-expired", "blob-gc-continued", ... (the compact
+	// package's Reason constants).
 	Reason                  string
 	InputLevel, OutputLevel int
 	// Inputs are the input tables by level, InputLevel first.

@@ -288,6 +288,23 @@ var metamorphicSets = []metaOptionSet{
 		setBlobTestOptions(o)
 		o.UseDirectIOForFlushAndCompaction = true
 	}, osFS: true, cfg: dbRunConfig{verifyFileChecksums: true}},
+
+	// Bounded blob GC relocation (issue 13, blob targets): tiny memtables
+	// so that automatic compactions run; with a bound of one byte every
+	// compaction relocates one old file and owes the others
+	// (blob-gc-continued compactions); unbounded as RocksDB.
+	{name: "blob-gc-relocation-bound-1", set: func(o *Options) {
+		setBlobTestOptions(o)
+		setBlobGCTestOptions(o)
+		o.WriteBufferSize = 4 << 10
+		o.BlobGarbageCollectionMaxRelocationBytes = 1
+	}},
+	{name: "blob-gc-relocation-unbounded", set: func(o *Options) {
+		setBlobTestOptions(o)
+		setBlobGCTestOptions(o)
+		o.WriteBufferSize = 4 << 10
+		o.BlobGarbageCollectionMaxRelocationBytes = -1
+	}},
 }
 
 // describe lists what the set changes from testOptions, for failure reports.

@@ -280,6 +280,7 @@ var optionSpecs = []optionSpec{
 			return nil
 		},
 	},
+	int64Option("blob_garbage_collection_max_relocation_bytes", "BlobGarbageCollectionMaxRelocationBytes", func(o *Options) *int64 { return &o.BlobGarbageCollectionMaxRelocationBytes }),
 	int64Option("blob_compaction_readahead_size", "BlobCompactionReadaheadSize", func(o *Options) *int64 { return &o.BlobCompactionReadaheadSize }),
 	intOption("blob_file_starting_level", "BlobFileStartingLevel", func(o *Options) *int { return &o.BlobFileStartingLevel }),
 	immutable(int64Option("blob_cache", "BlobCacheSize", func(o *Options) *int64 { return &o.BlobCacheSize }),

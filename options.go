@@ -432,6 +432,17 @@ type Options struct {
 	// BlobGarbageCollectionForceThreshold. Manual compactions always
 	// relocate. Default "": no window, relocation at any time.
 	BlobGarbageCollectionOffPeakWindow string
+	// BlobGarbageCollectionMaxRelocationBytes bounds the live blob bytes one
+	// automatic compaction relocates (no RocksDB counterpart: RocksDB
+	// relocates every value of the old files a compaction meets). The old
+	// files stay on disk until the compaction installs its copy, so an
+	// unbounded relocation adds up to the live bytes of the oldest
+	// BlobGarbageCollectionAgeCutoff of the files at once; bounded, the
+	// files with the most garbage go first (compact.BlobGCSelection). One
+	// file's share may exceed it. Manual compactions are not bounded.
+	// Default (0) BlobFileSize: one compaction's copy is about one blob
+	// file, whatever the database's size. Negative: no bound, as RocksDB.
+	BlobGarbageCollectionMaxRelocationBytes int64
 	// BlobCompactionReadaheadSize (blob_compaction_readahead_size) is the
 	// readahead of compactions reading blob files front to back (GC).
 	// Default (0) 2 MiB, not RocksDB's 0: such a read visits every record of

@@ -65,6 +65,9 @@ var mutableOptionValues = map[string]string{
 	"prefix_extractor":                        "rocksdb.FixedPrefix.4",
 	"whole_key_filtering":                     "false",
 	"memtable_prefix_bloom_size_ratio":        "0.1",
+
+	// Blob targets (issue 13).
+	"blob_garbage_collection_max_relocation_bytes": "33554432",
 }
 
 // optionFieldsWithoutName are the Options fields the OPTIONS file does not

@@ -119,17 +119,19 @@ type benchConfig struct {
 	enableBlobFiles bool
 	// mergeOperator is --merge_operator: "" (none), uint64add or
 	// stringappend.
-	mergeOperator      string
-	minBlobSize        int64
-	blobFileSize       int64
-	blobCompression    string
-	enableBlobGC       bool
-	mmapRead           bool
-	mmapWrite          bool
-	blobGCAgeCutoff    float64
-	blobGCForce        float64
-	blobFileStartLevel int
-	blobCacheSize      int64
+	mergeOperator   string
+	minBlobSize     int64
+	blobFileSize    int64
+	blobCompression string
+	enableBlobGC    bool
+	mmapRead        bool
+	mmapWrite       bool
+	blobGCAgeCutoff float64
+	blobGCForce     float64
+	// blobGCMaxRelocation is BlobGarbageCollectionMaxRelocationBytes.
+	blobGCMaxRelocation int64
+	blobFileStartLevel  int
+	blobCacheSize       int64
 
 	// Prefix seeks (issue 15, item 3; bench_prefix.go): db_bench's flags of
 	// the same names.
@@ -592,15 +594,16 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		PinL0FilterAndIndexBlocksInCache: r.cfg.pinL0FilterAndIndexBlocks,
 		DeletePersistenceThreshold:       r.cfg.deletePersistence,
 
-		EnableBlobFiles:                     r.cfg.enableBlobFiles,
-		MinBlobSize:                         r.cfg.minBlobSize,
-		BlobFileSize:                        r.cfg.blobFileSize,
-		BlobCompression:                     bc,
-		EnableBlobGarbageCollection:         r.cfg.enableBlobGC,
-		BlobGarbageCollectionAgeCutoff:      r.cfg.blobGCAgeCutoff,
-		BlobGarbageCollectionForceThreshold: r.cfg.blobGCForce,
-		BlobFileStartingLevel:               r.cfg.blobFileStartLevel,
-		BlobCacheSize:                       r.cfg.blobCacheSize,
+		EnableBlobFiles:                         r.cfg.enableBlobFiles,
+		MinBlobSize:                             r.cfg.minBlobSize,
+		BlobFileSize:                            r.cfg.blobFileSize,
+		BlobCompression:                         bc,
+		EnableBlobGarbageCollection:             r.cfg.enableBlobGC,
+		BlobGarbageCollectionAgeCutoff:          r.cfg.blobGCAgeCutoff,
+		BlobGarbageCollectionForceThreshold:     r.cfg.blobGCForce,
+		BlobGarbageCollectionMaxRelocationBytes: r.cfg.blobGCMaxRelocation,
+		BlobFileStartingLevel:                   r.cfg.blobFileStartLevel,
+		BlobCacheSize:                           r.cfg.blobCacheSize,
 	}
 	if o.MergeOperator, err = benchMergeOperator(r.cfg.mergeOperator); err != nil {
 		return nil, err

@@ -256,6 +256,7 @@ when stdout or stderr is not a terminal.`,
 	f.BoolVar(&cfg.enableBlobGC, "enable_blob_garbage_collection", false, "let compactions relocate the live values of the oldest blob files")
 	f.Float64Var(&cfg.blobGCAgeCutoff, "blob_garbage_collection_age_cutoff", cfg.blobGCAgeCutoff, "fraction of blob files, oldest first, that garbage collection relocates")
 	f.Float64Var(&cfg.blobGCForce, "blob_garbage_collection_force_threshold", cfg.blobGCForce, "garbage ratio of the oldest blob files past which their tables are compacted (1 = off)")
+	f.Int64Var(&cfg.blobGCMaxRelocation, "blob_garbage_collection_max_relocation_bytes", cfg.blobGCMaxRelocation, "live blob bytes one automatic compaction relocates at most (0 = --blob_file_size, negative = no bound, as RocksDB)")
 	f.IntVar(&cfg.blobFileStartLevel, "blob_file_starting_level", 0, "first level whose outputs separate values into blob files")
 	f.Int64Var(&cfg.blobCacheSize, "blob_cache_size", 0, "bytes of a blob value cache apart from the block cache (0 = share the block cache)")
 	f.StringVar(&deletePersistence, "delete_persistence_threshold", "0", "deleted data leaves every file within this time (Options.DeletePersistenceThreshold): seconds, or a Go duration such as 1m30s (0 = off)")

@@ -2,6 +2,7 @@ package compact
 
 import (
 	"math"
+	"slices"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
@@ -12,6 +13,12 @@ import (
 // garbage ratio reached Options.BlobGCForceThreshold, so that the file's
 // live values move and the file can go.
 const ReasonBlobGC = "blob-gc"
+
+// ReasonBlobGCContinued is the Reason of a compaction that goes on with the
+// relocation a compaction bounded by the DB's
+// BlobGarbageCollectionMaxRelocationBytes left undone (PickEnv.BlobGCOwed):
+// a table referencing such a file is rewritten as for ReasonBlobGC.
+const ReasonBlobGCContinued = "blob-gc-continued"
 
 // BlobGCCutoff returns the number below which the blob files of v are old
 // enough for garbage collection: those in the oldest ageCutoff fraction of
@@ -40,7 +47,13 @@ func BlobGCCutoff(v *manifest.Version, ageCutoff float64) base.FileNum {
 // old blob file such a compaction reads, so afterwards the table no longer
 // references the file, and once none does the file is deleted: each forced
 // compaction makes progress.
-func (p *Picker) pickForcedBlobGC(v *manifest.Version, baseLevel int) *Compaction {
+//
+// Then, when none is, a compaction for a file of env.BlobGCOwed still in v
+// and below the cutoff (ReasonBlobGCContinued), oldest first: a bounded
+// relocation moves the old files in several installments, each deleting
+// its files as soon as it is installed, instead of in one compaction that
+// holds the whole copy and the old files at once.
+func (p *Picker) pickForcedBlobGC(v *manifest.Version, baseLevel int, env PickEnv) *Compaction {
 	o := &p.opts
 	if !o.BlobGC || len(v.BlobFiles) == 0 {
 		return nil
@@ -58,6 +71,14 @@ func (p *Picker) pickForcedBlobGC(v *manifest.Version, baseLevel int) *Compactio
 			continue
 		}
 		if c := p.pickBlobTables(v, baseLevel, b.FileNum, ReasonBlobGC); c != nil {
+			return c
+		}
+	}
+	for _, n := range env.BlobGCOwed {
+		if n >= cutoff || v.BlobFile(n) == nil {
+			continue
+		}
+		if c := p.pickBlobTables(v, baseLevel, n, ReasonBlobGCContinued); c != nil {
 			return c
 		}
 	}
@@ -138,4 +159,105 @@ func l0BlobScore(v *manifest.Version, baseLevel int) float64 {
 		tables += totalSize(levelFiles(v, baseLevel))
 	}
 	return float64(l0Blob) / max(L0BlobShare*float64(live), float64(tables), 1)
+}
+
+// BlobGCSelection returns the blob files, numbered below cutoff, whose
+// values a compaction of the tables inputs of v relocates when it may
+// relocate about maxBytes (maxBytes <= 0: no bound, every file below
+// cutoff; nil is returned for that). Without a bound one compaction that
+// reads many tables (a small database's L0 compaction reads them all)
+// relocates every live value of the oldest quarter of the blob files, and
+// writes that whole copy before the old files can go: a peak of space
+// amplification while it runs.
+//
+// A file's share of this compaction is estimated as its live bytes times
+// the share of the bytes of the tables referencing it that are inputs.
+// Files are taken in order while the shares add up to at most maxBytes
+// (the first is always taken, so that every compaction makes progress):
+// first those whose garbage ratio reached forceThreshold, oldest first (the
+// files forced compactions are picked for, pickForcedBlobGC), then the
+// others by garbage ratio, highest first, the older first on a tie: the
+// files that free the most space for the values moved, and that no
+// compaction will move again. The taking stops at the first file that does
+// not fit, so that the order is kept; the files left out are returned,
+// ascending, in left (the DB owes them a compaction, ReasonBlobGCContinued).
+// Files no input references are in neither: the compaction cannot move
+// them.
+//
+// among, when not nil, limits the candidates to the files it holds: a
+// compaction for ReasonBlobGCContinued moves only what was owed, so that
+// the work owed only shrinks.
+func BlobGCSelection(v *manifest.Version, inputs []*manifest.FileMetadata, cutoff base.FileNum, maxBytes int64, forceThreshold float64, among map[base.FileNum]struct{}) (sel map[base.FileNum]bool, left []base.FileNum) {
+	if maxBytes <= 0 {
+		return nil, nil
+	}
+	if forceThreshold <= 0 {
+		forceThreshold = 1
+	}
+	type candidate struct {
+		b      *manifest.BlobFileMetadata
+		forced bool
+		ratio  float64
+		share  float64
+	}
+	isInput := make(map[*manifest.FileMetadata]bool, len(inputs))
+	for _, f := range inputs {
+		isInput[f] = true
+	}
+	var cands []candidate
+	for _, b := range v.BlobFiles {
+		if b.FileNum >= cutoff {
+			break
+		}
+		if _, ok := among[b.FileNum]; among != nil && !ok {
+			continue
+		}
+		var in, all uint64
+		for _, t := range v.TablesReferencingBlob(b.FileNum) {
+			size := max(t.Meta.Size, 1)
+			all += size
+			if isInput[t.Meta] {
+				in += size
+			}
+		}
+		if in == 0 {
+			continue
+		}
+		c := candidate{b: b, share: float64(b.LiveBytes()) * float64(in) / float64(all)}
+		if b.TotalBytes > 0 {
+			c.ratio = float64(b.GarbageBytes) / float64(b.TotalBytes)
+		}
+		c.forced = b.TotalBytes > 0 && c.ratio >= forceThreshold
+		cands = append(cands, c)
+	}
+	// v.BlobFiles is ascending by number, so a stable sort keeps the older
+	// first among equals.
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		switch {
+		case a.forced != b.forced:
+			if a.forced {
+				return -1
+			}
+			return 1
+		case a.forced:
+			return 0 // oldest first
+		case a.ratio > b.ratio:
+			return -1
+		case a.ratio < b.ratio:
+			return 1
+		}
+		return 0
+	})
+	sel = map[base.FileNum]bool{}
+	var sum float64
+	for i, c := range cands {
+		if i > 0 && (left != nil || sum+c.share > float64(maxBytes)) {
+			left = append(left, c.b.FileNum)
+			continue
+		}
+		sum += c.share
+		sel[c.b.FileNum] = true
+	}
+	slices.Sort(left)
+	return sel, left
 }

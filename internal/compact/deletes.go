@@ -16,6 +16,11 @@ type PickEnv struct {
 	// rewritten for them.
 	HasSnapshots     bool
 	EarliestSnapshot base.SeqNum
+	// BlobGCOwed are blob files whose relocation a compaction bounded by
+	// the DB's BlobGarbageCollectionMaxRelocationBytes left undone,
+	// ascending: the picker goes on with them (pickForcedBlobGC,
+	// ReasonBlobGCContinued).
+	BlobGCOwed []base.FileNum
 }
 
 // tombstonesDroppable reports whether a compaction into the last level

@@ -402,7 +402,7 @@ func (p *Picker) PickAuto(v *manifest.Version, env PickEnv) *Compaction {
 	forDel := p.pickForDeletes(v, env, baseLevel)
 	// A forced blob GC compaction competes as one for tombstones does; when
 	// both wait they take turns, so neither starves the other.
-	forDel, deletes := p.pickBackground(forDel, p.pickForcedBlobGC(v, baseLevel))
+	forDel, deletes := p.pickBackground(forDel, p.pickForcedBlobGC(v, baseLevel, env))
 	if forDel != nil {
 		forDel.Score = sc[forDel.Level]
 	}

@@ -313,3 +313,16 @@ func (v *Version) checkBlobFiles() error {
 	}
 	return nil
 }
+
+// TablesOnly returns a referenced version holding the tables of v (and its
+// secondary tombstones and merge operator name) but no blob files, for a
+// job that reads v's tables and never its blob files (a flush, which looks
+// up older keys in the tables). Held for a whole job, v itself would keep
+// on disk the blob files that other jobs' edits delete meanwhile; this
+// version keeps only the tables. Release it with Unref.
+func (v *Version) TablesOnly() *Version {
+	t := &Version{Levels: v.Levels, SecondaryTombstones: v.SecondaryTombstones,
+		MergeOperatorName: v.MergeOperatorName, tracker: v.tracker}
+	t.Ref()
+	return t
+}

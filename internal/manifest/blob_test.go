@@ -625,3 +625,52 @@ func TestVersionSetObsoleteBlobFiles(t *testing.T) {
 		t.Fatalf("live blob files after Load %v", got)
 	}
 }
+
+// TestVersionTablesOnlyPinsNoBlobFiles: a version from TablesOnly keeps the
+// tables of the version it was made from live, but not its blob files: a
+// blob file an edit deletes meanwhile is obsolete at once, while the table
+// the edit deletes stays live until the version is released.
+func TestVersionTablesOnlyPinsNoBlobFiles(t *testing.T) {
+	o := testOptions(t)
+	vs, err := Create(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobA, table := vs.NewFileNum(), vs.NewFileNum()
+	if err := vs.LogAndApply(&VersionEdit{
+		NewBlobFiles: []*BlobFileMetadata{{FileNum: blobA, TotalCount: 4, TotalBytes: 400, Size: 500}},
+		NewFiles:     []NewFileEntry{{Level: 0, Meta: blobTable(table, "a", 1, blobA)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cur := vs.Current()
+	flush := cur.TablesOnly() // what a flush holds
+	cur.Unref()
+	if len(flush.BlobFiles) != 0 || len(flush.Levels[0]) != 1 || flush.Levels[0][0].FileNum != table {
+		t.Fatalf("TablesOnly: levels %v, blob files %v", flush.Levels, flush.BlobFiles)
+	}
+	// A compaction rewrites the table without blob references: blobA is
+	// unreferenced and deleted with the edit.
+	out := vs.NewFileNum()
+	e := &VersionEdit{
+		DeletedFiles: map[DeletedFileEntry]bool{{Level: 0, FileNum: table}: true},
+		NewFiles:     []NewFileEntry{{Level: 1, Meta: blobTable(out, "a", 1)}},
+		BlobGarbage:  []BlobGarbage{{FileNum: blobA, Count: 4, Bytes: 400}},
+	}
+	cur = vs.Current()
+	e.DeletedBlobFiles = cur.UnreferencedBlobFiles(e)
+	cur.Unref()
+	if err := vs.LogAndApply(e); err != nil {
+		t.Fatal(err)
+	}
+	if got := vs.TakeObsoleteBlobFiles(); len(got) != 1 || got[0].FileNum != blobA {
+		t.Fatalf("obsolete blob files %v while only a tables-only version is held, want [%s]", got, blobA)
+	}
+	if got := vs.TakeObsoleteTables(); len(got) != 0 {
+		t.Fatalf("obsolete tables %v while the tables-only version holds them", got)
+	}
+	flush.Unref()
+	if got := vs.TakeObsoleteTables(); len(got) != 1 || got[0].FileNum != table {
+		t.Fatalf("obsolete tables %v after the release, want [%s]", got, table)
+	}
+}
