@@ -671,6 +671,8 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 		n += uint64(len(o.batch.data))
 	}
 	d.stats.userBytesWritten.Add(n)
+	d.stats.commitGroups.Add(1)
+	d.stats.commitBatches.Add(uint64(len(group)))
 	if syncWAL {
 		d.stats.walSyncs.Add(1)
 	}

@@ -15,6 +15,8 @@ type dbStats struct {
 	userBytesWritten    atomic.Uint64
 	walBytes            atomic.Uint64
 	walSyncs            atomic.Uint64
+	commitGroups        atomic.Uint64
+	commitBatches       atomic.Uint64
 	flushes             atomic.Uint64
 	flushBytes          atomic.Uint64
 	compactions         atomic.Uint64
@@ -67,6 +69,11 @@ type Metrics struct {
 	ScanFlushes uint64
 	Compact     struct{ Count, TrivialMoves, BytesRead, BytesWritten uint64 }
 	WAL         struct{ BytesWritten, Syncs uint64 }
+	// Commit counts the commit groups (Groups: one WAL write each, and one
+	// sync when any of its writes asked for one) and the batches they carried
+	// (Batches; every Put, Delete or Write is one): Batches/Groups is the
+	// mean group size, WAL.Syncs the groups that synced.
+	Commit struct{ Groups, Batches uint64 }
 	// UserBytesWritten counts the bytes of batches committed.
 	UserBytesWritten uint64
 	// WriteAmp is (flush + compaction bytes written) / user bytes written.
@@ -242,6 +249,7 @@ func (d *DB) Metrics() *Metrics {
 	m.Compact.Count, m.Compact.TrivialMoves = s.compactions.Load(), s.trivialMoves.Load()
 	m.Compact.BytesRead, m.Compact.BytesWritten = s.compactBytesRead.Load(), s.compactBytesWritten.Load()
 	m.WAL.BytesWritten, m.WAL.Syncs = s.walBytes.Load(), s.walSyncs.Load()
+	m.Commit.Groups, m.Commit.Batches = s.commitGroups.Load(), s.commitBatches.Load()
 	m.UserBytesWritten = s.userBytesWritten.Load()
 	if m.UserBytesWritten > 0 {
 		m.WriteAmp = float64(m.Flush.BytesWritten+m.Compact.BytesWritten) / float64(m.UserBytesWritten)
