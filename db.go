@@ -861,6 +861,7 @@ func (d *DB) walWriterOptions() wal.WriterOptions {
 		PreallocateSize:  min(int64(d.mutableOptions().WriteBufferSize), 4<<20),
 		BackgroundWrites: d.opts.WALBackgroundWrites,
 		Mmap:             d.opts.AllowMmapWrites,
+		Syncs:            &d.stats.walFileSyncs,
 	}
 }
 

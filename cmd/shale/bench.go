@@ -777,7 +777,7 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 func commitMessage(before, after *shale.Metrics) string {
 	groups := after.Commit.Groups - before.Commit.Groups
 	batches := after.Commit.Batches - before.Commit.Batches
-	syncs := after.WAL.Syncs - before.WAL.Syncs
+	syncs := after.WAL.FileSyncs - before.WAL.FileSyncs
 	if groups == 0 {
 		return ""
 	}
