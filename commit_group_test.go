@@ -63,3 +63,42 @@ func TestGroupCommitCarriesManySyncedWriters(t *testing.T) {
 	}
 	t.Logf("%d synced writes from %d writers in %d groups, %d file syncs (%.1f writes per sync)", batches, writers, groups, fileSyncs, float64(batches)/float64(fileSyncs))
 }
+
+// TestGroupCommitGathersReturningSyncedWriters checks that synced writers
+// that write again as soon as they return share one WAL sync, instead of
+// splitting into two cohorts that sync in turn (about half of them per
+// sync): gatherSyncedWritersLocked lets the writers a synced group released
+// queue up before the next synced group is taken.
+func TestGroupCommitGathersReturningSyncedWriters(t *testing.T) {
+	const writers, perWriter = 16, 20
+	fs := latencyfs.New(vfs.NewMem(), latencyfs.Options{WriteLatency: 5 * time.Millisecond})
+	db, err := Open("/db", testOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	before := db.Metrics()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				k := fmt.Sprintf("w%02d-%03d", w, i)
+				if err := db.Put([]byte(k), []byte(k), &WriteOptions{Sync: true}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	m := db.Metrics()
+	batches := m.Commit.Batches - before.Commit.Batches
+	syncs := m.WAL.FileSyncs - before.WAL.FileSyncs
+	perSync := float64(batches) / float64(syncs)
+	// Two cohorts would give about writers/2 per sync; the first and last
+	// syncs of the run carry fewer.
+	if perSync < 0.7*writers {
+		t.Fatalf("%d synced writes from %d writers in %d WAL syncs: %.1f per sync, want nearly all writers in each", batches, writers, syncs, perSync)
+	}
+	t.Logf("%d synced writes from %d writers in %d WAL syncs (%.1f per sync)", batches, writers, syncs, perSync)
+}
