@@ -109,6 +109,7 @@ type workload struct {
 var workloads = map[string]workload{
 	"fillseq":          {fresh: true, fn: (*session).fillSeq},
 	"fillrandom":       {fresh: true, fn: (*session).fillRandom},
+	"fillsync":         {fresh: true, fn: (*session).fillSync},
 	"overwrite":        {fn: (*session).overwrite},
 	"readrandom":       {fn: (*session).readRandom},
 	"multireadrandom":  {fn: (*session).multiReadRandom},
@@ -220,19 +221,28 @@ func (s *session) value() []byte {
 // i draws its keys from newNext(i) and its values from a buffer position of
 // its own.
 func (s *session) fill(newNext func(i int) func() int64) (result, error) {
-	n := s.cfg.fillWriters()
+	res, err := s.fillWith(s.cfg.num, s.eng.put, newNext)
+	if err == nil {
+		s.filled = true
+	}
+	return res, err
+}
+
+// fillWith is fill of num writes through put (it does not mark the DB
+// filled: fillsync writes fewer keys than the read workloads expect).
+func (s *session) fillWith(num int64, put func(key, value []byte) error, newNext func(i int) func() int64) (result, error) {
+	n := int(min(int64(s.cfg.fillWriters()), num))
 	if n == 1 {
 		next := newNext(0)
 		t := newOpTimer()
 		start := t.last
-		for i := int64(0); i < s.cfg.num; i++ {
-			if err := s.eng.put(s.makeKey(next()), s.value()); err != nil {
+		for i := int64(0); i < num; i++ {
+			if err := put(s.makeKey(next()), s.value()); err != nil {
 				return result{}, err
 			}
 			t.done()
 		}
-		s.filled = true
-		res := result{ops: s.cfg.num, elapsed: time.Since(start)}
+		res := result{ops: num, elapsed: time.Since(start)}
 		setLatency(&res, t)
 		return res, nil
 	}
@@ -244,8 +254,8 @@ func (s *session) fill(newNext func(i int) func() int64) (result, error) {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range n {
-		count := s.cfg.num / int64(n)
-		if int64(i) < s.cfg.num%int64(n) {
+		count := num / int64(n)
+		if int64(i) < num%int64(n) {
 			count++
 		}
 		next := newNext(i)
@@ -260,7 +270,7 @@ func (s *session) fill(newNext func(i int) func() int64) (result, error) {
 					vpos = 0
 				}
 				benchdata.FormatKey(key, next())
-				if errs[i] = s.eng.put(key, s.values[vpos:vpos+vsize]); errs[i] != nil {
+				if errs[i] = put(key, s.values[vpos:vpos+vsize]); errs[i] != nil {
 					return
 				}
 				vpos += vsize
@@ -269,13 +279,12 @@ func (s *session) fill(newNext func(i int) func() int64) (result, error) {
 		})
 	}
 	wg.Wait()
-	res := result{ops: s.cfg.num, elapsed: time.Since(start)}
+	res := result{ops: num, elapsed: time.Since(start)}
 	for _, err := range errs {
 		if err != nil {
 			return result{}, err
 		}
 	}
-	s.filled = true
 	setLatency(&res, timers...)
 	return res, nil
 }
@@ -289,6 +298,19 @@ func (s *session) fillSeq() (result, error) {
 
 func (s *session) fillRandom() (result, error) {
 	return s.fill(func(i int) func() int64 {
+		rng := s.threadRng(i)
+		return func() int64 { return rng.Int64N(s.cfg.num) }
+	})
+}
+
+// fillSync is db_bench's fillsync: num/1000 (at least 1) random keys of
+// [0, num), every put synced, from the fill writers.
+func (s *session) fillSync() (result, error) {
+	sp, ok := s.eng.(syncPutter)
+	if !ok {
+		return result{}, fmt.Errorf("fillsync: engine %s has no synced put", s.eng.name())
+	}
+	return s.fillWith(max(s.cfg.num/1000, 1), sp.putSync, func(i int) func() int64 {
 		rng := s.threadRng(i)
 		return func() int64 { return rng.Int64N(s.cfg.num) }
 	})

@@ -554,3 +554,38 @@ func (e *countingEngine) put(k, v []byte) error {
 	e.puts.Add(1)
 	return e.engine.put(k, v)
 }
+
+// syncingMapEngine is a mapEngine with a synced put that it counts.
+type syncingMapEngine struct {
+	mapEngine
+	syncs atomic.Int64
+}
+
+func (e *syncingMapEngine) putSync(k, v []byte) error {
+	e.syncs.Add(1)
+	return e.put(k, v)
+}
+
+// TestFillSyncWritesAThousandthSynced: fillsync writes num/1000 keys, each
+// through the engine's synced put, shared by the writers; it leaves the DB
+// unfilled for the read workloads, and an engine without a synced put
+// fails it by name.
+func TestFillSyncWritesAThousandthSynced(t *testing.T) {
+	for _, writers := range []int{1, 3} {
+		cfg := workloadConfig{num: 20000, keySize: 16, valueSize: 100, seed: 3, writers: writers}
+		eng := &syncingMapEngine{mapEngine: mapEngine{m: map[string][]byte{}}}
+		open := func(string, engineConfig) (engine, error) { return eng, nil }
+		s := newSession(open, filepath.Join(t.TempDir(), "db"), cfg, engineConfig{})
+		r, err := s.run("fillsync")
+		if err != nil || r.ops != 20 || eng.syncs.Load() != 20 {
+			t.Fatalf("fillsync, %d writers: %+v %v, %d synced puts, want 20", writers, r, err, eng.syncs.Load())
+		}
+		if s.filled {
+			t.Fatalf("fillsync, %d writers: marked the DB filled with 20 of 20000 keys", writers)
+		}
+	}
+	s := newSession(openMap, filepath.Join(t.TempDir(), "db"), workloadConfig{num: 2000, keySize: 16, valueSize: 10}, engineConfig{})
+	if _, err := s.run("fillsync"); err == nil || !strings.Contains(err.Error(), "map has no synced put") {
+		t.Fatalf("fillsync on an engine without a synced put: %v", err)
+	}
+}
