@@ -690,7 +690,7 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 	}
 
 	// Group commit of the write benchmarks with several writers or synced
-	// writes: its sizes go into their line (commitMessage).
+	// writes: its sizes are printed on a line after theirs (commitMessage).
 	var commitsBefore *shale.Metrics
 	if spec.op == opWrite && spec.message == nil && (readers > 1 || r.wo.Sync) {
 		commitsBefore = r.db.Metrics()
@@ -752,11 +752,15 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 	if spec.message != nil {
 		res.message = spec.message(&res)
 	}
+	commits := ""
 	if commitsBefore != nil {
-		res.message = commitMessage(commitsBefore, r.db.Metrics())
+		commits = commitMessage(commitsBefore, r.db.Metrics())
 	}
 	if !spec.ownOutput {
 		fmt.Fprintln(r.out, res.line())
+		if commits != "" {
+			fmt.Fprintf(r.out, "%-12s : %s\n", name, commits)
+		}
 		if r.cfg.histogram && res.hist != nil {
 			fmt.Fprint(r.out, res.histogramText())
 		}
@@ -773,7 +777,7 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 }
 
 // commitMessage describes the commit groups between two metrics of a DB:
-// how many batches (writes) each group carried, and per WAL sync.
+// how many batches (writes) each group carried, and per WAL file sync.
 func commitMessage(before, after *shale.Metrics) string {
 	groups := after.Commit.Groups - before.Commit.Groups
 	batches := after.Commit.Batches - before.Commit.Batches
@@ -781,11 +785,11 @@ func commitMessage(before, after *shale.Metrics) string {
 	if groups == 0 {
 		return ""
 	}
-	msg := fmt.Sprintf("(%d writes in %d commit groups, %.1f per group", batches, groups, float64(batches)/float64(groups))
+	msg := fmt.Sprintf("commits: %d writes in %d groups, %.1f per group", batches, groups, float64(batches)/float64(groups))
 	if syncs > 0 {
 		msg += fmt.Sprintf("; %d WAL syncs, %.1f writes per sync", syncs, float64(batches)/float64(syncs))
 	}
-	return msg + ")"
+	return msg
 }
 
 // startProgress prints "... N ops" every progressEvery while a benchmark
