@@ -15,6 +15,9 @@ type dbStats struct {
 	userBytesWritten    atomic.Uint64
 	walBytes            atomic.Uint64
 	walSyncs            atomic.Uint64
+	walFileSyncs        atomic.Uint64 // counted by the WAL writers
+	commitGroups        atomic.Uint64
+	commitBatches       atomic.Uint64
 	flushes             atomic.Uint64
 	flushBytes          atomic.Uint64
 	compactions         atomic.Uint64
@@ -66,7 +69,15 @@ type Metrics struct {
 	// (Options.MemtableOpScanFlushTrigger); Flush.Count includes them.
 	ScanFlushes uint64
 	Compact     struct{ Count, TrivialMoves, BytesRead, BytesWritten uint64 }
-	WAL         struct{ BytesWritten, Syncs uint64 }
+	// WAL: Syncs counts the commit groups that synced the WAL, FileSyncs the
+	// WAL file syncs made for them (and at WAL switches): one file sync
+	// covers every group that wrote while the sync before it ran.
+	WAL struct{ BytesWritten, Syncs, FileSyncs uint64 }
+	// Commit counts the commit groups (Groups: one WAL write each, and one
+	// sync when any of its writes asked for one) and the batches they carried
+	// (Batches; every Put, Delete or Write is one): Batches/Groups is the
+	// mean group size.
+	Commit struct{ Groups, Batches uint64 }
 	// UserBytesWritten counts the bytes of batches committed.
 	UserBytesWritten uint64
 	// WriteAmp is (flush + compaction bytes written) / user bytes written.
@@ -242,6 +253,8 @@ func (d *DB) Metrics() *Metrics {
 	m.Compact.Count, m.Compact.TrivialMoves = s.compactions.Load(), s.trivialMoves.Load()
 	m.Compact.BytesRead, m.Compact.BytesWritten = s.compactBytesRead.Load(), s.compactBytesWritten.Load()
 	m.WAL.BytesWritten, m.WAL.Syncs = s.walBytes.Load(), s.walSyncs.Load()
+	m.Commit.Groups, m.Commit.Batches = s.commitGroups.Load(), s.commitBatches.Load()
+	m.WAL.FileSyncs = s.walFileSyncs.Load()
 	m.UserBytesWritten = s.userBytesWritten.Load()
 	if m.UserBytesWritten > 0 {
 		m.WriteAmp = float64(m.Flush.BytesWritten+m.Compact.BytesWritten) / float64(m.UserBytesWritten)

@@ -68,6 +68,15 @@ func (e *badgerEngine) put(key, value []byte) error {
 	return e.db.Update(func(txn *badger.Txn) error { return txn.Set(key, value) })
 }
 
+// putSync is put then DB.Sync: Badger syncs per DB (Options.SyncWrites),
+// not per write.
+func (e *badgerEngine) putSync(key, value []byte) error {
+	if err := e.put(key, value); err != nil {
+		return err
+	}
+	return e.db.Sync()
+}
+
 func (e *badgerEngine) delete(key []byte) error {
 	e.dirty.Store(true)
 	return e.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })

@@ -24,6 +24,12 @@ type engine interface {
 	close() error
 }
 
+// syncPutter is an engine that can write with its WAL synced before the
+// put returns (fillsync); every engine here is one.
+type syncPutter interface {
+	putSync(key, value []byte) error
+}
+
 // engineReader reads point keys for one goroutine; it keeps the values it
 // reads in buffers of its own.
 type engineReader interface {

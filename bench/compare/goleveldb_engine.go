@@ -51,6 +51,11 @@ func (e *goleveldbEngine) put(key, value []byte) error {
 	return e.db.Put(key, value, nil)
 }
 
+func (e *goleveldbEngine) putSync(key, value []byte) error {
+	e.dirty.Store(true)
+	return e.db.Put(key, value, &opt.WriteOptions{Sync: true})
+}
+
 func (e *goleveldbEngine) delete(key []byte) error {
 	e.dirty.Store(true)
 	return e.db.Delete(key, nil)

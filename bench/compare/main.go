@@ -26,12 +26,13 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	flags := flag.NewFlagSet("compare", flag.ContinueOnError)
 	flags.SetOutput(progress)
 	num := flags.Int64("num", 1000000, "number of keys")
-	benchmarks := flags.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, overwrite, readrandom, multireadrandom, readseq, seekrandom, readwhilewriting, deletescan, ycsb_load, ycsb_a, ycsb_b, ycsb_c, ycsb_d, ycsb_e, ycsb_f")
+	benchmarks := flags.String("benchmarks", "fillseq,fillrandom,readrandom,seekrandom", "comma-separated workloads: fillseq, fillrandom, overwrite, fillsync (--num/1000 synced writes), readrandom, multireadrandom, readseq, seekrandom, readwhilewriting, deletescan, ycsb_load, ycsb_a, ycsb_b, ycsb_c, ycsb_d, ycsb_e, ycsb_f")
 	engineList := flags.String("engines", strings.Join(engineNames(), ","), "comma-separated engines to run, in this order: "+strings.Join(engineNames(), ", ")+untaggedEngines())
 	dir := flags.String("dir", "", "parent directory of the engines' databases (default: a temporary directory, removed afterwards)")
 	cacheSize := flags.Int64("cache_size", 8<<20, "block cache bytes, the same for every engine")
 	valueSize := flags.Int("value_size", 100, "value bytes of the fill workloads (deletescan writes its own 500-byte values)")
 	threads := flags.Int("threads", 0, fmt.Sprintf("readrandom and readwhilewriting: reading goroutines, each reading --num keys (0: 1); the ycsb workloads: client threads, sharing the operations (0: %d)", defaultYCSBThreads))
+	writers := flags.Int("writers", 1, "fillseq, fillrandom, overwrite and fillsync: writing goroutines, sharing the writes")
 	batchSize := flags.Int("batch_size", defaultBatchSize, "multireadrandom: keys per MultiGet")
 	seekNexts := flags.Int("seek_nexts", 0, "seekrandom: Next calls after each seek")
 	ycsbRecords := flags.Int64("ycsb_records", defaultYCSBRecords, "ycsb_load: records inserted (YCSB's recordcount), which ycsb_a..ycsb_f then read and write")
@@ -67,6 +68,9 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	if *threads < 0 {
 		return fmt.Errorf("--threads must be >= 0, got %d", *threads)
 	}
+	if *writers < 1 || int64(*writers) > *num {
+		return fmt.Errorf("--writers must be between 1 and --num, got %d", *writers)
+	}
 	if *batchSize < 1 {
 		return fmt.Errorf("--batch_size must be >= 1, got %d", *batchSize)
 	}
@@ -93,7 +97,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	wcfg := workloadConfig{
 		num: *num, keySize: 16, valueSize: *valueSize, seed: *seed,
 		deleteWait: time.Duration(*deleteWait * float64(time.Second)),
-		threads:    *threads, batchSize: *batchSize, seekNexts: *seekNexts,
+		threads:    *threads, writers: *writers, batchSize: *batchSize, seekNexts: *seekNexts,
 		ycsb: ycsbConfig{records: *ycsbRecords, ops: *ycsbOps, fields: *ycsbFields, fieldLength: *ycsbFieldLength},
 	}
 	if err := checkYCSBFlags(wcfg); err != nil {

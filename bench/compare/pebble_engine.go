@@ -41,6 +41,8 @@ func (e *pebbleEngine) name() string { return "pebble" }
 
 func (e *pebbleEngine) put(key, value []byte) error { return e.db.Set(key, value, pebble.NoSync) }
 
+func (e *pebbleEngine) putSync(key, value []byte) error { return e.db.Set(key, value, pebble.Sync) }
+
 func (e *pebbleEngine) delete(key []byte) error { return e.db.Delete(key, pebble.NoSync) }
 
 // compactAll compacts ["", "\xff"], which holds every decimal key.

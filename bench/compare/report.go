@@ -24,6 +24,8 @@ func workloadLabel(name string, cfg workloadConfig) string {
 	switch {
 	case name == "ycsb_load":
 		return fmt.Sprintf("ycsb_load (%d records of %d×%d B; %d threads)", cfg.ycsb.records, cfg.ycsb.fields, cfg.ycsb.fieldLength, cfg.ycsbThreads())
+	case (name == "fillseq" || name == "fillrandom" || name == "overwrite" || name == "fillsync") && cfg.fillWriters() > 1:
+		return fmt.Sprintf("%s (%d writers)", name, cfg.fillWriters())
 	case name == "readrandom" && cfg.readThreads() > 1:
 		return fmt.Sprintf("readrandom (%d threads)", cfg.readThreads())
 	case name == "readwhilewriting" && cfg.readThreads() > 1:

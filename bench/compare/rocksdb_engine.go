@@ -34,7 +34,9 @@ type rocksdbEngine struct {
 	cache *grocksdb.Cache // nil without a block cache
 	ro    *grocksdb.ReadOptions
 	wo    *grocksdb.WriteOptions
-	fo    *grocksdb.FlushOptions
+	// syncWO is wo with sync on (fillsync).
+	syncWO *grocksdb.WriteOptions
+	fo     *grocksdb.FlushOptions
 }
 
 func openRocksDB(dir string, cfg engineConfig) (engine, error) {
@@ -76,6 +78,8 @@ func openRocksDB(dir string, cfg engineConfig) (engine, error) {
 	e.db, e.cf = db, cfs[0]
 	e.ro = grocksdb.NewDefaultReadOptions()
 	e.wo = grocksdb.NewDefaultWriteOptions() // sync off, WAL on
+	e.syncWO = grocksdb.NewDefaultWriteOptions()
+	e.syncWO.SetSync(true)
 	e.fo = grocksdb.NewDefaultFlushOptions()
 	e.fo.SetWait(true)
 	return e, nil
@@ -92,6 +96,8 @@ func (e *rocksdbEngine) destroyOptions() {
 func (e *rocksdbEngine) name() string { return "rocksdb" }
 
 func (e *rocksdbEngine) put(key, value []byte) error { return e.db.Put(e.wo, key, value) }
+
+func (e *rocksdbEngine) putSync(key, value []byte) error { return e.db.Put(e.syncWO, key, value) }
 
 func (e *rocksdbEngine) delete(key []byte) error { return e.db.Delete(e.wo, key) }
 
@@ -111,6 +117,7 @@ func (e *rocksdbEngine) close() error {
 	e.db.Close()
 	e.ro.Destroy()
 	e.wo.Destroy()
+	e.syncWO.Destroy()
 	e.fo.Destroy()
 	e.destroyOptions()
 	return nil

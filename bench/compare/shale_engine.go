@@ -37,6 +37,10 @@ func (e *shaleEngine) name() string { return "shale" }
 
 func (e *shaleEngine) put(key, value []byte) error { return e.db.Put(key, value, e.wo) }
 
+func (e *shaleEngine) putSync(key, value []byte) error {
+	return e.db.Put(key, value, &shale.WriteOptions{Sync: true})
+}
+
 func (e *shaleEngine) delete(key []byte) error { return e.db.Delete(key, e.wo) }
 
 func (e *shaleEngine) compactAll() error { return e.db.CompactRange(nil, nil) }

@@ -24,6 +24,9 @@ type workloadConfig struct {
 	// workloads run; 0 (or below) is each one's default: 1 for the reads
 	// (readThreads), defaultYCSBThreads for YCSB (ycsbThreads).
 	threads int
+	// writers is how many goroutines fillseq, fillrandom and overwrite
+	// write with, sharing the num writes; below 1 means 1.
+	writers int
 	// batchSize is multireadrandom's keys per multiGet (below 1:
 	// defaultBatchSize).
 	batchSize int
@@ -34,6 +37,9 @@ type workloadConfig struct {
 
 // readThreads is the goroutines of readrandom and readwhilewriting.
 func (c workloadConfig) readThreads() int { return max(c.threads, 1) }
+
+// fillWriters is the goroutines of the fill workloads.
+func (c workloadConfig) fillWriters() int { return max(c.writers, 1) }
 
 // defaultBatchSize is multireadrandom's batch, as db_bench's --batch_size.
 const defaultBatchSize = 8
@@ -103,6 +109,7 @@ type workload struct {
 var workloads = map[string]workload{
 	"fillseq":          {fresh: true, fn: (*session).fillSeq},
 	"fillrandom":       {fresh: true, fn: (*session).fillRandom},
+	"fillsync":         {fresh: true, fn: (*session).fillSync},
 	"overwrite":        {fn: (*session).overwrite},
 	"readrandom":       {fn: (*session).readRandom},
 	"multireadrandom":  {fn: (*session).multiReadRandom},
@@ -209,29 +216,104 @@ func (s *session) value() []byte {
 	return v
 }
 
-func (s *session) fill(next func() int64) (result, error) {
-	t := newOpTimer()
-	start := t.last
-	for i := int64(0); i < s.cfg.num; i++ {
-		if err := s.eng.put(s.makeKey(next()), s.value()); err != nil {
+// fill writes num keys from cfg.fillWriters() goroutines, which share the
+// writes (the first ones take one more when num does not divide); goroutine
+// i draws its keys from newNext(i) and its values from a buffer position of
+// its own.
+func (s *session) fill(newNext func(i int) func() int64) (result, error) {
+	res, err := s.fillWith(s.cfg.num, s.eng.put, newNext)
+	if err == nil {
+		s.filled = true
+	}
+	return res, err
+}
+
+// fillWith is fill of num writes through put (it does not mark the DB
+// filled: fillsync writes fewer keys than the read workloads expect).
+func (s *session) fillWith(num int64, put func(key, value []byte) error, newNext func(i int) func() int64) (result, error) {
+	n := int(min(int64(s.cfg.fillWriters()), num))
+	if n == 1 {
+		next := newNext(0)
+		t := newOpTimer()
+		start := t.last
+		for i := int64(0); i < num; i++ {
+			if err := put(s.makeKey(next()), s.value()); err != nil {
+				return result{}, err
+			}
+			t.done()
+		}
+		res := result{ops: num, elapsed: time.Since(start)}
+		setLatency(&res, t)
+		return res, nil
+	}
+	timers := make([]*opTimer, n)
+	errs := make([]error, n)
+	for i := range timers {
+		timers[i] = newOpTimer()
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		count := num / int64(n)
+		if int64(i) < num%int64(n) {
+			count++
+		}
+		next := newNext(i)
+		wg.Go(func() {
+			key := make([]byte, s.cfg.keySize)
+			vsize := s.cfg.valueSize
+			vpos := (i * 4099) % max(len(s.values)-vsize, 1)
+			t := timers[i]
+			t.restart()
+			for range count {
+				if vpos+vsize > len(s.values) {
+					vpos = 0
+				}
+				benchdata.FormatKey(key, next())
+				if errs[i] = put(key, s.values[vpos:vpos+vsize]); errs[i] != nil {
+					return
+				}
+				vpos += vsize
+				t.done()
+			}
+		})
+	}
+	wg.Wait()
+	res := result{ops: num, elapsed: time.Since(start)}
+	for _, err := range errs {
+		if err != nil {
 			return result{}, err
 		}
-		t.done()
 	}
-	s.filled = true
-	res := result{ops: s.cfg.num, elapsed: time.Since(start)}
-	setLatency(&res, t)
+	setLatency(&res, timers...)
 	return res, nil
 }
 
+// fillSeq writes the keys in order; with several writers they take the next
+// key from one shared counter, so the keys arrive nearly in order.
 func (s *session) fillSeq() (result, error) {
-	var k int64
-	return s.fill(func() int64 { k++; return k - 1 })
+	var k atomic.Int64
+	return s.fill(func(int) func() int64 { return func() int64 { return k.Add(1) - 1 } })
 }
 
 func (s *session) fillRandom() (result, error) {
-	rng := s.rng()
-	return s.fill(func() int64 { return rng.Int64N(s.cfg.num) })
+	return s.fill(func(i int) func() int64 {
+		rng := s.threadRng(i)
+		return func() int64 { return rng.Int64N(s.cfg.num) }
+	})
+}
+
+// fillSync is db_bench's fillsync: num/1000 (at least 1) random keys of
+// [0, num), every put synced, from the fill writers.
+func (s *session) fillSync() (result, error) {
+	sp, ok := s.eng.(syncPutter)
+	if !ok {
+		return result{}, fmt.Errorf("fillsync: engine %s has no synced put", s.eng.name())
+	}
+	return s.fillWith(max(s.cfg.num/1000, 1), sp.putSync, func(i int) func() int64 {
+		rng := s.threadRng(i)
+		return func() int64 { return rng.Int64N(s.cfg.num) }
+	})
 }
 
 // overwrite writes num random keys over the DB a fill left, as db_bench's

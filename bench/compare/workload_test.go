@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -507,5 +510,82 @@ func TestEnginesRunLargeValues(t *testing.T) {
 				t.Fatalf("fillrandom %d ops, readrandom %d ops found %d; want %d, %d and %d", fill.ops, read.ops, read.found, num, num, want.found)
 			}
 		})
+	}
+}
+
+// TestFillWritersShareTheWrites checks the fill workloads under --writers:
+// the writers together make num puts, fillseq's shared counter writes every
+// key once, and the values are whole slices of the value buffer.
+func TestFillWritersShareTheWrites(t *testing.T) {
+	for _, writers := range []int{2, 3} {
+		cfg := workloadConfig{num: 1001, keySize: 16, valueSize: 100, seed: 3, writers: writers}
+		s := newSession(openMap, filepath.Join(t.TempDir(), "db"), cfg, engineConfig{})
+		r, err := s.run("fillseq")
+		if err != nil || r.ops != 1001 || s.eng.(*mapEngine).keyCount() != 1001 {
+			t.Fatalf("fillseq, %d writers: %+v %v, want 1001 distinct keys", writers, r, err)
+		}
+		for k, v := range s.eng.(*mapEngine).m {
+			if len(v) != 100 || !bytes.Contains(s.values, v) {
+				t.Fatalf("fillseq, %d writers: key %q has a value of %d bytes not from the value buffer", writers, k, len(v))
+			}
+		}
+		counting := &countingEngine{engine: s.eng}
+		s.eng = counting
+		r, err = s.run("overwrite")
+		if err != nil || r.ops != 1001 || counting.puts.Load() != 1001 {
+			t.Fatalf("overwrite, %d writers: %+v %v, %d puts, want 1001", writers, r, err, counting.puts.Load())
+		}
+		if got := workloadLabel("fillrandom", cfg); got != fmt.Sprintf("fillrandom (%d writers)", writers) {
+			t.Errorf("label %q", got)
+		}
+	}
+	if err := mainErr([]string{"--writers", "0"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--writers") {
+		t.Errorf("--writers 0: %v, want an error naming the flag", err)
+	}
+}
+
+// countingEngine counts the puts made through it.
+type countingEngine struct {
+	engine
+	puts atomic.Int64
+}
+
+func (e *countingEngine) put(k, v []byte) error {
+	e.puts.Add(1)
+	return e.engine.put(k, v)
+}
+
+// syncingMapEngine is a mapEngine with a synced put that it counts.
+type syncingMapEngine struct {
+	mapEngine
+	syncs atomic.Int64
+}
+
+func (e *syncingMapEngine) putSync(k, v []byte) error {
+	e.syncs.Add(1)
+	return e.put(k, v)
+}
+
+// TestFillSyncWritesAThousandthSynced: fillsync writes num/1000 keys, each
+// through the engine's synced put, shared by the writers; it leaves the DB
+// unfilled for the read workloads, and an engine without a synced put
+// fails it by name.
+func TestFillSyncWritesAThousandthSynced(t *testing.T) {
+	for _, writers := range []int{1, 3} {
+		cfg := workloadConfig{num: 20000, keySize: 16, valueSize: 100, seed: 3, writers: writers}
+		eng := &syncingMapEngine{mapEngine: mapEngine{m: map[string][]byte{}}}
+		open := func(string, engineConfig) (engine, error) { return eng, nil }
+		s := newSession(open, filepath.Join(t.TempDir(), "db"), cfg, engineConfig{})
+		r, err := s.run("fillsync")
+		if err != nil || r.ops != 20 || eng.syncs.Load() != 20 {
+			t.Fatalf("fillsync, %d writers: %+v %v, %d synced puts, want 20", writers, r, err, eng.syncs.Load())
+		}
+		if s.filled {
+			t.Fatalf("fillsync, %d writers: marked the DB filled with 20 of 20000 keys", writers)
+		}
+	}
+	s := newSession(openMap, filepath.Join(t.TempDir(), "db"), workloadConfig{num: 2000, keySize: 16, valueSize: 10}, engineConfig{})
+	if _, err := s.run("fillsync"); err == nil || !strings.Contains(err.Error(), "map has no synced put") {
+		t.Fatalf("fillsync on an engine without a synced put: %v", err)
 	}
 }

@@ -692,6 +692,12 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 		writer = r.newThread(idx, readers)
 	}
 
+	// Group commit of the write benchmarks with several writers or synced
+	// writes: its sizes are printed on a line after theirs (commitMessage).
+	var commitsBefore *shale.Metrics
+	if spec.op == opWrite && spec.message == nil && (readers > 1 || r.wo.Sync) {
+		commitsBefore = r.db.Metrics()
+	}
 	r.done.Store(0)
 	r.stop.Store(false)
 	// On a terminal the progress line takes the place of the "... N ops"
@@ -749,8 +755,15 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 	if spec.message != nil {
 		res.message = spec.message(&res)
 	}
+	commits := ""
+	if commitsBefore != nil {
+		commits = commitMessage(commitsBefore, r.db.Metrics())
+	}
 	if !spec.ownOutput {
 		fmt.Fprintln(r.out, res.line())
+		if commits != "" {
+			fmt.Fprintf(r.out, "%-12s : %s\n", name, commits)
+		}
 		if r.cfg.histogram && res.hist != nil {
 			fmt.Fprint(r.out, res.histogramText())
 		}
@@ -764,6 +777,22 @@ func (r *benchRunner) runOne(idx int, name string) (res benchResult, ran bool, e
 		fmt.Fprintf(r.out, "STATISTICS:\n%s", r.stats.String())
 	}
 	return res, true, nil
+}
+
+// commitMessage describes the commit groups between two metrics of a DB:
+// how many batches (writes) each group carried, and per WAL file sync.
+func commitMessage(before, after *shale.Metrics) string {
+	groups := after.Commit.Groups - before.Commit.Groups
+	batches := after.Commit.Batches - before.Commit.Batches
+	syncs := after.WAL.FileSyncs - before.WAL.FileSyncs
+	if groups == 0 {
+		return ""
+	}
+	msg := fmt.Sprintf("commits: %d writes in %d groups, %.1f per group", batches, groups, float64(batches)/float64(groups))
+	if syncs > 0 {
+		msg += fmt.Sprintf("; %d WAL syncs, %.1f writes per sync", syncs, float64(batches)/float64(syncs))
+	}
+	return msg
 }
 
 // startProgress prints "... N ops" every progressEvery while a benchmark

@@ -37,7 +37,9 @@ afterwards. Keys are zero-padded decimal numbers of exactly --key_size bytes;
 values are pseudo-random bytes that compress to about --compression_ratio
 of their size (half, by default).
 
-As in db_bench: fillsync writes --num/1000 random entries, each synced;
+As in db_bench: fillsync writes --num/1000 random entries, each synced
+(per thread; a "commits:" line after it gives the writes per commit group
+and per WAL sync, as it does for any write benchmark run on --threads);
 fill100K writes --num/1000 random entries of 100,000-byte values;
 readmissing reads keys that are not there (a key with '.' appended) and
 readhot keys of the first 1% of the key space; updaterandom reads and then
@@ -183,7 +185,7 @@ when stdout or stderr is not a terminal.`,
 	f.Int64Var(&cfg.reads, "reads", cfg.reads, "number of reads per thread (-1 = --num)")
 	f.IntVar(&cfg.keySize, "key_size", cfg.keySize, "size of each key in bytes")
 	f.IntVar(&cfg.valueSize, "value_size", cfg.valueSize, "size of each value in bytes")
-	f.IntVar(&cfg.threads, "threads", cfg.threads, "number of concurrent threads (readers, for readwhilewriting)")
+	f.IntVar(&cfg.threads, "threads", cfg.threads, "number of concurrent threads, each doing the benchmark's operations (readers, for readwhilewriting)")
 	f.IntVar(&cfg.batchSize, "batch_size", cfg.batchSize, "entries per write batch; keys per batch of multireadrandom")
 	f.IntVar(&cfg.seekNexts, "seek_nexts", cfg.seekNexts, "Next calls after each Seek in seekrandom")
 	f.StringVar(&cfg.db, "db", "", "database directory, locked for the run; a database in it is destroyed first unless --use_existing_db, other files are kept (see above; default: a fresh temporary directory, removed afterwards)")

@@ -440,3 +440,27 @@ func TestBenchStatsIntervalDuringRun(t *testing.T) {
 		t.Errorf("last total %d, readrandom did %d ops", last, res[0].ops)
 	}
 }
+
+// TestBenchFillSyncReportsWritesPerSync: fillsync from several threads
+// prints its commit groups and WAL syncs on a line after its own (which
+// stays db_bench's), and the counts add up: every
+// thread's writes are counted, no group has more writes than threads, and
+// no group needs more than one WAL sync.
+func TestBenchFillSyncReportsWritesPerSync(t *testing.T) {
+	cfg := tinyConfig(t, "fillsync")
+	cfg.num, cfg.threads = 5000, 4
+	res, out, _ := runBenchOutput(t, cfg)
+	if len(res) != 1 || res[0].ops != 20 {
+		t.Fatalf("results %+v, want one fillsync of 4×5 writes", res)
+	}
+	m := regexp.MustCompile(`(?m)^fillsync +: commits: (\d+) writes in (\d+) groups, [0-9.]+ per group; (\d+) WAL syncs, [0-9.]+ writes per sync$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no commits line after fillsync's:\n%s", out)
+	}
+	writes, _ := strconv.Atoi(m[1])
+	groups, _ := strconv.Atoi(m[2])
+	syncs, _ := strconv.Atoi(m[3])
+	if writes != 20 || groups < 5 || groups > 20 || syncs < 1 || syncs > groups+1 {
+		t.Errorf("%d writes in %d groups with %d syncs, want 20 writes in 5..20 groups, at most one sync each", writes, groups, syncs)
+	}
+}

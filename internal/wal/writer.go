@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/record"
@@ -113,6 +114,9 @@ type Writer struct {
 	mapOff             int64
 	mapData            []byte
 	mapFlush, mapUnmap func() error
+
+	// syncs is WriterOptions.Syncs.
+	syncs *atomic.Uint64
 }
 
 // mapWindow is the size of the WAL's mapping windows: each new one is
@@ -139,6 +143,8 @@ type WriterOptions struct {
 	// record until Close trims it. A file that cannot be mapped is written
 	// as without Mmap.
 	Mmap bool
+	// Syncs, when set, counts the file syncs the writer makes.
+	Syncs *atomic.Uint64
 }
 
 // NewWriter returns a Writer appending to f, a newly created empty file;
@@ -159,7 +165,7 @@ func NewWriterWithOptions(f vfs.File, fileName string, o WriterOptions) *Writer 
 // starts the background flusher.
 func NewWriterAt(f vfs.File, fileName string, offset int64, o WriterOptions) *Writer {
 	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{}), preallocStep: max(o.PreallocateSize, 0), backgroundWrites: o.BackgroundWrites,
-		mmap: o.Mmap}
+		mmap: o.Mmap, syncs: o.Syncs}
 	w.flushCond.L = &w.mu
 	w.doneCond.L = &w.mu
 	// never flushed: the flusher takes its buffer
@@ -395,6 +401,8 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 		// is part of what fdatasync makes durable.
 		if err = w.f.SyncData(); err != nil {
 			err = fmt.Errorf("shale: syncing WAL %s: %w", w.fileName, err)
+		} else if w.syncs != nil {
+			w.syncs.Add(1)
 		}
 	}
 	w.mu.Lock()

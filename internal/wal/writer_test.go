@@ -2,6 +2,7 @@ package wal
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 )
 
@@ -137,5 +138,47 @@ func TestBackgroundWrites(t *testing.T) {
 	recs, _, err := replay(fs, TolerateCorruptedTailRecords)
 	if err != nil || len(recs) != 50 {
 		t.Fatalf("replay: %d records, %v", len(recs), err)
+	}
+}
+
+// TestSyncsCountsFileSyncs: WriterOptions.Syncs counts each file sync once,
+// for Commit(true), Flush(true) and a Close with unsynced records, and none
+// for Commit(false).
+func TestSyncsCountsFileSyncs(t *testing.T) {
+	fs := newMemFS()
+	f, _ := fs.Create(logName)
+	var syncs atomic.Uint64
+	w := NewWriterWithOptions(f, logName, WriterOptions{Syncs: &syncs})
+	for i := range 10 {
+		if err := w.AddRecord(rec(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(i%5 == 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := syncs.Load(); n != 2 {
+		t.Fatalf("%d syncs counted after 2 synced commits of 10", n)
+	}
+	if err := w.AddRecord(rec(10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddRecord(rec(11)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 3 {
+		t.Fatalf("%d syncs counted, want 3 (2 commits, Flush)", n)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 4 {
+		t.Fatalf("%d syncs counted, want 4 (2 commits, Flush, Close)", n)
 	}
 }
