@@ -47,12 +47,27 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 // files, else one after another. Keys whose newest entry is a merge
 // operand are answered last, each by a walk gathering its operands (Get's).
 func (d *DB) MultiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
+	d.multiGetFunc(keys, ro, fn, true)
+}
+
+// MultiGetNoCopy is MultiGetFunc handing fn the value itself rather than a
+// copy: it may alias block or memtable memory and is valid only until fn
+// returns (fn must not modify or keep it; copy what it needs). It saves the
+// allocation and copy of each value, as AppendValue into a reused buffer
+// does for Get; the keys, snapshot and answers are MultiGetFunc's.
+func (d *DB) MultiGetNoCopy(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
+	d.multiGetFunc(keys, ro, fn, false)
+}
+
+// multiGetFunc is MultiGetFunc, copying each value for fn when copyValues.
+func (d *DB) multiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error), copyValues bool) {
 	st := d.opts.Statistics
 	var start time.Time
 	if st != nil {
 		start = monotime.Now()
 	}
 	m := multiGetPool.Get().(*multiGet)
+	m.copyValues = copyValues
 	m.run(d, keys, ro, fn)
 	if st != nil {
 		st.add(TickerMultiGetKeysRead, uint64(len(keys)))
@@ -110,6 +125,9 @@ type multiGet struct {
 	// secondary applies the live secondary tombstones (nil: none).
 	secondary *secondaryFilter
 	fn        func(i int, value []byte, err error)
+	// copyValues gives fn a copy of each value (MultiGetFunc), else the
+	// value itself, valid during the call (MultiGetNoCopy).
+	copyValues bool
 	// keys are the distinct keys, sorted; order maps them to the caller's
 	// indices: key j answers order[keys[j].first : keys[j].first+keys[j].n].
 	keys  []mgKey
@@ -390,6 +408,13 @@ func (m *multiGet) resolve(k *mgKey, value []byte, err error) {
 			continue
 		}
 		m.found++
+		if !m.copyValues {
+			if value == nil {
+				value = []byte{} // a found key has a value, as Get's
+			}
+			m.fn(i, value[:len(value):len(value)], nil)
+			continue
+		}
 		m.fn(i, append(make([]byte, 0, len(value)), value...), nil)
 	}
 }
