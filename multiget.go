@@ -403,7 +403,10 @@ func (m *multiGet) sortKeys(ks [][]byte) {
 func (m *multiGet) resolve(k *mgKey, value []byte, err error) {
 	k.done = true
 	for _, i := range m.order[k.first : k.first+k.n] {
-		if err != nil {
+		if err == ErrNotFound {
+			m.fn(i, nil, err) // the usual miss: no deadline error to look for
+			continue
+		} else if err != nil {
 			m.fn(i, nil, readError(err))
 			continue
 		}
@@ -643,6 +646,11 @@ func (m *multiGet) tables(mode multiGetMode) {
 			// With a Deadline the rounds decide which keys are left when it
 			// passes, cached or not (TestReadDeadlineMultiGetMarksKeysLeft).
 			m.cachedPass(mode)
+			if m.blocked > 0 {
+				// Keys the pass moved to a table not open yet: open it
+				// with the others first (a blocked key has no table).
+				continue
+			}
 		}
 		// lead is the active key with the lowest position; within it, the
 		// lowest key, whose file comes first in its level.
