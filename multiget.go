@@ -47,12 +47,27 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 // files, else one after another. Keys whose newest entry is a merge
 // operand are answered last, each by a walk gathering its operands (Get's).
 func (d *DB) MultiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
+	d.multiGetFunc(keys, ro, fn, true)
+}
+
+// MultiGetNoCopy is MultiGetFunc handing fn the value itself rather than a
+// copy: it may alias block or memtable memory and is valid only until fn
+// returns (fn must not modify or keep it; copy what it needs). It saves the
+// allocation and copy of each value, as AppendValue into a reused buffer
+// does for Get; the keys, snapshot and answers are MultiGetFunc's.
+func (d *DB) MultiGetNoCopy(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error)) {
+	d.multiGetFunc(keys, ro, fn, false)
+}
+
+// multiGetFunc is MultiGetFunc, copying each value for fn when copyValues.
+func (d *DB) multiGetFunc(keys [][]byte, ro *ReadOptions, fn func(i int, value []byte, err error), copyValues bool) {
 	st := d.opts.Statistics
 	var start time.Time
 	if st != nil {
 		start = monotime.Now()
 	}
 	m := multiGetPool.Get().(*multiGet)
+	m.copyValues = copyValues
 	m.run(d, keys, ro, fn)
 	if st != nil {
 		st.add(TickerMultiGetKeysRead, uint64(len(keys)))
@@ -110,6 +125,9 @@ type multiGet struct {
 	// secondary applies the live secondary tombstones (nil: none).
 	secondary *secondaryFilter
 	fn        func(i int, value []byte, err error)
+	// copyValues gives fn a copy of each value (MultiGetFunc), else the
+	// value itself, valid during the call (MultiGetNoCopy).
+	copyValues bool
 	// keys are the distinct keys, sorted; order maps them to the caller's
 	// indices: key j answers order[keys[j].first : keys[j].first+keys[j].n].
 	keys  []mgKey
@@ -201,6 +219,9 @@ type mgKey struct {
 	// blocked is set while the key waits for the table at pos to be
 	// opened (see openBlocked).
 	blocked bool
+	// parked is set while lookup waits, parked in the batch, for the round
+	// of its group (see cachedPass).
+	parked bool
 }
 
 // releaseHeld releases the tables the call holds (held and opened).
@@ -382,11 +403,21 @@ func (m *multiGet) sortKeys(ks [][]byte) {
 func (m *multiGet) resolve(k *mgKey, value []byte, err error) {
 	k.done = true
 	for _, i := range m.order[k.first : k.first+k.n] {
-		if err != nil {
+		if err == ErrNotFound {
+			m.fn(i, nil, err) // the usual miss: no deadline error to look for
+			continue
+		} else if err != nil {
 			m.fn(i, nil, readError(err))
 			continue
 		}
 		m.found++
+		if !m.copyValues {
+			if value == nil {
+				value = []byte{} // a found key has a value, as Get's
+			}
+			m.fn(i, value[:len(value):len(value)], nil)
+			continue
+		}
 		m.fn(i, append(make([]byte, 0, len(value)), value...), nil)
 	}
 }
@@ -509,12 +540,14 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 			continue
 		}
 		var t *cachedFile
-		if err := m.openErrs[f.FileNum]; err != nil {
+		// (openErrs and opened are nil but when a table was not open: no
+		// map lookups on the usual path.)
+		if err := m.openErr(f.FileNum); err != nil {
 			m.resolve(k, nil, err)
 			return
 		} else if k.pos < len(m.last) && m.last[k.pos].f == f {
 			t = m.last[k.pos].t
-		} else if t0 := m.opened[f.FileNum]; t0 != nil {
+		} else if t0 := m.openedTable(f.FileNum); t0 != nil {
 			t = t0
 		} else if t0, ok := m.d.fileCache.findOpenTable(f.FileNum); ok {
 			t = t0
@@ -538,6 +571,22 @@ func (m *multiGet) nextCandidate(k *mgKey, open bool) {
 		}
 	}
 	m.resolve(k, nil, ErrNotFound)
+}
+
+// openErr returns the error of opening table fn during this call, or nil.
+func (m *multiGet) openErr(fn base.FileNum) error {
+	if m.openErrs == nil {
+		return nil
+	}
+	return m.openErrs[fn]
+}
+
+// openedTable returns table fn when openBlocked opened it, or nil.
+func (m *multiGet) openedTable(fn base.FileNum) *cachedFile {
+	if m.opened == nil {
+		return nil
+	}
+	return m.opened[fn]
 }
 
 // remember adds t, open for f at source pos with a reference the call now
@@ -593,6 +642,16 @@ func (m *multiGet) tables(mode multiGetMode) {
 		if m.blocked > 0 {
 			m.openBlocked()
 		}
+		if m.dl.Deadline.IsZero() {
+			// With a Deadline the rounds decide which keys are left when it
+			// passes, cached or not (TestReadDeadlineMultiGetMarksKeysLeft).
+			m.cachedPass(mode)
+			if m.blocked > 0 {
+				// Keys the pass moved to a table not open yet: open it
+				// with the others first (a blocked key has no table).
+				continue
+			}
+		}
 		// lead is the active key with the lowest position; within it, the
 		// lowest key, whose file comes first in its level.
 		lead := -1
@@ -626,7 +685,14 @@ func (m *multiGet) tables(mode multiGetMode) {
 			if mode == multiGetSingleFile && cmp(k.key, group.file.Largest.UserKey) > 0 {
 				break // keys are sorted: none further is in the file
 			}
-			if k.done || k.lookup >= 0 || !group.has(k) {
+			if k.done || !group.has(k) {
+				continue
+			}
+			if k.lookup >= 0 {
+				if k.parked { // its block is not cached: read in this round
+					m.batch.Unpark(k.lookup)
+					k.parked = false
+				}
 				continue
 			}
 			k.lookup = m.batch.Add(k.table.reader, k.key, m.snap, m.fill)
@@ -646,6 +712,36 @@ func (m *multiGet) tables(mode multiGetMode) {
 	}
 }
 
+// cachedPass takes every active key without a lookup as far along its walk
+// as cached blocks answer it: a key whose candidate's block is cached is
+// settled at once and moves on to its next candidate, all in one pass over
+// the keys rather than in a round per table or level (for a batch of cached
+// keys, the rounds' work over the keys cost more than the lookups). A key
+// whose block is not cached keeps its lookup, parked outside multi-level
+// mode until the round of its group, so that the reads are batched by mode
+// as before and the cache is probed once per block.
+func (m *multiGet) cachedPass(mode multiGetMode) {
+	for j := range m.keys {
+		k := &m.keys[j]
+		for !k.done && !k.blocked && k.lookup < 0 {
+			k.lookup = m.batch.Add(k.table.reader, k.key, m.snap, m.fill)
+			m.owner = append(m.owner, j)
+			if _, _, _, _, done, _ := m.batch.Result(k.lookup); !done {
+				if mode != multiGetMultiLevel {
+					m.batch.Park(k.lookup)
+					k.parked = true
+				}
+				break
+			}
+			m.settle(k)
+		}
+	}
+	if m.batch.Pending() == 0 {
+		m.batch.Reset()
+		m.owner = m.owner[:0]
+	}
+}
+
 // timeOutRest answers every key of the table rounds not answered yet with
 // ErrTimedOut, as RocksDB marks the keys left when its deadline passes;
 // called between rounds, when no read of the batch is in flight.
@@ -657,7 +753,7 @@ func (m *multiGet) timeOutRest() {
 				k.blocked = false
 				m.blocked--
 			}
-			k.lookup, k.table = -1, nil
+			k.lookup, k.table, k.parked = -1, nil, false
 			m.resolve(k, nil, err)
 		}
 	}

@@ -436,3 +436,56 @@ func TestMultiGetCorruptBlocks(t *testing.T) {
 	}
 	t.Logf("%d corrupt answers", corrupt)
 }
+
+// TestMultiGetNoCopyAgreesWithMultiGetFunc: on a layered DB with data in
+// the memtable, L0 and every level (deletes, range deletes, snapshots), an
+// empty value, a duplicate and missing keys, MultiGetNoCopy gives every
+// index the answer MultiGetFunc gives, once, in each mode, with a
+// non-nil value for a found key; and its values alias memory the call
+// owns, so fn sees them intact only during its call (it copies here).
+func TestMultiGetNoCopyAgreesWithMultiGetFunc(t *testing.T) {
+	m := buildLayeredDB(t, vfs.NewMem(), nil)
+	d := m.d
+	defer d.Close()
+	for _, kv := range [][2]string{{"empty", ""}, {string(testKey(3)), "in the memtable"}} {
+		if err := d.Put([]byte(kv[0]), []byte(kv[1]), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := [][]byte{[]byte("empty"), []byte("missing"), testKey(3), testKey(3)}
+	for i := 0; i < m.nKeys; i += 7 {
+		keys = append(keys, testKey(i), append(testKey(i), '.'))
+	}
+	type answer struct {
+		value []byte
+		err   error
+		calls int
+	}
+	for _, mode := range multiGetModes {
+		ro := &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO}
+		want := make([]answer, len(keys))
+		d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
+			want[i] = answer{v, err, want[i].calls + 1}
+		})
+		got := make([]answer, len(keys))
+		d.MultiGetNoCopy(keys, ro, func(i int, v []byte, err error) {
+			if err == nil && v == nil {
+				t.Errorf("%s: key %q found with a nil value", mode.name, keys[i])
+			}
+			got[i] = answer{append([]byte(nil), v...), err, got[i].calls + 1}
+		})
+		found := 0
+		for i := range keys {
+			w, g := want[i], got[i]
+			if g.calls != 1 || !bytes.Equal(g.value, w.value) || !errors.Is(g.err, w.err) && g.err != w.err {
+				t.Fatalf("%s: key %q: MultiGetNoCopy %q, %v (%d calls); MultiGetFunc %q, %v", mode.name, keys[i], g.value, g.err, g.calls, w.value, w.err)
+			}
+			if w.err == nil {
+				found++
+			}
+		}
+		if found < 4 || found == len(keys) {
+			t.Fatalf("%s: %d of %d keys found: the test needs found and missing keys", mode.name, found, len(keys))
+		}
+	}
+}

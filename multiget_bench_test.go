@@ -154,6 +154,14 @@ func BenchmarkMultiGetCached(b *testing.B) {
 			benchMultiGet(b, d, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO})
 		})
 	}
+	// Without a copy of each value: AppendValue into a reused buffer
+	// against MultiGetNoCopy.
+	b.Run("looped-appendvalue", func(b *testing.B) { benchMultiGetCopy(b, d, nil, false) })
+	for _, mode := range multiGetModes {
+		b.Run(mode.name+"-nocopy", func(b *testing.B) {
+			benchMultiGetCopy(b, d, &ReadOptions{AsyncIO: mode.async, MultiGetOneLevelAtATime: !mode.optimizeIO}, false)
+		})
+	}
 }
 
 // openCachedMGBench opens the benchmark DB with a block cache larger than
@@ -183,7 +191,12 @@ func openCachedMGBench(b *testing.B, scan bool) *DB {
 
 // benchMultiGet runs MultiGets of mgBenchBatch random keys with ro from 4
 // goroutines; a nil ro runs looped Gets instead.
-func benchMultiGet(b *testing.B, d *DB, ro *ReadOptions) {
+func benchMultiGet(b *testing.B, d *DB, ro *ReadOptions) { benchMultiGetCopy(b, d, ro, true) }
+
+// benchMultiGetCopy is benchMultiGet; without copyValues, MultiGetNoCopy
+// against looped AppendValue calls into one reused buffer (neither
+// allocates a copy of each value).
+func benchMultiGetCopy(b *testing.B, d *DB, ro *ReadOptions, copyValues bool) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var seed uint64
@@ -199,18 +212,33 @@ func benchMultiGet(b *testing.B, d *DB, ro *ReadOptions) {
 			keys[i] = make([]byte, 32)
 		}
 		var mine []time.Duration
+		var buf []byte
 		for pb.Next() {
 			for i := range keys {
 				mgBenchKey(keys[i], rng.IntN(mgBenchKeys))
 			}
 			start := time.Now()
-			if ro == nil { // the baseline: one Get after another
+			var err error
+			switch {
+			case ro == nil && !copyValues:
+				for _, k := range keys {
+					if buf, err = d.AppendValue(buf[:0], k, nil); err != nil {
+						b.Error(err)
+					}
+				}
+			case ro == nil: // the baseline: one Get after another
 				for _, k := range keys {
 					if _, err := d.Get(k, nil); err != nil {
 						b.Error(err)
 					}
 				}
-			} else {
+			case !copyValues:
+				d.MultiGetNoCopy(keys, ro, func(i int, v []byte, err error) {
+					if err != nil {
+						b.Error(err)
+					}
+				})
+			default:
 				d.MultiGetFunc(keys, ro, func(i int, v []byte, err error) {
 					if err != nil {
 						b.Error(err)

@@ -61,7 +61,9 @@ func (d *DB) AppendValue(dst, key []byte, ro *ReadOptions) ([]byte, error) {
 	} else {
 		value, _, err = d.getFrom(rs, key, snap, ro.fillCache(), nil, nil, dl)
 	}
-	if err != nil {
+	if err == ErrNotFound {
+		return dst, err // the usual miss: no deadline error to look for
+	} else if err != nil {
 		return dst, readError(err)
 	}
 	if dst == nil {

@@ -40,6 +40,10 @@ type MultiGetBatch struct {
 	Deadline vfs.ReadDeadline
 
 	lookups []lookup
+	// open counts the lookups not done; ready holds the ids of those not
+	// parked (and maybe some done since), which Read reads for.
+	open  int
+	ready []int
 	// wants, reqs and runs are the working memory of Read, kept for reuse.
 	wants []blockWant
 	reqs  []vfs.ReadRequest
@@ -64,13 +68,15 @@ type lookup struct {
 	// solo keeps the lookup's block out of coalesced reads: a shared read
 	// that failed is retried block by block, so that the error reaches only
 	// the lookups of the block that cannot be read.
-	solo  bool
-	done  bool
-	found bool
-	kind  base.Kind
-	seq   base.SeqNum
-	value []byte
-	err   error
+	solo bool
+	// parked keeps the pending lookup out of Read's rounds (Park).
+	parked bool
+	done   bool
+	found  bool
+	kind   base.Kind
+	seq    base.SeqNum
+	value  []byte
+	err    error
 }
 
 // blockWant is a lookup waiting for a data block.
@@ -100,6 +106,7 @@ type blockRun struct {
 func (b *MultiGetBatch) Reset() {
 	clear(b.lookups)
 	b.lookups = b.lookups[:0]
+	b.open, b.ready = 0, b.ready[:0]
 	b.bi.reset(nil, true)
 }
 
@@ -118,7 +125,11 @@ func (b *MultiGetBatch) Add(r *Reader, key []byte, snapshot base.SeqNum, fillCac
 	}
 	b.lookups = append(b.lookups, lookup{r: r, ix: ix, key: key, search: search, block: ix.seek(search, r.cmp), fill: fillCache})
 	id := len(b.lookups) - 1
+	b.open++ // finish takes it back
 	b.advance(id)
+	if !b.lookups[id].done {
+		b.ready = append(b.ready, id)
+	}
 	return id
 }
 
@@ -132,16 +143,32 @@ func (b *MultiGetBatch) Result(id int) (value []byte, kind base.Kind, seq base.S
 	return l.value, l.kind, l.seq, l.found, l.done, l.err
 }
 
-// Pending returns the number of lookups that wait for a read.
-func (b *MultiGetBatch) Pending() int {
-	n := 0
-	for i := range b.lookups {
-		if !b.lookups[i].done {
-			n++
+// Park keeps pending lookup id out of Read's rounds until Unpark: a caller
+// that adds a lookup early, for the chance that its blocks are cached,
+// leaves its read to the round it belongs to (its table's, say) without
+// adding it again, which would probe the cache twice.
+func (b *MultiGetBatch) Park(id int) {
+	if l := &b.lookups[id]; !l.done && !l.parked {
+		l.parked = true
+		if n := len(b.ready); n > 0 && b.ready[n-1] == id {
+			b.ready = b.ready[:n-1] // parked right after Add, the usual case
+		} else {
+			b.ready = slices.DeleteFunc(b.ready, func(x int) bool { return x == id })
 		}
 	}
-	return n
 }
+
+// Unpark makes lookup id, parked, part of the next Read again.
+func (b *MultiGetBatch) Unpark(id int) {
+	if l := &b.lookups[id]; l.parked {
+		l.parked = false
+		b.ready = append(b.ready, id)
+	}
+}
+
+// Pending returns the number of lookups that wait for a read, parked ones
+// included.
+func (b *MultiGetBatch) Pending() int { return b.open }
 
 // advance moves lookup id forward through cached blocks until it is done or
 // needs a block read from the file.
@@ -194,13 +221,14 @@ func (b *MultiGetBatch) fail(id int, err error) {
 // finish marks lookup id done and, during Read, tells the caller.
 func (b *MultiGetBatch) finish(id int) {
 	b.lookups[id].done = true
+	b.open--
 	if b.onDone != nil {
 		b.onDone(id)
 	}
 }
 
-// Read does one round of reads: every data block that a pending lookup
-// waits for is read, in one batch submitted through ar (nil reads the
+// Read does one round of reads: every data block that a pending lookup not
+// parked waits for is read, in one batch submitted through ar (nil reads the
 // requests one after another with ReadAt), adjacent blocks of a table by one
 // request; then each lookup searches its block. A failed read or a damaged
 // block ends only the lookups that needed it, with the error. Lookups whose
@@ -215,11 +243,14 @@ func (b *MultiGetBatch) Read(ar vfs.AsyncReader, onDone func(id int)) {
 	b.onDone = onDone
 	defer func() { b.onDone = nil }()
 	b.wants = b.wants[:0]
-	for i := range b.lookups {
-		if l := &b.lookups[i]; !l.done {
+	live := b.ready[:0]
+	for _, i := range b.ready {
+		if l := &b.lookups[i]; !l.done && !l.parked {
 			b.wants = append(b.wants, blockWant{id: l.r.id, block: l.block, r: l.r, ix: l.ix, l: i})
+			live = append(live, i)
 		}
 	}
+	b.ready = live
 	if len(b.wants) == 0 {
 		return
 	}
@@ -234,6 +265,9 @@ func (b *MultiGetBatch) Read(ar vfs.AsyncReader, onDone func(id int)) {
 	})
 	b.planRuns()
 	block.ReadAll(ar, b.reqs, b.finishRun)
+	// The lookups whose answer starts a block not read yet stay for the
+	// next round.
+	b.ready = slices.DeleteFunc(b.ready, func(i int) bool { return b.lookups[i].done })
 	// Drop the buffers and Readers; blocks still needed are referenced by
 	// the cache or the lookups.
 	clear(b.reqs)

@@ -93,8 +93,11 @@
 //	overwrite         write num random keys over the DB a fill left
 //	readrandom        warm: Flush, one untimed pass of random reads, then
 //	                  num timed random reads by each of --threads goroutines
+//	readmissing       readrandom's warm-up, then num timed reads by each of
+//	                  --threads goroutines of keys that are not there: a
+//	                  written key with "." appended (db_bench's name)
 //	multireadrandom   readrandom's warm-up, then num random keys read in
-//	                  batches of --batch_size (default 8): shale's MultiGet,
+//	                  batches of --batch_size (default 8): shale's MultiGetNoCopy,
 //	                  RocksDB's batched MultiGet, one read transaction of
 //	                  gets for Badger, a loop of gets for Pebble and
 //	                  goleveldb, which have no MultiGet

@@ -67,12 +67,13 @@ func (r *shaleReader) get(key []byte) (bool, error) {
 
 func (r *shaleReader) value() []byte { return r.val }
 
-// multiGet uses shale's native MultiGetFunc, which hands each found key a
-// copy of its value.
+// multiGet uses shale's native MultiGetNoCopy, which hands each found key
+// its value without a copy, as get's AppendValue into a reused buffer
+// allocates none.
 func (r *shaleReader) multiGet(keys [][]byte) (int, error) {
 	found := 0
 	var firstErr error
-	r.db.MultiGetFunc(keys, nil, func(_ int, _ []byte, err error) {
+	r.db.MultiGetNoCopy(keys, nil, func(_ int, _ []byte, err error) {
 		switch {
 		case err == nil:
 			found++

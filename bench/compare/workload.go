@@ -112,6 +112,7 @@ var workloads = map[string]workload{
 	"fillsync":         {fresh: true, fn: (*session).fillSync},
 	"overwrite":        {fn: (*session).overwrite},
 	"readrandom":       {fn: (*session).readRandom},
+	"readmissing":      {fn: (*session).readMissing},
 	"multireadrandom":  {fn: (*session).multiReadRandom},
 	"readseq":          {fn: (*session).readSeq},
 	"seekrandom":       {fn: (*session).seekRandom},
@@ -386,6 +387,55 @@ func (s *session) readRandom() (result, error) {
 		return result{}, err
 	}
 	return s.parallelReads()
+}
+
+// readMissing is readrandom looking up keys that are not there: each key
+// is a key of the DB's range with "." appended (db_bench's readmissing), so
+// it sorts between two written keys and every table on its path is asked.
+// Its found count must be 0.
+func (s *session) readMissing() (result, error) {
+	if err := s.warm(); err != nil {
+		return result{}, err
+	}
+	n := s.cfg.readThreads()
+	timers := make([]*opTimer, n)
+	found := make([]int64, n)
+	errs := make([]error, n)
+	for i := range timers {
+		timers[i] = newOpTimer()
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			rd, rng, t := s.eng.newReader(), s.threadRng(i), timers[i]
+			key := make([]byte, s.cfg.keySize+1)
+			key[s.cfg.keySize] = '.'
+			t.restart()
+			for j := int64(0); j < s.cfg.num; j++ {
+				benchdata.FormatKey(key[:s.cfg.keySize], rng.Int64N(s.cfg.num))
+				ok, err := rd.get(key)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if ok {
+					found[i]++
+				}
+				t.done()
+			}
+		})
+	}
+	wg.Wait()
+	res := result{ops: int64(n) * s.cfg.num, elapsed: time.Since(start)}
+	for i := range n {
+		if errs[i] != nil {
+			return result{}, errs[i]
+		}
+		res.found += found[i]
+	}
+	setLatency(&res, timers...)
+	return res, nil
 }
 
 // readWhileWriting measures readrandom's reads while one more goroutine

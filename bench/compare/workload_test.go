@@ -589,3 +589,28 @@ func TestFillSyncWritesAThousandthSynced(t *testing.T) {
 		t.Fatalf("fillsync on an engine without a synced put: %v", err)
 	}
 }
+
+// TestReadMissingFindsNothing checks readmissing on the reference engine and
+// on shale: after fillseq none of its keys is there, and every goroutine
+// reads num of them.
+func TestReadMissingFindsNothing(t *testing.T) {
+	const num = 2000
+	for _, e := range []struct {
+		name string
+		open opener
+	}{{"map", openMap}, {"shale", openShale}} {
+		cfg := workloadConfig{num: num, keySize: 16, valueSize: 100, seed: 3, threads: 2}
+		ecfg := engineConfig{cacheSize: 1 << 20, writeBufferSize: 8 << 20, bloomBits: 10}
+		s := newSession(e.open, filepath.Join(t.TempDir(), "db"), cfg, ecfg)
+		for _, w := range []string{"fillseq", "readmissing"} {
+			r, err := s.run(w)
+			if err != nil {
+				t.Fatalf("%s %s: %v", e.name, w, err)
+			}
+			if w == "readmissing" && (r.ops != 2*num || r.found != 0) {
+				t.Errorf("%s readmissing: ops %d found %d, want %d and 0", e.name, r.ops, r.found, 2*num)
+			}
+		}
+		s.close()
+	}
+}
