@@ -40,8 +40,15 @@ func openPartitioned(t *testing.T, path string, cacheSize int64, cacheIF bool, p
 
 // checkTableAgainstModel checks Get, MayContain, MultiGetBatch, a full
 // scan both ways, and bounded seeks of r against entries.
-func checkTableAgainstModel(t *testing.T, r *Reader, entries []kv, seed uint64) {
+//
+// With evict, the Reader's blocks (top level, partitions, data) are
+// evicted from the cache before every operation, so that each is read
+// again.
+func checkTableAgainstModel(t *testing.T, r *Reader, entries []kv, evict func()) {
 	t.Helper()
+	if evict == nil {
+		evict = func() {}
+	}
 	rng, _ := newRand(t)
 	users := map[string]bool{}
 	for _, e := range entries {
@@ -60,6 +67,7 @@ func checkTableAgainstModel(t *testing.T, r *Reader, entries []kv, seed uint64) 
 	}
 	var wants []want
 	for _, k := range probes {
+		evict()
 		snap := base.SeqNum(rng.IntN(1100))
 		e, ok := modelGet(entries, k, snap)
 		if users[string(k)] && !r.MayContain(k) {
@@ -108,6 +116,7 @@ func checkTableAgainstModel(t *testing.T, r *Reader, entries []kv, seed uint64) 
 	}
 	it.Close()
 	for round := 0; round < 200; round++ {
+		evict()
 		var lower, upper []byte
 		if rng.IntN(2) == 0 {
 			lower = probes[rng.IntN(len(probes))]
@@ -174,7 +183,6 @@ func checkTableAgainstModel(t *testing.T, r *Reader, entries []kv, seed uint64) 
 	if _, err := r.Layout(); err != nil {
 		t.Fatal(err)
 	}
-	_ = seed
 }
 
 // TestPartitionedIndexModel checks tables with many index (and filter)
@@ -184,7 +192,7 @@ func checkTableAgainstModel(t *testing.T, r *Reader, entries []kv, seed uint64) 
 // level in the cache.
 func TestPartitionedIndexModel(t *testing.T) {
 	dir := t.TempDir()
-	rng, seed := newRand(t)
+	rng, _ := newRand(t)
 	for _, filters := range []bool{false, true} {
 		entries := randomEntries(rng, 300)
 		path := filepath.Join(dir, fmt.Sprintf("p-%v.sst", filters))
@@ -196,13 +204,18 @@ func TestPartitionedIndexModel(t *testing.T) {
 			t.Fatalf("%d filter partitions for %d index partitions", m.Props.FilterPartitions, m.Props.IndexPartitions)
 		}
 		for _, c := range []struct {
-			size    int64
-			cacheIF bool
-		}{{1 << 20, false}, {1 << 20, true}, {2 << 10, true}, {0, false}} {
-			t.Run(fmt.Sprintf("filters=%v/cache=%d/cacheIF=%v", filters, c.size, c.cacheIF), func(t *testing.T) {
+			size           int64
+			cacheIF, evict bool
+		}{{1 << 20, false, false}, {1 << 20, true, false}, {1 << 20, true, true}, {1 << 20, false, true},
+			{2 << 10, true, false}, {0, false, false}} {
+			t.Run(fmt.Sprintf("filters=%v/cache=%d/cacheIF=%v/evict=%v", filters, c.size, c.cacheIF, c.evict), func(t *testing.T) {
 				r := openPartitioned(t, path, c.size, c.cacheIF, nil)
 				defer r.Close()
-				checkTableAgainstModel(t, r, entries, seed)
+				var evict func()
+				if c.evict {
+					evict = func() { r.bf.Cache().EvictID(r.CacheID()) }
+				}
+				checkTableAgainstModel(t, r, entries, evict)
 			})
 		}
 	}
@@ -226,7 +239,7 @@ func TestPartitionedIndexOneKeyAndHugeKeys(t *testing.T) {
 			t.Fatalf("%s: index type %s", name, m.Props.IndexType)
 		}
 		r := openPartitioned(t, path, 1<<20, false, nil)
-		checkTableAgainstModel(t, r, sortedKV(entries), 0)
+		checkTableAgainstModel(t, r, sortedKV(entries), nil)
 		r.Close()
 	}
 }
@@ -298,7 +311,7 @@ func TestPartitionedPrefixFilter(t *testing.T) {
 				t.Fatalf("wholeKeys=%v: key %q ruled out", wholeKeys, e.key.UserKey)
 			}
 		}
-		checkTableAgainstModel(t, r, entries, 0)
+		checkTableAgainstModel(t, r, entries, nil)
 		r.Close()
 	}
 }
