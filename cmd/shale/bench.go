@@ -103,6 +103,13 @@ type benchConfig struct {
 	openFiles                      int           // max_open_files: -1 keeps every table open
 	cacheIndexAndFilterBlocks      bool          // Options.CacheIndexAndFilterBlocks
 	pinL0FilterAndIndexBlocks      bool          // Options.PinL0FilterAndIndexBlocksInCache
+	// indexType is db_bench's --index_type (0 binary search, 2 two-level);
+	// partitionIndexAndFilters its --partition_index_and_filters (a
+	// two-level index and partitioned filters); metadataBlockSize its
+	// --metadata_block_size (0: the default).
+	indexType                int
+	partitionIndexAndFilters bool
+	metadataBlockSize        int
 	compressionRatio               float64       // values compress to about this fraction
 	statsInterval                  time.Duration // --stats_interval_seconds; 0 = none
 	useExistingKeys                bool          // key number k is the k-th key of the database
@@ -556,7 +563,17 @@ func (r *benchRunner) options() (*shale.Options, error) {
 	if err != nil {
 		return nil, err
 	}
+	indexType := shale.IndexType(r.cfg.indexType)
+	if r.cfg.partitionIndexAndFilters {
+		indexType = shale.TwoLevelIndexSearch
+	}
+	if r.cfg.indexType != 0 && r.cfg.indexType != 2 {
+		return nil, fmt.Errorf("--index_type=%d: shale has 0 (binary search) and 2 (two-level index search)", r.cfg.indexType)
+	}
 	o := &shale.Options{
+		IndexType:              indexType,
+		PartitionFilters:       r.cfg.partitionIndexAndFilters,
+		MetadataBlockSize:      r.cfg.metadataBlockSize,
 		CreateIfMissing:        !r.cfg.useExistingDB,
 		WriteBufferSize:        r.cfg.writeBufferSize,
 		BloomBitsPerKey:        r.cfg.bloomBits,
