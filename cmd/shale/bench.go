@@ -103,13 +103,6 @@ type benchConfig struct {
 	openFiles                      int           // max_open_files: -1 keeps every table open
 	cacheIndexAndFilterBlocks      bool          // Options.CacheIndexAndFilterBlocks
 	pinL0FilterAndIndexBlocks      bool          // Options.PinL0FilterAndIndexBlocksInCache
-	// indexType is db_bench's --index_type (0 binary search, 2 two-level);
-	// partitionIndexAndFilters its --partition_index_and_filters (a
-	// two-level index and partitioned filters); metadataBlockSize its
-	// --metadata_block_size (0: the default).
-	indexType                int
-	partitionIndexAndFilters bool
-	metadataBlockSize        int
 	compressionRatio               float64       // values compress to about this fraction
 	statsInterval                  time.Duration // --stats_interval_seconds; 0 = none
 	useExistingKeys                bool          // key number k is the k-th key of the database
@@ -147,6 +140,14 @@ type benchConfig struct {
 	totalOrderSeek         bool    // --total_order_seek: ReadOptions.TotalOrderSeek
 	wholeKeyFiltering      bool    // --whole_key_filtering: Options.WholeKeyFiltering
 	seekMissingPrefix      bool    // --seek_missing_prefix: prefixscan seeks prefixes no key has
+
+	// indexType is db_bench's --index_type (0 binary search, 2 two-level);
+	// partitionIndexAndFilters its --partition_index_and_filters (a
+	// two-level index and partitioned filters); metadataBlockSize its
+	// --metadata_block_size (0: the default).
+	indexType                int
+	partitionIndexAndFilters bool
+	metadataBlockSize        int
 }
 
 // defaultBenchConfig returns db_bench's defaults.
