@@ -245,3 +245,37 @@ func appendKey16(dst []byte, i int) []byte {
 	}
 	return append(dst, d[:]...)
 }
+
+// BenchmarkGetSmallCache is BenchmarkGet with a block cache of 1 MiB for a
+// table of about 12 MiB: most lookups miss the cache for their data block
+// and, in a partitioned table, often for their index and filter partitions
+// too (which are then read and decoded again), as in a database much
+// larger than its cache.
+func BenchmarkGetSmallCache(b *testing.B) {
+	b.Run("index=binary", func(b *testing.B) { benchmarkGetSmallCache(b, WriterOptions{}) })
+	b.Run("index=partitioned", func(b *testing.B) { benchmarkGetSmallCache(b, partitionedBenchOptions) })
+}
+
+func benchmarkGetSmallCache(b *testing.B, o WriterOptions) {
+	path := filepath.Join(testdir.New(b), "bench.sst")
+	const n = 100000
+	keys := make([][]byte, n)
+	entries := make([]kv, n)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("key%08d", i))
+		entries[i] = kv{base.MakeInternalKey(keys[i], base.SeqNum(i+1), base.KindSet), make([]byte, 100)}
+	}
+	o.Compression = NoCompression
+	writeTable(b, path, o, entries, nil)
+	r := openTable(b, path, cache.New(1<<20))
+	defer r.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := keys[rng.IntN(n)]
+		if _, _, _, ok, _ := r.Get(k, base.SeqNumMax, true); !ok {
+			b.Fatalf("%q not found", k)
+		}
+	}
+}

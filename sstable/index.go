@@ -86,10 +86,14 @@ func (r *Reader) decodeIndexBlock(h block.Handle, b []byte, kind indexBlockKind)
 	if !it.init(b, true) {
 		return nil, r.corruptf(h, "bad index block")
 	}
-	ix := &tableIndex{}
-	var arena []byte
+	// Index blocks have a restart point per entry: size everything once
+	// (a partition is decoded on every cache miss, so its allocations
+	// count). The keys take at most the block's bytes.
+	n := min(it.numRestarts, len(b))
+	ix := &tableIndex{items: make([]indexItem, 0, n)}
+	arena := make([]byte, 0, it.restarts)
 	type pos struct{ start, end int }
-	var keys []pos
+	keys := make([]pos, 0, n)
 	var prevEnd uint64
 	for ok := it.first(); ok; ok = it.next() {
 		bh, n := block.DecodeHandle(it.val)
