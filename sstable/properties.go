@@ -130,6 +130,14 @@ func (p *Properties) encode(restartInterval int) []byte {
 	for k, v := range p.uintProps() {
 		vals[k] = binary.AppendUvarint(nil, *v)
 	}
+	// The partitioned index's properties are written only when set: a
+	// table with one index reads them as 0 and stays as it was before
+	// they existed.
+	for _, k := range []string{propIndexType, propIndexPartitions, propTopLevelIndexSize, propFilterPartitions} {
+		if v, _ := binary.Uvarint(vals[k]); v == 0 {
+			delete(vals, k)
+		}
+	}
 	vals[propComparer] = []byte(p.ComparerName)
 	vals[propCompression] = []byte(p.CompressionName)
 	vals[propPrefixExtractor] = []byte(cmp.Or(p.PrefixExtractorName, noPrefixExtractor))
