@@ -388,6 +388,10 @@ func tableWriterOptions(o *Options, cmp *base.Comparer, targetSize int64) sstabl
 		// Prefix blooms (prefix_seek.go).
 		PrefixExtractor:          o.PrefixExtractor,
 		DisableWholeKeyFiltering: !o.WholeKeyFiltering,
+		// Partitioned index and filters.
+		IndexType:         o.IndexType,
+		PartitionFilters:  o.PartitionFilters,
+		MetadataBlockSize: o.MetadataBlockSize,
 	}
 }
 

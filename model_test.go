@@ -187,6 +187,25 @@ func TestModelSetOptions(t *testing.T) {
 // modelKeys is the size of the model tests' key space.
 const modelKeys = 300
 
+// TestModelPartitionedIndex is TestModel with partitioned index and
+// filters (many small partitions per table), the top level held by the
+// readers and in a small block cache, with and without async reads.
+func TestModelPartitionedIndex(t *testing.T) {
+	ops := bySize(3000, 1000, 20000)
+	for _, cacheIF := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cacheIF=%v", cacheIF), func(t *testing.T) {
+			forEachSeed(t, bySize(2, 1, 5), func(t *testing.T, seed uint64) {
+				runModelWith(t, seed, ops, dbRunConfig{asyncIO: cacheIF, optimizeMultiGet: true}, setPartitionedTestOptions, func(o *Options) {
+					o.CacheIndexAndFilterBlocks = cacheIF
+					if cacheIF {
+						o.BlockCacheSize = 32 << 10
+					}
+				})
+			})
+		})
+	}
+}
+
 // TestModelAsyncIO is TestModel with every read made with ReadOptions.AsyncIO,
 // MultiGet reading one level at a time and several at once.
 func TestModelAsyncIO(t *testing.T) {

@@ -305,6 +305,37 @@ var metamorphicSets = []metaOptionSet{
 		o.WriteBufferSize = 4 << 10
 		o.BlobGarbageCollectionMaxRelocationBytes = -1
 	}},
+	// Partitioned index and filters (issue 14, item 6): tiny data blocks
+	// and partitions (many partitions per table), with the partitions
+	// evicted all the time from a small cache, the top level in the cache,
+	// prefix-only filters, and the batched async MultiGet path.
+	{name: "partitioned-index-filters-tiny", set: setPartitionedTestOptions},
+	{name: "partitioned-index-filters-small-cache-cached-top", set: func(o *Options) {
+		setPartitionedTestOptions(o)
+		o.CacheIndexAndFilterBlocks = true
+		o.BlockCacheSize = 16 << 10
+	}},
+	{name: "partitioned-index-only-nocache", set: func(o *Options) {
+		setPartitionedTestOptions(o)
+		o.PartitionFilters = false
+		o.BlockCacheSize = -1
+	}},
+	{name: "partitioned-filters-prefixes-only", set: func(o *Options) {
+		setPartitionedTestOptions(o)
+		o.PrefixExtractor = NewFixedPrefixTransform(modelPrefixLen)
+		o.DisableWholeKeyFiltering = true
+	}},
+	{name: "partitioned-index-filters-async-io", set: setPartitionedTestOptions,
+		cfg: dbRunConfig{asyncIO: true, optimizeMultiGet: true}},
+}
+
+// setPartitionedTestOptions turns on partitioned index and filters with
+// small blocks and partitions, so that tables have many partitions.
+func setPartitionedTestOptions(o *Options) {
+	o.IndexType = TwoLevelIndexSearch
+	o.PartitionFilters = true
+	o.MetadataBlockSize = 64
+	o.BlockSize = 256
 }
 
 // describe lists what the set changes from testOptions, for failure reports.

@@ -84,6 +84,30 @@ var optionSpecs = []optionSpec{
 	intOption("block_size", "BlockSize", func(o *Options) *int { return &o.BlockSize }),
 	intOption("block_restart_interval", "BlockRestartInterval", func(o *Options) *int { return &o.BlockRestartInterval }),
 	intOption("bloom_bits_per_key", "BloomBitsPerKey", func(o *Options) *int { return &o.BloomBitsPerKey }),
+	// Partitioned index and filters: chosen at Open (PartitionFilters
+	// depends on IndexType, which SetOptions, one option at a time, could
+	// not keep consistent); each table records its own index type, so
+	// reopening with other values reads every table.
+	{
+		name: "index_type", field: "IndexType",
+		format: func(o *Options) string { return o.IndexType.String() },
+		parse: func(o *Options, v string) error {
+			switch v {
+			case "kBinarySearch", "0":
+				o.IndexType = BinarySearchIndex
+			case "kTwoLevelIndexSearch", "2":
+				o.IndexType = TwoLevelIndexSearch
+			default:
+				return fmt.Errorf("index_type %q: shale has kBinarySearch and kTwoLevelIndexSearch", v)
+			}
+			return nil
+		},
+		immutable: "chosen at Open; each table records its own index",
+	},
+	immutable(boolOption("partition_filters", "PartitionFilters", func(o *Options) *bool { return &o.PartitionFilters }),
+		"chosen at Open with index_type"),
+	immutable(intOption("metadata_block_size", "MetadataBlockSize", func(o *Options) *int { return &o.MetadataBlockSize }),
+		"chosen at Open with index_type"),
 	// Table readers and the caches: fixed for each reader when it opens.
 	immutable(int64Option("block_cache_size", "BlockCacheSize", func(o *Options) *int64 { return &o.BlockCacheSize }),
 		"the block cache is made at Open"),

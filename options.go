@@ -84,6 +84,24 @@ type Options struct {
 	// BloomBitsPerKey sizes the full-file bloom filter. Default 10; a
 	// negative value disables filters.
 	BloomBitsPerKey int
+	// IndexType is the index of the tables written from now on:
+	// BinarySearchIndex (the zero value, RocksDB's default kBinarySearch),
+	// one index block per table that its reader keeps in memory, or
+	// TwoLevelIndexSearch, index partitions of about MetadataBlockSize
+	// bytes under a small top-level index, the partitions read through
+	// the block cache, so that index memory stays bounded by the cache as
+	// the database grows (RocksDB's index_type). A table is read as it
+	// was written, whatever this says now.
+	IndexType IndexType
+	// PartitionFilters, with TwoLevelIndexSearch, cuts each table's filter
+	// into partitions, one per index partition, read through the block
+	// cache (RocksDB's partition_filters). Default false; Open refuses it
+	// without TwoLevelIndexSearch.
+	PartitionFilters bool
+	// MetadataBlockSize is the target size of an index partition (RocksDB's
+	// metadata_block_size). Default 4096; only used with
+	// TwoLevelIndexSearch.
+	MetadataBlockSize int
 	// BlockCacheSize is the block cache capacity in bytes. Default 32 MiB
 	// (RocksDB's default LRU cache); a negative value disables the cache.
 	BlockCacheSize int64
@@ -568,6 +586,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.BloomBitsPerKey == 0 {
 		o.BloomBitsPerKey = 10
 	}
+	if o.MetadataBlockSize == 0 {
+		o.MetadataBlockSize = 4 * kib
+	}
 	if o.BlockCacheSize == 0 {
 		o.BlockCacheSize = 32 * mib
 	}
@@ -709,6 +730,12 @@ func (o *Options) Validate() error {
 		return bad("Options.BlockRestartInterval must be between 1 and 1024, got %d", o.BlockRestartInterval)
 	case o.BloomBitsPerKey > 64:
 		return bad("Options.BloomBitsPerKey must be at most 64, got %d", o.BloomBitsPerKey)
+	case o.IndexType != BinarySearchIndex && o.IndexType != TwoLevelIndexSearch:
+		return bad("Options.IndexType must be BinarySearchIndex or TwoLevelIndexSearch, got %d", uint64(o.IndexType))
+	case o.PartitionFilters && o.IndexType != TwoLevelIndexSearch:
+		return bad("Options.PartitionFilters needs Options.IndexType = TwoLevelIndexSearch (filter partitions are indexed by the top-level index)")
+	case o.MetadataBlockSize < 1 || o.MetadataBlockSize > maxBlockSize:
+		return bad("Options.MetadataBlockSize must be between 1 byte and 256 MiB, got %d", o.MetadataBlockSize)
 	case o.MaxOpenFiles < -1:
 		return bad("Options.MaxOpenFiles must be positive, or -1 to keep every file open, got %d", o.MaxOpenFiles)
 	case o.Compression != NoCompression && o.Compression != SnappyCompression && o.Compression != ZstdCompression:
@@ -972,3 +999,15 @@ func (ro *ReadOptions) fillCache() bool {
 
 // Version is the shale release.
 const Version = "0.1.0"
+
+// IndexType is a table's index layout (RocksDB's
+// BlockBasedTableOptions::IndexType, with its numbers).
+type IndexType = sstable.IndexType
+
+// The index types of Options.IndexType.
+const (
+	// BinarySearchIndex is one index block per table (kBinarySearch).
+	BinarySearchIndex = sstable.BinarySearchIndex
+	// TwoLevelIndexSearch is a partitioned index (kTwoLevelIndexSearch).
+	TwoLevelIndexSearch = sstable.TwoLevelIndexSearch
+)

@@ -267,6 +267,14 @@ type TableProperties struct {
 	// holds the user keys and the extractor's prefixes.
 	PrefixExtractorName                string
 	WholeKeyFiltering, PrefixFiltering bool
+	// IndexType is the table's index (Options.IndexType when it was
+	// written; RocksDB's index_type property). IndexPartitions counts its
+	// index partitions and TopLevelIndexSize is its top-level index's size
+	// (RocksDB's index_partitions and top_level_index_size);
+	// FilterPartitions counts its filter partitions. All 0 for a table
+	// with one index block.
+	IndexType                                            IndexType
+	IndexPartitions, TopLevelIndexSize, FilterPartitions uint64
 }
 
 func tablePropertiesOf(p *sstable.Properties) *TableProperties {
@@ -281,6 +289,10 @@ func tablePropertiesOf(p *sstable.Properties) *TableProperties {
 		PrefixExtractorName:     p.PrefixExtractorName,
 		WholeKeyFiltering:       p.WholeKeyFiltering,
 		PrefixFiltering:         p.PrefixFiltering,
+		IndexType:               p.IndexType,
+		IndexPartitions:         p.IndexPartitions,
+		TopLevelIndexSize:       p.TopLevelIndexSize,
+		FilterPartitions:        p.FilterPartitions,
 	}
 	for k, v := range p.User {
 		tp.UserCollectedProperties[k] = v

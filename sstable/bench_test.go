@@ -13,8 +13,9 @@ import (
 )
 
 // benchTable writes n keys "key%08d" with 100-byte values and opens the table
-// with a cache that holds all of it, warmed.
-func benchTable(tb testing.TB, n int) (*Reader, [][]byte) {
+// with a cache that holds all of it, warmed; o, when given, is the
+// writer's options.
+func benchTable(tb testing.TB, n int, o ...WriterOptions) (*Reader, [][]byte) {
 	path := filepath.Join(testdir.New(tb), "bench.sst")
 	keys := make([][]byte, n)
 	entries := make([]kv, n)
@@ -26,7 +27,11 @@ func benchTable(tb testing.TB, n int) (*Reader, [][]byte) {
 		}
 		entries[i] = kv{base.MakeInternalKey(keys[i], base.SeqNum(i+1), base.KindSet), append([]byte(nil), val...)}
 	}
-	writeTable(tb, path, WriterOptions{}, entries, nil)
+	var wo WriterOptions
+	if len(o) > 0 {
+		wo = o[0]
+	}
+	writeTable(tb, path, wo, entries, nil)
 	r := openTable(tb, path, cache.New(256<<20))
 	it := r.NewIter(IterOptions{FillCache: true})
 	for ok := it.First(); ok; ok = it.Next() {
@@ -43,7 +48,13 @@ func benchTable(tb testing.TB, n int) (*Reader, [][]byte) {
 }
 
 func TestHotPathsDoNotAllocate(t *testing.T) {
-	r, keys := benchTable(t, 5000)
+	for _, o := range []WriterOptions{{}, {IndexType: TwoLevelIndexSearch, PartitionFilters: true, MetadataBlockSize: 256}} {
+		t.Run(o.IndexType.String(), func(t *testing.T) { testHotPathsDoNotAllocate(t, o) })
+	}
+}
+
+func testHotPathsDoNotAllocate(t *testing.T, o WriterOptions) {
+	r, keys := benchTable(t, 5000, o)
 	defer r.Close()
 	i := 0
 	if n := testing.AllocsPerRun(200, func() {
@@ -71,8 +82,17 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	}
 }
 
+// partitionedBenchOptions are the partitioned index and filters at
+// RocksDB's default partition size.
+var partitionedBenchOptions = WriterOptions{IndexType: TwoLevelIndexSearch, PartitionFilters: true}
+
 func BenchmarkGet(b *testing.B) {
-	r, keys := benchTable(b, 100000)
+	b.Run("index=binary", func(b *testing.B) { benchmarkGet(b) })
+	b.Run("index=partitioned", func(b *testing.B) { benchmarkGet(b, partitionedBenchOptions) })
+}
+
+func benchmarkGet(b *testing.B, o ...WriterOptions) {
+	r, keys := benchTable(b, 100000, o...)
 	defer r.Close()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -85,7 +105,12 @@ func BenchmarkGet(b *testing.B) {
 }
 
 func BenchmarkIterSeekGE(b *testing.B) {
-	r, keys := benchTable(b, 100000)
+	b.Run("index=binary", func(b *testing.B) { benchmarkIterSeekGE(b) })
+	b.Run("index=partitioned", func(b *testing.B) { benchmarkIterSeekGE(b, partitionedBenchOptions) })
+}
+
+func benchmarkIterSeekGE(b *testing.B, o ...WriterOptions) {
+	r, keys := benchTable(b, 100000, o...)
 	defer r.Close()
 	it := r.NewIter(IterOptions{FillCache: true})
 	defer it.Close()
@@ -219,4 +244,38 @@ func appendKey16(dst []byte, i int) []byte {
 		i /= 10
 	}
 	return append(dst, d[:]...)
+}
+
+// BenchmarkGetSmallCache is BenchmarkGet with a block cache of 1 MiB for a
+// table of about 12 MiB: most lookups miss the cache for their data block
+// and, in a partitioned table, often for their index and filter partitions
+// too (which are then read and decoded again), as in a database much
+// larger than its cache.
+func BenchmarkGetSmallCache(b *testing.B) {
+	b.Run("index=binary", func(b *testing.B) { benchmarkGetSmallCache(b, WriterOptions{}) })
+	b.Run("index=partitioned", func(b *testing.B) { benchmarkGetSmallCache(b, partitionedBenchOptions) })
+}
+
+func benchmarkGetSmallCache(b *testing.B, o WriterOptions) {
+	path := filepath.Join(testdir.New(b), "bench.sst")
+	const n = 100000
+	keys := make([][]byte, n)
+	entries := make([]kv, n)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("key%08d", i))
+		entries[i] = kv{base.MakeInternalKey(keys[i], base.SeqNum(i+1), base.KindSet), make([]byte, 100)}
+	}
+	o.Compression = NoCompression
+	writeTable(b, path, o, entries, nil)
+	r := openTable(b, path, cache.New(1<<20))
+	defer r.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := keys[rng.IntN(n)]
+		if _, _, _, ok, _ := r.Get(k, base.SeqNumMax, true); !ok {
+			b.Fatalf("%q not found", k)
+		}
+	}
 }

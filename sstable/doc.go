@@ -21,7 +21,9 @@
 // tombstones are read once at open and kept in the Reader; so are the index
 // (decoded) and the filter, unless ReaderOptions.CacheIndexAndFilterBlocks
 // puts them in the cache, evictable and read again on demand (pinned with
-// PinIndexAndFilterBlocks; see index_cache.go).
+// PinIndexAndFilterBlocks; see index_cache.go). Of a partitioned index and
+// filter only the top levels are kept so; the partitions go through the
+// cache (partition.go).
 //
 // # File layout
 //
@@ -41,6 +43,42 @@
 //
 // A block handle is uvarint(offset) uvarint(length); length excludes the
 // trailer (internal/block draws both).
+//
+// With WriterOptions.IndexType = TwoLevelIndexSearch (format version 2)
+// the index is cut into partitions, written after the data blocks and
+// before the other blocks, with PartitionFilters the filter too:
+//
+//	+--------------------------+  offset 0
+//	| data blocks              |
+//	+--------------------------+
+//	| filter partition 0..n-1  |  PartitionFilters: one per index partition
+//	| top-level filter index   |  "partitionedfilter.shale.bloom" (or
+//	|                          |  ".prefixbloom") in the metaindex
+//	| range-del block          |
+//	| index partition 0..n-1   |  about MetadataBlockSize bytes each
+//	| top-level index          |  the footer's index handle
+//	| properties block         |
+//	| metaindex block          |
+//	+--------------------------+
+//	| footer, version 2        |
+//	+--------------------------+
+//
+// A partition is an index block as above, for consecutive data blocks (at
+// least one); the top-level index has one entry per partition: key = the
+// partition's last separator, value = the partition's block handle. The
+// top-level filter index has the same keys, its values the handles of the
+// filter partitions, each a filter block (below) of the keys and prefixes
+// of its partition's data blocks: a user key or prefix that goes on from
+// one partition into the next is in both filters, so the partition a key
+// seeks to in the top level always holds it. A reader knows the layout
+// from the footer's format version alone (1: the footer's index handle is
+// the single index; 2: a top-level index), and the filter from the
+// metaindex name; properties record the index type and partition counts
+// (rocksdb.block.based.table.index.type, rocksdb.index.partitions,
+// rocksdb.top-level.index.size, shale.filter.partitions) for tools. A
+// table without data blocks keeps the single index (format 1) whatever
+// the option says. Readers from before version 2 refuse such a table as
+// an unknown format version.
 //
 // # Blocks
 //
@@ -155,9 +193,9 @@
 //	|          |                                       | uint32  | LE      |
 //	+----------+---------------------------------------+---------+---------+
 //
-// Format version is 1 (a new meta block or property that older readers
-// can ignore safely needs no new version; a change to the layout of a
-// block does); magic is 0x7368616c65535354 ("shaleSST"). An unknown
+// Format version is 1, or 2 for a partitioned index (a new meta block or
+// property that older readers can ignore safely needs no new version; a
+// change to the layout of a block does); magic is 0x7368616c65535354 ("shaleSST"). An unknown
 // magic, version or checksum type, a bad checksum or a malformed block is
 // reported as a base.CorruptionError naming the file and block offset; the
 // reader never panics on a damaged file.

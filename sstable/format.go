@@ -13,8 +13,14 @@ const (
 	footerLen = 1 + 2*block.MaxHandleLen + 4 + 8
 	// tableMagic ends every shale table ("shaleSST" read big-endian).
 	tableMagic uint64 = 0x7368616c65535354
-	// formatVersion is the current table format version.
+	// formatVersion is the format version of a table with a single index
+	// block.
 	formatVersion uint32 = 1
+	// formatVersionTwoLevel marks a table whose footer's index handle
+	// points at a top-level index over index partitions
+	// (TwoLevelIndexSearch); readers from before it refuse the table with
+	// an unknown-version error instead of misreading it.
+	formatVersionTwoLevel uint32 = 2
 )
 
 // Meta block names in the metaindex block.
@@ -28,6 +34,13 @@ const (
 	// that predate it, which would take its answers for whole keys; they
 	// see no filter at all.
 	metaPrefixFilterName = "fullfilter.shale.prefixbloom"
+	// metaPartFilterName and metaPartPrefixFilterName name the top-level
+	// filter index of a table with partitioned filters (only in format
+	// version 2): an index block mapping the same separators as the
+	// top-level index to filter partitions, each a filter block of the
+	// keys (or prefixes only) of the data blocks of one index partition.
+	metaPartFilterName       = "partitionedfilter.shale.bloom"
+	metaPartPrefixFilterName = "partitionedfilter.shale.prefixbloom"
 )
 
 // footer is the fixed-size tail of a table.
@@ -35,6 +48,9 @@ type footer struct {
 	checksum  ChecksumType
 	metaindex block.Handle
 	index     block.Handle
+	// twoLevel says index is a top-level index over index partitions
+	// (format version 2).
+	twoLevel bool
 }
 
 func (f footer) encode() []byte {
@@ -42,7 +58,11 @@ func (f footer) encode() []byte {
 	b[0] = byte(f.checksum)
 	h := f.metaindex.Append(b[1:1])
 	f.index.Append(h)
-	binary.LittleEndian.PutUint32(b[footerLen-12:], formatVersion)
+	v := formatVersion
+	if f.twoLevel {
+		v = formatVersionTwoLevel
+	}
+	binary.LittleEndian.PutUint32(b[footerLen-12:], v)
 	binary.LittleEndian.PutUint64(b[footerLen-8:], tableMagic)
 	return b
 }
@@ -53,7 +73,11 @@ func decodeFooter(file string, off int64, b []byte) (footer, error) {
 	if magic := binary.LittleEndian.Uint64(b[footerLen-8:]); magic != tableMagic {
 		return f, base.CorruptionErrorf(file, off, "bad table magic %#x (not a shale table)", magic)
 	}
-	if v := binary.LittleEndian.Uint32(b[footerLen-12:]); v != formatVersion {
+	switch v := binary.LittleEndian.Uint32(b[footerLen-12:]); v {
+	case formatVersion:
+	case formatVersionTwoLevel:
+		f.twoLevel = true
+	default:
 		return f, base.CorruptionErrorf(file, off, "unknown table format version %d", v)
 	}
 	f.checksum = ChecksumType(b[0])

@@ -68,18 +68,32 @@ func (ix *tableIndex) seekCompare(k base.InternalKey, cmp base.Compare) int {
 	return lo
 }
 
-// decodeIndex decodes the index block b found at h: its entries must be in
-// order and their data blocks must tile the file from offset 0 up to at
-// most r.metaStart.
+// decodeIndex decodes the single index block b found at h: its entries
+// must be in order and their data blocks must tile the file from offset 0
+// up to at most r.metaStart.
 func (r *Reader) decodeIndex(h block.Handle, b []byte) (*tableIndex, error) {
+	return r.decodeIndexBlock(h, b, indexSingle)
+}
+
+// decodeIndexBlock decodes the index block b found at h, of kind kind: a
+// single index as decodeIndex; an index partition, whose data blocks
+// follow one another from wherever the first starts, below r.metaStart,
+// and which has at least one entry; or a top-level index, whose entries
+// (at least one) point at blocks before the footer and carry no block
+// properties.
+func (r *Reader) decodeIndexBlock(h block.Handle, b []byte, kind indexBlockKind) (*tableIndex, error) {
 	var it blockIter
 	if !it.init(b, true) {
 		return nil, r.corruptf(h, "bad index block")
 	}
-	ix := &tableIndex{}
-	var arena []byte
+	// Index blocks have a restart point per entry: size everything once
+	// (a partition is decoded on every cache miss, so its allocations
+	// count). The keys take at most the block's bytes.
+	n := min(it.numRestarts, len(b))
+	ix := &tableIndex{items: make([]indexItem, 0, n)}
+	arena := make([]byte, 0, it.restarts)
 	type pos struct{ start, end int }
-	var keys []pos
+	keys := make([]pos, 0, n)
 	var prevEnd uint64
 	for ok := it.first(); ok; ok = it.next() {
 		bh, n := block.DecodeHandle(it.val)
@@ -92,14 +106,21 @@ func (r *Reader) decodeIndex(h block.Handle, b []byte) (*tableIndex, error) {
 		} else if hasProps != (ix.props != nil) {
 			return nil, r.corruptf(h, "index entry %d: block properties in some entries only", len(ix.items))
 		}
-		if ix.props != nil {
+		if kind == indexTop {
+			if n != len(it.val) || r.checkHandle(bh, false) != nil {
+				return nil, r.corruptf(h, "top-level index entry %d: bad or misplaced block handle (offset %d, length %d)", len(ix.items), bh.Offset, bh.Length)
+			}
+		} else if ix.props != nil {
 			p, ok := decodeBlockProps(it.val[n:])
 			if !ok {
 				return nil, r.corruptf(h, "bad block properties in index entry %d", len(ix.items))
 			}
 			ix.props = append(ix.props, p)
 		}
-		if bh.Offset != prevEnd || bh.Length > block.MaxLen || bh.Length+block.TrailerLen > r.metaStart-min(bh.Offset, r.metaStart) {
+		if kind == indexPartition && len(ix.items) == 0 {
+			prevEnd = bh.Offset
+		}
+		if kind != indexTop && (bh.Offset != prevEnd || bh.Length > block.MaxLen || bh.Length+block.TrailerLen > r.metaStart-min(bh.Offset, r.metaStart)) {
 			return nil, r.corruptf(h, "index entry %d: data block (offset %d, length %d) out of place", len(ix.items), bh.Offset, bh.Length)
 		}
 		prevEnd = bh.End()
@@ -116,6 +137,9 @@ func (r *Reader) decodeIndex(h block.Handle, b []byte) (*tableIndex, error) {
 	}
 	if it.corrupt {
 		return nil, r.corruptf(h, "bad index block")
+	}
+	if kind != indexSingle && len(ix.items) == 0 {
+		return nil, r.corruptf(h, "empty index block")
 	}
 	for i, p := range keys {
 		ix.items[i].sep, _ = base.DecodeInternalKey(arena[p.start:p.end:p.end])

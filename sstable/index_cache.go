@@ -40,7 +40,11 @@ func (r *Reader) cachedIndex(src block.Source) (*tableIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix, err := r.decodeIndex(r.indexH, b)
+	kind := indexSingle
+	if r.twoLevel {
+		kind = indexTop
+	}
+	ix, err := r.decodeIndexBlock(r.indexH, b, kind)
 	if err != nil {
 		return nil, err
 	}

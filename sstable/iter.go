@@ -32,7 +32,12 @@ type tableIter struct {
 	// ix is the table's index, which the iterator keeps from its first
 	// positioning until Close (with CacheIndexAndFilterBlocks the cache may
 	// evict it meanwhile); nil until then.
-	ix           *tableIndex
+	ix *tableIndex
+	// top, for a table with a partitioned index, is its top-level index
+	// (kept as ix is) and ix is then partition part (nil, part -1, until
+	// the first positioning); idx and loaded number the blocks of ix.
+	top          *tableIndex
+	part         int
 	lower, upper []byte
 	fillCache    bool
 	idx          int // index entry of the current block
@@ -89,7 +94,10 @@ var (
 func (r *Reader) NewIter(o IterOptions) base.InternalIterator {
 	it := tableIterPool.Get().(*tableIter)
 	it.r = r
-	it.ix = r.ix
+	it.ix, it.top, it.part = r.ix, nil, -1
+	if r.twoLevel {
+		it.ix, it.top = nil, r.ix
+	}
 	it.cmp = r.cmp
 	it.lower, it.upper = o.Lower, o.Upper
 	it.fillCache = o.FillCache
@@ -122,11 +130,8 @@ func (it *tableIter) skipFrom(i int) int {
 	}
 	items := it.ix.items
 	for ; i < len(items); i++ {
-		var lower base.InternalKey
-		if i > 0 {
-			lower = items[i-1].sep
-		}
-		if !it.skipBlock(&it.ix.props[i], lower, i > 0, items[i].sep) {
+		lower, hasLower := it.prevSep(i)
+		if !it.skipBlock(&it.ix.props[i], lower, hasLower, items[i].sep) {
 			break
 		}
 		if it.skipped != nil {
@@ -139,7 +144,7 @@ func (it *tableIter) skipFrom(i int) int {
 // needIndex makes sure the iterator has the table's index, reading it when
 // the cache no longer holds it; a failure stops the iterator with the error.
 func (it *tableIter) needIndex() bool {
-	if it.ix != nil {
+	if it.ix != nil || it.top != nil {
 		return true
 	}
 	ix, err := it.r.index(it.src)
@@ -148,8 +153,88 @@ func (it *tableIter) needIndex() bool {
 		it.pos = posInvalid
 		return false
 	}
-	it.ix = ix
+	if it.r.twoLevel {
+		it.top = ix
+	} else {
+		it.ix = ix
+	}
 	return true
+}
+
+// setPart makes partition p the iterator's ix (reading it when the cache
+// does not hold it); a failure stops the iterator with the error.
+func (it *tableIter) setPart(p int) bool {
+	if p == it.part && it.ix != nil {
+		return true
+	}
+	ix, err := it.r.partition(it.top, p, it.src)
+	if err != nil {
+		it.err = err
+		it.pos = posInvalid
+		it.loaded = -1
+		return false
+	}
+	it.ix, it.part, it.loaded = ix, p, -1
+	return true
+}
+
+// seekIndex returns the first block of ix whose separator is >= k, making
+// the partition that holds it ix; len(it.ix.items) means no block of the
+// table has one (ix is then the last partition). ok false is an error.
+func (it *tableIter) seekIndex(k base.InternalKey) (i int, ok bool) {
+	if it.top == nil {
+		return it.ix.seek(k, it.cmp), true
+	}
+	p := it.top.seek(k, it.cmp)
+	if p == len(it.top.items) {
+		if !it.setPart(p - 1) {
+			return 0, false
+		}
+		return len(it.ix.items), true
+	}
+	if !it.setPart(p) {
+		return 0, false
+	}
+	return it.ix.seek(k, it.cmp), true
+}
+
+// prevSep returns the separator of the block before block i of ix, which
+// may end the previous partition; ok is false for the table's first block.
+func (it *tableIter) prevSep(i int) (sep base.InternalKey, ok bool) {
+	if i > 0 {
+		return it.ix.items[i-1].sep, true
+	}
+	if it.top != nil && it.part > 0 {
+		return it.top.items[it.part-1].sep, true
+	}
+	return base.InternalKey{}, false
+}
+
+// forwardFrom returns the first block at or after block i of ix that
+// SkipBlock does not skip, moving on through the partitions; ok is false
+// at the end of the table, or on an error (it.err set).
+func (it *tableIter) forwardFrom(i int) (int, bool) {
+	for {
+		i = it.skipFrom(i)
+		if i < len(it.ix.items) {
+			return i, true
+		}
+		if it.top == nil || it.part+1 >= len(it.top.items) {
+			return i, false
+		}
+		if !it.setPart(it.part + 1) {
+			return 0, false
+		}
+		i = 0
+	}
+}
+
+// lastPart makes the last partition ix (a no-op for a single index).
+func (it *tableIter) lastPart() bool {
+	if it.top == nil {
+		return true
+	}
+	return it.setPart(len(it.top.items) - 1)
 }
 
 func (it *tableIter) load(i int, seek bool) bool {
@@ -177,7 +262,12 @@ func (it *tableIter) load(i int, seek bool) bool {
 	}
 	it.loaded = i
 	it.withinUpper = it.upper == nil || it.cmp(it.ix.items[i].sep.UserKey, it.upper) < 0
-	it.withinLower = it.lower == nil || (i > 0 && it.cmp(it.ix.items[i-1].sep.UserKey, it.lower) >= 0)
+	if it.lower == nil {
+		it.withinLower = true
+	} else {
+		prev, ok := it.prevSep(i)
+		it.withinLower = ok && it.cmp(prev.UserKey, it.lower) >= 0
+	}
 	return true
 }
 
@@ -201,8 +291,10 @@ func (it *tableIter) initReadahead() {
 		cfg.MaxAuto = -1
 	}
 	if it.upper != nil {
-		if i := it.ix.seek(base.MakeSearchKey(it.upper), it.cmp); i < len(it.ix.items) {
-			cfg.Limit = int64(it.ix.items[i].handle.End())
+		var c indexCursor
+		c.r, c.src, c.top, c.ix = r, it.src, it.top, it.ix
+		if c.seek(base.MakeSearchKey(it.upper)) == nil && c.valid() {
+			cfg.Limit = int64(c.item().handle.End())
 		}
 	}
 	it.ra.Init(it.src.File, cfg)
@@ -232,8 +324,11 @@ func (it *tableIter) settleForward(ok bool) bool {
 		if it.upper != nil && it.cmp(it.ix.items[it.idx].sep.UserKey, it.upper) >= 0 {
 			return it.stop(posAfterLast)
 		}
-		next := it.skipFrom(it.idx + 1)
-		if next >= len(it.ix.items) {
+		next, more := it.forwardFrom(it.idx + 1)
+		if !more {
+			if it.err != nil {
+				return false
+			}
 			return it.stop(posAfterLast)
 		}
 		if !it.load(next, false) {
@@ -256,7 +351,13 @@ func (it *tableIter) settleBackward(ok bool) bool {
 		}
 		i := it.idx - 1
 		if i < 0 {
-			return it.stop(posBeforeFirst)
+			if it.top == nil || it.part <= 0 {
+				return it.stop(posBeforeFirst)
+			}
+			if !it.setPart(it.part - 1) {
+				return false
+			}
+			i = len(it.ix.items) - 1
 		}
 		// Block i holds keys <= its separator: if that is below Lower, so
 		// is all of the block.
@@ -288,7 +389,10 @@ func (it *tableIter) seekGE(key []byte) bool {
 		return false
 	}
 	search := base.MakeSearchKey(key)
-	i := it.seekIndexPrepared(key)
+	i, ok := it.seekIndexPrepared(key)
+	if !ok {
+		return false
+	}
 	if i == len(it.ix.items) {
 		return it.stop(posAfterLast)
 	}
@@ -374,7 +478,10 @@ func (it *tableIter) seekGEInternal(key base.InternalKey) bool {
 	if !it.needIndex() {
 		return false
 	}
-	i := it.ix.seek(key, it.cmp)
+	i, ok := it.seekIndex(key)
+	if !ok {
+		return false
+	}
 	if i == len(it.ix.items) {
 		return it.stop(posAfterLast)
 	}
@@ -398,7 +505,10 @@ func (it *tableIter) SeekLT(key []byte) bool {
 		return false
 	}
 	search := base.MakeSearchKey(key)
-	i := it.ix.seek(search, it.cmp)
+	i, ok := it.seekIndex(search)
+	if !ok {
+		return false
+	}
 	if i == len(it.ix.items) {
 		// Every entry sorts before search: the answer is the last one.
 		if i == 0 {
@@ -412,7 +522,7 @@ func (it *tableIter) SeekLT(key []byte) bool {
 	if !it.load(i, true) {
 		return false
 	}
-	var ok bool
+	ok = false
 	if it.data.seekGE(search, it.cmp) {
 		ok = it.data.prev()
 	} else if !it.data.corrupt {
@@ -431,8 +541,14 @@ func (it *tableIter) First() bool {
 	if !it.needIndex() {
 		return false
 	}
-	first := it.skipFrom(0)
-	if first >= len(it.ix.items) {
+	if it.top != nil && !it.setPart(0) {
+		return false
+	}
+	first, ok := it.forwardFrom(0)
+	if !ok {
+		if it.err != nil {
+			return false
+		}
 		return it.stop(posAfterLast)
 	}
 	if !it.load(first, false) {
@@ -449,6 +565,9 @@ func (it *tableIter) Last() bool {
 	}
 	defer it.discardPending() // after the load that may use it (PrepareLast)
 	if !it.needIndex() {
+		return false
+	}
+	if !it.lastPart() {
 		return false
 	}
 	if len(it.ix.items) == 0 {

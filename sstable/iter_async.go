@@ -102,6 +102,10 @@ func (it *tableIter) PrepareSeekGE(key []byte) {
 	if !it.prepareIndex() {
 		return
 	}
+	if it.top != nil {
+		it.prepareAt(base.MakeSearchKey(key), false)
+		return
+	}
 	i := it.ix.seek(base.MakeSearchKey(key), it.cmp)
 	// The seek that follows finds the same index entry without a search.
 	it.prepKey = append(it.prepKey[:0], key...)
@@ -109,17 +113,40 @@ func (it *tableIter) PrepareSeekGE(key []byte) {
 	it.prepareBlock(i)
 }
 
+// prepareAt is the first phase for a table with a partitioned index: it
+// submits the read of the first block whose separator is >= k (the last
+// block when none is, if last), finding it in the partition that the cache
+// holds or that it reads now, without moving the iterator.
+func (it *tableIter) prepareAt(k base.InternalKey, last bool) {
+	var c indexCursor
+	c.r, c.src, c.top = it.r, it.src, it.top
+	if c.seek(k) != nil {
+		return
+	}
+	if !c.valid() {
+		if !last {
+			return
+		}
+		ix, err := it.r.partition(it.top, len(it.top.items)-1, it.src)
+		if err != nil {
+			return
+		}
+		c.ix, c.i = ix, len(ix.items)-1
+	}
+	it.prepareHandle(c.item().handle)
+}
+
 // seekIndexPrepared is seekIndex for SeekGE(key) (key clamped to the
 // bounds), using the result of the PrepareSeekGE before it if it was for
 // the same key.
-func (it *tableIter) seekIndexPrepared(key []byte) int {
+func (it *tableIter) seekIndexPrepared(key []byte) (int, bool) {
 	if it.prepValid {
 		it.prepValid = false
-		if bytes.Equal(key, it.prepKey) {
-			return it.prepIdx
+		if bytes.Equal(key, it.prepKey) && it.top == nil {
+			return it.prepIdx, true
 		}
 	}
-	return it.ix.seek(base.MakeSearchKey(key), it.cmp)
+	return it.seekIndex(base.MakeSearchKey(key))
 }
 
 // PrepareFirst is PrepareSeekGE for First.
@@ -132,6 +159,10 @@ func (it *tableIter) PrepareFirst() {
 		return
 	}
 	if it.prepareIndex() {
+		if it.top != nil {
+			it.prepareAt(base.InternalKey{}, false)
+			return
+		}
 		it.prepareBlock(0)
 	}
 }
@@ -150,6 +181,10 @@ func (it *tableIter) PrepareSeekLT(key []byte) {
 		return
 	}
 	if !it.prepareIndex() {
+		return
+	}
+	if it.top != nil {
+		it.prepareAt(base.MakeSearchKey(key), true)
 		return
 	}
 	i := it.ix.seek(base.MakeSearchKey(key), it.cmp)
@@ -171,7 +206,17 @@ func (it *tableIter) PrepareLast() {
 		it.PrepareSeekLT(it.upper)
 		return
 	}
-	if it.prepareIndex() && len(it.ix.items) > 0 {
+	if !it.prepareIndex() {
+		return
+	}
+	if it.top != nil {
+		ix, err := it.r.partition(it.top, len(it.top.items)-1, it.src)
+		if err == nil {
+			it.prepareHandle(ix.items[len(ix.items)-1].handle)
+		}
+		return
+	}
+	if len(it.ix.items) > 0 {
 		it.prepareBlock(len(it.ix.items) - 1)
 	}
 }
@@ -179,23 +224,35 @@ func (it *tableIter) PrepareLast() {
 // prepareIndex is needIndex for a first phase, which only hints: a failure
 // is left for the positioning that follows to report.
 func (it *tableIter) prepareIndex() bool {
-	if it.ix == nil {
+	if it.ix == nil && it.top == nil {
 		ix, err := it.r.index(it.src)
 		if err != nil {
 			return false
 		}
-		it.ix = ix
+		if it.r.twoLevel {
+			it.top = ix
+		} else {
+			it.ix = ix
+		}
 	}
 	return true
 }
 
 // prepareBlock submits the read of data block i unless it needs none.
 func (it *tableIter) prepareBlock(i int) {
-	r := it.r
 	if i >= len(it.ix.items) || i == it.loaded {
 		return
 	}
-	h := it.ix.items[i].handle
+	it.prepareHandle(it.ix.items[i].handle)
+}
+
+// prepareHandle submits the read of the data block at h unless it is the
+// loaded block, pending already, or cached.
+func (it *tableIter) prepareHandle(h block.Handle) {
+	r := it.r
+	if it.loaded >= 0 && it.ix != nil && it.loaded < len(it.ix.items) && it.ix.items[it.loaded].handle == h {
+		return
+	}
 	if it.pend.active {
 		if it.pend.handle == h {
 			return

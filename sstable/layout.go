@@ -47,12 +47,32 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 	}); err != nil {
 		return nil, err
 	}
-	ix, err := r.index(src)
-	if err != nil {
+	if r.twoLevel {
+		blocks[1].Kind = "top-level index"
+		top, err := r.index(src)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range top.items {
+			blocks = append(blocks, BlockInfo{Kind: "index partition", Offset: item.handle.Offset, Length: item.handle.Length, Separator: item.sep})
+		}
+		if r.filterTop != nil {
+			for _, item := range r.filterTop.items {
+				blocks = append(blocks, BlockInfo{Kind: "filter partition", Offset: item.handle.Offset, Length: item.handle.Length, Separator: item.sep})
+			}
+		}
+	}
+	var c indexCursor
+	if err := c.init(r, src); err != nil {
 		return nil, err
 	}
-	for _, item := range ix.items {
+	err = c.first()
+	for ; err == nil && c.valid(); err = c.next() {
+		item := c.item()
 		blocks = append(blocks, BlockInfo{Kind: "data", Offset: item.handle.Offset, Length: item.handle.Length, Separator: item.sep})
+	}
+	if err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(blocks, func(a, b BlockInfo) int {
 		switch {

@@ -57,8 +57,11 @@ type MultiGetBatch struct {
 // lookup is one key looked up in one table.
 type lookup struct {
 	r *Reader
-	// ix is r's index, which the lookup keeps until it is done.
+	// ix is r's index, which the lookup keeps until it is done; in a
+	// table with a partitioned index it is partition part of top.
 	ix     *tableIndex
+	top    *tableIndex
+	part   int
 	key    []byte
 	search base.InternalKey
 	// block is the index entry of the data block to search next; while the
@@ -118,12 +121,21 @@ func (b *MultiGetBatch) Reset() {
 // fillCache adds the blocks read for the lookup to the cache.
 func (b *MultiGetBatch) Add(r *Reader, key []byte, snapshot base.SeqNum, fillCache bool) int {
 	search := base.MakeInternalKey(key, min(snapshot, base.SeqNumMax), base.KindMax)
-	ix, err := r.index(b.source(r))
+	var c indexCursor
+	err := c.init(r, b.source(r))
+	if err == nil {
+		err = c.seek(search)
+	}
 	if err != nil {
 		b.lookups = append(b.lookups, lookup{r: r, key: key, err: err, done: true})
 		return len(b.lookups) - 1
 	}
-	b.lookups = append(b.lookups, lookup{r: r, ix: ix, key: key, search: search, block: ix.seek(search, r.cmp), fill: fillCache})
+	if c.ix == nil {
+		// Every key of the (partitioned) table sorts below the key.
+		b.lookups = append(b.lookups, lookup{r: r, key: key, done: true})
+		return len(b.lookups) - 1
+	}
+	b.lookups = append(b.lookups, lookup{r: r, ix: c.ix, top: c.top, part: c.p, key: key, search: search, block: c.i, fill: fillCache})
 	id := len(b.lookups) - 1
 	b.open++ // finish takes it back
 	b.advance(id)
@@ -177,8 +189,18 @@ func (b *MultiGetBatch) advance(id int) {
 	r := l.r
 	for !l.done {
 		if l.block >= len(l.ix.items) {
-			b.finish(id)
-			return
+			if l.top == nil || l.part+1 >= len(l.top.items) {
+				b.finish(id)
+				return
+			}
+			// The answer may start the next partition.
+			ix, err := r.partition(l.top, l.part+1, b.source(r))
+			if err != nil {
+				b.fail(id, err)
+				return
+			}
+			l.ix, l.part, l.block = ix, l.part+1, 0
+			continue
 		}
 		h := l.ix.items[l.block].handle
 		if !r.cachedDataBlock(&b.bi, h, l.fill, b.source(r)) {
@@ -258,7 +280,9 @@ func (b *MultiGetBatch) Read(ar vfs.AsyncReader, onDone func(id int)) {
 		if c := cmp.Compare(x.id, y.id); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(x.block, y.block); c != 0 {
+		// By file offset: the blocks of a partitioned index are numbered
+		// within their partitions.
+		if c := cmp.Compare(x.ix.items[x.block].handle.Offset, y.ix.items[y.block].handle.Offset); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.l, y.l)
@@ -286,7 +310,7 @@ func (b *MultiGetBatch) planRuns() {
 	for w := 0; w < len(b.wants); {
 		r, ix, first := b.wants[w].r, b.wants[w].ix, b.wants[w].block
 		if err := r.checkHandle(ix.items[first].handle, true); err != nil {
-			for ; w < len(b.wants) && b.wants[w].r == r && b.wants[w].block == first; w++ {
+			for ; w < len(b.wants) && b.wants[w].r == r && b.wants[w].ix == ix && b.wants[w].block == first; w++ {
 				b.fail(b.wants[w].l, err)
 			}
 			continue
@@ -294,7 +318,7 @@ func (b *MultiGetBatch) planRuns() {
 		run := blockRun{r: r, ix: ix, first: first, last: first, wantLo: w}
 		start := ix.items[first].handle.Offset
 		solo := false
-		for w < len(b.wants) && b.wants[w].r == r {
+		for w < len(b.wants) && b.wants[w].r == r && b.wants[w].ix == ix {
 			blk := b.wants[w].block
 			if blk > run.last {
 				h := ix.items[blk].handle

@@ -1,6 +1,8 @@
 package sstable
 
 import (
+	"fmt"
+
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/block"
@@ -100,11 +102,55 @@ type WriterOptions struct {
 	// key's prefix, and only through a reader with an extractor of the
 	// table's name. Without a PrefixExtractor it changes nothing.
 	DisableWholeKeyFiltering bool
+	// IndexType selects the index: BinarySearchIndex (the zero value, one
+	// index block) or TwoLevelIndexSearch (index partitions of about
+	// MetadataBlockSize bytes under a top-level index).
+	IndexType IndexType
+	// PartitionFilters, with TwoLevelIndexSearch, writes one filter
+	// partition per index partition under a top-level filter index,
+	// instead of one filter for the table. Ignored otherwise.
+	PartitionFilters bool
+	// MetadataBlockSize is the target size of an index partition.
+	// Default 4096.
+	MetadataBlockSize int
+}
+
+// IndexType is a table's index layout (RocksDB's
+// BlockBasedTableOptions::IndexType, with its numbers).
+type IndexType uint64
+
+// The index types.
+const (
+	// BinarySearchIndex is one index block, with an entry per data block,
+	// that a Reader keeps (RocksDB's kBinarySearch). The zero value.
+	BinarySearchIndex IndexType = 0
+	// TwoLevelIndexSearch cuts the index into partitions of about
+	// MetadataBlockSize bytes under a small top-level index: only the
+	// top level stays with the Reader, the partitions go through the
+	// block cache (RocksDB's kTwoLevelIndexSearch).
+	TwoLevelIndexSearch IndexType = 2
+)
+
+// String returns the RocksDB name of t.
+func (t IndexType) String() string {
+	switch t {
+	case BinarySearchIndex:
+		return "kBinarySearch"
+	case TwoLevelIndexSearch:
+		return "kTwoLevelIndexSearch"
+	}
+	return fmt.Sprintf("IndexType(%d)", uint64(t))
 }
 
 func (o *WriterOptions) ensureDefaults() {
 	if o.BlockSize <= 0 {
 		o.BlockSize = 4096
+	}
+	if o.MetadataBlockSize <= 0 {
+		o.MetadataBlockSize = 4096
+	}
+	if o.IndexType != TwoLevelIndexSearch {
+		o.IndexType, o.PartitionFilters = BinarySearchIndex, false
 	}
 	if o.BlockRestartInterval <= 0 {
 		o.BlockRestartInterval = 16

@@ -46,6 +46,16 @@ type Properties struct {
 	// (RocksDB's block-based table properties of those names). Tables
 	// written before they were recorded read true and false.
 	WholeKeyFiltering, PrefixFiltering bool
+	// IndexType is the table's index: BinarySearchIndex (one index block)
+	// or TwoLevelIndexSearch (RocksDB's
+	// rocksdb.block.based.table.index.type, as its numbers).
+	// IndexPartitions counts the index partitions and TopLevelIndexSize is
+	// the top-level index block's size, trailer included (RocksDB's
+	// rocksdb.index.partitions and rocksdb.top-level.index.size);
+	// FilterPartitions counts the filter partitions (0 for a single
+	// filter). All read 0 in a table with a single index block.
+	IndexType                                            IndexType
+	IndexPartitions, TopLevelIndexSize, FilterPartitions uint64
 }
 
 // Property names, RocksDB's where RocksDB has one.
@@ -68,6 +78,10 @@ const (
 	propPrefixExtractor   = "rocksdb.prefix.extractor.name"
 	propWholeKeyFiltering = "rocksdb.block.based.table.whole.key.filtering"
 	propPrefixFiltering   = "rocksdb.block.based.table.prefix.filtering"
+	propIndexType         = "rocksdb.block.based.table.index.type"
+	propIndexPartitions   = "rocksdb.index.partitions"
+	propTopLevelIndexSize = "rocksdb.top-level.index.size"
+	propFilterPartitions  = "shale.filter.partitions"
 )
 
 // noPrefixExtractor is RocksDB's rocksdb.prefix.extractor.name of a table
@@ -98,6 +112,10 @@ func (p *Properties) uintProps() map[string]*uint64 {
 		propCreationTime:      &p.CreationTime,
 		propSmallestSeq:       (*uint64)(&p.SmallestSeq),
 		propLargestSeq:        (*uint64)(&p.LargestSeq),
+		propIndexType:         (*uint64)(&p.IndexType),
+		propIndexPartitions:   &p.IndexPartitions,
+		propTopLevelIndexSize: &p.TopLevelIndexSize,
+		propFilterPartitions:  &p.FilterPartitions,
 	}
 }
 
@@ -111,6 +129,14 @@ func (p *Properties) encode(restartInterval int) []byte {
 	}
 	for k, v := range p.uintProps() {
 		vals[k] = binary.AppendUvarint(nil, *v)
+	}
+	// The partitioned index's properties are written only when set: a
+	// table with one index reads them as 0 and stays as it was before
+	// they existed.
+	for _, k := range []string{propIndexType, propIndexPartitions, propTopLevelIndexSize, propFilterPartitions} {
+		if v, _ := binary.Uvarint(vals[k]); v == 0 {
+			delete(vals, k)
+		}
 	}
 	vals[propComparer] = []byte(p.ComparerName)
 	vals[propCompression] = []byte(p.CompressionName)

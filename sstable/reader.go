@@ -67,6 +67,13 @@ type Reader struct {
 	// globalSeq is ReaderOptions.GlobalSeqNum: when not zero, the seqnum
 	// of every point entry and range tombstone read.
 	globalSeq base.SeqNum
+	// twoLevel says the table's index is partitioned (format version 2):
+	// ix (or the cache's copy under indexH) is then the top-level index,
+	// and partition reads the partitions. filterTop, when not nil, is the
+	// top-level filter index of partitioned filters, which the Reader
+	// always holds (filter and filterInCache are then unused).
+	twoLevel  bool
+	filterTop *tableIndex
 }
 
 // fileAlignment is vfs.Alignment; tests replace it to read through a fake
@@ -157,6 +164,16 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 	if !hasFilter {
 		fh, hasFilter = handles[metaPrefixFilterName]
 	}
+	r.twoLevel = ft.twoLevel
+	partFilter := false
+	if ft.twoLevel && !hasFilter {
+		fh, partFilter = handles[metaPartFilterName]
+		r.filterWholeKeys = partFilter
+		if !partFilter {
+			fh, partFilter = handles[metaPartPrefixFilterName]
+		}
+		hasFilter = partFilter
+	}
 	rh, hasRangeDels := handles[metaRangeDelName]
 	r.metaStart = min(r.metaStart, ft.index.Offset, ph.Offset, ft.metaindex.Offset)
 	if hasFilter {
@@ -186,7 +203,7 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 		want = append(want, ft.index)
 	}
 	var filter []byte
-	if hasFilter && cacheIF {
+	if hasFilter && cacheIF && !partFilter {
 		filter = r.cachedFilterAtOpen(pin)
 	}
 	readFilter := hasFilter && filter == nil
@@ -221,7 +238,11 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 		}
 	}
 	if ix == nil {
-		if ix, err = r.decodeIndex(ft.index, got[1]); err != nil {
+		kind := indexSingle
+		if r.twoLevel {
+			kind = indexTop
+		}
+		if ix, err = r.decodeIndexBlock(ft.index, got[1], kind); err != nil {
 			return nil, err
 		}
 	}
@@ -232,7 +253,18 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 		}
 	}
 	r.dataEnd = ix.dataEnd
+	if r.twoLevel {
+		if err := r.openTwoLevel(ix, fh, filter, partFilter); err != nil {
+			return nil, err
+		}
+		if partFilter {
+			filter, hasFilter = nil, false
+		}
+	}
 	r.keepIndexAndFilter(ix, filter, ixFromCache, hasFilter && !readFilter, hasFilter, cacheIF, pin)
+	if r.filterTop != nil {
+		r.heldMem += r.filterTop.size
+	}
 	r.stats.ReadersMem.Add(r.heldMem)
 	return r, nil
 }
@@ -343,6 +375,9 @@ func (r *Reader) MayContain(userKey []byte) bool {
 	if !ok {
 		return true
 	}
+	if r.filterTop != nil {
+		return r.partFilterMayContain(userKey, probe, r.bf.Source(), false)
+	}
 	f := r.filter
 	if f == nil && r.filterInCache {
 		f = r.cachedFilter(r.bf.Source())
@@ -360,6 +395,9 @@ func (r *Reader) MayContainCached(userKey []byte) bool {
 	probe, ok := r.pointProbe(userKey)
 	if !ok {
 		return true
+	}
+	if r.filterTop != nil {
+		return r.partFilterMayContain(userKey, probe, r.bf.Source(), true)
 	}
 	f := r.filter
 	if f == nil && r.filterInCache {
@@ -391,6 +429,9 @@ func (r *Reader) prefixMayMatch(extractor string, prefix []byte, src block.Sourc
 	if r.prefixName == "" || extractor != r.prefixName {
 		return true, false
 	}
+	if r.filterTop != nil {
+		return r.partPrefixMayMatch(prefix, src)
+	}
 	f := r.filter
 	if f == nil && r.filterInCache {
 		f = r.cachedFilter(src)
@@ -411,7 +452,16 @@ func (r *Reader) ProbeBloom(userKey []byte, c *BloomCounts, extra *ReadStats) bo
 		return true
 	}
 	f := r.filter
-	if f == nil && r.filterInCache {
+	if r.filterTop != nil {
+		src := r.bf.Source()
+		src.Stats = blockStats(extra)
+		var inRange bool
+		if f, _, inRange = r.filterPartitionFor(userKey, src, false); !inRange {
+			// Every key of the table sorts below userKey: the top-level
+			// filter index rules it out as a filter would.
+			f = []byte{}
+		}
+	} else if f == nil && r.filterInCache {
 		src := r.bf.Source()
 		src.Stats = blockStats(extra)
 		f = r.cachedFilter(src)
@@ -419,7 +469,7 @@ func (r *Reader) ProbeBloom(userKey []byte, c *BloomCounts, extra *ReadStats) bo
 	if f == nil {
 		return true
 	}
-	ok = bloomMayContain(f, bloomHash(probe))
+	ok = len(f) != 0 && bloomMayContain(f, bloomHash(probe))
 	if c != nil {
 		c.Checks++
 		if !ok {
@@ -454,6 +504,9 @@ func (r *Reader) GetDeadline(key []byte, snapshot base.SeqNum, fillCache bool, s
 	src := r.bf.Source()
 	src.Stats = blockStats(stats)
 	src.Deadline = dl
+	if r.twoLevel {
+		return r.getTwoLevel(key, search, fillCache, src)
+	}
 	ix := r.ix
 	if ix == nil {
 		var err error
@@ -506,17 +559,18 @@ func (r *Reader) VersionsDeadline(key []byte, snapshot base.SeqNum, fillCache bo
 	src := r.bf.Source()
 	src.Stats = blockStats(stats)
 	src.Deadline = dl
-	ix := r.ix
-	if ix == nil {
-		if ix, err = r.cachedIndex(src); err != nil {
-			return false, err
-		}
+	var c indexCursor
+	if err := c.init(r, src); err != nil {
+		return false, err
+	}
+	if err := c.seek(search); err != nil {
+		return false, err
 	}
 	bi := getIterPool.Get().(*blockIter)
 	defer putGetIter(bi)
 	seek := true
-	for i := ix.seek(search, r.cmp); i < len(ix.items); i++ {
-		h := ix.items[i].handle
+	for ; c.valid(); err = c.next() {
+		h := c.item().handle
 		if err := r.loadDataBlock(bi, h, fillCache, seek, nil, src); err != nil {
 			return found, err
 		}
@@ -542,7 +596,7 @@ func (r *Reader) VersionsDeadline(key []byte, snapshot base.SeqNum, fillCache bo
 		// The key's versions may go on in the next block.
 		seek = false
 	}
-	return found, nil
+	return found, err
 }
 
 // GlobalSeqNum returns ReaderOptions.GlobalSeqNum: when not zero, the
@@ -563,15 +617,11 @@ func (r *Reader) Properties() *Properties { return r.props }
 // the end of the data blocks.
 // An index the Reader cannot read answers the end of the data blocks.
 func (r *Reader) ApproximateOffset(key []byte) uint64 {
-	ix, err := r.index(r.bf.Source())
-	if err != nil {
+	var c indexCursor
+	if c.init(r, r.bf.Source()) != nil || c.seek(base.MakeSearchKey(key)) != nil || !c.valid() {
 		return r.dataEnd
 	}
-	i := ix.seek(base.MakeSearchKey(key), r.cmp)
-	if i == len(ix.items) {
-		return r.dataEnd
-	}
-	return ix.items[i].handle.Offset
+	return c.item().handle.Offset
 }
 
 // CacheID returns the namespace of this table's blocks in the cache; the

@@ -455,7 +455,19 @@ func repairChecksums(b []byte) {
 // table, every key of block i in (sep[i-1], sep[i]]).
 func refTable(r *Reader) (entries []kv, ok bool) {
 	var all []refEntry
-	for i, ie := range r.ix.items {
+	items := r.ix.items
+	if r.twoLevel {
+		// The data blocks of every partition, in order.
+		items = nil
+		for p := range r.ix.items {
+			part, err := r.readPartition(r.ix, p, r.bf.Source())
+			if err != nil {
+				return nil, false
+			}
+			items = append(items, part.items...)
+		}
+	}
+	for i, ie := range items {
 		b, err := r.bf.ReadBlock(ie.handle, r.metaStart, nil, r.bf.Source())
 		if err != nil {
 			return nil, false
@@ -467,7 +479,7 @@ func refTable(r *Reader) (entries []kv, ok bool) {
 		for _, e := range rb.entries {
 			ik, _ := base.DecodeInternalKey(e.key)
 			if base.InternalCompare(bytes.Compare, ik, ie.sep) > 0 ||
-				i > 0 && base.InternalCompare(bytes.Compare, ik, r.ix.items[i-1].sep) <= 0 {
+				i > 0 && base.InternalCompare(bytes.Compare, ik, items[i-1].sep) <= 0 {
 				return nil, false
 			}
 			entries = append(entries, kv{ik, e.val})
@@ -657,6 +669,12 @@ func tableSeeds(t testing.TB) [][]byte {
 		{o: WriterOptions{BlockSize: 512, Compression: ZstdCompression, BloomBitsPerKey: NoFilter}, n: 20},
 		{o: WriterOptions{Compression: NoCompression}, n: 1},
 		{o: WriterOptions{Compression: NoCompression}, n: 0, tombs: []tombstone{{"a", "b", 3}}},
+		// Partitioned index and filters: a partition every data block or
+		// two.
+		{o: WriterOptions{BlockSize: 128, Compression: NoCompression, IndexType: TwoLevelIndexSearch,
+			PartitionFilters: true, MetadataBlockSize: 32}, n: 24, tombs: []tombstone{{"k03", "k05", 50}}},
+		{o: WriterOptions{BlockSize: 256, Compression: SnappyCompression, IndexType: TwoLevelIndexSearch,
+			MetadataBlockSize: 16}, n: 20},
 	}
 	fs := vfs.NewMem()
 	var out [][]byte

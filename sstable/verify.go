@@ -90,6 +90,10 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 			if err := r.verifyRangeDelBlock(h, b); err != nil {
 				return err
 			}
+		case metaPartFilterName, metaPartPrefixFilterName:
+			if err := r.verifyFilterPartitions(h, b); err != nil {
+				return err
+			}
 		}
 	}
 	if it.corrupt {
@@ -122,6 +126,36 @@ func (r *Reader) verifyMetaBlocks(ft footer) error {
 	}
 	if it.corrupt || i != len(ix.items) {
 		return r.corruptf(ft.index, "index block holds %d entries, %d when opened", i, len(ix.items))
+	}
+	if r.twoLevel {
+		// Every index partition, read from the file (never the cache).
+		for p := range ix.items {
+			if _, err := r.readPartition(ix, p, r.bf.Source()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// verifyFilterPartitions checks a re-read top-level filter index (at h)
+// against the one read at open and reads every filter partition it names
+// from the file, checking its checksum.
+func (r *Reader) verifyFilterPartitions(h block.Handle, b []byte) error {
+	ft, err := r.decodeIndexBlock(h, b, indexTop)
+	if err != nil {
+		return err
+	}
+	if r.filterTop == nil || len(ft.items) != len(r.filterTop.items) {
+		return r.corruptf(h, "top-level filter index differs from the one read at open")
+	}
+	for i, it := range ft.items {
+		if it.handle != r.filterTop.items[i].handle || base.InternalCompare(r.cmp, it.sep, r.filterTop.items[i].sep) != 0 {
+			return r.corruptf(h, "top-level filter index entry %d differs from the one read at open", i)
+		}
+		if _, err := r.bf.ReadBlock(it.handle, r.footOff, nil, r.bf.Source()); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -170,11 +204,19 @@ func (r *Reader) verifyDataBlocks() error {
 	var it blockIter
 	var prev []byte // the previous entry's encoded internal key
 	var points uint64
-	ix, err := r.index(src)
-	if err != nil {
+	var c indexCursor
+	if err := c.init(r, src); err != nil {
 		return err
 	}
-	for i, item := range ix.items {
+	if err := c.first(); err != nil {
+		return err
+	}
+	var prevSep base.InternalKey
+	for i := 0; c.valid(); i++ {
+		item := *c.item()
+		if err := c.next(); err != nil {
+			return err
+		}
 		h := item.handle
 		b, err := r.bf.ReadBlock(h, r.metaStart, &ra, src)
 		if err != nil {
@@ -191,7 +233,7 @@ func (r *Reader) verifyDataBlocks() error {
 					return r.corruptf(h, "data block keys out of order: %s after %s", it.ikey, pk)
 				}
 			}
-			if first && i > 0 && base.InternalCompare(r.cmp, it.ikey, ix.items[i-1].sep) <= 0 {
+			if first && i > 0 && base.InternalCompare(r.cmp, it.ikey, prevSep) <= 0 {
 				return r.corruptf(h, "first key %s of data block is not above the previous block's separator", it.ikey)
 			}
 			first = false
@@ -206,6 +248,7 @@ func (r *Reader) verifyDataBlocks() error {
 				return r.corruptf(h, "data block key %s is above its index separator %s", pk, item.sep)
 			}
 		}
+		prevSep = item.sep
 	}
 	if want := r.props.NumEntries - r.props.NumRangeDeletions; points != want {
 		return base.CorruptionErrorf(r.bf.Name(), 0, "data blocks hold %d point entries, properties say %d", points, want)

@@ -83,6 +83,22 @@ type Writer struct {
 	wholeKeys  bool
 	hasPrefix  bool
 	lastPrefix []byte
+
+	// With TwoLevelIndexSearch: partBytes estimates the index partition
+	// being built (the entries in index); parts are the finished ones,
+	// kept in memory and written after the data blocks at Close; with
+	// PartitionFilters filterParts[i] is partition i's filter block (nil
+	// when it has no keys).
+	partBytes   int
+	parts       []finishedPartition
+	filterParts [][]byte
+}
+
+// finishedPartition is a finished index partition: its block (uncompressed)
+// and its separator, the last entry's (an encoded internal key).
+type finishedPartition struct {
+	sep   []byte
+	block []byte
 }
 
 // NewWriter returns a Writer that writes a table to f, which it owns from
@@ -219,8 +235,59 @@ func (w *Writer) addIndexEntry(next []byte) {
 		sep = base.MakeInternalKey(u, base.SeqNumMax, base.KindMax)
 	}
 	w.pendingProps.Continues = next != nil && w.cmp(last.UserKey, next) == 0
-	w.index = append(w.index, indexEntry{sep: sep.AppendEncoded(nil), handle: w.pendingH, props: w.pendingProps})
+	e := indexEntry{sep: sep.AppendEncoded(nil), handle: w.pendingH, props: w.pendingProps}
+	w.index = append(w.index, e)
 	w.pending = false
+	if w.o.IndexType == TwoLevelIndexSearch {
+		w.partBytes += len(e.sep) + block.MaxHandleLen + 3 // entry header and restart point, about
+		if w.o.BlockAttr != nil {
+			w.partBytes += 7 * 3
+		}
+		if w.partBytes >= w.o.MetadataBlockSize {
+			w.cutPartition()
+		}
+	}
+}
+
+// encodeIndex builds an index block of entries.
+func (w *Writer) encodeIndex(entries []indexEntry) []byte {
+	ib := blockWriter{restartInterval: 1}
+	var hb []byte
+	for _, e := range entries {
+		hb = e.handle.Append(hb[:0])
+		if w.o.BlockAttr != nil {
+			hb = e.props.append(hb)
+		}
+		ib.add(e.sep, hb)
+	}
+	return ib.finish()
+}
+
+// cutPartition ends the index partition of the entries in w.index and,
+// with PartitionFilters, the filter partition of the keys added since the
+// last cut: the keys of exactly those entries' data blocks, since a data
+// block's index entry is added before the next key reaches the filter. The
+// next partition's filter starts afresh (a user key or prefix that goes on
+// in it is added to it again), so that a probe finds every key and prefix
+// in the partition the index sends it to.
+func (w *Writer) cutPartition() {
+	if len(w.index) == 0 {
+		return
+	}
+	sep := w.index[len(w.index)-1].sep
+	w.parts = append(w.parts, finishedPartition{sep: sep, block: w.encodeIndex(w.index)})
+	w.index = w.index[:0]
+	w.partBytes = 0
+	if w.o.PartitionFilters && w.o.BloomBitsPerKey > 0 {
+		var f []byte
+		if len(w.hashes) > 0 {
+			f = buildBloom(w.hashes, w.o.BloomBitsPerKey)
+		}
+		w.filterParts = append(w.filterParts, f)
+		w.hashes = w.hashes[:0]
+		w.lastHash = w.lastHash[:0:0]
+		w.hasPrefix = false
+	}
 }
 
 func (w *Writer) flushData() {
@@ -364,7 +431,40 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 	}
 	var metaNames []string
 	var metaHandles []block.Handle
-	if w.o.BloomBitsPerKey > 0 && len(w.hashes) > 0 {
+	// A table without data blocks keeps the single index (format 1).
+	twoLevel := w.o.IndexType == TwoLevelIndexSearch && (len(w.parts) > 0 || len(w.index) > 0)
+	if twoLevel {
+		w.cutPartition()
+	}
+	if twoLevel && w.o.PartitionFilters && w.o.BloomBitsPerKey > 0 {
+		name := metaPartFilterName
+		if !w.wholeKeys {
+			name = metaPartPrefixFilterName
+		}
+		top := blockWriter{restartInterval: 1}
+		any := false
+		for i, f := range w.filterParts {
+			var h block.Handle
+			if f == nil {
+				// No keys: an empty bit array, which rules every key out.
+				f = []byte{1}
+			} else {
+				any = true
+			}
+			h = w.writeBlock(f, false)
+			w.props.FilterSize += h.Length + block.TrailerLen
+			top.add(w.parts[i].sep, h.Append(nil))
+		}
+		if any {
+			h := w.writeBlock(top.finish(), false)
+			w.props.FilterSize += h.Length + block.TrailerLen
+			w.props.FilterPartitions = uint64(len(w.filterParts))
+			metaNames = append(metaNames, name)
+			metaHandles = append(metaHandles, h)
+		} else {
+			w.props.FilterSize = 0
+		}
+	} else if w.o.BloomBitsPerKey > 0 && len(w.hashes) > 0 {
 		h := w.writeBlock(buildBloom(w.hashes, w.o.BloomBitsPerKey), false)
 		w.props.FilterSize = h.Length + block.TrailerLen
 		name := metaFilterName
@@ -379,17 +479,23 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 		metaNames = append(metaNames, metaRangeDelName)
 		metaHandles = append(metaHandles, h)
 	}
-	ib := blockWriter{restartInterval: 1}
-	var hb []byte
-	for _, e := range w.index {
-		hb = e.handle.Append(hb[:0])
-		if w.o.BlockAttr != nil {
-			hb = e.props.append(hb)
+	var indexH block.Handle
+	if twoLevel {
+		top := blockWriter{restartInterval: 1}
+		for _, p := range w.parts {
+			h := w.writeBlock(p.block, true)
+			w.props.IndexSize += h.Length + block.TrailerLen
+			top.add(p.sep, h.Append(nil))
 		}
-		ib.add(e.sep, hb)
+		indexH = w.writeBlock(top.finish(), true)
+		w.props.IndexSize += indexH.Length + block.TrailerLen
+		w.props.TopLevelIndexSize = indexH.Length + block.TrailerLen
+		w.props.IndexType = TwoLevelIndexSearch
+		w.props.IndexPartitions = uint64(len(w.parts))
+	} else {
+		indexH = w.writeBlock(w.encodeIndex(w.index), true)
+		w.props.IndexSize = indexH.Length + block.TrailerLen
 	}
-	indexH := w.writeBlock(ib.finish(), true)
-	w.props.IndexSize = indexH.Length + block.TrailerLen
 	if len(w.o.Collectors) > 0 {
 		w.props.User = map[string]string{}
 		for _, c := range w.o.Collectors {
@@ -409,7 +515,7 @@ func (w *Writer) finish() (*WriterMetadata, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	ft := footer{checksum: w.o.Checksum, metaindex: metaH, index: indexH}
+	ft := footer{checksum: w.o.Checksum, metaindex: metaH, index: indexH, twoLevel: twoLevel}
 	if _, err := w.out.Write(ft.encode()); err != nil {
 		return nil, err
 	}

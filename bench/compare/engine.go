@@ -95,6 +95,11 @@ type engineConfig struct {
 	// badgerValueThreshold sets Badger's Options.ValueThreshold; 0 leaves
 	// Badger's default.
 	badgerValueThreshold int64
+
+	// partitionIndexAndFilters gives shale and RocksDB partitioned index
+	// and filters (IndexType/index_type two-level, PartitionFilters/
+	// partition_filters), as db_bench's --partition_index_and_filters.
+	partitionIndexAndFilters bool
 }
 
 // opener opens a fresh engine in dir.

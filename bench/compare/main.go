@@ -47,6 +47,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	blobFiles := flags.Bool("shale_blob_files", false, "run shale with Options.EnableBlobFiles (key-value separation), to compare with Badger's value log")
 	minBlob := flags.Int64("shale_min_blob_size", 0, "shale's Options.MinBlobSize under --shale_blob_files; 0, shale's default, separates every non-empty value")
 	blobGC := flags.Bool("shale_blob_gc", false, "run shale with Options.EnableBlobGarbageCollection")
+	partition := flags.Bool("partition_index_and_filters", false, "shale and RocksDB with partitioned index and filters (two-level index, partitioned filters), as db_bench's flag")
 	mmapWrites := flags.Bool("shale_mmap_writes", false, "run shale with Options.AllowMmapWrites (the WAL written through a shared memory mapping; with --shale_wal_background_writes=false, shale's durability with no system call per write)")
 	mmapReads := flags.Bool("shale_mmap_reads", false, "run shale with Options.AllowMmapReads (tables and blob files read through memory mappings, as Badger reads its value log)")
 	badgerThreshold := flags.Int64("badger_value_threshold", defaultBadgerValueThreshold, "Badger's Options.ValueThreshold: values at least this long go to its value log (the default is Badger's)")
@@ -122,6 +123,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 			shaleMmapReads:           *mmapReads,
 			shaleMmapWrites:          *mmapWrites,
 			badgerValueThreshold:     *badgerThreshold,
+			partitionIndexAndFilters: *partition,
 		}
 		return runChildEngine(child[0], names, *dir, wcfg, ecfg, *shape, isHTMLReport(*report), *cpuProfile, out, progress)
 	}

@@ -51,6 +51,14 @@ func openRocksDB(dir string, cfg engineConfig) (engine, error) {
 		// name is what it builds anyway.
 		table.SetFilterPolicy(grocksdb.NewBloomFilterFull(float64(cfg.bloomBits)))
 	}
+	if cfg.partitionIndexAndFilters {
+		// db_bench's --partition_index_and_filters: the partitions go
+		// through the block cache, the top levels stay with the table
+		// reader (pin_top_level_index_and_filter's default).
+		table.SetIndexType(grocksdb.KTwoLevelIndexSearchIndexType)
+		table.SetPartitionFilters(true)
+		table.SetMetadataBlockSize(4096)
+	}
 	e := &rocksdbEngine{table: table}
 	if cfg.cacheSize > 0 {
 		e.cache = grocksdb.NewLRUCache(uint64(cfg.cacheSize))

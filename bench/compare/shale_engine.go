@@ -12,7 +12,7 @@ type shaleEngine struct {
 }
 
 func openShale(dir string, cfg engineConfig) (engine, error) {
-	db, err := shale.Open(dir, &shale.Options{
+	o := &shale.Options{
 		CreateIfMissing: true,
 		WriteBufferSize: cfg.writeBufferSize,
 		BloomBitsPerKey: cfg.bloomBits,
@@ -26,7 +26,12 @@ func openShale(dir string, cfg engineConfig) (engine, error) {
 		EnableBlobGarbageCollection: cfg.shaleBlobGC,
 		AllowMmapReads:              cfg.shaleMmapReads,
 		AllowMmapWrites:             cfg.shaleMmapWrites,
-	})
+		PartitionFilters:            cfg.partitionIndexAndFilters,
+	}
+	if cfg.partitionIndexAndFilters {
+		o.IndexType = shale.TwoLevelIndexSearch
+	}
+	db, err := shale.Open(dir, o)
 	if err != nil {
 		return nil, err
 	}

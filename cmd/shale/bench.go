@@ -142,6 +142,14 @@ type benchConfig struct {
 	totalOrderSeek         bool    // --total_order_seek: ReadOptions.TotalOrderSeek
 	wholeKeyFiltering      bool    // --whole_key_filtering: Options.WholeKeyFiltering
 	seekMissingPrefix      bool    // --seek_missing_prefix: prefixscan seeks prefixes no key has
+
+	// indexType is db_bench's --index_type (0 binary search, 2 two-level);
+	// partitionIndexAndFilters its --partition_index_and_filters (a
+	// two-level index and partitioned filters); metadataBlockSize its
+	// --metadata_block_size (0: the default).
+	indexType                int
+	partitionIndexAndFilters bool
+	metadataBlockSize        int
 }
 
 // defaultBenchConfig returns db_bench's defaults.
@@ -558,7 +566,17 @@ func (r *benchRunner) options() (*shale.Options, error) {
 	if err != nil {
 		return nil, err
 	}
+	indexType := shale.IndexType(r.cfg.indexType)
+	if r.cfg.partitionIndexAndFilters {
+		indexType = shale.TwoLevelIndexSearch
+	}
+	if r.cfg.indexType != 0 && r.cfg.indexType != 2 {
+		return nil, fmt.Errorf("--index_type=%d: shale has 0 (binary search) and 2 (two-level index search)", r.cfg.indexType)
+	}
 	o := &shale.Options{
+		IndexType:              indexType,
+		PartitionFilters:       r.cfg.partitionIndexAndFilters,
+		MetadataBlockSize:      r.cfg.metadataBlockSize,
 		CreateIfMissing:        !r.cfg.useExistingDB,
 		WriteBufferSize:        r.cfg.writeBufferSize,
 		BloomBitsPerKey:        r.cfg.bloomBits,

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shaledb/shale"
 )
 
 // TestBenchDBBenchFlagsReachOptions: db_bench's LSM, write-path and data
@@ -314,6 +316,46 @@ func TestBenchPrintsAmplification(t *testing.T) {
 	for _, when := range []string{`at the end`, `once compactions are idle \(after [^)]+\)`} {
 		if !regexp.MustCompile(`(?m)^Space amplification ` + when + `: \d+\.\d\d \(\d+\.\d MiB on disk: \d+\.\d in tables, \d+\.\d in blob files, \d+\.\d in WALs, \d+\.\d other; \d+\.\d MiB of live data \(keys and values\) in [1-9]\d* keys, scanned in [^)]+\)$`).MatchString(out) {
 			t.Errorf("no space amplification line %q:\n%s", when, out)
+		}
+	}
+}
+
+// TestBenchPartitionedIndexFlags: --index_type, --partition_index_and_filters
+// and --metadata_block_size reach Options as db_bench's do, and an index
+// type shale does not have is refused naming the flag.
+func TestBenchPartitionedIndexFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args              []string
+		want              shale.IndexType
+		partition         bool
+		metadataBlockSize int
+	}{
+		{nil, shale.BinarySearchIndex, false, 0},
+		{[]string{"--index_type", "2"}, shale.TwoLevelIndexSearch, false, 0},
+		{[]string{"--partition_index_and_filters", "--metadata_block_size", "8192"}, shale.TwoLevelIndexSearch, true, 8192},
+	} {
+		r := &benchRunner{cfg: parseBench(t, tc.args...)}
+		o, err := r.options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.IndexType != tc.want || o.PartitionFilters != tc.partition || o.MetadataBlockSize != tc.metadataBlockSize {
+			t.Errorf("%v: Options got %s %v %d", tc.args, o.IndexType, o.PartitionFilters, o.MetadataBlockSize)
+		}
+	}
+	r := &benchRunner{cfg: parseBench(t, "--index_type", "1")}
+	if _, err := r.options(); err == nil || !strings.Contains(err.Error(), "--index_type") {
+		t.Errorf("--index_type=1: %v, want an error naming the flag", err)
+	}
+	cfg := tinyConfig(t, "fillseq,readrandom,seekrandom")
+	cfg.partitionIndexAndFilters, cfg.metadataBlockSize = true, 256
+	var out, progress bytes.Buffer
+	if _, err := runBenchmarks(&out, &progress, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"index_type": "kTwoLevelIndexSearch", "partition_filters": "true", "metadata_block_size": "256"} {
+		if got := optionsFileValue(t, cfg.db, key); got != want {
+			t.Errorf("the database's OPTIONS say %s=%s, want %s", key, got, want)
 		}
 	}
 }

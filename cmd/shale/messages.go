@@ -126,6 +126,9 @@ var benchOptionFlags = map[string]string{
 	"Statistics":                       "--statistics",
 	"PrefixExtractor":                  "--prefix_size",
 	"MemtablePrefixBloomSizeRatio":     "--memtable_bloom_size_ratio",
+	"IndexType":                        "--index_type",
+	"PartitionFilters":                 "--partition_index_and_filters",
+	"MetadataBlockSize":                "--metadata_block_size",
 }
 
 // warnRecoveryLosses prints a warning on w for each WAL file whose records
