@@ -531,9 +531,15 @@ func TestIngestCrashPoints(t *testing.T) {
 	for _, move := range []bool{false, true} {
 		t.Run(fmt.Sprintf("move=%v", move), func(t *testing.T) {
 			mem := vfs.NewMem()
+			// The hook runs in whichever goroutine mutates the file system,
+			// background file deletion included: mu guards armed and clones.
+			var mu sync.Mutex
 			var clones []*vfs.MemFS
 			armed := false
+			setArmed := func(v bool) { mu.Lock(); armed = v; mu.Unlock() }
 			cp := errorfs.NewCrashPointFS(mem, func(m errorfs.Mutation) {
+				mu.Lock()
+				defer mu.Unlock()
 				if armed && m.Durable() {
 					clones = append(clones, mem.CrashClone())
 				}
@@ -556,16 +562,18 @@ func TestIngestCrashPoints(t *testing.T) {
 			info := writeExternal(t, opts, "/ext/1.sst", entries...)
 			syncDirOf(mem, "/ext")
 			before := scanString(t, d, nil)
+			mu.Lock()
 			clones = append(clones, mem.CrashClone())
-			armed = true
+			mu.Unlock()
+			setArmed(true)
 			must(t, d.IngestExternalFile([]string{"/ext/1.sst"}, &IngestExternalFileOptions{MoveFiles: move}))
-			armed = false
+			setArmed(false)
 			after := scanString(t, d, nil)
 			if before == after {
 				t.Fatal("the ingestion changed nothing")
 			}
 			must(t, d.Close())
-			clones = append(clones, mem.CrashClone())
+			clones = append(clones, mem.CrashClone()) // no goroutine of d is left
 			sawBefore, sawAfter := false, false
 			for i, c := range clones {
 				o := blobTestOptions(c)
