@@ -23,6 +23,9 @@ type CacheMetrics struct {
 	// PinnedSize is the part of Size that pinned values hold (SetValue
 	// with pin), which eviction passes over.
 	PinnedSize int64
+	// HighPrioritySize is the part of Size that values hold (SetValue:
+	// decoded index and filter blocks), which eviction keeps longer.
+	HighPrioritySize int64
 }
 
 type key struct {
@@ -43,10 +46,15 @@ type entry struct {
 	value  any
 	pins   int32
 	charge int64
-	// referenced is the CLOCK bit: set by a hit, cleared by the sweeping
-	// hand, which evicts entries it finds clear. A hit writes it only when
-	// it is clear, so hot entries' cache lines stay shared between cores.
-	referenced     atomic.Bool
+	// high marks a value (SetValue): high priority, as RocksDB caches
+	// index and filter blocks by default.
+	high bool
+	// countdown is the CLOCK counter: the sweeps the entry survives before
+	// the hand evicts it. A hit raises it (to lowHit for a block, highHit
+	// for a value), the hand lowers it by one each time it passes. A hit
+	// writes it only when it would raise it, so hot entries' cache lines
+	// stay shared between cores.
+	countdown      atomic.Uint32
 	slot           int // index in the shard's clock ring
 	idPrev, idNext *entry
 }
@@ -56,17 +64,20 @@ type entry struct {
 // lock. The clock ring is unordered: a removal moves the last entry into
 // the hole, which CLOCK tolerates (it only approximates LRU anyway).
 type shard struct {
-	mu       sync.RWMutex
-	hits     atomic.Uint64
-	misses   atomic.Uint64
-	entries  map[key]*entry
-	byID     map[uint64]*entry // head of each id's list of entries
-	clock    []*entry
-	hand     int
-	size     int64
-	pinned   int64 // charge of the entries with pins > 0
-	capacity int64
-	_        [64]byte // keep shards on separate cache lines
+	mu      sync.RWMutex
+	hits    atomic.Uint64
+	misses  atomic.Uint64
+	entries map[key]*entry
+	byID    map[uint64]*entry // head of each id's list of entries
+	clock   []*entry
+	hand    int
+	size    int64
+	pinned  int64 // charge of the entries with pins > 0
+	// high is the charge of the high-priority entries; beyond
+	// highCapacity they get the blocks' second chance only.
+	high, highCapacity int64
+	capacity           int64
+	_                  [64]byte // keep shards on separate cache lines
 }
 
 // Cache is a sharded block cache bounded in bytes, with CLOCK (second
@@ -100,11 +111,30 @@ func New(capacity int64) *Cache {
 			// The remainder goes to shard 0 so the shards add up to capacity.
 			s.capacity += capacity - per*int64(n)
 		}
+		s.highCapacity = int64(float64(s.capacity) * highPoolRatio)
 		s.entries = make(map[key]*entry)
 		s.byID = make(map[uint64]*entry)
 	}
 	return c
 }
+
+// The CLOCK counters (entry.countdown) by priority. A block is second
+// chance: inserted at 0, raised to 1 by a hit. A value (SetValue: a
+// decoded index or filter block, which every lookup of its table or
+// partition needs) is inserted at highInsert and raised to highHit, so the
+// hand passes a hot one three times before a hot block's once: RocksDB's
+// HyperClockCache counts the same way (countdowns 3, 2 and 1 for high, low
+// and bottom priority).
+const (
+	lowHit     = 1
+	highInsert = 2
+	highHit    = 3
+	// highPoolRatio bounds the share of a shard that values keep at high
+	// priority (RocksDB's LRUCache high_pri_pool_ratio, default 0.5):
+	// past it they age as blocks do, so indexes larger than the cache do
+	// not starve the data blocks.
+	highPoolRatio = 0.5
+)
 
 // NewID returns a fresh namespace for the blocks of one table reader.
 func (c *Cache) NewID() uint64 { return c.nextID.Add(1) }
@@ -142,8 +172,8 @@ func (c *Cache) GetAux(id, offset uint64) (block, aux []byte, ok bool) {
 		s.misses.Add(1)
 		return nil, nil, false
 	}
-	if !e.referenced.Load() {
-		e.referenced.Store(true)
+	if e.countdown.Load() < lowHit {
+		e.countdown.Store(lowHit)
 	}
 	block, aux = e.block, e.aux
 	s.mu.RUnlock()
@@ -198,11 +228,15 @@ func (s *shard) insert(e *entry) {
 	if e.pins > 0 {
 		s.pinned += e.charge
 	}
+	if e.high {
+		s.high += e.charge
+	}
 }
 
 // SetValue caches v, an object a reader built from the block at (id,
 // offset) (a decoded index, say), charged charge bytes, replacing what is
-// cached there (its pins carry over). With pin the entry takes a pin: it
+// cached there (its pins carry over). Values are cached at high priority:
+// eviction keeps them longer than blocks (see highHit). With pin the entry takes a pin: it
 // is never evicted while pinned, and is cached even past the capacity
 // (the memory is held anyway; the other entries make room). It reports
 // whether v is cached: an unpinned value that does not fit is not, and a
@@ -232,7 +266,9 @@ func (c *Cache) SetValue(id, offset uint64, v any, charge int64, pin bool) bool 
 			break
 		}
 	}
-	s.insert(&entry{key: k, value: v, pins: pins, charge: charge})
+	e := &entry{key: k, value: v, pins: pins, charge: charge, high: true}
+	e.countdown.Store(highInsert)
+	s.insert(e)
 	return true
 }
 
@@ -270,8 +306,8 @@ func (c *Cache) value(id, offset uint64, pin bool) (any, bool) {
 		}
 		e.pins++
 	}
-	if !e.referenced.Load() {
-		e.referenced.Store(true)
+	if e.countdown.Load() < highHit {
+		e.countdown.Store(highHit)
 	}
 	s.hits.Add(1)
 	return e.value, true
@@ -323,6 +359,7 @@ func (c *Cache) Metrics() CacheMetrics {
 		m.Misses += s.misses.Load()
 		m.Size += s.size
 		m.PinnedSize += s.pinned
+		m.HighPrioritySize += s.high
 		m.Count += len(s.entries)
 		s.mu.RUnlock()
 	}
@@ -330,13 +367,13 @@ func (c *Cache) Metrics() CacheMetrics {
 }
 
 // evictOne advances the clock hand to the first unpinned entry whose
-// referenced bit is clear, clearing the bits it passes, and removes that
+// countdown is zero, counting down those it passes, and removes that
 // entry. It returns false when every entry is pinned (or there is none).
 // s.mu is held for writing.
 func (s *shard) evictOne() bool {
-	// Two turns of the ring find an unpinned entry if there is one: the
-	// first clears its bit at the latest.
-	for range 2*len(s.clock) + 1 {
+	// highHit+1 turns of the ring find an unpinned entry if there is one:
+	// each turn lowers every countdown it passes by one.
+	for range (highHit+1)*len(s.clock) + 1 {
 		if s.hand >= len(s.clock) {
 			s.hand = 0
 		}
@@ -348,8 +385,11 @@ func (s *shard) evictOne() bool {
 			s.hand++
 			continue
 		}
-		if e.referenced.Load() {
-			e.referenced.Store(false)
+		if c := e.countdown.Load(); c > 0 {
+			if c > lowHit && s.high > s.highCapacity {
+				c = lowHit // the high pool is over its share: second chance only
+			}
+			e.countdown.Store(c - 1)
 			s.hand++
 			continue
 		}
@@ -385,6 +425,9 @@ func (s *shard) remove(e *entry) {
 	s.size -= e.charge
 	if e.pins > 0 {
 		s.pinned -= e.charge
+	}
+	if e.high {
+		s.high -= e.charge
 	}
 	e.block, e.aux, e.value = nil, nil, nil
 }

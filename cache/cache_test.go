@@ -412,3 +412,52 @@ func TestPinValue(t *testing.T) {
 	}
 	c.Unpin(id, 0) // after EvictID: nothing to unpin
 }
+
+// TestValuesOutliveBlocks: a value (an index or filter block, high
+// priority) hit once outlives a block hit once, while blocks hit once each
+// stream through the shard; values past half the shard age as blocks do.
+func TestValuesOutliveBlocks(t *testing.T) {
+	c := New(0)
+	// Eight entries of 10 bytes a shard.
+	c = New(int64(len(c.shards)) * 8 * (entryOverhead + 10))
+	offs := sameShardOffsets(c, 1, 200)
+	cached := func(off uint64) bool { // without a hit
+		s := c.shard(1, off)
+		return s.entries[key{1, off}] != nil
+	}
+	c.SetValue(1, offs[0], "index", 10, false)
+	c.Set(1, offs[1], make([]byte, 10))
+	c.GetValue(1, offs[0])
+	c.Get(1, offs[1])
+	if m := c.Metrics(); m.HighPrioritySize != entryOverhead+10 {
+		t.Fatalf("HighPrioritySize %d, want %d", m.HighPrioritySize, entryOverhead+10)
+	}
+	blockGone, valueGone := -1, -1
+	for i, off := range offs[2:] {
+		c.Set(1, off, make([]byte, 10))
+		c.Get(1, off)
+		if blockGone < 0 && !cached(offs[1]) {
+			blockGone = i
+		}
+		if valueGone < 0 && !cached(offs[0]) {
+			valueGone = i
+		}
+	}
+	if blockGone < 0 || valueGone < 0 || valueGone < 2*blockGone {
+		t.Fatalf("the block left after %d inserts, the value after %d: want both, the value at least twice as late", blockGone, valueGone)
+	}
+
+	// Values alone: the newest is cached, and the shard stays in its
+	// capacity (values past half of it get a second chance only).
+	c = New(int64(len(c.shards)) * 8 * (entryOverhead + 10))
+	for _, off := range offs[:64] {
+		c.SetValue(1, off, "index", 10, false)
+		c.GetValue(1, off)
+	}
+	if s := c.shard(1, offs[0]); s.size > s.capacity || len(s.entries) != 8 {
+		t.Fatalf("shard of values: size %d of %d, %d entries", s.size, s.capacity, len(s.entries))
+	}
+	if !cached(offs[63]) {
+		t.Fatal("the last value inserted is missing")
+	}
+}

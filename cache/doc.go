@@ -3,10 +3,13 @@
 // takes a fresh namespace with NewID, so blocks of different files never
 // collide, and the table cache drops a deleted file's blocks with EvictID.
 //
-// Eviction is CLOCK (second chance), not LRU: a hit takes only its shard's
-// read lock and sets the block's referenced bit, so hits never write list
-// links of other blocks; an insert that needs room sweeps the shard's clock
-// hand, clearing set bits and evicting the first block it finds clear.
+// Eviction is CLOCK, not LRU: a hit takes only its shard's read lock and
+// raises the entry's countdown, so hits never write list links of other
+// blocks; an insert that needs room sweeps the shard's clock hand, counting
+// down the entries it passes and evicting the first it finds at zero. A
+// block gets a second chance (countdown 1); a value (SetValue: a decoded
+// index or filter) is high priority, as RocksDB caches index and filter
+// blocks, and survives three sweeps, within half of each shard.
 //
 // Values are plain []byte slices kept alive by the garbage collector: a
 // block evicted while a reader still uses it stays valid for that reader.
