@@ -253,35 +253,3 @@ func (r *Reader) openTwoLevel(top *tableIndex, fh block.Handle, fb []byte, partF
 	}
 	return nil
 }
-
-// getTwoLevel is GetCounted's search in a table with a partitioned index.
-func (r *Reader) getTwoLevel(key []byte, search base.InternalKey, fillCache bool, src block.Source) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
-	var c indexCursor
-	if err := c.init(r, src); err != nil {
-		return nil, 0, 0, false, err
-	}
-	if err := c.seek(search); err != nil {
-		return nil, 0, 0, false, err
-	}
-	bi := getIterPool.Get().(*blockIter)
-	defer putGetIter(bi)
-	for ; c.valid(); err = c.next() {
-		h := c.item().handle
-		if err := r.loadDataBlock(bi, h, fillCache, true, nil, src); err != nil { // Get never reads ahead
-			return nil, 0, 0, false, err
-		}
-		if bi.seekGE(search, r.cmp) {
-			k := bi.ikey
-			if r.cmp(k.UserKey, key) != 0 {
-				return nil, 0, 0, false, nil
-			}
-			return bi.val, k.Kind(), k.SeqNum(), true, nil
-		}
-		if bi.corrupt {
-			return nil, 0, 0, false, r.corruptf(h, "bad data block entry")
-		}
-		// Every entry of the block sorts before search; the answer, if
-		// any, starts the next block, perhaps in the next partition.
-	}
-	return nil, 0, 0, false, err
-}

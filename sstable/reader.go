@@ -504,20 +504,17 @@ func (r *Reader) GetDeadline(key []byte, snapshot base.SeqNum, fillCache bool, s
 	src := r.bf.Source()
 	src.Stats = blockStats(stats)
 	src.Deadline = dl
-	if r.twoLevel {
-		return r.getTwoLevel(key, search, fillCache, src)
+	var c indexCursor
+	if err := c.init(r, src); err != nil {
+		return nil, 0, 0, false, err
 	}
-	ix := r.ix
-	if ix == nil {
-		var err error
-		if ix, err = r.cachedIndex(src); err != nil {
-			return nil, 0, 0, false, err
-		}
+	if err := c.seek(search); err != nil {
+		return nil, 0, 0, false, err
 	}
 	bi := getIterPool.Get().(*blockIter)
 	defer putGetIter(bi)
-	for i := ix.seek(search, r.cmp); i < len(ix.items); i++ {
-		h := ix.items[i].handle
+	for ; c.valid(); err = c.next() {
+		h := c.item().handle
 		if err := r.loadDataBlock(bi, h, fillCache, true, nil, src); err != nil { // Get never reads ahead
 			return nil, 0, 0, false, err
 		}
@@ -531,10 +528,10 @@ func (r *Reader) GetDeadline(key []byte, snapshot base.SeqNum, fillCache bool, s
 		if bi.corrupt {
 			return nil, 0, 0, false, r.corruptf(h, "bad data block entry")
 		}
-		// Every entry of block i sorts before search; the answer, if any,
-		// starts the next block.
+		// Every entry of the block sorts before search; the answer, if
+		// any, starts the next block, perhaps in the next partition.
 	}
-	return nil, 0, 0, false, nil
+	return nil, 0, 0, false, err
 }
 
 // Versions calls fn with each point entry of key with seqnum <= snapshot,
