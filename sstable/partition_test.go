@@ -332,7 +332,7 @@ func TestPartitionedIndexCorruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := readFileBytes(path)
+	raw, err := vfs.ReadFile(vfs.Default, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestPartitionedIndexFormatVersion(t *testing.T) {
 	}{{WriterOptions{}, formatVersion}, {partitionedOptions(false), formatVersionTwoLevel}} {
 		path := filepath.Join(dir, fmt.Sprint(c.want)+".sst")
 		writeTable(t, path, c.o, entries, nil)
-		raw, err := readFileBytes(path)
+		raw, err := vfs.ReadFile(vfs.Default, path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,19 +405,4 @@ func TestPartitionedIndexFormatVersion(t *testing.T) {
 			t.Fatalf("format %d: twoLevel %v", c.want, ft.twoLevel)
 		}
 	}
-}
-
-func readFileBytes(path string) ([]byte, error) {
-	f, err := vfs.Default.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, size)
-	_, err = f.ReadAt(b, 0)
-	return b, err
 }

@@ -354,6 +354,16 @@ func (s *session) warm() error {
 // one with its own reader, key buffer and random stream, and returns their
 // total over the time until the last one ends.
 func (s *session) parallelReads() (result, error) {
+	return s.parallelRun(func(i int, t *opTimer) (int64, error) {
+		t.restart()
+		return s.randomReads(s.eng.newReader(), make([]byte, s.cfg.keySize), s.threadRng(i), t)
+	})
+}
+
+// parallelRun runs run(i, timer) in cfg.readThreads() goroutines, each
+// making num operations and returning how many found their key, and
+// returns their total over the time until the last one ends.
+func (s *session) parallelRun(run func(i int, t *opTimer) (found int64, err error)) (result, error) {
 	n := s.cfg.readThreads()
 	timers := make([]*opTimer, n)
 	found := make([]int64, n)
@@ -364,10 +374,7 @@ func (s *session) parallelReads() (result, error) {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range n {
-		wg.Go(func() {
-			timers[i].restart()
-			found[i], errs[i] = s.randomReads(s.eng.newReader(), make([]byte, s.cfg.keySize), s.threadRng(i), timers[i])
-		})
+		wg.Go(func() { found[i], errs[i] = run(i, timers[i]) })
 	}
 	wg.Wait()
 	res := result{ops: int64(n) * s.cfg.num, elapsed: time.Since(start)}
@@ -397,45 +404,24 @@ func (s *session) readMissing() (result, error) {
 	if err := s.warm(); err != nil {
 		return result{}, err
 	}
-	n := s.cfg.readThreads()
-	timers := make([]*opTimer, n)
-	found := make([]int64, n)
-	errs := make([]error, n)
-	for i := range timers {
-		timers[i] = newOpTimer()
-	}
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range n {
-		wg.Go(func() {
-			rd, rng, t := s.eng.newReader(), s.threadRng(i), timers[i]
-			key := make([]byte, s.cfg.keySize+1)
-			key[s.cfg.keySize] = '.'
-			t.restart()
-			for j := int64(0); j < s.cfg.num; j++ {
-				benchdata.FormatKey(key[:s.cfg.keySize], rng.Int64N(s.cfg.num))
-				ok, err := rd.get(key)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				if ok {
-					found[i]++
-				}
-				t.done()
+	return s.parallelRun(func(i int, t *opTimer) (found int64, err error) {
+		rd, rng := s.eng.newReader(), s.threadRng(i)
+		key := make([]byte, s.cfg.keySize+1)
+		key[s.cfg.keySize] = '.'
+		t.restart()
+		for j := int64(0); j < s.cfg.num; j++ {
+			benchdata.FormatKey(key[:s.cfg.keySize], rng.Int64N(s.cfg.num))
+			ok, err := rd.get(key)
+			if err != nil {
+				return found, err
 			}
-		})
-	}
-	wg.Wait()
-	res := result{ops: int64(n) * s.cfg.num, elapsed: time.Since(start)}
-	for i := range n {
-		if errs[i] != nil {
-			return result{}, errs[i]
+			if ok {
+				found++
+			}
+			t.done()
 		}
-		res.found += found[i]
-	}
-	setLatency(&res, timers...)
-	return res, nil
+		return found, nil
+	})
 }
 
 // readWhileWriting measures readrandom's reads while one more goroutine
