@@ -6,7 +6,7 @@
 //
 //	cd bench/compare && go run . [--num 1000000] [--benchmarks fillseq,fillrandom,readrandom,seekrandom]
 //	        [--engines shale,pebble,badger,goleveldb[,rocksdb]] [--value_size 100] [--dir DIR]
-//	        [--threads N] [--batch_size 8] [--seek_nexts 0] [--report FILE]
+//	        [--threads N] [--reads N] [--batch_size 8] [--seek_nexts 0] [--report FILE]
 //	        [--ycsb_records 500000] [--ycsb_ops N] [--ycsb_fields 10] [--ycsb_field_length 100]
 //
 // The engines get the same settings wherever they have them: 16-byte
@@ -92,7 +92,7 @@
 //	fillrandom        write num random keys (with repeats) into a fresh DB
 //	overwrite         write num random keys over the DB a fill left
 //	readrandom        warm: Flush, one untimed pass of random reads, then
-//	                  num timed random reads by each of --threads goroutines
+//	                  num (or --reads) timed random reads by each of --threads goroutines
 //	readmissing       readrandom's warm-up, then num timed reads by each of
 //	                  --threads goroutines of keys that are not there: a
 //	                  written key with "." appended (db_bench's name)
@@ -103,7 +103,7 @@
 //	                  goleveldb, which have no MultiGet
 //	readseq           every key read in order by one iterator (the DB is
 //	                  flushed first); it fails on a key out of order
-//	seekrandom        num SeekGE to random keys (the DB is flushed first),
+//	seekrandom        num (or --reads) SeekGE to random keys (the DB is flushed first),
 //	                  each followed by --seek_nexts Next calls (default 0)
 //	readwhilewriting  readrandom while one more goroutine writes random keys
 //	                  until the readers are done; only the reads are counted

@@ -35,6 +35,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	writers := flags.Int("writers", 1, "fillseq, fillrandom, overwrite and fillsync: writing goroutines, sharing the writes")
 	batchSize := flags.Int("batch_size", defaultBatchSize, "multireadrandom: keys per MultiGet")
 	seekNexts := flags.Int("seek_nexts", 0, "seekrandom: Next calls after each seek")
+	reads := flags.Int64("reads", 0, "readrandom, readmissing, multireadrandom and seekrandom: keys read by each reading goroutine (db_bench's --reads; 0: --num)")
 	ycsbRecords := flags.Int64("ycsb_records", defaultYCSBRecords, "ycsb_load: records inserted (YCSB's recordcount), which ycsb_a..ycsb_f then read and write")
 	ycsbOps := flags.Int64("ycsb_ops", 0, "ycsb_a..ycsb_f: operations of each, shared by its threads (YCSB's operationcount; 0: --ycsb_records)")
 	ycsbFields := flags.Int("ycsb_fields", defaultYCSBFields, "YCSB: fields per record (fieldcount)")
@@ -98,7 +99,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	wcfg := workloadConfig{
 		num: *num, keySize: 16, valueSize: *valueSize, seed: *seed,
 		deleteWait: time.Duration(*deleteWait * float64(time.Second)),
-		threads:    *threads, writers: *writers, batchSize: *batchSize, seekNexts: *seekNexts,
+		threads:    *threads, writers: *writers, batchSize: *batchSize, seekNexts: *seekNexts, reads: *reads,
 		ycsb: ycsbConfig{records: *ycsbRecords, ops: *ycsbOps, fields: *ycsbFields, fieldLength: *ycsbFieldLength},
 	}
 	if err := checkYCSBFlags(wcfg); err != nil {

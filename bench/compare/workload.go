@@ -32,7 +32,18 @@ type workloadConfig struct {
 	batchSize int
 	// seekNexts is how many next calls follow each seekrandom seek.
 	seekNexts int
-	ycsb      ycsbConfig
+	// reads is how many keys readrandom, readmissing, multireadrandom and
+	// seekrandom read (each reading goroutine); 0 (or below): num.
+	reads int64
+	ycsb  ycsbConfig
+}
+
+// readCount is the operations of each goroutine of the read workloads.
+func (c workloadConfig) readCount() int64 {
+	if c.reads > 0 {
+		return c.reads
+	}
+	return c.num
 }
 
 // readThreads is the goroutines of readrandom and readwhilewriting.
@@ -325,7 +336,7 @@ func (s *session) overwrite() (result, error) { return s.fillRandom() }
 // key, and times each with t; it returns how many it found.
 func (s *session) randomReads(rd engineReader, key []byte, rng *rand.Rand, t *opTimer) (int64, error) {
 	var found int64
-	for i := int64(0); i < s.cfg.num; i++ {
+	for i := int64(0); i < s.cfg.readCount(); i++ {
 		benchdata.FormatKey(key, rng.Int64N(s.cfg.num))
 		ok, err := rd.get(key)
 		if err != nil {
@@ -350,7 +361,7 @@ func (s *session) warm() error {
 	return err
 }
 
-// parallelReads runs cfg.readThreads() goroutines of num random reads each, every
+// parallelReads runs cfg.readThreads() goroutines of readCount random reads each, every
 // one with its own reader, key buffer and random stream, and returns their
 // total over the time until the last one ends.
 func (s *session) parallelReads() (result, error) {
@@ -361,7 +372,7 @@ func (s *session) parallelReads() (result, error) {
 }
 
 // parallelRun runs run(i, timer) in cfg.readThreads() goroutines, each
-// making num operations and returning how many found their key, and
+// making readCount operations and returning how many found their key, and
 // returns their total over the time until the last one ends.
 func (s *session) parallelRun(run func(i int, t *opTimer) (found int64, err error)) (result, error) {
 	n := s.cfg.readThreads()
@@ -377,7 +388,7 @@ func (s *session) parallelRun(run func(i int, t *opTimer) (found int64, err erro
 		wg.Go(func() { found[i], errs[i] = run(i, timers[i]) })
 	}
 	wg.Wait()
-	res := result{ops: int64(n) * s.cfg.num, elapsed: time.Since(start)}
+	res := result{ops: int64(n) * s.cfg.readCount(), elapsed: time.Since(start)}
 	for i := range n {
 		if errs[i] != nil {
 			return result{}, errs[i]
@@ -409,7 +420,7 @@ func (s *session) readMissing() (result, error) {
 		key := make([]byte, s.cfg.keySize+1)
 		key[s.cfg.keySize] = '.'
 		t.restart()
-		for j := int64(0); j < s.cfg.num; j++ {
+		for j := int64(0); j < s.cfg.readCount(); j++ {
 			benchdata.FormatKey(key[:s.cfg.keySize], rng.Int64N(s.cfg.num))
 			ok, err := rd.get(key)
 			if err != nil {
@@ -469,8 +480,8 @@ func (s *session) multiReadRandom() (result, error) {
 	t := newOpTimer()
 	start := t.last
 	var found int64
-	for read := int64(0); read < s.cfg.num; {
-		batch := keys[:min(int64(len(keys)), s.cfg.num-read)]
+	for read := int64(0); read < s.cfg.readCount(); {
+		batch := keys[:min(int64(len(keys)), s.cfg.readCount()-read)]
 		for _, k := range batch {
 			benchdata.FormatKey(k, rng.Int64N(s.cfg.num))
 		}
@@ -482,7 +493,7 @@ func (s *session) multiReadRandom() (result, error) {
 		found += int64(n)
 		read += int64(len(batch))
 	}
-	res := result{ops: s.cfg.num, found: found, elapsed: time.Since(start)}
+	res := result{ops: s.cfg.readCount(), found: found, elapsed: time.Since(start)}
 	setLatency(&res, t)
 	return res, nil
 }
@@ -531,7 +542,7 @@ func (s *session) seekRandom() (result, error) {
 	t := newOpTimer()
 	start := t.last
 	var found int64
-	for i := int64(0); i < s.cfg.num; i++ {
+	for i := int64(0); i < s.cfg.readCount(); i++ {
 		k := s.makeKey(rng.Int64N(s.cfg.num))
 		ok := it.seekGE(k)
 		if ok && bytes.Equal(it.key(), k) {
@@ -542,7 +553,7 @@ func (s *session) seekRandom() (result, error) {
 		}
 		t.done()
 	}
-	res := result{ops: s.cfg.num, found: found, elapsed: time.Since(start)}
+	res := result{ops: s.cfg.readCount(), found: found, elapsed: time.Since(start)}
 	setLatency(&res, t)
 	return res, it.close()
 }

@@ -614,3 +614,20 @@ func TestReadMissingFindsNothing(t *testing.T) {
 		s.close()
 	}
 }
+
+// TestReadsBoundsTheReadWorkloads: --reads sets how many keys each read
+// workload reads (per goroutine) over a DB of num keys.
+func TestReadsBoundsTheReadWorkloads(t *testing.T) {
+	cfg := workloadConfig{num: 1000, keySize: 16, valueSize: 10, seed: 3, threads: 2, reads: 37}
+	s := newSession(openMap, filepath.Join(t.TempDir(), "db"), cfg, engineConfig{})
+	defer s.close()
+	for _, c := range []struct {
+		w    string
+		want int64
+	}{{"fillseq", 1000}, {"readrandom", 74}, {"readmissing", 74}, {"multireadrandom", 37}, {"seekrandom", 37}} {
+		r, err := s.run(c.w)
+		if err != nil || r.ops != c.want {
+			t.Fatalf("%s with --reads 37 and 2 threads: %d ops, %v; want %d", c.w, r.ops, err, c.want)
+		}
+	}
+}
