@@ -135,6 +135,12 @@ type multiGet struct {
 	batch sstable.MultiGetBatch
 	// owner maps the batch's lookup ids to indices of keys.
 	owner []int
+	// fresh holds the indices of keys that may have moved to a candidate
+	// without a lookup (settled onward, or given their table by
+	// openBlocked): the keys cachedPass visits, so that a round per table
+	// does not make it walk every key. Indices may repeat or be stale;
+	// cachedPass checks each.
+	fresh []int
 	// onDoneFunc is m.onDone, bound once so Read calls do not allocate.
 	onDoneFunc func(id int)
 	// stats counts this call's table work when the caller asked for a
@@ -522,6 +528,7 @@ func (m *multiGet) openBlocked() {
 		if k := &m.keys[j]; k.blocked {
 			k.blocked = false
 			m.nextCandidate(k, true)
+			m.fresh = append(m.fresh, j)
 		}
 	}
 }
@@ -634,6 +641,10 @@ func (m *multiGet) tables(mode multiGetMode) {
 	// table (single-file) a pass over every key per round would make a
 	// large batch over many tables cost keys times tables.
 	floor, from := 0, 0
+	m.fresh = m.fresh[:0]
+	for j := len(m.keys) - 1; j >= 0; j-- {
+		m.fresh = append(m.fresh, j) // the first cached pass visits every key, in order
+	}
 	for {
 		if m.dl.Expired() {
 			m.timeOutRest()
@@ -698,7 +709,7 @@ func (m *multiGet) tables(mode multiGetMode) {
 			k.lookup = m.batch.Add(k.table.reader, k.key, m.snap, m.fill)
 			m.owner = append(m.owner, j)
 			if _, _, _, _, done, _ := m.batch.Result(k.lookup); done {
-				m.settle(k)
+				m.settle(j)
 			}
 		}
 		if m.batch.Pending() > 0 {
@@ -721,7 +732,11 @@ func (m *multiGet) tables(mode multiGetMode) {
 // mode until the round of its group, so that the reads are batched by mode
 // as before and the cache is probed once per block.
 func (m *multiGet) cachedPass(mode multiGetMode) {
-	for j := range m.keys {
+	for len(m.fresh) > 0 {
+		// A stack: settle pushes the key it moves on, which the loop
+		// below handles itself; the order of keys does not matter here.
+		j := m.fresh[len(m.fresh)-1]
+		m.fresh = m.fresh[:len(m.fresh)-1]
 		k := &m.keys[j]
 		for !k.done && !k.blocked && k.lookup < 0 {
 			k.lookup = m.batch.Add(k.table.reader, k.key, m.snap, m.fill)
@@ -733,7 +748,7 @@ func (m *multiGet) cachedPass(mode multiGetMode) {
 				}
 				break
 			}
-			m.settle(k)
+			m.settle(j)
 		}
 	}
 	if m.batch.Pending() == 0 {
@@ -762,11 +777,13 @@ func (m *multiGet) timeOutRest() {
 }
 
 // onDone settles the key whose lookup id just finished.
-func (m *multiGet) onDone(id int) { m.settle(&m.keys[m.owner[id]]) }
+func (m *multiGet) onDone(id int) { m.settle(m.owner[id]) }
 
-// settle handles k's finished lookup: k is resolved when its candidate holds
-// an entry of the key (or failed), else it moves on to its next candidate.
-func (m *multiGet) settle(k *mgKey) {
+// settle handles key j's finished lookup: the key is resolved when its
+// candidate holds an entry of it (or failed), else it moves on to its next
+// candidate (and into m.fresh).
+func (m *multiGet) settle(j int) {
+	k := &m.keys[j]
 	value, kind, seq, found, _, err := m.batch.Result(k.lookup)
 	k.lookup = -1
 	k.table = nil
@@ -778,5 +795,6 @@ func (m *multiGet) settle(k *mgKey) {
 	default:
 		k.pos++
 		m.nextCandidate(k, false)
+		m.fresh = append(m.fresh, j)
 	}
 }
