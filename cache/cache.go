@@ -60,7 +60,7 @@ type entry struct {
 }
 
 // shard is one lock domain of the cache. Hits take the read lock and only
-// set an entry's referenced bit; Set, eviction and EvictID take the write
+// raise an entry's countdown; Set, eviction and EvictID take the write
 // lock. The clock ring is unordered: a removal moves the last entry into
 // the hole, which CLOCK tolerates (it only approximates LRU anyway).
 type shard struct {
@@ -73,8 +73,9 @@ type shard struct {
 	hand    int
 	size    int64
 	pinned  int64 // charge of the entries with pins > 0
-	// high is the charge of the high-priority entries; beyond
-	// highCapacity they get the blocks' second chance only.
+	// high is the charge of the high-priority entries (values, the
+	// pinned ones included: only values are pinned); when the unpinned
+	// ones pass highCapacity they get the blocks' second chance only.
 	high, highCapacity int64
 	capacity           int64
 	_                  [64]byte // keep shards on separate cache lines
@@ -386,7 +387,7 @@ func (s *shard) evictOne() bool {
 			continue
 		}
 		if c := e.countdown.Load(); c > 0 {
-			if c > lowHit && s.high > s.highCapacity {
+			if c > lowHit && s.high-s.pinned > s.highCapacity {
 				c = lowHit // the high pool is over its share: second chance only
 			}
 			e.countdown.Store(c - 1)
