@@ -461,3 +461,36 @@ func TestValuesOutliveBlocks(t *testing.T) {
 		t.Fatal("the last value inserted is missing")
 	}
 }
+
+// TestPinnedValuesLeaveThePriorityToOthers: values pinned past half the
+// shard (a table's top-level index, say) do not take high priority away
+// from the unpinned ones.
+func TestPinnedValuesLeaveThePriorityToOthers(t *testing.T) {
+	c := New(0)
+	per := int64(entryOverhead + 10)
+	c = New(int64(len(c.shards)) * 16 * per) // sixteen small entries a shard
+	offs := sameShardOffsets(c, 1, 200)
+	cached := func(off uint64) bool { return c.shard(1, off).entries[key{1, off}] != nil }
+	c.SetValue(1, offs[0], "top level", 9*per-entryOverhead, true) // over half, pinned
+	c.SetValue(1, offs[1], "partition", 10, false)
+	c.Set(1, offs[2], make([]byte, 10))
+	c.GetValue(1, offs[1])
+	c.Get(1, offs[2])
+	blockGone, valueGone := -1, -1
+	for i, off := range offs[3:] {
+		c.Set(1, off, make([]byte, 10))
+		c.Get(1, off)
+		if blockGone < 0 && !cached(offs[2]) {
+			blockGone = i
+		}
+		if valueGone < 0 && !cached(offs[1]) {
+			valueGone = i
+		}
+	}
+	if !cached(offs[0]) {
+		t.Fatal("the pinned value was evicted")
+	}
+	if blockGone < 0 || valueGone < 0 || valueGone < 2*blockGone {
+		t.Fatalf("the block left after %d inserts, the value after %d: want both, the value at least twice as late", blockGone, valueGone)
+	}
+}
