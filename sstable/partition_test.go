@@ -9,6 +9,7 @@ import (
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/testdir"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -191,7 +192,7 @@ func checkTableAgainstModel(t *testing.T, r *Reader, entries []kv, evict func())
 // roomy cache, a tiny one (evicted all the time), none, and with the top
 // level in the cache.
 func TestPartitionedIndexModel(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	rng, _ := newRand(t)
 	for _, filters := range []bool{false, true} {
 		entries := randomEntries(rng, 300)
@@ -225,7 +226,7 @@ func TestPartitionedIndexModel(t *testing.T) {
 // one of keys larger than a partition's target size (a partition per
 // data block).
 func TestPartitionedIndexOneKeyAndHugeKeys(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	one := []kv{{base.MakeInternalKey([]byte("k"), 5, base.KindSet), []byte("v")}}
 	var huge []kv
 	for i := 0; i < 40; i++ {
@@ -257,7 +258,7 @@ func sortedKV(entries []kv) []kv {
 // TestPartitionedIndexEmptyTable checks that a table without data blocks
 // is written with the single index, whatever IndexType says, and reads.
 func TestPartitionedIndexEmptyTable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "empty.sst")
+	path := filepath.Join(testdir.New(t), "empty.sst")
 	m := writeTable(t, path, partitionedOptions(true), nil, []tombstone{{"a", "b", 3}})
 	if m.Props.IndexType != BinarySearchIndex {
 		t.Fatalf("empty table written with index type %s", m.Props.IndexType)
@@ -277,7 +278,7 @@ func TestPartitionedIndexEmptyTable(t *testing.T) {
 // lose keys), in whole-key and prefix-only tables, and most absent
 // prefixes are.
 func TestPartitionedPrefixFilter(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	tr := base.NewFixedPrefixTransform(3)
 	var entries []kv
 	for p := 0; p < 60; p++ {
@@ -321,7 +322,7 @@ func TestPartitionedPrefixFilter(t *testing.T) {
 // of the damaged partition, VerifyChecksums and a scan report corruption
 // naming the file and the partition's offset.
 func TestPartitionedIndexCorruption(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	rng, _ := newRand(t)
 	entries := randomEntries(rng, 200)
 	path := filepath.Join(dir, "c.sst")
@@ -384,7 +385,7 @@ func TestPartitionedIndexCorruption(t *testing.T) {
 // TestOldFormatReaderRefusesPartitioned checks the footer marks a
 // partitioned table with format version 2 and a single-index table with 1.
 func TestPartitionedIndexFormatVersion(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	rng, _ := newRand(t)
 	entries := randomEntries(rng, 50)
 	for _, c := range []struct {
