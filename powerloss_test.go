@@ -81,6 +81,19 @@ func TestPowerLossSecondaryDelete(t *testing.T) {
 	})
 }
 
+// TestPowerLossPartitionedIndex is TestPowerLoss writing tables with
+// partitioned index and filters (many tiny partitions a table): every
+// recovered state is a prefix of the writes, read through the partitions.
+func TestPowerLossPartitionedIndex(t *testing.T) {
+	sample := 1.0
+	if testing.Short() && !stress() {
+		sample = 0.5
+	}
+	forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+		runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, setPartitionedTestOptions)
+	})
+}
+
 // TestPowerLossMerge is TestPowerLoss with Merges among the writes, over
 // blob files: crashes hit flushes and compactions merging operands fully
 // or in part, and every recovered state is a prefix of the writes, merged

@@ -61,6 +61,10 @@ type stressConfig struct {
 	// allowMmapReads and allowMmapWrites are Options.AllowMmapReads and
 	// AllowMmapWrites.
 	allowMmapReads, allowMmapWrites bool
+	// partitioned gives the child's tables partitioned index and filters
+	// (Options.IndexType TwoLevelIndexSearch and PartitionFilters), with
+	// small partitions.
+	partitioned bool
 	// merges makes writers issue Merges (stresslog.OpMerge) under
 	// stressMergeOperator.
 	merges bool
@@ -138,6 +142,14 @@ func (c *stressConfig) dbOptionsOf(gen int) *shale.Options {
 	return o
 }
 
+// indexType is the child's Options.IndexType (see partitioned).
+func (c *stressConfig) indexType() shale.IndexType {
+	if c.partitioned {
+		return shale.TwoLevelIndexSearch
+	}
+	return shale.BinarySearchIndex
+}
+
 func (c *stressConfig) baseOptions() *shale.Options {
 	return &shale.Options{
 		CreateIfMissing:                true,
@@ -167,6 +179,10 @@ func (c *stressConfig) baseOptions() *shale.Options {
 		AllowMmapReads:                      c.allowMmapReads,
 		AllowMmapWrites:                     c.allowMmapWrites,
 		MergeOperator:                       c.mergeOperator(),
+		IndexType:                           c.indexType(),
+		PartitionFilters:                    c.partitioned,
+		// Small, so that every table has many partitions.
+		MetadataBlockSize: 256,
 	}
 }
 
@@ -259,6 +275,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--blob_garbage_collection_force_threshold", strconv.FormatFloat(c.blobGCForceThreshold, 'g', -1, 64),
 		"--allow_mmap_reads=" + strconv.FormatBool(c.allowMmapReads),
 		"--allow_mmap_writes=" + strconv.FormatBool(c.allowMmapWrites),
+		"--partition_index_and_filters=" + strconv.FormatBool(c.partitioned),
 		"--merges=" + strconv.FormatBool(c.merges),
 		"--checkpoints=" + strconv.FormatBool(c.checkpoints),
 		"--backups=" + strconv.FormatBool(c.backups),
@@ -339,6 +356,8 @@ func registerStressFlags(f interface {
 		"Options.AllowMmapReads of the child's database: tables and blob files are read through memory mappings")
 	f.BoolVar(&cfg.allowMmapWrites, "allow_mmap_writes", false,
 		"Options.AllowMmapWrites of the child's database: WALs are written through memory mappings (a kill must lose no acknowledged write all the same)")
+	f.BoolVar(&cfg.partitioned, "partition_index_and_filters", false,
+		"the child's tables get partitioned index and filters (Options.IndexType TwoLevelIndexSearch, PartitionFilters; db_bench's flag)")
 	f.BoolVar(&cfg.merges, "merges", false,
 		"writers also issue Merges under a string-append merge operator (Options.MergeOperator of the child's database)")
 	f.BoolVar(&cfg.checkpoints, "checkpoints", false,

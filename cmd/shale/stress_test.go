@@ -104,6 +104,17 @@ func TestStressKillsBlobFiles(t *testing.T) {
 	runStressTest(t, kills, "--enable_blob_files", "--min_blob_size", "32")
 }
 
+// TestStressKillsPartitionedIndex runs stress with partitioned index and
+// filters in every table, so that kills land in the writes of partitioned
+// tables and every reopen reads the acknowledged values through them.
+func TestStressKillsPartitionedIndex(t *testing.T) {
+	kills := 4
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 20
+	}
+	runStressTest(t, kills, "--partition_index_and_filters")
+}
+
 // TestStressKillsBlobGC runs stress with blob garbage collection relocating
 // every blob file's values and forcing compactions of tables referencing
 // files half garbage, so that kills also land in relocations and in the
