@@ -673,4 +673,9 @@ func TestVersionTablesOnlyPinsNoBlobFiles(t *testing.T) {
 	if got := vs.TakeObsoleteTables(); len(got) != 1 || got[0].FileNum != table {
 		t.Fatalf("obsolete tables %v after the release, want [%s]", got, table)
 	}
+	// Closed, so that the MANIFEST can be removed with the directory
+	// (Windows removes no open file).
+	if err := vs.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
