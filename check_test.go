@@ -109,8 +109,8 @@ func TestCheckCleanAndDamaged(t *testing.T) {
 			foot := bytes.Clone(b[len(b)-53:])
 			return append(append(b[:len(b)-53], make([]byte, 100)...), foot...)
 		}, CheckDamaged, "the MANIFEST says"},
-		{"wal torn tail", wal, func(b []byte) []byte { return b[:len(b)-20] }, CheckRecoverable, "torn tail"},
-		{"wal last record bit rot", wal, func(b []byte) []byte { b[len(b)-3] ^= 0x01; return b }, CheckDamaged, "complete but fails its checksum"},
+		{"wal torn tail", wal, func(b []byte) []byte { b = walRecords(t, b); return b[:len(b)-20] }, CheckRecoverable, "torn tail"},
+		{"wal last record bit rot", wal, func(b []byte) []byte { b = walRecords(t, b); b[len(b)-3] ^= 0x01; return b }, CheckDamaged, "complete but fails its checksum"},
 		{"wal last record length", wal, func(b []byte) []byte {
 			// The high byte of the last record's length grows, so that the
 			// record seems cut off by the end of the file.
@@ -213,7 +213,7 @@ func TestCheckTornWALBeforeNewerWrites(t *testing.T) {
 	fs := m.fs.CrashClone()
 	wal := findFile(t, fs, "/db", base.FileTypeLog)
 	_, num, _ := base.ParseFilename(wal)
-	data := readFile(t, fs, "/db/"+wal)
+	data := walRecords(t, readFile(t, fs, "/db/"+wal))
 	writeFile(t, fs, "/db/"+base.MakeFilename(base.FileTypeLog, num+100), data)
 	writeFile(t, fs, "/db/"+wal, data[:len(data)-20])
 	rep, err := Check("/db", &Options{FS: fs})
@@ -493,7 +493,7 @@ func TestCheckAgreesWithOpen(t *testing.T) {
 	checkAgreesWithOpen(t, m.fs.CrashClone(), "intact", &n)
 	fs := m.fs.CrashClone()
 	wal := findFile(t, fs, "/db", base.FileTypeLog)
-	data := readFile(t, fs, "/db/"+wal)
+	data := walRecords(t, readFile(t, fs, "/db/"+wal))
 	writeFile(t, fs, "/db/"+wal, append(slices.Clone(data), make([]byte, 4<<10)...))
 	checkAgreesWithOpen(t, fs, "WAL followed by preallocated zeros", &n)
 	fs = m.fs.CrashClone()

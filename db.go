@@ -903,10 +903,13 @@ func (d *DB) createWAL(num base.FileNum) (*wal.Writer, error) {
 
 // walWriterOptions are the options of every WAL the DB writes. The space of
 // a WAL is reserved ahead in steps of up to 4 MiB (a WAL grows to about
-// WriteBufferSize), so appends and fdatasync rarely allocate.
+// WriteBufferSize), so appends and fdatasync rarely allocate; under small
+// synced writes it is also zero-filled ahead, so their fdatasync does not
+// change the file's size or block map (wal.WriterOptions.ZeroFill).
 func (d *DB) walWriterOptions() wal.WriterOptions {
 	return wal.WriterOptions{
 		PreallocateSize:  min(int64(d.mutableOptions().WriteBufferSize), 4<<20),
+		ZeroFill:         true,
 		BackgroundWrites: d.opts.WALBackgroundWrites,
 		Mmap:             d.opts.AllowMmapWrites,
 		Syncs:            &d.stats.walFileSyncs,

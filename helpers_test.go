@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/sstable"
 	"github.com/shaledb/shale/vfs"
 	"github.com/shaledb/shale/vfs/errorfs"
@@ -646,4 +648,18 @@ func metamorphicSetsNamed(t testing.TB, names map[string]bool) []metaOptionSet {
 		t.Fatalf("found %d of the %d option sets named", len(sets), len(names))
 	}
 	return sets
+}
+
+// walRecords returns the bytes of a WAL that its records take, without the
+// zeros after them: small synced writes zero-fill a WAL ahead of its records
+// (wal.WriterOptions.ZeroFill), so a WAL copied from a crash clone, or from
+// a DB still open, ends in zeros. Tests that damage or cut a WAL's last
+// records do it here.
+func walRecords(t *testing.T, b []byte) []byte {
+	t.Helper()
+	res, err := wal.ReplayFrom(bytes.NewReader(b), "wal", 0, wal.TolerateCorruptedTailRecords, func([]byte, int64) error { return nil })
+	if err != nil || res.Damaged {
+		t.Fatalf("WAL of %d bytes does not replay to a clean end: %+v, %v", len(b), res, err)
+	}
+	return b[:res.LastOffset]
 }

@@ -402,7 +402,7 @@ func crashTornWALs(t *testing.T) (*walDamageDB, int, []walCopy) {
 			wal = name
 		}
 	}
-	durable, live := readFile(t, crash, "/db/"+wal), readFile(t, fs, "/db/"+wal)
+	durable, live := walRecords(t, readFile(t, crash, "/db/"+wal)), walRecords(t, readFile(t, fs, "/db/"+wal))
 	if len(live) <= len(durable) || !bytes.Equal(live[:len(durable)], durable) {
 		t.Fatalf("WAL %s: %d bytes synced of %d written", wal, len(durable), len(live))
 	}

@@ -344,3 +344,16 @@ func (f *osFile) Alignment() int {
 	}
 	return f.direct.align
 }
+
+// WriteZeros implements ZeroWriter with positional writes, which leave the
+// append position alone. A DirectIO file cannot.
+func (f *osFile) WriteZeros(off, n int64) error {
+	if err := f.enter("write"); err != nil {
+		return err
+	}
+	defer f.leave()
+	if f.direct != nil {
+		return ErrZerosUnsupported
+	}
+	return writeZerosWith(f.pwriteFull, off, n)
+}

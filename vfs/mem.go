@@ -582,6 +582,23 @@ func (f *memFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteZeros implements ZeroWriter: zeros at off, the handle's position
+// unchanged. Like every write, they are not durable until a sync.
+func (f *memFile) WriteZeros(off, n int64) error {
+	if err := f.check("write", true); err != nil {
+		return err
+	}
+	if off < 0 || n < 0 {
+		return pathErr("write", f.name, errInvalid)
+	}
+	f.n.mu.Lock()
+	defer f.n.mu.Unlock()
+	return writeZerosWith(func(p []byte, at int64) (int, error) {
+		f.n.writeAtLocked(p, at)
+		return len(p), nil
+	}, off, n)
+}
+
 // Sync makes the file's data durable or, on a directory handle, the
 // directory's current entries.
 func (f *memFile) Sync() error {

@@ -134,3 +134,12 @@ func (f *osFile) Alignment() int {
 // fd returns the file's descriptor (handle on Windows) for native
 // asynchronous reads, or ^uintptr(0) once the file is closed.
 func (f *osFile) fd() uintptr { return f.file.Fd() }
+
+// WriteZeros implements ZeroWriter with positional writes (pwrite), which
+// leave the append position alone. A DirectIO file cannot.
+func (f *osFile) WriteZeros(off, n int64) error {
+	if f.dio != nil {
+		return ErrZerosUnsupported
+	}
+	return writeZerosWith(f.file.WriteAt, off, n)
+}

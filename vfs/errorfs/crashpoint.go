@@ -203,6 +203,11 @@ func (f *crashPointFile) Write(p []byte) (n int, err error) {
 	return n, err
 }
 
+// WriteZeros implements vfs.ZeroWriter; it is a mutation (OpWrite).
+func (f *crashPointFile) WriteZeros(off, n int64) error {
+	return f.fs.mutate(Mutation{Op: OpWrite, Path: f.path, Bytes: int(n)}, func() error { return vfs.WriteZeros(f.File, off, n) })
+}
+
 func (f *crashPointFile) Sync() error {
 	return f.fs.mutate(Mutation{Op: OpSync, Path: f.path, Dir: f.dir}, f.File.Sync)
 }

@@ -316,6 +316,14 @@ func (f *faultFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
+// WriteZeros implements vfs.ZeroWriter; it fails by the OpWrite rules.
+func (f *faultFile) WriteZeros(off, n int64) error {
+	if r := f.fs.check(OpWrite, f.path); r != nil {
+		return faultError(r, OpWrite, f.path)
+	}
+	return vfs.WriteZeros(f.File, off, n)
+}
+
 func (f *faultFile) Sync() error {
 	if err := f.fs.fail(OpSync, f.path); err != nil {
 		return err

@@ -205,6 +205,14 @@ func (f *latencyFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
+// WriteZeros implements vfs.ZeroWriter, delayed as a write.
+func (f *latencyFile) WriteZeros(off, n int64) error {
+	if d := f.fs.o.WriteLatency; d > 0 {
+		f.fs.sleep(d)
+	}
+	return vfs.WriteZeros(f.File, off, n)
+}
+
 // Alignment implements vfs.Aligner: the wrapped file's direct-IO alignment.
 func (f *latencyFile) Alignment() int { return vfs.Alignment(f.File) }
 
