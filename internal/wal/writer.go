@@ -164,12 +164,15 @@ type WriterOptions struct {
 }
 
 // zeroFillStep is how far ahead of its records a ZeroFill WAL is extended
-// with zeros at a time; zeroFillMaxSyncBytes is the largest sync (in bytes
-// of new records) that extends it. Past that, the data written dominates
-// the sync and the zeros would double it.
+// with zeros (renewed when the records come within half of it);
+// zeroFillMaxSyncBytes is the largest sync (in bytes of new records) that
+// extends it: past that, the data a sync writes dominates its cost and the
+// zeros would double it. A smaller step spreads the zeros' writeback over
+// more syncs: with 1 MiB steps the p99 of 16 KiB synced writes was about
+// 1 ms here, with 256 KiB about 0.4 ms, at the same throughput.
 const (
-	zeroFillStep         = 1 << 20
-	zeroFillMaxSyncBytes = 128 << 10
+	zeroFillStep         = 256 << 10
+	zeroFillMaxSyncBytes = 64 << 10
 )
 
 // NewWriter returns a Writer appending to f, a newly created empty file;
@@ -415,21 +418,6 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 			err = fmt.Errorf("shale: writing WAL %s: %w", w.fileName, err)
 		}
 	}
-	if err == nil && doSync && zeroFill && end > w.zeroed-zeroFillStep/2 {
-		// Zeros from the end of the records (or of the zeros already
-		// there) to a step past the records, before the sync that makes
-		// the new size durable once for all the syncs that follow.
-		from := max(end, w.zeroed)
-		next := end + zeroFillStep
-		if zerr := vfs.WriteZeros(w.f, from, next-from); zerr != nil {
-			// Only a hint, like preallocation: the records are written;
-			// a failure (a full disk) shows in the writes that follow.
-			w.zeroFill = false
-		} else {
-			w.zeroed = next
-			w.preallocated = max(w.preallocated, next)
-		}
-	}
 	if err == nil && doSync && w.mapData != nil {
 		// The window's dirty pages reach the file for the sync to cover
 		// (earlier windows were unmapped, their pages left to the page
@@ -447,8 +435,14 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 			w.syncs.Add(1)
 		}
 	}
+	// Zeros ahead once the records come within half a step of the end of
+	// those written so far, after the sync: the committers it made durable
+	// are released first, and the zeros reach the disk in the background
+	// (StartWriteback) before the next sync, which then commits the new
+	// size only.
+	zeroAhead := err == nil && doSync && zeroFill && end > w.zeroed-zeroFillStep/2
 	w.mu.Lock()
-	w.writing = false
+	w.writing = zeroAhead
 	if cap(data) <= maxSpareBytes {
 		w.spare = data[:0]
 	}
@@ -461,9 +455,32 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 		}
 	}
 	w.doneCond.Broadcast()
+	if zeroAhead {
+		w.mu.Unlock()
+		w.writeZerosAhead(end)
+		w.mu.Lock()
+		w.writing = false
+		w.doneCond.Broadcast()
+	}
 	// The flusher may be waiting for this write to end.
 	w.flushCond.Signal()
 	return err
+}
+
+// writeZerosAhead extends the file with zeros from the end of the records
+// (or of the zeros already there) to zeroFillStep past end, and starts
+// their writeback. The caller is the goroutine writing (w.writing set, w.mu
+// not held). A failure only stops zero-filling: the zeros are a hint, like
+// preallocation, and a full disk shows in the writes that follow.
+func (w *Writer) writeZerosAhead(end int64) {
+	from, next := max(end, w.zeroed), end+zeroFillStep
+	if err := vfs.WriteZeros(w.f, from, next-from); err != nil {
+		w.zeroFill = false
+		return
+	}
+	_ = w.f.StartWriteback(from, next-from) // a hint
+	w.zeroed = next
+	w.preallocated = max(w.preallocated, next)
 }
 
 // writeMapped copies data into the mapping at file offset at, mapping new
