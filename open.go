@@ -561,11 +561,10 @@ func (d *DB) recordReplayLoss(name string, res wal.ReplayResult) {
 // recordSkippedWAL records a whole WAL that point-in-time recovery did not
 // replay, counting its intact records.
 func (d *DB) recordSkippedWAL(name string) {
-	var size int64
-	if fi, err := d.fs.Stat(name); err == nil {
-		size = fi.Size()
-	}
 	res, _ := wal.Replay(d.fs, name, SkipAnyCorruptedRecords, func([]byte, int64) error { return nil })
+	// The bytes its records take, damaged ones included: not the zeros it
+	// may have been extended with ahead of them.
+	size := res.LastOffset + res.TornTailBytes
 	if size == 0 && res.Records == 0 {
 		return
 	}

@@ -423,5 +423,18 @@ func crashTornWALs(t *testing.T) (*walDamageDB, int, []walCopy) {
 		clear(data[s:])
 		tears = append(tears, walCopy{fmt.Sprintf("power loss with the WAL's sectors from %d not written", s), data})
 	}
+	// Synced writes zero-fill the WAL ahead of its records, so the
+	// unsynced appends went into zeros inside the file's size: a crash in
+	// the middle of a copy, or a page written back in the middle of one
+	// before a power loss, leaves them cut at any byte, zeros after.
+	full := readFile(t, fs, "/db/"+wal)
+	if len(full) <= len(live) || len(full)%(256<<10) != 0 {
+		t.Fatalf("WAL %s is %d bytes with records to %d: not zero-filled ahead", wal, len(full), len(live))
+	}
+	for cut := len(durable) + 1; cut < len(live); cut += step {
+		data := bytes.Clone(full)
+		clear(data[cut:])
+		tears = append(tears, walCopy{fmt.Sprintf("power loss cutting the appends into the WAL's zeros at %d of %d bytes", cut, len(live)), data})
+	}
 	return d, synced, tears
 }

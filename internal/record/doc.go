@@ -86,14 +86,17 @@
 //     cut off by the end of the file);
 //   - valid fragments out of order.
 //
-// A file appended to through a shared memory mapping (the WAL's
-// wal.WriterOptions.Mmap) tears differently: a crash of the process in the
-// middle of a copy into the mapping leaves some of the copy's bytes and
-// zeros after them to the end of the mapped window, at any byte, which the
-// rule above need not explain. With Reader.SetMappedWriteUnit a bad
-// fragment is also torn when the file's size is a multiple of the window
-// and the file's last non-zero byte lies in the fragment's block, after its
-// start. (The writer copies strictly forward, so its tears are prefixes.)
+// A file grown ahead of its records tears differently: appended to through
+// a shared memory mapping (the WAL's wal.WriterOptions.Mmap), or extended
+// with zeros before records are copied into them (wal.WriterOptions.
+// ZeroFill). A crash of the process in the middle of a copy, or a power
+// loss after the page cache wrote a page back while a copy into it was
+// under way, leaves some of the copy's bytes and zeros after them to the
+// end of the grown space, at any byte, which the rule above need not
+// explain. With Reader.SetMappedWriteUnit a bad fragment is also torn when
+// the file's size is a multiple of the unit the file grows by and the
+// file's last non-zero byte lies in the fragment's block, after its start.
+// (Copies run forward, so their tears are prefixes.)
 //
 // The rule cannot tell a torn record from a damaged one whose own bytes
 // hold a zeroed sector (a value with a run of 512 or more zero bytes, or

@@ -79,3 +79,47 @@ func TestMappedTearIsTorn(t *testing.T) {
 		t.Fatalf("a flipped byte amid intact records: err %v, TailDamage %v; want corruption", got.err, r.TailDamage())
 	}
 }
+
+// TestMappedWholeRecordDamageIsReported: in a file grown ahead of its
+// records (a zero-filled or mapped WAL), the last record present to its
+// last byte and damaged — a flipped payload byte, or a length field made
+// larger, which would look cut — is damage, not a torn copy; the same
+// record cut inside its header or payload is torn.
+func TestMappedWholeRecordDamageIsReported(t *testing.T) {
+	const unit = 2 * BlockSize
+	recs := [][]byte{payload(0, 40), payload(1, 300)}
+	for i := range recs[1] {
+		recs[1][i] |= 1 // no zero byte: the record's end is its last non-zero byte
+	}
+	w := writeRecords(t, recs, nil, 0)
+	grown := func() []byte {
+		file := make([]byte, unit)
+		copy(file, w.file)
+		return file
+	}
+	last := w.offsets[1]
+	for _, tc := range []struct {
+		name   string
+		damage func(f []byte)
+	}{
+		{"payload byte", func(f []byte) { f[last+HeaderSize+100] ^= 0x40 }},
+		{"last byte", func(f []byte) { f[w.ends[1]-1] ^= 0x02 }},
+		{"length made larger", func(f []byte) { f[last+4] ^= 0x80 }},
+	} {
+		file := grown()
+		tc.damage(file)
+		_, r := readAllMapped(file, unit)
+		var ce *base.CorruptionError
+		if !errors.As(r.TailDamage(), &ce) {
+			t.Errorf("%s: TailDamage %v, want damage", tc.name, r.TailDamage())
+		}
+	}
+	for _, cut := range []int64{last + 3, last + HeaderSize + 1, last + HeaderSize + 150, w.ends[1] - 1} {
+		file := grown()
+		clear(file[cut:])
+		got, r := readAllMapped(file, unit)
+		if got.err != io.EOF || r.TailDamage() != nil || len(got.recs) != 1 {
+			t.Errorf("cut at %d: %d records, err %v, TailDamage %v; want the first record and a torn tail", cut, len(got.recs), got.err, r.TailDamage())
+		}
+	}
+}

@@ -130,14 +130,16 @@ func NewReaderAt(r io.ReaderAt, fileName string, off int64) *Reader {
 		dataOff: start, startSkip: int(off - start)}
 }
 
-// SetMappedWriteUnit tells r that its file may have been appended to
-// through a shared memory mapping grown in windows of unit bytes (the
-// WAL's wal.WriterOptions.Mmap). A crash of the writing process can then
-// cut its last copy at any byte, leaving a prefix of it and zeros to the
-// end of the window, which no sector rule explains: a bad fragment is
-// also taken for torn when the file's size is a multiple of unit and the
-// file's last non-zero byte lies inside the fragment's block from its start
-// on. 0, the default, turns this off.
+// SetMappedWriteUnit tells r that its file may have been grown ahead of
+// its records to a multiple of unit bytes before they were copied in:
+// through a shared memory mapping grown in windows (the WAL's
+// wal.WriterOptions.Mmap), or with zeros (wal.WriterOptions.ZeroFill). A
+// crash of the writing process, or a power loss after a page was written
+// back in the middle of a copy, can then cut the last copy at any byte,
+// leaving a prefix of it and zeros to the end of the file, which no sector
+// rule explains: a bad fragment is also taken for torn when the file's
+// size is a multiple of unit and the file's last non-zero byte lies inside
+// the fragment's block from its start on. 0, the default, turns this off.
 func (r *Reader) SetMappedWriteUnit(unit int64) { r.mappedUnit = max(unit, 0) }
 
 // fragment is one fragment as seen by Next.
@@ -434,7 +436,16 @@ func (r *Reader) judgeTail(fragOff int64, st fragStatus, dropFrom int64) error {
 	d := r.data
 	i := int(fragOff - r.dataOff)
 	if r.mappedTear(fragOff) {
-		// A copy into a mapping cut short by a crash of the process.
+		// A copy into space the file was grown by, cut short; unless its
+		// header, written whole, has a damaged length that makes it look
+		// cut (as below).
+		if fragOff+HeaderSize <= r.dataOff+int64(r.nonZeroEnd) {
+			h := d[i : i+HeaderSize]
+			length := int(binary.LittleEndian.Uint16(h[4:]))
+			if n, ok := r.checksumMatchesAt(i, binary.LittleEndian.Uint32(h), h[6], length); ok {
+				return base.CorruptionErrorf(r.fileName, dropFrom, "record header's length is %d but its checksum matches %d bytes: the length field is damaged: the record was written whole and damaged afterwards, not torn by a crash", length, n)
+			}
+		}
 		return nil
 	}
 	if r.zeroedSector(i, i+HeaderSize) {
@@ -480,9 +491,14 @@ func (r *Reader) judgeTail(fragOff int64, st fragStatus, dropFrom int64) error {
 }
 
 // mappedTear reports whether the bad fragment at fragOff can be the cut
-// end of a copy into a mapping (SetMappedWriteUnit): the file's size is a
-// multiple of the unit and everything from inside the fragment's block,
-// after its start, to the end of the file reads as zeros.
+// end of a copy into space the file was grown by (SetMappedWriteUnit): the
+// file's size is a multiple of the unit, everything from inside the
+// fragment's block, after its start, to the end of the file reads as
+// zeros, and the fragment is cut there: its header, or its payload as long
+// as the header says, runs past the last non-zero byte. A fragment present
+// to its last byte that fails its checksum is not a cut copy but damage
+// (unless its last bytes are zeros of its own, which the rule cannot tell
+// from a cut, as with zeroed sectors).
 func (r *Reader) mappedTear(fragOff int64) bool {
 	if r.mappedUnit == 0 || !r.loaded {
 		return false
@@ -493,7 +509,15 @@ func (r *Reader) mappedTear(fragOff int64) bool {
 	}
 	lastData := r.dataOff + int64(r.nonZeroEnd) // just past the last non-zero byte
 	blockEnd := (fragOff/BlockSize + 1) * BlockSize
-	return lastData > fragOff && lastData <= blockEnd
+	if lastData <= fragOff || lastData > blockEnd {
+		return false
+	}
+	if lastData < fragOff+HeaderSize {
+		return true // cut inside the header
+	}
+	i := int(fragOff - r.dataOff)
+	length := int64(binary.LittleEndian.Uint16(r.data[i+4:]))
+	return lastData < fragOff+HeaderSize+length
 }
 
 // zeroedSector reports whether a sector overlapping d[lo:hi] reads as zeros

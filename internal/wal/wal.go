@@ -121,9 +121,13 @@ func ReplayFrom(f io.ReaderAt, path string, off int64, mode RecoveryMode, fn fun
 		return res, base.InvalidArgumentf("shale: unknown WAL recovery mode %d", int(mode))
 	}
 	rr := record.NewReaderAt(f, path, off)
-	// A WAL written through a mapping (WriterOptions.Mmap) can end in a
-	// copy cut at any byte by a crash of the process.
-	rr.SetMappedWriteUnit(mapWindow)
+	// A WAL grown ahead of its records — through a mapping
+	// (WriterOptions.Mmap, windows of mapWindow) or with zeros
+	// (WriterOptions.ZeroFill, to multiples of zeroFillStep, which divides
+	// mapWindow) — can end in a copy cut at any byte inside that space: by
+	// a crash of the process, or by a power loss after the page was
+	// written back in the middle of the copy.
+	rr.SetMappedWriteUnit(zeroFillStep)
 	// stopped is set once PointInTimeRecovery met damage: the rest of the
 	// log, already in the reader's memory, is only counted.
 	stopped := false

@@ -164,7 +164,9 @@ type WriterOptions struct {
 }
 
 // zeroFillStep is how far ahead of its records a ZeroFill WAL is extended
-// with zeros (renewed when the records come within half of it);
+// with zeros, at least (renewed when the records come within half of it),
+// and the unit its size is then a multiple of (mapWindow is a multiple of
+// it, so one tear rule covers both; ReplayFrom);
 // zeroFillMaxSyncBytes is the largest sync (in bytes of new records) that
 // extends it: past that, the data a sync writes dominates its cost and the
 // zeros would double it. A smaller step spreads the zeros' writeback over
@@ -468,19 +470,30 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 }
 
 // writeZerosAhead extends the file with zeros from the end of the records
-// (or of the zeros already there) to zeroFillStep past end, and starts
-// their writeback. The caller is the goroutine writing (w.writing set, w.mu
-// not held). A failure only stops zero-filling: the zeros are a hint, like
-// preallocation, and a full disk shows in the writes that follow.
+// (or of the zeros already there) to the second multiple of zeroFillStep
+// past end, and starts their writeback from the first page after end (the
+// page the next record is copied into is left to the next sync). The
+// caller is the goroutine writing (w.writing set, w.mu not held). A failure
+// only stops zero-filling: the zeros are a hint, like preallocation, and a
+// full disk shows in the writes that follow.
+//
+// The file's size is then a multiple of zeroFillStep, which is what lets
+// replay tell a record cut inside the zeros (a crash in the middle of its
+// copy, or a page written back while it was being copied, then a power
+// loss) from damage: see ReplayFrom and record.Reader.SetMappedWriteUnit.
 func (w *Writer) writeZerosAhead(end int64) {
-	from, next := max(end, w.zeroed), end+zeroFillStep
+	from, next := max(end, w.zeroed), (end/zeroFillStep+2)*zeroFillStep
+	// Whatever the outcome, Close trims back to the records.
+	w.preallocated = max(w.preallocated, next)
 	if err := vfs.WriteZeros(w.f, from, next-from); err != nil {
 		w.zeroFill = false
 		return
 	}
-	_ = w.f.StartWriteback(from, next-from) // a hint
+	const page = 4 << 10
+	if wb := (end + page - 1) / page * page; wb < next {
+		_ = w.f.StartWriteback(wb, next-wb) // a hint
+	}
 	w.zeroed = next
-	w.preallocated = max(w.preallocated, next)
 }
 
 // writeMapped copies data into the mapping at file offset at, mapping new

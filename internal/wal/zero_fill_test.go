@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -74,6 +75,17 @@ func fileSize(t *testing.T, fs vfs.FS, name string) int64 {
 	return fi.Size()
 }
 
+// waitIdle waits until w's flusher has finished writing, zeros included
+// (they are written after the sync that releases the committers), so that
+// a test may look at the file.
+func waitIdle(w *Writer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.writing {
+		w.doneCond.Wait()
+	}
+}
+
 // writeSynced writes n records of size bytes, each committed with sync
 // when sync is set, and returns them.
 func writeSynced(t *testing.T, w *Writer, n, size int, sync bool) [][]byte {
@@ -123,6 +135,7 @@ func TestZeroFillAheadOfSmallSyncs(t *testing.T) {
 	f := &zeroFile{File: mf}
 	w := NewWriterWithOptions(f, "000001.log", WriterOptions{PreallocateSize: 64 << 10, ZeroFill: true})
 	recs := writeSynced(t, w, 2500, 1000, true)
+	waitIdle(w)
 	if len(f.zeros) == 0 {
 		t.Fatal("no zeros written ahead of small synced commits")
 	}
@@ -211,6 +224,7 @@ func TestZeroFillFailureIsAHint(t *testing.T) {
 			f, z := tc.wrap(mf)
 			w := NewWriterWithOptions(f, "000001.log", WriterOptions{PreallocateSize: 64 << 10, ZeroFill: true})
 			recs := writeSynced(t, w, 3000, 300, true)
+			waitIdle(w)
 			if z != nil && len(z.zeros) != 0 {
 				t.Fatalf("zeros written: %v", z.zeros)
 			}
@@ -225,15 +239,16 @@ func TestZeroFillFailureIsAHint(t *testing.T) {
 	}
 }
 
-// TestZeroFillReopenContinues: a WAL zero-filled ahead, crashed with
-// unsynced records in its zeros, replays its synced records with a clean
-// end (the zeros), and a writer continuing it where the records end keeps
-// them all.
+// TestZeroFillReopenContinues: a WAL zero-filled ahead, crashed after
+// unsynced records (which the crash drops), replays its synced records with
+// a clean end (the zeros), and a writer continuing it where the records end
+// keeps them all.
 func TestZeroFillReopenContinues(t *testing.T) {
 	fs, mf := createWAL(t)
 	w := NewWriterWithOptions(mf, "000001.log", WriterOptions{ZeroFill: true})
 	recs := writeSynced(t, w, 500, 1000, true)
 	writeSynced(t, w, 7, 1000, false) // lost in the crash
+	waitIdle(w)
 	crash := fs.CrashClone()
 	w.Close()
 	var end int64
@@ -266,4 +281,54 @@ func TestZeroFillReopenContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReplay(t, crash, "/000001.log", append(recs, more...))
+}
+
+// TestZeroFillCutCopyIsTorn: a zero-filled WAL whose last record was cut at
+// any byte inside the zeros (a crash in the middle of its copy, or a page
+// written back in the middle of it before a power loss: a prefix of the
+// record, zeros to the end of the file) replays every earlier record with
+// a torn tail under the default mode; the same record present whole and
+// damaged is damage.
+func TestZeroFillCutCopyIsTorn(t *testing.T) {
+	fs, mf := createWAL(t)
+	w := NewWriterWithOptions(mf, "000001.log", WriterOptions{ZeroFill: true})
+	recs := writeSynced(t, w, 20, 700, true)
+	last := bytes.Repeat([]byte{0x5a}, 5000) // one fragment, no zero byte
+	if err := w.AddRecord(last); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(w)
+	start, end := w.Size()-int64(len(last))-7, w.Size()
+	live := make([]byte, fileSize(t, fs, "/000001.log"))
+	if _, err := mf.ReadAt(live, 0); err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(live))%zeroFillStep != 0 || int64(len(live)) <= end {
+		t.Fatalf("WAL of %d bytes with records to %d: not zero-filled to a multiple of %d", len(live), end, zeroFillStep)
+	}
+	w.Close()
+	replayOf := func(data []byte) (int, ReplayResult, error) {
+		n := 0
+		res, err := ReplayFrom(bytes.NewReader(data), "000001.log", 0, TolerateCorruptedTailRecords, func([]byte, int64) error {
+			n++
+			return nil
+		})
+		return n, res, err
+	}
+	for cut := start + 1; cut < end; cut += 37 {
+		data := bytes.Clone(live)
+		clear(data[cut:])
+		n, res, err := replayOf(data)
+		if err != nil || n != len(recs) || res.TailCorrupt {
+			t.Fatalf("cut at %d: %d records, %+v, %v; want the %d before it and a torn tail", cut, n, res, err, len(recs))
+		}
+	}
+	data := bytes.Clone(live)
+	data[start+2000] ^= 0x01
+	if _, _, err := replayOf(data); !errors.Is(err, base.ErrCorruption) {
+		t.Fatalf("a flipped byte in the last record, present whole: %v, want corruption", err)
+	}
 }
