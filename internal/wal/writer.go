@@ -505,7 +505,10 @@ func (w *Writer) writeMapped(data []byte, at int64) error {
 				return err
 			}
 			off := at &^ (vfs.MapWriteAlignment - 1)
-			size := off + mapWindow
+			// The window ends on a multiple of zeroFillStep, even when
+			// it starts where a reopened WAL ended, so that replay's tear
+			// rule for grown files applies (ReplayFrom).
+			size := (off + mapWindow + zeroFillStep - 1) / zeroFillStep * zeroFillStep
 			// Blocks reserved before the pages are touched: a full disk
 			// is then an error here, not a fault at the copy.
 			if err := w.f.Preallocate(off, size-off); err != nil {
