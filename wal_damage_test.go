@@ -428,7 +428,7 @@ func crashTornWALs(t *testing.T) (*walDamageDB, int, []walCopy) {
 	// the middle of a copy, or a page written back in the middle of one
 	// before a power loss, leaves them cut at any byte, zeros after.
 	full := readFile(t, fs, "/db/"+wal)
-	if len(full) <= len(live) || len(full)%(256<<10) != 0 {
+	if len(full) <= len(live) || len(full)%(32<<10) != 0 {
 		t.Fatalf("WAL %s is %d bytes with records to %d: not zero-filled ahead", wal, len(full), len(live))
 	}
 	for cut := len(durable) + 1; cut < len(live); cut += step {

@@ -123,11 +123,11 @@ func ReplayFrom(f io.ReaderAt, path string, off int64, mode RecoveryMode, fn fun
 	rr := record.NewReaderAt(f, path, off)
 	// A WAL grown ahead of its records — through a mapping
 	// (WriterOptions.Mmap, windows of mapWindow) or with zeros
-	// (WriterOptions.ZeroFill, to multiples of zeroFillStep, which divides
-	// mapWindow) — can end in a copy cut at any byte inside that space: by
+	// (WriterOptions.ZeroFill, to multiples of its step, which like
+	// mapWindow is a multiple of zeroFillUnit) — can end in a copy cut at any byte inside that space: by
 	// a crash of the process, or by a power loss after the page was
 	// written back in the middle of the copy.
-	rr.SetMappedWriteUnit(zeroFillStep)
+	rr.SetMappedWriteUnit(zeroFillUnit)
 	// stopped is set once PointInTimeRecovery met damage: the rest of the
 	// log, already in the reader's memory, is only counted.
 	stopped := false

@@ -109,6 +109,8 @@ type Writer struct {
 	// used only by the goroutine writing.
 	zeroFill bool
 	zeroed   int64
+	// zeroStep is WriterOptions.ZeroFillStep, rounded.
+	zeroStep int64
 
 	// mmap is WriterOptions.Mmap: records are copied into a shared,
 	// writable mapping of the file instead of written (writeMapped). The
@@ -151,30 +153,34 @@ type WriterOptions struct {
 	Mmap bool
 	// Syncs, when set, counts the file syncs the writer makes.
 	Syncs *atomic.Uint64
-	// ZeroFill extends the file with zeros ahead of its records, a
-	// zeroFillStep at a time, whenever a sync covers at most
-	// zeroFillMaxSyncBytes of new records: the records that follow then
-	// overwrite blocks already written, within the file's size, so each
-	// fdatasync writes their data without a journal commit for the size
-	// or block map (on ext4 about 1.7x faster for 16 KiB syncs, 1.5x for
-	// 300 bytes). Workloads that sync rarely or in large amounts never
-	// pay for the zeros. Ignored with Mmap; a file that cannot write
-	// zeros (vfs.WriteZeros) is written as without it.
+	// ZeroFill extends the file with zeros ahead of its records, at least
+	// ZeroFillStep at a time, whenever a sync covers at most a quarter of
+	// ZeroFillStep of new records: the records that follow then overwrite
+	// blocks already written, within the file's size, so each fdatasync
+	// writes their data without a journal commit for the size or block map
+	// (on ext4 about 1.7x faster for 16 KiB syncs, 1.5x for 300 bytes).
+	// Workloads that sync rarely or in large amounts never pay for the
+	// zeros. Ignored with Mmap; a file that cannot write zeros
+	// (vfs.WriteZeros) is written as without it.
 	ZeroFill bool
+	// ZeroFillStep is how far ahead of its records ZeroFill extends the
+	// file, at least (renewed when the records come within half of it);
+	// the file's size is then a multiple of it. Rounded up to a multiple of
+	// zeroFillUnit; 0 means defaultZeroFillStep. A WAL that stays small
+	// (a small write buffer) wants a small step, so that its zeros do not
+	// outweigh its records.
+	ZeroFillStep int64
 }
 
-// zeroFillStep is how far ahead of its records a ZeroFill WAL is extended
-// with zeros, at least (renewed when the records come within half of it),
-// and the unit its size is then a multiple of (mapWindow is a multiple of
-// it, so one tear rule covers both; ReplayFrom);
-// zeroFillMaxSyncBytes is the largest sync (in bytes of new records) that
-// extends it: past that, the data a sync writes dominates its cost and the
-// zeros would double it. A smaller step spreads the zeros' writeback over
-// more syncs: with 1 MiB steps the p99 of 16 KiB synced writes was about
-// 1 ms here, with 256 KiB about 0.4 ms, at the same throughput.
+// defaultZeroFillStep is ZeroFillStep's default. A smaller step spreads the
+// zeros' writeback over more syncs: with 1 MiB steps the p99 of 16 KiB
+// synced writes was about 1 ms here, with 256 KiB about 0.4 ms, at the same
+// throughput. zeroFillUnit is what every step is a multiple of, and the
+// unit ReplayFrom's tear rule for grown files takes (mapWindow is a
+// multiple of it too).
 const (
-	zeroFillStep         = 256 << 10
-	zeroFillMaxSyncBytes = 64 << 10
+	defaultZeroFillStep = 256 << 10
+	zeroFillUnit        = record.BlockSize
 )
 
 // NewWriter returns a Writer appending to f, a newly created empty file;
@@ -195,7 +201,10 @@ func NewWriterWithOptions(f vfs.File, fileName string, o WriterOptions) *Writer 
 // starts the background flusher.
 func NewWriterAt(f vfs.File, fileName string, offset int64, o WriterOptions) *Writer {
 	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{}), preallocStep: max(o.PreallocateSize, 0), backgroundWrites: o.BackgroundWrites,
-		mmap: o.Mmap, syncs: o.Syncs, zeroFill: o.ZeroFill && !o.Mmap}
+		mmap: o.Mmap, syncs: o.Syncs, zeroFill: o.ZeroFill && !o.Mmap, zeroStep: defaultZeroFillStep}
+	if o.ZeroFillStep > 0 {
+		w.zeroStep = (o.ZeroFillStep + zeroFillUnit - 1) / zeroFillUnit * zeroFillUnit
+	}
 	w.flushCond.L = &w.mu
 	w.doneCond.L = &w.mu
 	// never flushed: the flusher takes its buffer
@@ -387,7 +396,7 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 	w.spare = nil
 	end := w.written + int64(len(data))
 	// Zeros ahead are for the syncs to come: none at Close.
-	zeroFill := w.zeroFill && !w.closing && end-w.synced <= zeroFillMaxSyncBytes
+	zeroFill := w.zeroFill && !w.closing && end-w.synced <= w.zeroStep/4
 	w.mu.Unlock()
 	var err error
 	if w.mmap && len(data) > 0 {
@@ -442,7 +451,7 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 	// are released first, and the zeros reach the disk in the background
 	// (StartWriteback) before the next sync, which then commits the new
 	// size only.
-	zeroAhead := err == nil && doSync && zeroFill && end > w.zeroed-zeroFillStep/2
+	zeroAhead := err == nil && doSync && zeroFill && end > w.zeroed-w.zeroStep/2
 	w.mu.Lock()
 	w.writing = zeroAhead
 	if cap(data) <= maxSpareBytes {
@@ -470,19 +479,19 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 }
 
 // writeZerosAhead extends the file with zeros from the end of the records
-// (or of the zeros already there) to the second multiple of zeroFillStep
+// (or of the zeros already there) to the second multiple of w.zeroStep
 // past end, and starts their writeback from the first page after end (the
 // page the next record is copied into is left to the next sync). The
 // caller is the goroutine writing (w.writing set, w.mu not held). A failure
 // only stops zero-filling: the zeros are a hint, like preallocation, and a
 // full disk shows in the writes that follow.
 //
-// The file's size is then a multiple of zeroFillStep, which is what lets
+// The file's size is then a multiple of zeroFillUnit, which is what lets
 // replay tell a record cut inside the zeros (a crash in the middle of its
 // copy, or a page written back while it was being copied, then a power
 // loss) from damage: see ReplayFrom and record.Reader.SetMappedWriteUnit.
 func (w *Writer) writeZerosAhead(end int64) {
-	from, next := max(end, w.zeroed), (end/zeroFillStep+2)*zeroFillStep
+	from, next := max(end, w.zeroed), (end/w.zeroStep+2)*w.zeroStep
 	// Whatever the outcome, Close trims back to the records.
 	w.preallocated = max(w.preallocated, next)
 	if err := vfs.WriteZeros(w.f, from, next-from); err != nil {
@@ -505,10 +514,10 @@ func (w *Writer) writeMapped(data []byte, at int64) error {
 				return err
 			}
 			off := at &^ (vfs.MapWriteAlignment - 1)
-			// The window ends on a multiple of zeroFillStep, even when
+			// The window ends on a multiple of zeroFillUnit, even when
 			// it starts where a reopened WAL ended, so that replay's tear
 			// rule for grown files applies (ReplayFrom).
-			size := (off + mapWindow + zeroFillStep - 1) / zeroFillStep * zeroFillStep
+			size := (off + mapWindow + zeroFillUnit - 1) / zeroFillUnit * zeroFillUnit
 			// Blocks reserved before the pages are touched: a full disk
 			// is then an error here, not a fault at the copy.
 			if err := w.f.Preallocate(off, size-off); err != nil {

@@ -139,7 +139,7 @@ func TestZeroFillAheadOfSmallSyncs(t *testing.T) {
 	if len(f.zeros) == 0 {
 		t.Fatal("no zeros written ahead of small synced commits")
 	}
-	if max := f.written/(zeroFillStep/2) + 2; int64(len(f.zeros)) > max {
+	if max := f.written/(defaultZeroFillStep/2) + 2; int64(len(f.zeros)) > max {
 		t.Fatalf("%d zero writes for %d bytes of records; want at most %d", len(f.zeros), f.written, max)
 	}
 	if f.pastZeros > 1 {
@@ -176,7 +176,7 @@ func TestZeroFillAheadOfSmallSyncs(t *testing.T) {
 }
 
 // TestZeroFillOnlyForSmallSyncs: commits without sync, and syncs of more
-// than zeroFillMaxSyncBytes, write no zeros; nor does a writer without
+// than (defaultZeroFillStep/4), write no zeros; nor does a writer without
 // ZeroFill.
 func TestZeroFillOnlyForSmallSyncs(t *testing.T) {
 	for _, tc := range []struct {
@@ -186,7 +186,7 @@ func TestZeroFillOnlyForSmallSyncs(t *testing.T) {
 		zeroFill bool
 	}{
 		{"no sync", 300, false, true},
-		{"large syncs", zeroFillMaxSyncBytes + 1000, true, true},
+		{"large syncs", (defaultZeroFillStep/4) + 1000, true, true},
 		{"option off", 300, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -306,8 +306,8 @@ func TestZeroFillCutCopyIsTorn(t *testing.T) {
 	if _, err := mf.ReadAt(live, 0); err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(live))%zeroFillStep != 0 || int64(len(live)) <= end {
-		t.Fatalf("WAL of %d bytes with records to %d: not zero-filled to a multiple of %d", len(live), end, zeroFillStep)
+	if int64(len(live))%zeroFillUnit != 0 || int64(len(live)) <= end {
+		t.Fatalf("WAL of %d bytes with records to %d: not zero-filled to a multiple of %d", len(live), end, zeroFillUnit)
 	}
 	w.Close()
 	replayOf := func(data []byte) (int, ReplayResult, error) {
