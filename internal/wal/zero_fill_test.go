@@ -176,7 +176,7 @@ func TestZeroFillAheadOfSmallSyncs(t *testing.T) {
 }
 
 // TestZeroFillOnlyForSmallSyncs: commits without sync, and syncs of more
-// than (defaultZeroFillStep/4), write no zeros; nor does a writer without
+// than a quarter of the step, write no zeros; nor does a writer without
 // ZeroFill.
 func TestZeroFillOnlyForSmallSyncs(t *testing.T) {
 	for _, tc := range []struct {
@@ -186,7 +186,7 @@ func TestZeroFillOnlyForSmallSyncs(t *testing.T) {
 		zeroFill bool
 	}{
 		{"no sync", 300, false, true},
-		{"large syncs", (defaultZeroFillStep/4) + 1000, true, true},
+		{"large syncs", (defaultZeroFillStep / 4) + 1000, true, true},
 		{"option off", 300, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
