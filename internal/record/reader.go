@@ -435,25 +435,8 @@ func (r *Reader) judgeTail(fragOff int64, st fragStatus, dropFrom int64) error {
 	}
 	d := r.data
 	i := int(fragOff - r.dataOff)
-	if r.mappedTear(fragOff) {
-		// A copy into space the file was grown by, cut short; unless its
-		// header, written whole, has a damaged length that makes it look
-		// cut (as below).
-		if fragOff+HeaderSize <= r.dataOff+int64(r.nonZeroEnd) {
-			h := d[i : i+HeaderSize]
-			length := int(binary.LittleEndian.Uint16(h[4:]))
-			if n, ok := r.checksumMatchesAt(i, binary.LittleEndian.Uint32(h), h[6], length); ok {
-				return base.CorruptionErrorf(r.fileName, dropFrom, "record header's length is %d but its checksum matches %d bytes: the length field is damaged: the record was written whole and damaged afterwards, not torn by a crash", length, n)
-			}
-		}
-		return nil
-	}
-	if r.zeroedSector(i, i+HeaderSize) {
-		// A sector under the header never reached the disk.
-		return nil
-	}
-	// The header is as it was written, so it must be one the writer
-	// writes.
+	// The header is all in the file (st says so); what it may be worth is
+	// decided below.
 	h := d[i : i+HeaderSize]
 	sum := binary.LittleEndian.Uint32(h)
 	length := int(binary.LittleEndian.Uint16(h[4:]))
@@ -466,6 +449,30 @@ func (r *Reader) judgeTail(fragOff int64, st fragStatus, dropFrom int64) error {
 		return base.CorruptionErrorf(r.fileName, dropFrom, "%s%s: the record was written whole and damaged afterwards, not torn by a crash",
 			fmt.Sprintf(format, args...), where)
 	}
+	// lengthDamaged is the one damage a cut record can show: a checksum
+	// that matches at a length one byte away proves the record complete
+	// and its length field damaged (a torn append never changes a header).
+	lengthDamaged := func() error {
+		if n, ok := r.checksumMatchesAt(i, sum, typ, length); ok {
+			return damaged("record header's length is %d but its checksum matches %d bytes: the length field is damaged", length, n)
+		}
+		return nil
+	}
+	if r.mappedTear(fragOff) {
+		// A copy into space the file was grown by, cut short; unless its
+		// header, written whole, has a damaged length that makes it look
+		// cut.
+		if fragOff+HeaderSize <= r.dataOff+int64(r.nonZeroEnd) {
+			return lengthDamaged()
+		}
+		return nil
+	}
+	if r.zeroedSector(i, i+HeaderSize) {
+		// A sector under the header never reached the disk.
+		return nil
+	}
+	// The header is as it was written, so it must be one the writer
+	// writes.
 	switch st {
 	case fragOK:
 		return damaged("fragment of type %d at offset %d does not continue the record", typ, fragOff)
@@ -484,10 +491,7 @@ func (r *Reader) judgeTail(fragOff int64, st fragStatus, dropFrom int64) error {
 	// The payload runs past the end of the file or holds a sector that
 	// never reached the disk: a torn append, unless what was damaged is
 	// the length field itself.
-	if n, ok := r.checksumMatchesAt(i, sum, typ, length); ok {
-		return damaged("record header's length is %d but its checksum matches %d bytes: the length field is damaged", length, n)
-	}
-	return nil
+	return lengthDamaged()
 }
 
 // mappedTear reports whether the bad fragment at fragOff can be the cut
