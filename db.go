@@ -910,7 +910,7 @@ func (d *DB) walWriterOptions() wal.WriterOptions {
 	return wal.WriterOptions{
 		PreallocateSize:  min(int64(d.mutableOptions().WriteBufferSize), 4<<20),
 		ZeroFill:         true,
-		ZeroFillStep:     min(int64(d.mutableOptions().WriteBufferSize), 256<<10),
+		ZeroFillStep:     min(int64(d.mutableOptions().WriteBufferSize), wal.DefaultZeroFillStep),
 		BackgroundWrites: d.opts.WALBackgroundWrites,
 		Mmap:             d.opts.AllowMmapWrites,
 		Syncs:            &d.stats.walFileSyncs,

@@ -166,22 +166,26 @@ type WriterOptions struct {
 	// ZeroFillStep is how far ahead of its records ZeroFill extends the
 	// file, at least (renewed when the records come within half of it);
 	// the file's size is then a multiple of it. Rounded up to a multiple of
-	// zeroFillUnit; 0 means defaultZeroFillStep. A WAL that stays small
+	// zeroFillUnit; 0 means DefaultZeroFillStep. A WAL that stays small
 	// (a small write buffer) wants a small step, so that its zeros do not
 	// outweigh its records.
 	ZeroFillStep int64
 }
 
-// defaultZeroFillStep is ZeroFillStep's default. A smaller step spreads the
+// DefaultZeroFillStep is ZeroFillStep's default (and the DB's, unless its
+// write buffer is smaller). A smaller step spreads the
 // zeros' writeback over more syncs: with 1 MiB steps the p99 of 16 KiB
 // synced writes was about 1 ms here, with 256 KiB about 0.4 ms, at the same
 // throughput. zeroFillUnit is what every step is a multiple of, and the
 // unit ReplayFrom's tear rule for grown files takes (mapWindow is a
 // multiple of it too).
 const (
-	defaultZeroFillStep = 256 << 10
+	DefaultZeroFillStep = 256 << 10
 	zeroFillUnit        = record.BlockSize
 )
+
+// roundUp returns n rounded up to a multiple of unit (> 0).
+func roundUp(n, unit int64) int64 { return (n + unit - 1) / unit * unit }
 
 // NewWriter returns a Writer appending to f, a newly created empty file;
 // fileName is used in errors. It starts the background flusher.
@@ -201,9 +205,9 @@ func NewWriterWithOptions(f vfs.File, fileName string, o WriterOptions) *Writer 
 // starts the background flusher.
 func NewWriterAt(f vfs.File, fileName string, offset int64, o WriterOptions) *Writer {
 	w := &Writer{f: f, fileName: fileName, flusherDone: make(chan struct{}), preallocStep: max(o.PreallocateSize, 0), backgroundWrites: o.BackgroundWrites,
-		mmap: o.Mmap, syncs: o.Syncs, zeroFill: o.ZeroFill && !o.Mmap, zeroStep: defaultZeroFillStep}
+		mmap: o.Mmap, syncs: o.Syncs, zeroFill: o.ZeroFill && !o.Mmap, zeroStep: DefaultZeroFillStep}
 	if o.ZeroFillStep > 0 {
-		w.zeroStep = (o.ZeroFillStep + zeroFillUnit - 1) / zeroFillUnit * zeroFillUnit
+		w.zeroStep = roundUp(o.ZeroFillStep, zeroFillUnit)
 	}
 	w.flushCond.L = &w.mu
 	w.doneCond.L = &w.mu
@@ -410,7 +414,7 @@ func (w *Writer) writeOutLocked(doSync bool) error {
 		}
 	}
 	if len(data) > 0 && w.preallocStep > 0 && end > w.preallocated {
-		next := (end + w.preallocStep - 1) / w.preallocStep * w.preallocStep
+		next := roundUp(end, w.preallocStep)
 		if perr := w.f.Preallocate(w.preallocated, next-w.preallocated); perr != nil {
 			// Preallocation is a hint: stop reserving and let the write
 			// report a full disk itself.
@@ -499,7 +503,7 @@ func (w *Writer) writeZerosAhead(end int64) {
 		return
 	}
 	const page = 4 << 10
-	if wb := (end + page - 1) / page * page; wb < next {
+	if wb := roundUp(end, page); wb < next {
 		_ = w.f.StartWriteback(wb, next-wb) // a hint
 	}
 	w.zeroed = next
@@ -517,7 +521,7 @@ func (w *Writer) writeMapped(data []byte, at int64) error {
 			// The window ends on a multiple of zeroFillUnit, even when
 			// it starts where a reopened WAL ended, so that replay's tear
 			// rule for grown files applies (ReplayFrom).
-			size := (off + mapWindow + zeroFillUnit - 1) / zeroFillUnit * zeroFillUnit
+			size := roundUp(off+mapWindow, zeroFillUnit)
 			// Blocks reserved before the pages are touched: a full disk
 			// is then an error here, not a fault at the copy.
 			if err := w.f.Preallocate(off, size-off); err != nil {

@@ -139,7 +139,7 @@ func TestZeroFillAheadOfSmallSyncs(t *testing.T) {
 	if len(f.zeros) == 0 {
 		t.Fatal("no zeros written ahead of small synced commits")
 	}
-	if max := f.written/(defaultZeroFillStep/2) + 2; int64(len(f.zeros)) > max {
+	if max := f.written/(DefaultZeroFillStep/2) + 2; int64(len(f.zeros)) > max {
 		t.Fatalf("%d zero writes for %d bytes of records; want at most %d", len(f.zeros), f.written, max)
 	}
 	if f.pastZeros > 1 {
@@ -186,7 +186,7 @@ func TestZeroFillOnlyForSmallSyncs(t *testing.T) {
 		zeroFill bool
 	}{
 		{"no sync", 300, false, true},
-		{"large syncs", (defaultZeroFillStep / 4) + 1000, true, true},
+		{"large syncs", (DefaultZeroFillStep / 4) + 1000, true, true},
 		{"option off", 300, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
