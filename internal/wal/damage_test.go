@@ -52,21 +52,7 @@ type damageWAL struct {
 // crash).
 func writeDamageWAL(t *testing.T, recs [][]byte, synced int) *damageWAL {
 	t.Helper()
-	fs := vfs.NewMem()
-	f, err := fs.Create(damageLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The new file's name must survive a crash, as the DB's directory sync
-	// makes it.
-	dir, err := fs.OpenDir("/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dir.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	dir.Close()
+	fs, f := createWAL(t, damageLog)
 	w := NewWriter(f, damageLog)
 	dw := &damageWAL{fs: fs, recs: recs, synced: synced}
 	for i, r := range recs {

@@ -94,21 +94,7 @@ func TestWriterPreallocatesAndSyncsData(t *testing.T) {
 	if len(f.truncates) != 1 || f.truncates[0] != f.written {
 		t.Fatalf("truncations %v; want one, to the %d bytes written", f.truncates, f.written)
 	}
-	var got [][]byte
-	if _, err := Replay(fs, "/000001.log", TolerateCorruptedTailRecords, func(r []byte, _ int64) error {
-		got = append(got, bytes.Clone(r))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(recs) {
-		t.Fatalf("replayed %d records, wrote %d", len(got), len(recs))
-	}
-	for i := range got {
-		if !bytes.Equal(got[i], recs[i]) {
-			t.Fatalf("record %d differs", i)
-		}
-	}
+	checkReplay(t, fs, "/000001.log", recs)
 }
 
 // TestWriterNoPreallocationByDefault: NewWriter reserves nothing and trims

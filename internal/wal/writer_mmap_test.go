@@ -58,15 +58,7 @@ func TestMmapWriterCommitIsInTheFile(t *testing.T) {
 	if st.Size() != size {
 		t.Fatalf("closed WAL is %d bytes, its records %d", st.Size(), size)
 	}
-	got := replayOS(t, path)
-	if len(got) != len(want) {
-		t.Fatalf("replayed %d records, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if !bytes.Equal(got[i], want[i]) {
-			t.Fatalf("record %d differs", i)
-		}
-	}
+	checkRecords(t, replayOS(t, path), want)
 }
 
 // TestMmapWriterFallsBack: a file that cannot be mapped (MemFS's) is

@@ -45,36 +45,6 @@ func (f *zeroFile) SyncData() error {
 	return f.File.SyncData()
 }
 
-// createWAL creates /000001.log in a new MemFS, its name synced so that it
-// survives a crash clone.
-func createWAL(t *testing.T) (*vfs.MemFS, vfs.File) {
-	t.Helper()
-	fs := vfs.NewMem()
-	f, err := fs.Create("/000001.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := fs.OpenDir("/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dir.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	dir.Close()
-	return fs, f
-}
-
-// fileSize returns the size of name in fs.
-func fileSize(t *testing.T, fs vfs.FS, name string) int64 {
-	t.Helper()
-	fi, err := fs.Stat(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Size()
-}
-
 // waitIdle waits until w's flusher has finished writing, zeros included
 // (they are written after the sync that releases the committers), so that
 // a test may look at the file.
@@ -104,34 +74,13 @@ func writeSynced(t *testing.T, w *Writer, n, size int, sync bool) [][]byte {
 	return recs
 }
 
-// checkReplay replays name from fs and compares with want.
-func checkReplay(t *testing.T, fs vfs.FS, name string, want [][]byte) {
-	t.Helper()
-	var got [][]byte
-	res, err := Replay(fs, name, TolerateCorruptedTailRecords, func(r []byte, _ int64) error {
-		got = append(got, bytes.Clone(r))
-		return nil
-	})
-	if err != nil || res.DroppedRecords != 0 || res.TailCorrupt {
-		t.Fatalf("replay: %+v, %v", res, err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("replayed %d records, want %d", len(got), len(want))
-	}
-	for i := range got {
-		if !bytes.Equal(got[i], want[i]) {
-			t.Fatalf("record %d differs", i)
-		}
-	}
-}
-
 // TestZeroFillAheadOfSmallSyncs: under small synced commits the WAL is
 // extended with zeros a step ahead of its records, half a step before they
 // reach the end of the zeros, so no append grows the file; the file is
 // trimmed back to its records at Close, and they replay intact, before
 // Close and after it.
 func TestZeroFillAheadOfSmallSyncs(t *testing.T) {
-	fs, mf := createWAL(t)
+	fs, mf := createWAL(t, "/000001.log")
 	f := &zeroFile{File: mf}
 	w := NewWriterWithOptions(f, "000001.log", WriterOptions{PreallocateSize: 64 << 10, ZeroFill: true})
 	recs := writeSynced(t, w, 2500, 1000, true)
@@ -190,7 +139,7 @@ func TestZeroFillOnlyForSmallSyncs(t *testing.T) {
 		{"option off", 300, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs, mf := createWAL(t)
+			fs, mf := createWAL(t, "/000001.log")
 			f := &zeroFile{File: mf}
 			w := NewWriterWithOptions(f, "000001.log", WriterOptions{ZeroFill: tc.zeroFill})
 			recs := writeSynced(t, w, 40, tc.size, tc.sync)
@@ -220,7 +169,7 @@ func TestZeroFillFailureIsAHint(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs, mf := createWAL(t)
+			fs, mf := createWAL(t, "/000001.log")
 			f, z := tc.wrap(mf)
 			w := NewWriterWithOptions(f, "000001.log", WriterOptions{PreallocateSize: 64 << 10, ZeroFill: true})
 			recs := writeSynced(t, w, 3000, 300, true)
@@ -244,7 +193,7 @@ func TestZeroFillFailureIsAHint(t *testing.T) {
 // a clean end (the zeros), and a writer continuing it where the records end
 // keeps them all.
 func TestZeroFillReopenContinues(t *testing.T) {
-	fs, mf := createWAL(t)
+	fs, mf := createWAL(t, "/000001.log")
 	w := NewWriterWithOptions(mf, "000001.log", WriterOptions{ZeroFill: true})
 	recs := writeSynced(t, w, 500, 1000, true)
 	writeSynced(t, w, 7, 1000, false) // lost in the crash
@@ -290,7 +239,7 @@ func TestZeroFillReopenContinues(t *testing.T) {
 // a torn tail under the default mode; the same record present whole and
 // damaged is damage.
 func TestZeroFillCutCopyIsTorn(t *testing.T) {
-	fs, mf := createWAL(t)
+	fs, mf := createWAL(t, "/000001.log")
 	w := NewWriterWithOptions(mf, "000001.log", WriterOptions{ZeroFill: true})
 	recs := writeSynced(t, w, 20, 700, true)
 	last := bytes.Repeat([]byte{0x5a}, 5000) // one fragment, no zero byte
