@@ -28,6 +28,7 @@ var backupVariants = []struct {
 }{
 	{name: "base", set: func(*Options) {}},
 	{name: "blob-files", set: setBlobTestOptions},
+	{name: "blob-write-separation", set: setBlobWriteSeparationTestOptions},
 	{name: "merge-blob-files", set: func(o *Options) {
 		setBlobTestOptions(o)
 		o.MergeOperator = crashMergeOperator

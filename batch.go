@@ -31,6 +31,10 @@ type Batch struct {
 	// merges is set once the batch holds a Merge: its Write first checks
 	// (and records) the merge operator.
 	merges bool
+	// maxSetValue is the length of the batch's largest Set value:
+	// write-time separation looks into the batch only when it reaches
+	// MinBlobSize.
+	maxSetValue int64
 	// commit is the batch's place in the commit queue, reused by every
 	// Write of the batch (a batch is written by one goroutine at a time).
 	commit writer
@@ -84,6 +88,9 @@ func (b *Batch) add(kind base.Kind, key, value []byte, hasValue bool) {
 	b.memBytes += memtable.EntrySizeBound(len(key), len(value))
 	b.tombstones = b.tombstones || isTombstone(kind)
 	b.merges = b.merges || kind == base.KindMerge
+	if kind == base.KindSet {
+		b.maxSetValue = max(b.maxSetValue, int64(len(value)))
+	}
 }
 
 // isTombstone reports whether kind deletes (Delete, SingleDelete,
@@ -117,6 +124,7 @@ func (b *Batch) Reset() {
 	b.memBytes = 0
 	b.tombstones = false
 	b.merges = false
+	b.maxSetValue = 0
 }
 
 // Empty reports whether the batch has no entries.

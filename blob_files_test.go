@@ -173,6 +173,18 @@ func TestModelBlobFiles(t *testing.T) {
 			o.AllowMmapReads = true
 		}},
 		{name: "delete-persistence", set: setBlobDeletePersistenceTestOptions},
+		{name: "write-separation-tiny", set: func(o *Options) {
+			setBlobWriteSeparationTestOptions(o)
+			o.WriteBufferSize = 4 << 10
+			o.TargetFileSizeBase = 4 << 10
+		}},
+		{name: "write-separation-gc", set: func(o *Options) {
+			setBlobWriteSeparationTestOptions(o)
+			setBlobGCTestOptions(o)
+			o.WriteBufferSize = 8 << 10
+			o.TargetFileSizeBase = 4 << 10
+		}},
+		{name: "write-separation-set-options", cfg: dbRunConfig{setOptions: true}, set: setBlobWriteSeparationTestOptions},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -224,6 +236,13 @@ func TestPowerLossBlobFiles(t *testing.T) {
 			})
 		})
 	}
+	// Values separated at commit: crashes land in the commit path's blob
+	// writes and syncs, and between a value and its WAL record.
+	t.Run("write-separation", func(t *testing.T) {
+		forEachSeed(t, bySize(1, 1, 3), func(t *testing.T, seed uint64) {
+			runPowerLoss(t, seed, bySize(3000, 1500, 20000), sample, setBlobWriteSeparationTestOptions)
+		})
+	})
 	// Garbage collection: crashes also land in relocations and in the
 	// edits deleting the blob files they empty.
 	t.Run("gc", func(t *testing.T) {
@@ -234,6 +253,21 @@ func TestPowerLossBlobFiles(t *testing.T) {
 				o.AllowMmapReads = seed%2 == 1 // half the seeds read through mappings
 			})
 		})
+	})
+}
+
+// TestCrashRecoveryBlobWriteSeparation is TestCrashRecoveryBlobFiles with
+// values separated at commit: the crash clones' WALs hold blob indexes
+// into the memtables' unfinished blob files, which recovery reads back.
+func TestCrashRecoveryBlobWriteSeparation(t *testing.T) {
+	forEachSeed(t, bySize(3, 2, 30), func(t *testing.T, seed uint64) {
+		runCrashWith(t, seed, func(o *Options) {
+			o.Logger = discardLogger()
+			setBlobWriteSeparationTestOptions(o)
+			if seed%2 == 1 {
+				setBlobGCTestOptions(o)
+			}
+		}, nil)
 	})
 }
 

@@ -713,10 +713,22 @@ func (c *checker) readWAL(name string) *walCheck {
 		mode = AbsoluteConsistency
 	}
 	entries := 0
+	// Values written to blob files at commit are read back as Open does
+	// (walBlobResolver); one that does not read back ends the WAL there.
+	blobs := newWALBlobResolver(c.fs, c.dir)
+	defer blobs.close()
+	lostAt := int64(-1)
+	var lostErr error
 	res, err := wal.Replay(c.fs, path, mode, func(rec []byte, off int64) error {
 		r, err := walBatch(path, off, rec)
 		if err != nil || r.count == 0 {
 			return err // Open skips an empty batch unread
+		}
+		if _, _, err := blobs.resolve(path, off, rec); errors.Is(err, errBlobValueLost) {
+			lostAt, lostErr = off, err
+			return errStopReplay
+		} else if err != nil {
+			return err
 		}
 		for {
 			_, _, _, ok, malformed := r.next()
@@ -732,6 +744,15 @@ func (c *checker) readWAL(name string) *walCheck {
 		return nil
 	})
 	read := fmt.Sprintf("%d records, %d entries", res.Records, entries)
+	if err == errStopReplay {
+		err = nil
+		if mode == AbsoluteConsistency {
+			err = lostErr
+		}
+		res.Damaged = true
+		res.TornTailBytes = max(w.cf.Size-lostAt, 0)
+		res.DroppedOffset = lostAt
+	}
 	switch {
 	case err == nil:
 		w.cf.Detail = read
@@ -921,8 +942,10 @@ func (c *checker) checkBlobFiles(v *manifest.Version, present []base.FileNum) {
 			}
 			// A value that does not read back from a live blob file damages
 			// that file; anything else is the table's.
+			// (A damaged block of the table itself names the table.)
 			i, ok := entry[blamed]
-			if !ok || v.BlobFile(blamed) == nil || readers[blamed] == nil {
+			if !ok || v.BlobFile(blamed) == nil || readers[blamed] == nil ||
+				!strings.Contains(err.Error(), base.MakeFilename(base.FileTypeBlob, blamed)) {
 				i, ok = c.findEntry(base.MakeFilename(base.FileTypeTable, f.FileNum))
 			}
 			if ok {

@@ -143,8 +143,9 @@ func (d *DB) captureLiveFiles() (_ *liveFileSet, err error) {
 		}
 	}()
 
-	// WALs first.
-	var walNums []base.FileNum
+	// WALs first, with the blob files of their values (write-time
+	// separation, blob_write.go).
+	var walNums, memBlobNums []base.FileNum
 	var cur struct {
 		num  base.FileNum
 		size int64
@@ -156,7 +157,9 @@ func (d *DB) captureLiveFiles() (_ *liveFileSet, err error) {
 		w, num := d.mu.log.w, d.mu.log.num
 		for _, m := range d.mu.mem.queue {
 			walNums = append(walNums, m.logNum)
+			memBlobNums = append(memBlobNums, m.blobs.nums()...)
 		}
+		memBlobNums = append(memBlobNums, d.mu.mem.mutable.blobs.nums()...)
 		d.mu.Unlock()
 		if w == nil {
 			return nil, ErrClosed
@@ -187,6 +190,21 @@ func (d *DB) captureLiveFiles() (_ *liveFileSet, err error) {
 		}
 		set.files = append(set.files, lf)
 	}
+	// A value is in its blob file before its WAL record is in the WAL: the
+	// files' sizes, taken after the WAL's, cover every record copied.
+	for _, num := range memBlobNums {
+		name := base.MakeFilename(base.FileTypeBlob, num)
+		f, err := d.fs.Open(d.fs.PathJoin(d.dirname, name), vfs.SequentialAccess)
+		if err != nil {
+			return nil, fmt.Errorf("shale: opening blob file %s: %w", name, err)
+		}
+		lf := liveFile{fileType: base.FileTypeBlob, num: num, name: name, src: f}
+		set.files = append(set.files, lf)
+		if lf.size, err = f.Size(); err != nil {
+			return nil, fmt.Errorf("shale: blob file %s: %w", name, err)
+		}
+		set.files[len(set.files)-1] = lf
+	}
 
 	// Then the MANIFEST and the version it gives.
 	mc, err := d.versions.CaptureManifest()
@@ -208,6 +226,11 @@ func (d *DB) captureLiveFiles() (_ *liveFileSet, err error) {
 		}
 	}
 	for _, b := range version.BlobFiles {
+		if i := slices.IndexFunc(set.files, func(f liveFile) bool { return f.fileType == base.FileTypeBlob && f.num == b.FileNum }); i >= 0 {
+			// Flushed since the WALs were captured: the finished file.
+			_ = set.files[i].src.Close()
+			set.files = slices.Delete(set.files, i, i+1)
+		}
 		lf := liveFile{fileType: base.FileTypeBlob, num: b.FileNum,
 			name: base.MakeFilename(base.FileTypeBlob, b.FileNum), size: int64(b.Size), immutable: true}
 		lf.crc32c, lf.hasCRC32C = recordedCRC32C(b.ChecksumMethod, b.ChecksumValue)

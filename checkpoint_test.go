@@ -26,6 +26,7 @@ var checkpointVariants = []struct {
 }{
 	{"plain", func(*Options) {}, nil},
 	{"blob-files", setBlobTestOptions, nil},
+	{"blob-write-separation", setBlobWriteSeparationTestOptions, nil},
 	{"async-io-merges", func(o *Options) { o.MergeOperator = StringAppendOperator(',') },
 		&ReadOptions{AsyncIO: true, ReadaheadSize: 4 << 10}},
 }

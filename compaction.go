@@ -115,9 +115,9 @@ func (d *DB) backgroundFlush() {
 		start := time.Now()
 		jobID := d.newJobID()
 		d.eventFlushBegin(FlushInfo{JobID: jobID, Reason: m.flushReason, WALNum: uint64(m.logNum)})
-		metas, blobs, err := d.writeLevel0Tables(m, snaps, snapSeq, v, jobID)
+		metas, blobs, garbage, err := d.writeLevel0Tables(m, snaps, snapSeq, v, jobID)
 		v.Unref()
-		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog, NewBlobFiles: blobs}
+		edit := &manifest.VersionEdit{HasLogNumber: true, LogNumber: nextLog, NewBlobFiles: blobs, BlobGarbage: garbage}
 		var bytes uint64
 		for _, meta := range metas {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: meta})
@@ -229,7 +229,15 @@ var testHookFlushInstalled func()
 // it has just written from older WALs are in no version yet. snapshots are
 // the live snapshots, and snapSeq the visible seqnum when they were listed;
 // jobID numbers the flush for the listener.
-func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version, jobID int) ([]*manifest.FileMetadata, []*manifest.BlobFileMetadata, error) {
+//
+// The blob files write-time separation wrote m's values to are finished
+// and returned with the blob files the flush wrote, and garbage is what of
+// them the tables do not reference (values m held overwritten or deleted).
+func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version, jobID int) ([]*manifest.FileMetadata, []*manifest.BlobFileMetadata, []manifest.BlobGarbage, error) {
+	memBlobs, err := d.finishMemBlobs(m, jobID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	it := m.NewIter()
 	defer it.Close()
 	ro := compact.RunOptions{
@@ -265,13 +273,26 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq bas
 	if v == nil {
 		reason = FileReasonRecovery
 	}
+	blobOut := d.newBlobOutput(d.mutableOptions(), 0, true)
 	metas, blobs, stats, err := d.runToTables(ro, tableJob{level: 0, flush: true, tombstoneTime: uint64(max(m.oldestTombstone, 0)),
 		ancesterTime: m.created, older: v, secondaryApplied: applied,
-		jobID: jobID, reason: reason})
-	if err == nil {
-		d.recordDrops(stats, 0)
+		jobID: jobID, reason: reason, blobs: blobOut})
+	if err != nil {
+		return metas, blobs, nil, err
 	}
-	return metas, blobs, err
+	d.recordDrops(stats, 0)
+	var garbage []manifest.BlobGarbage
+	if len(memBlobs) > 0 {
+		// Dropped values are no older than the memtable, or its oldest
+		// tombstone when that is older (replayed ones are dated back).
+		date := m.created * uint64(time.Second)
+		if t := m.oldestTombstone; t > 0 && uint64(t) < date {
+			date = uint64(t)
+		}
+		garbage = memBlobGarbage(memBlobs, blobOut.written, max(date, 1))
+		blobs = append(memBlobs, blobs...)
+	}
+	return metas, blobs, garbage, nil
 }
 
 // tableJob describes the tables one flush or compaction writes.

@@ -106,6 +106,9 @@ type DB struct {
 	// computation of the blob files they delete to their apply
 	// (logAndApplyDeletingBlobs).
 	blobEditMu sync.Mutex
+	// memBlobPins are the blob files memtables hold indexes into
+	// (blob_write.go).
+	memBlobPins memBlobPins
 	// deadlineCalls counts the armed delete persistence timers and their
 	// calls in progress (delete_persistence.go); Close waits for them.
 	deadlineCalls sync.WaitGroup
@@ -125,6 +128,10 @@ type DB struct {
 	// while one was held; both under obsoleteMu.
 	deletionHolds    int
 	deletionDeferred bool
+	// pinnedObsoleteBlobs are obsolete blob files that a live memtable
+	// still indexes, deleted by a later deleteObsoleteFiles (under
+	// obsoleteMu).
+	pinnedObsoleteBlobs []*manifest.BlobFileMetadata
 	// checkpointing names the directories Checkpoint is building, so that
 	// a second call for one of them is refused before it touches the
 	// first's staging directory.
@@ -239,6 +246,9 @@ type memTable struct {
 	// or queued) and one per read state that includes it. The last
 	// release recycles its arena (releaseMemTable).
 	refs atomic.Int32
+	// blobs are the blob files write-time separation wrote the memtable's
+	// large values to (blob_write.go).
+	blobs memBlobs
 	// arena holds the memtable's entries, outside the Go heap: released
 	// by the last holder (refs), never earlier, as nothing else keeps the
 	// memory alive.
@@ -473,6 +483,18 @@ type writer struct {
 	// ingest is an IngestExternalFile request (batch nil), which commits
 	// alone.
 	ingest *ingestRequest
+	// walData, when set by write-time separation (separateGroup), is the
+	// batch with blob indexes in place of its large values: what the WAL
+	// and the memtable get. walBuf is its memory, reused.
+	walData, walBuf []byte
+}
+
+// data returns what w's group writes to the WAL and memtable for w.
+func (w *writer) data() []byte {
+	if w.walData != nil {
+		return w.walData
+	}
+	return w.batch.data
 }
 
 var defaultWriteOptions WriteOptions
@@ -679,11 +701,15 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 	d.mu.Unlock()
 
 	var err, walErr error
-	if anyWAL {
+	if walErr = d.separateGroup(mem, group, syncWAL); walErr != nil {
+		walErr = fmt.Errorf("shale: writing values to blob files: %w", walErr)
+		err = walErr
+	}
+	if anyWAL && walErr == nil {
 		before := logw.Size()
 		for _, o := range group {
 			if !o.disableWAL {
-				if walErr = logw.AddRecord(o.batch.data); walErr != nil {
+				if walErr = logw.AddRecord(o.data()); walErr != nil {
 					break
 				}
 			}
@@ -698,7 +724,7 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 	}
 	if err == nil {
 		for _, o := range group {
-			if _, err = applyBatch(mem.Memtable, o.batch.data); err != nil {
+			if _, err = applyBatch(mem.Memtable, o.data()); err != nil {
 				break
 			}
 		}
@@ -810,7 +836,9 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 			slowed = true
 			continue
 		}
-		used := mem.ApproximateMemoryUsage()
+		// Values written to blob files at commit count as if they were in
+		// the memtable (memBlobs.charge).
+		used := mem.ApproximateMemoryUsage() + mem.blobs.charge
 		if !force && used < min(o.WriteBufferSize, mem.writeBufferSize) && used+need <= mem.capacity {
 			return nil
 		}
@@ -851,11 +879,17 @@ func (d *DB) makeRoomLocked(force bool, need int, w *writer) error {
 func (d *DB) rotateMemtableLocked(need int, resuming bool, reason FlushReason) error {
 	newLogNum := d.versions.NewFileNum()
 	oldLog := d.mu.log.w
+	oldMem := d.mu.mem.mutable
 	d.mu.Unlock()
 	newLog, err := d.createWAL(newLogNum)
 	var closeErr error
 	if err == nil {
-		closeErr = oldLog.Close()
+		// Closing the WAL syncs it: the values its records index first.
+		if closeErr = syncMemBlobs(oldMem); closeErr == nil {
+			closeErr = oldLog.Close()
+		} else {
+			oldLog.Close()
+		}
 	}
 	d.mu.Lock()
 	if err != nil {

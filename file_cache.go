@@ -498,6 +498,7 @@ func (c *fileCache) openBlob(t *cachedFile) error {
 	if err != nil {
 		return err
 	}
+	unfinished := d.memBlobPins.unfinished(t.num)
 	r, err := blob.NewReader(f, blob.ReaderOptions{
 		FileNum:              t.num,
 		FileName:             name,
@@ -507,11 +508,21 @@ func (c *fileCache) openBlob(t *cachedFile) error {
 		Stats:                c.blobStats,
 		MaxAutoReadaheadSize: d.opts.MaxAutoReadaheadSize,
 		MmapReads:            d.opts.AllowMmapReads,
+		// A memtable's file still being written (blob_write.go).
+		Unfinished: unfinished,
 	})
 	if err != nil {
 		return err // NewReader has closed f
 	}
-	return c.publish(r, func() { t.blobReader = r })
+	if err := c.publish(r, func() { t.blobReader = r }); err != nil {
+		return err
+	}
+	if unfinished && !d.memBlobPins.unfinished(t.num) {
+		// Finished meanwhile: either the flush's evictUnfinished found
+		// this entry, or it ran before and this one goes now.
+		c.remove(t)
+	}
+	return nil
 }
 
 // maxParallelOpens bounds the goroutines of openTables: opening a table is
@@ -565,6 +576,21 @@ func (c *fileCache) evictObsolete(kind fileKind, num base.FileNum) {
 	}
 	if bc := c.d.cacheOf(kind); id != 0 && bc != nil {
 		bc.EvictID(id)
+	}
+}
+
+// evictUnfinished drops the cached reader of blob file num, opened while
+// the file was a memtable's unfinished one (no footer bounds its records),
+// so that the next find opens the finished file. Its cached values stay.
+func (c *fileCache) evictUnfinished(num base.FileNum) {
+	c.mu.Lock()
+	f := c.lookup(fileKindBlob, num)
+	if f != nil {
+		c.removeLocked(f)
+	}
+	c.mu.Unlock()
+	if f != nil {
+		f.release()
 	}
 }
 

@@ -360,6 +360,14 @@ func setBlobTestOptions(o *Options) {
 	o.BlobFileSize = 4 << 10
 }
 
+// setBlobWriteSeparationTestOptions is setBlobTestOptions with values
+// separated as they are written (EnableBlobWriteSeparation): the WAL and
+// memtables hold blob indexes into the memtables' blob files.
+func setBlobWriteSeparationTestOptions(o *Options) {
+	setBlobTestOptions(o)
+	o.EnableBlobWriteSeparation = true
+}
+
 // setBlobDeletePersistenceTestOptions turns blob files on
 // (setBlobTestOptions) with tiny tables and a 20 ms delete persistence
 // threshold on a clock moving 1 ms at every reading: blob files holding

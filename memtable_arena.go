@@ -63,6 +63,7 @@ func (d *DB) releaseMemTable(m *memTable) {
 	if n < 0 {
 		base.AssertionFailedf("memtable of WAL %s released more often than held", m.logNum)
 	}
+	d.releaseMemBlobs(m)
 	arena := m.arena
 	m.arena = nil
 	if poisonReleasedArenas {

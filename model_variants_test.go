@@ -170,6 +170,16 @@ var metamorphicSets = []metaOptionSet{
 		o.WriteBufferSize = 4 << 10
 		o.TargetFileSizeBase = 4 << 10
 	}},
+	// Values separated at commit: the WAL and memtables hold blob indexes.
+	{name: "blob-write-separation-tiny", set: func(o *Options) {
+		setBlobWriteSeparationTestOptions(o)
+		o.WriteBufferSize = 4 << 10
+		o.TargetFileSizeBase = 4 << 10
+	}},
+	{name: "blob-write-separation-gc-sync-every-write", set: func(o *Options) {
+		setBlobWriteSeparationTestOptions(o)
+		setBlobGCTestOptions(o)
+	}, cfg: dbRunConfig{sync: syncAlways}},
 	{name: "blob-files-min-100-zstd-4-files-nocache", set: func(o *Options) {
 		// Inline and separated values mixed; blob files and tables
 		// evicted from 4 open files and read again, every value from disk.

@@ -1291,7 +1291,8 @@ func (d *dbTarget) changeOptions() error {
 		case 15:
 			// Blob files turned on and off, so tables hold inline values,
 			// blob indexes, or both.
-			return map[string]string{"enable_blob_files": fmt.Sprint(r.IntN(2) == 0), "min_blob_size": i(0, 200)}
+			return map[string]string{"enable_blob_files": fmt.Sprint(r.IntN(2) == 0), "min_blob_size": i(0, 200),
+				"enable_blob_write_separation": fmt.Sprint(r.IntN(2) == 0)}
 		case 16:
 			return map[string]string{"blob_file_size": i(1<<10, 16<<10), "blob_file_starting_level": i(0, 2),
 				"blob_compression_type": []string{"none", "snappy", "zstd"}[r.IntN(3)], "prepopulate_blob_cache": fmt.Sprint(r.IntN(2) == 0)}

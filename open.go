@@ -386,7 +386,9 @@ func (d *DB) recover() (retErr error) {
 		jobID := d.newJobID()
 		start := time.Now()
 		d.eventFlushBegin(FlushInfo{JobID: jobID, Reason: FlushReasonRecovery})
-		metas, blobs, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil, jobID) // no snapshot exists yet
+		// Recovered memtables hold their values inline (walBlobResolver):
+		// no memtable blob files, so no garbage.
+		metas, blobs, _, err := d.writeLevel0Tables(mem, nil, base.SeqNumMax, nil, jobID) // no snapshot exists yet
 		if d.events != nil {
 			var bytes uint64
 			for _, m := range metas {
@@ -416,6 +418,12 @@ func (d *DB) recover() (retErr error) {
 	var torn string
 	var tornAt int64
 	mode := d.opts.WALRecoveryMode
+	// The values write-time separation wrote to blob files are replayed
+	// inline (blob_write.go); blobsReplayed says the WAL being replayed
+	// held some.
+	blobs := newWALBlobResolver(d.fs, d.dirname)
+	defer blobs.close()
+	blobsReplayed := false
 	var reuse struct {
 		ok  bool
 		num base.FileNum
@@ -436,11 +444,38 @@ func (d *DB) recover() (retErr error) {
 			}
 		}
 		flushedThisLog = false
+		blobsReplayed = false
+		// lostAt is where a blob value of the WAL did not read back
+		// (walBlobResolver): the WAL ends there, as at a torn record.
+		lostAt, lostSkipped, lostDamage := int64(-1), 0, false
+		var lostErr error
 		res, err := wal.Replay(d.fs, name, mode, func(rec []byte, off int64) error {
 			r, err := walBatch(name, off, rec)
 			if err != nil || r.count == 0 {
 				return err
 			}
+			resolved, hadBlobs, err := blobs.resolve(name, off, rec)
+			lost := errors.Is(err, errBlobValueLost)
+			if err != nil && errors.Is(err, ErrCorruption) {
+				switch {
+				case mode == SkipAnyCorruptedRecords:
+					lostSkipped++
+					d.addRecoveryLoss(WALLoss{File: name, Offset: off, Records: 1, Bytes: int64(len(rec)),
+						Reason: "damaged record skipped: its blob value does not read back"})
+					return nil
+				case lost || mode == PointInTimeRecovery:
+					// A value that is not in its file ends the WAL, as a
+					// torn record does; a damaged one ends it only for
+					// point-in-time recovery.
+					lostAt, lostErr, lostDamage = off, err, !lost
+					return errStopReplay
+				}
+			}
+			if err != nil {
+				return err
+			}
+			rec = resolved
+			blobsReplayed = blobsReplayed || hadBlobs
 			if torn != "" && mode == TolerateCorruptedTailRecords {
 				return base.CorruptionErrorf(torn, tornAt, "WAL ends early but the newer WAL %s holds writes: data between them is lost", name)
 			}
@@ -473,6 +508,24 @@ func (d *DB) recover() (retErr error) {
 			lastSeq = max(lastSeq, batchLast)
 			return nil
 		})
+		if err == errStopReplay {
+			// A value written with its WAL record but not synced, which a
+			// power loss took while the record survived: the WAL's end.
+			if mode == AbsoluteConsistency {
+				return lostErr
+			}
+			err = nil
+			size := res.LastOffset
+			if fi, serr := d.fs.Stat(name); serr == nil {
+				size = fi.Size()
+			}
+			res.Damaged, res.TailCorrupt = true, lostDamage
+			res.DroppedRecords = max(res.DroppedRecords, 1)
+			res.DroppedOffset = lostAt
+			res.TornTailBytes = max(size-lostAt, 0)
+			res.LastOffset = lostAt
+			d.logger.Warn("a WAL record's blob value does not read back: the WAL ends there", "wal", name, "offset", lostAt, "err", lostErr)
+		}
 		if err != nil {
 			if strings.Contains(err.Error(), name) {
 				return err // names the WAL already (damage, a failed open)
@@ -483,8 +536,11 @@ func (d *DB) recover() (retErr error) {
 		if res.Damaged && torn == "" {
 			torn, tornAt = name, res.LastOffset
 		}
-		clean := !res.Damaged && res.TornTailBytes == 0 && res.SkippedBytes == 0
-		if last && clean && !flushedThisLog {
+		clean := !res.Damaged && res.TornTailBytes == 0 && res.SkippedBytes == 0 && lostSkipped == 0
+		// A WAL holding blob indexes is not reused: the recovered memtable
+		// holds their values inline, and the files they point into go at
+		// the sweep after Open.
+		if last && clean && !flushedThisLog && !blobsReplayed {
 			reuse.ok, reuse.num, reuse.end = true, num, res.LastOffset
 		}
 	}
@@ -768,7 +824,15 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 			sizes[f.FileNum] = f.Size
 		}
 	}
-	for _, b := range d.versions.TakeObsoleteBlobFiles() {
+	// A blob file no version holds may still be read through the indexes
+	// of a memtable an old read state holds (blob_write.go): it waits.
+	obsoleteBlobs := append(d.pinnedObsoleteBlobs, d.versions.TakeObsoleteBlobFiles()...)
+	d.pinnedObsoleteBlobs = nil
+	for _, b := range obsoleteBlobs {
+		if d.memBlobPins.pinned(b.FileNum) {
+			d.pinnedObsoleteBlobs = append(d.pinnedObsoleteBlobs, b)
+			continue
+		}
 		victims = append(victims, victim{base.FileTypeBlob, b.FileNum})
 		if d.events != nil {
 			if sizes == nil {
@@ -806,7 +870,7 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 			case base.FileTypeBlob:
 				// Blob files the MANIFEST does not know: left by a flush or
 				// compaction that failed or crashed before its edit.
-				if _, ok := liveBlobs[num]; !ok {
+				if _, ok := liveBlobs[num]; !ok && !d.memBlobPins.pinned(num) {
 					victims = append(victims, victim{t, num})
 				}
 			case base.FileTypeLog:
@@ -937,9 +1001,17 @@ func (d *DB) Close() error {
 	}
 	logw := d.mu.log.w
 	d.mu.log.w = nil
+	unflushed := append([]*memTable{d.mu.mem.mutable}, d.mu.mem.queue...)
 	d.mu.Unlock()
 	d.deadlineCalls.Wait()
 	d.scanFlushCalls.Wait()
+	// The values the WAL indexes are synced before it is (closing syncs
+	// it), and their files closed: the next Open replays them.
+	for _, m := range unflushed {
+		if m != nil {
+			err = errors.Join(err, abortMemBlobs(m))
+		}
+	}
 	if logw != nil {
 		err = errors.Join(err, logw.Close())
 	}

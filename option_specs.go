@@ -273,6 +273,7 @@ var optionSpecs = []optionSpec{
 	// Key-value separation: each flush and compaction reads these when it
 	// starts, as in RocksDB, where all but blob_cache are mutable.
 	boolOption("enable_blob_files", "EnableBlobFiles", func(o *Options) *bool { return &o.EnableBlobFiles }),
+	boolOption("enable_blob_write_separation", "EnableBlobWriteSeparation", func(o *Options) *bool { return &o.EnableBlobWriteSeparation }),
 	int64Option("min_blob_size", "MinBlobSize", func(o *Options) *int64 { return &o.MinBlobSize }),
 	int64Option("blob_file_size", "BlobFileSize", func(o *Options) *int64 { return &o.BlobFileSize }),
 	{

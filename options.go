@@ -419,6 +419,15 @@ type Options struct {
 	// SecondaryDeleteKey is set (it reads Set values, which a blob index is
 	// not). Default false.
 	EnableBlobFiles bool
+	// EnableBlobWriteSeparation (enable_blob_write_separation, shale's own)
+	// separates values when they are written instead of when they are
+	// flushed: the commit path appends each Set value of at least
+	// MinBlobSize bytes to a blob file of the mutable memtable, and the WAL
+	// and memtable hold its blob index, so the value is written once
+	// instead of twice (WAL, then flush). It takes effect with
+	// EnableBlobFiles and BlobFileStartingLevel 0. A synced write also
+	// syncs its values' blob file. Default false.
+	EnableBlobWriteSeparation bool
 	// MinBlobSize (min_blob_size) is the smallest value that goes to a blob
 	// file. Default 0: every non-empty value, as in RocksDB.
 	MinBlobSize int64

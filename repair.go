@@ -170,6 +170,8 @@ type repairer struct {
 	interleaved bool
 	// sawMerge is set when a table or WAL holds a merge operand.
 	sawMerge bool
+	// blobs reads the values of the WALs' blob indexes (filterWAL).
+	blobs *walBlobResolver
 	// globalSeqs holds the global seqnum (0 for tables the DB wrote, and
 	// for ingested ones placed under everything) of every table an edit of
 	// the MANIFESTs found still adds (recoverGlobalSeqNums): an ingested
@@ -268,13 +270,19 @@ func (rp *repairer) rebuild() error {
 	// Blob files first: a table is kept only when every blob file it
 	// references is. What cannot be used is moved to lost/ only once
 	// every file has been read, so that an IO error moves nothing.
-	var damaged []lostFile
+	var damaged, unfinished []lostFile
 	blobMetas := map[base.FileNum]*manifest.BlobFileMetadata{}
 	for _, num := range blobs {
 		name := base.MakeFilename(base.FileTypeBlob, num)
 		m, err := rp.readBlobFile(name, num)
 		if err != nil && !errors.Is(err, base.ErrCorruption) {
 			return fmt.Errorf("shale: repairing %s: reading %s: %w", rp.dir, name, err)
+		}
+		if errors.Is(err, blob.ErrNoFooter) {
+			// Maybe the blob file of a memtable (write-time separation):
+			// the WALs read their values from it before it goes to lost/.
+			unfinished = append(unfinished, lostFile{name, err})
+			continue
 		}
 		if err != nil {
 			damaged = append(damaged, lostFile{name, err})
@@ -387,13 +395,30 @@ func (rp *repairer) rebuild() error {
 	next := maxNum + 1
 	var liveLogs []base.FileNum
 	var replayed base.SeqNum // the last seqnum an earlier WAL holds
+	rp.blobs = newWALBlobResolver(rp.fs, rp.dir)
 	for _, num := range logs {
 		keep, err := rp.filterWAL(num, max(inTables, replayed), &replayed, &next)
 		if err != nil {
+			rp.blobs.close()
 			return err
 		}
 		if keep != 0 {
 			liveLogs = append(liveLogs, keep)
+		}
+	}
+	// An unfinished blob file a kept WAL reads values from is the file of
+	// a memtable (write-time separation): it stays, for Open to replay
+	// (and remove once flushed). Others go to lost/.
+	readFrom := rp.blobs.files()
+	if err := rp.blobs.close(); err != nil {
+		return fmt.Errorf("shale: repairing %s: %w", rp.dir, err)
+	}
+	for _, d := range unfinished {
+		if _, num, ok := base.ParseFilename(d.name); ok && slices.Contains(readFrom, num) {
+			continue
+		}
+		if err := rp.lose(d.name, d.err); err != nil {
+			return err
 		}
 	}
 	manifestNum := next
@@ -605,6 +630,12 @@ func (rp *repairer) filterWAL(num base.FileNum, skipAbove base.SeqNum, replayed 
 		case r.seq <= skipAbove:
 			skipped++
 		default:
+			// Values written to blob files at commit must read back from
+			// their (unfinished) files, which stay for Open to read.
+			if _, _, err := rp.blobs.resolve(path, off, rec); err != nil {
+				bad = append(bad, err)
+				return nil
+			}
 			for {
 				kind, _, _, ok, _ := r.next()
 				if !ok {

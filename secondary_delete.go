@@ -99,8 +99,12 @@ func (d *DB) commitSecondaryLocked(w *writer) error {
 // stops writes (walFailedLocked) and returns ErrReadOnly.
 func (d *DB) syncWALLocked(what string) error {
 	logw := d.mu.log.w
+	mem := d.mu.mem.mutable
 	d.mu.Unlock()
-	err := logw.Flush(true)
+	err := syncMemBlobs(mem)
+	if err == nil {
+		err = logw.Flush(true)
+	}
 	d.mu.Lock()
 	if err != nil {
 		d.walFailedLocked(logw, fmt.Errorf("shale: syncing the WAL before %s: %w", what, err))

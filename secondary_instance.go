@@ -319,6 +319,10 @@ func (d *DB) replayFollowedWALs() (base.SeqNum, error) {
 		mode = TolerateCorruptedTailRecords
 	}
 	var lastSeq base.SeqNum
+	// Values the primary separated at write are replayed inline
+	// (blob_write.go).
+	blobs := newWALBlobResolver(d.fs, d.dirname)
+	defer blobs.close()
 	for i, w := range s.wals {
 		nextStarted := i+1 < len(s.wals) && walHasData(s.wals[i+1].f)
 		mem := d.followerMemTable(w.num, 0)
@@ -330,6 +334,18 @@ func (d *DB) replayFollowedWALs() (base.SeqNum, error) {
 				applyFailed = err != nil
 				return err
 			}
+			resolved, _, err := blobs.resolve(name, off, rec)
+			if errors.Is(err, errBlobValueLost) {
+				// The primary flushed the memtable and removed its file
+				// since the MANIFEST was read: the next catch-up finds the
+				// values in tables.
+				return errStopReplay
+			}
+			if err != nil {
+				applyFailed = true
+				return err
+			}
+			rec = resolved
 			need := len(rec) + int(r.count)*memtableEntryOverhead
 			if mem.ApproximateMemoryUsage()+need > mem.capacity {
 				mem = d.followerMemTable(w.num, need)
@@ -350,6 +366,9 @@ func (d *DB) replayFollowedWALs() (base.SeqNum, error) {
 			res, err = wal.ReplayFrom(w.f, name, w.off, mode, apply)
 			if res.Records > 0 || res.SkippedBytes > 0 {
 				w.off = res.LastOffset
+			}
+			if err == errStopReplay {
+				err, res.Damaged = nil, true
 			}
 			// A WAL the primary may still be writing (the next one holds
 			// nothing yet) can look damaged for a moment when it is written

@@ -292,11 +292,16 @@ func TestSecondaryInstanceCatchesUp(t *testing.T) {
 		// mmap: the primary writes its WAL through a mapping and the
 		// secondary reads tables and blob files through mappings.
 		mmap bool
+		// writeSep separates values at commit: the secondary reads them
+		// from the primary's unfinished blob files as it replays WALs.
+		writeSep bool
 	}{
-		{"mem", false, false, false, false},
-		{"mem-blobs-merges", false, true, true, false},
-		{"os-blobs", true, true, false, false},
-		{"os-mmap", true, false, true, true},
+		{"mem", false, false, false, false, false},
+		{"mem-blobs-merges", false, true, true, false, false},
+		{"os-blobs", true, true, false, false, false},
+		{"os-mmap", true, false, true, true, false},
+		{"mem-blob-write-separation-merges", false, true, true, false, true},
+		{"os-blob-write-separation", true, true, false, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 1))
@@ -309,6 +314,7 @@ func TestSecondaryInstanceCatchesUp(t *testing.T) {
 			}
 			po := secondaryTestOptions(fs, c.blobs, c.merges)
 			po.AllowMmapWrites = c.mmap
+			po.EnableBlobWriteSeparation = c.writeSep
 			primary, err := Open(dir, po)
 			if err != nil {
 				t.Fatal(err)

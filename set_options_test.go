@@ -52,6 +52,7 @@ var mutableOptionValues = map[string]string{
 	"periodic_compaction_seconds":             "604800",
 	"avoid_flush_during_shutdown":             "true",
 	"enable_blob_files":                       "true",
+	"enable_blob_write_separation":            "true",
 	"min_blob_size":                           "100",
 	"blob_file_size":                          "1048576",
 	"blob_compression_type":                   "zstd",

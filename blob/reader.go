@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/shaledb/shale/cache"
 	"github.com/shaledb/shale/internal/base"
@@ -40,6 +41,13 @@ type ReaderOptions struct {
 	// instead of with ReadAt; a file that cannot be mapped is read with
 	// ReadAt. Values are still verified and copied out of the mapping.
 	MmapReads bool
+	// Unfinished opens a file still being written (the active blob file of
+	// write-time separation, or one a crash left so): no footer is read and
+	// Properties holds the header's fields only. Every record past the
+	// header may be asked for, and each one read is verified by its
+	// checksum and key as usual; one not yet written (or cut by a crash)
+	// is a short read, reported as corruption. MmapReads is ignored.
+	Unfinished bool
 }
 
 // Properties describe an open blob file, from its header and footer.
@@ -102,7 +110,7 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 		// The header is the writer's first write: a crash may leave less.
 		return nil, errNoFooter(name, 0, fmt.Sprintf("file of %d bytes is too short for a blob file header", size))
 	}
-	if o.MmapReads && r.bf.Map(size) {
+	if o.MmapReads && !o.Unfinished && r.bf.Map(size) {
 		defer func() {
 			if err != nil {
 				r.bf.Unmap()
@@ -118,6 +126,13 @@ func newReader(f vfs.File, o ReaderOptions) (_ *Reader, err error) {
 		return nil, err
 	}
 	r.bf.SetChecksum(hd.checksum)
+	if o.Unfinished {
+		// The file grows while it is read: records are bounded by what
+		// reads find, not by a footer.
+		r.footOff = math.MaxInt64
+		r.props = Properties{Checksum: hd.checksum, Compression: hd.compression, Size: uint64(size)}
+		return r, nil
+	}
 	if size < HeaderLen+FooterLen {
 		return nil, errNoFooter(name, size, fmt.Sprintf("file of %d bytes is too short for a footer (unfinished blob file)", size))
 	}

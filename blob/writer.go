@@ -152,6 +152,36 @@ func (w *Writer) Add(key, value []byte) (Index, error) {
 	return x, nil
 }
 
+// Flush hands the buffered records to the file (the OS), so that a reader
+// of the file finds every record Add returned an Index for, and a crash of
+// the process loses none of them.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return fmt.Errorf("shale: blob writer for %s is closed", w.o.FileName)
+	}
+	if err := w.out.Flush(); err != nil {
+		w.err = fmt.Errorf("shale: writing blob file %s: %w", w.o.FileName, err)
+		return w.err
+	}
+	return nil
+}
+
+// Sync flushes and syncs the data (SyncData): every record added so far
+// survives a power loss.
+func (w *Writer) Sync() error {
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := w.f.SyncData(); err != nil {
+		w.err = fmt.Errorf("shale: syncing blob file %s: %w", w.o.FileName, err)
+		return w.err
+	}
+	return nil
+}
+
 // Count returns the number of records added.
 func (w *Writer) Count() uint64 { return w.count }
 
@@ -212,4 +242,48 @@ func (w *Writer) Abort() {
 		w.err = errors.New("shale: blob writer aborted")
 	}
 	w.f.Close()
+}
+
+// Seal finishes a blob file whose Writer can no longer finish it (a write
+// or sync failed, or it was aborted), given what the caller knows of its
+// records: they end at end, and number count with valueBytes of values.
+// f must be the file opened for appending, already truncated to end. Seal
+// reads the header and every byte before end for the file checksum,
+// appends the footer and syncs the data. It does not close f.
+func Seal(f vfs.File, name string, end, count, valueBytes uint64) (*WriterMetadata, error) {
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+	}
+	if uint64(size) != end || end < HeaderLen {
+		return nil, fmt.Errorf("shale: sealing blob file %s: %d bytes, not the %d its records take", name, size, end)
+	}
+	var hb [HeaderLen]byte
+	if _, err := f.ReadAt(hb[:], 0); err != nil {
+		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+	}
+	hd, err := decodeHeader(name, hb[:])
+	if err != nil {
+		return nil, err
+	}
+	h := newFileHash(hd.checksum)
+	buf := make([]byte, 256<<10)
+	for off := uint64(0); off < end; {
+		n := min(uint64(len(buf)), end-off)
+		if _, err := f.ReadAt(buf[:n], int64(off)); err != nil {
+			return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+		}
+		h.write(buf[:n])
+		off += n
+	}
+	m := &WriterMetadata{Count: count, ValueBytes: valueBytes, FileChecksum: h.sum(), Checksum: hd.checksum}
+	ft := footer{count: count, valueBytes: valueBytes, fileChecksum: m.FileChecksum}.encode(hd.checksum, nil)
+	if _, err := f.Write(ft); err != nil {
+		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+	}
+	if err := f.SyncData(); err != nil {
+		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+	}
+	m.Size = end + uint64(len(ft))
+	return m, nil
 }

@@ -117,6 +117,9 @@ type benchConfig struct {
 	// Key-value separation (issue 13): db_bench's blob flags, each the
 	// Options field of the same RocksDB name.
 	enableBlobFiles bool
+	// blobWriteSeparation is Options.EnableBlobWriteSeparation (shale's
+	// own --enable_blob_write_separation).
+	blobWriteSeparation bool
 	// mergeOperator is --merge_operator: "" (none), uint64add or
 	// stringappend.
 	mergeOperator   string
@@ -613,6 +616,7 @@ func (r *benchRunner) options() (*shale.Options, error) {
 		DeletePersistenceThreshold:       r.cfg.deletePersistence,
 
 		EnableBlobFiles:                         r.cfg.enableBlobFiles,
+		EnableBlobWriteSeparation:               r.cfg.blobWriteSeparation,
 		MinBlobSize:                             r.cfg.minBlobSize,
 		BlobFileSize:                            r.cfg.blobFileSize,
 		BlobCompression:                         bc,

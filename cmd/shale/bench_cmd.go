@@ -255,6 +255,7 @@ when stdout or stderr is not a terminal.`,
 	f.Float64Var(&deleteWait, "delete_wait", cfg.deleteWait.Seconds(), "deletescan: seconds of idle time between the deletes and the second scan")
 	f.StringVar(&cfg.mergeOperator, "merge_operator", "", "the merge operator (db_bench's names): uint64add (8-byte little-endian counters; mergerandom then writes 8-byte operands) or stringappend (\",\" between values); empty: none")
 	f.BoolVar(&cfg.enableBlobFiles, "enable_blob_files", false, "write values of at least --min_blob_size bytes to blob files (key-value separation)")
+	f.BoolVar(&cfg.blobWriteSeparation, "enable_blob_write_separation", false, "with --enable_blob_files, write values to blob files as they are written (the WAL holds blob indexes) instead of at flush (Options.EnableBlobWriteSeparation)")
 	f.Int64Var(&cfg.minBlobSize, "min_blob_size", 0, "smallest value written to a blob file (0 = every non-empty value)")
 	f.Int64Var(&cfg.blobFileSize, "blob_file_size", cfg.blobFileSize, "size at which a blob file is finished and another started")
 	f.StringVar(&cfg.blobCompression, "blob_compression_type", cfg.blobCompression, "blob value compression: snappy, zstd or none")

@@ -53,6 +53,9 @@ type stressConfig struct {
 	// MinBlobSize of the child's database.
 	enableBlobFiles bool
 	minBlobSize     int64
+	// blobWriteSeparation is Options.EnableBlobWriteSeparation: values go
+	// to blob files at commit.
+	blobWriteSeparation bool
 	// enableBlobGC, blobGCAgeCutoff and blobGCForceThreshold are
 	// Options.EnableBlobGarbageCollection, BlobGarbageCollectionAgeCutoff
 	// and BlobGarbageCollectionForceThreshold.
@@ -167,9 +170,10 @@ func (c *stressConfig) baseOptions() *shale.Options {
 		// stay inline while it is set): a database holding secondary
 		// tombstones needs it to open, and without them it only records
 		// attribute ranges.
-		SecondaryDeleteKey: c.secondaryDeleteKey(),
-		EnableBlobFiles:    c.enableBlobFiles,
-		MinBlobSize:        c.minBlobSize,
+		SecondaryDeleteKey:        c.secondaryDeleteKey(),
+		EnableBlobFiles:           c.enableBlobFiles,
+		EnableBlobWriteSeparation: c.blobWriteSeparation,
+		MinBlobSize:               c.minBlobSize,
 		// Small, so that blob files roll and compactions delete them at
 		// kill time.
 		BlobFileSize:                        int64(max(c.writeBufferSize/4, 4<<10)),
@@ -269,6 +273,7 @@ func (c *stressConfig) childArgs(gen int, seed uint64) []string {
 		"--delete_persistence_threshold", c.deletePersistence.String(),
 		"--secondary_deletes=" + strconv.FormatBool(c.secondaryDeletes),
 		"--enable_blob_files=" + strconv.FormatBool(c.enableBlobFiles),
+		"--enable_blob_write_separation=" + strconv.FormatBool(c.blobWriteSeparation),
 		"--min_blob_size", strconv.FormatInt(c.minBlobSize, 10),
 		"--enable_blob_garbage_collection=" + strconv.FormatBool(c.enableBlobGC),
 		"--blob_garbage_collection_age_cutoff", strconv.FormatFloat(c.blobGCAgeCutoff, 'g', -1, 64),
@@ -344,6 +349,8 @@ func registerStressFlags(f interface {
 		"writers also issue DeleteBySecondaryRange over the values of some of their own earlier batches")
 	f.BoolVar(&cfg.enableBlobFiles, "enable_blob_files", false,
 		"Options.EnableBlobFiles of the child's database: values go to blob files (kept inline with --secondary_deletes)")
+	f.BoolVar(&cfg.blobWriteSeparation, "enable_blob_write_separation", false,
+		"Options.EnableBlobWriteSeparation of the child's database: with --enable_blob_files, values go to blob files at commit and the WAL holds their indexes")
 	f.Int64Var(&cfg.minBlobSize, "min_blob_size", 0,
 		"Options.MinBlobSize of the child's database: the smallest value put in a blob file (0 = every non-empty value)")
 	f.BoolVar(&cfg.enableBlobGC, "enable_blob_garbage_collection", false,

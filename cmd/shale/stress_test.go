@@ -104,6 +104,21 @@ func TestStressKillsBlobFiles(t *testing.T) {
 	runStressTest(t, kills, "--enable_blob_files", "--min_blob_size", "32")
 }
 
+// TestStressKillsBlobWriteSeparation runs stress with values separated at
+// commit, so that kills land between a value's blob write and its WAL
+// record, in the blob syncs of synced writes and rotations, and in the
+// flushes that add the memtables' blob files; every reopen replays the
+// WALs' blob indexes from the unfinished files and reads every
+// acknowledged value back.
+func TestStressKillsBlobWriteSeparation(t *testing.T) {
+	kills := 4
+	if os.Getenv("SHALE_STRESS") == "1" {
+		kills = 40
+	}
+	runStressTest(t, kills, "--enable_blob_files", "--enable_blob_write_separation", "--min_blob_size", "32",
+		"--enable_blob_garbage_collection", "--blob_garbage_collection_age_cutoff", "0.5")
+}
+
 // TestStressKillsPartitionedIndex runs stress with partitioned index and
 // filters in every table, so that kills land in the writes of partitioned
 // tables and every reopen reads the acknowledged values through them.

@@ -1,0 +1,594 @@
+package shale
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/shaledb/shale/blob"
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/vfs"
+)
+
+// Write-time key-value separation (Options.EnableBlobWriteSeparation).
+//
+// The commit leader appends each Set value of at least MinBlobSize bytes
+// of its group to the active blob file of the mutable memtable, and the
+// WAL record and the memtable get the batch rewritten with a KindBlobIndex
+// entry in its place. A value is then written once (to its blob file)
+// instead of twice (WAL, then the flush's blob file), and a flush writes a
+// table of indexes only.
+//
+// Invariants, relied on by recovery:
+//   - The blob bytes of a group are handed to the OS (blob.Writer.Flush)
+//     before its WAL record is: a crash of the process never leaves a WAL
+//     record whose value is not in the file.
+//   - A memtable's blob files other than its active one are synced when
+//     they are rolled (BlobFileSize), and the active one before every WAL
+//     sync that covers its records (a synced write, the sync before a
+//     secondary tombstone, the close of a WAL at rotation or Close): a
+//     synced WAL record never points at bytes a power loss can take.
+//   - Every value of a memtable's blob files belongs to that memtable
+//     (files are per memtable): its flush adds them to the version with
+//     the tables, recording as garbage the values the flush dropped.
+//
+// Recovery reads each blob index of a WAL back from its file and replays
+// the value inline (walBlobResolver), so the recovered memtables hold
+// values, and the old files are deleted once the flush of what they held
+// is in the MANIFEST. An index that does not read back (an unsynced value
+// a power loss took while its WAL record survived) ends the WAL there, as
+// a torn record does.
+//
+// Reads of a memtable's blob index go through the file cache as those of
+// a table's do: an unfinished file is opened with blob.ReaderOptions
+// Unfinished. A blob file is pinned (memBlobPins) from its creation until
+// the last memtable holding its indexes is released, so that neither the
+// sweep of unknown files nor the deletion of an obsolete blob file takes
+// it from a reader of an old read state.
+
+// memBlobFile is one blob file written by the commit path for a memtable.
+type memBlobFile struct {
+	num    base.FileNum
+	w      *blob.Writer
+	sumGen FileChecksumGenerator
+	// bytes are the record bytes written (blobRecordBytes), count the
+	// values, values their bytes.
+	bytes, count, values uint64
+	// handed is what the last successful Flush or Sync handed to the OS:
+	// every record a WAL record or the memtable indexes lies before its
+	// end. A file whose writer failed is finished there (sealMemBlob).
+	handed struct{ end, bytes, count, values uint64 }
+	// dirty says records were handed to the OS since the last sync.
+	dirty bool
+	// meta is set once the file is finished (by its memtable's flush).
+	meta *manifest.BlobFileMetadata
+	// closed is set once the writer is closed or aborted.
+	closed bool
+}
+
+// memBlobs is the blob side of one memtable. Only the commit leader
+// touches it while the memtable is mutable; once it is immutable, only its
+// flush (or Close).
+type memBlobs struct {
+	files []*memBlobFile
+	// charge is the bytes of values sent to blob files: the memtable is
+	// full when its arena and charge reach the write buffer size, so that
+	// flushes keep their cadence and record the garbage of overwritten
+	// values as often as without separation.
+	charge int
+	// rolled is set when the last file reached BlobFileSize: the next
+	// value starts another.
+	rolled bool
+}
+
+// nums returns the numbers of the files. The caller holds d.mu, under
+// which files grows (newMemBlobFile).
+func (m *memBlobs) nums() []base.FileNum {
+	out := make([]base.FileNum, len(m.files))
+	for i, f := range m.files {
+		out[i] = f.num
+	}
+	return out
+}
+
+// active returns the file values are appended to, nil for none.
+func (m *memBlobs) active() *memBlobFile {
+	if len(m.files) == 0 || m.rolled {
+		return nil
+	}
+	return m.files[len(m.files)-1]
+}
+
+// memBlobPins counts, per blob file, the memtables that hold indexes into
+// it and are not yet released.
+type memBlobPins struct {
+	mu sync.Mutex
+	n  map[base.FileNum]int
+	// finished are the pinned files whose flush has finished them: the
+	// file cache opens them as finished files.
+	finished map[base.FileNum]bool
+}
+
+func (p *memBlobPins) pin(num base.FileNum) {
+	p.mu.Lock()
+	if p.n == nil {
+		p.n = map[base.FileNum]int{}
+		p.finished = map[base.FileNum]bool{}
+	}
+	p.n[num]++
+	p.mu.Unlock()
+}
+
+func (p *memBlobPins) unpin(num base.FileNum) {
+	p.mu.Lock()
+	if p.n[num]--; p.n[num] <= 0 {
+		delete(p.n, num)
+		delete(p.finished, num)
+	}
+	p.mu.Unlock()
+}
+
+// pinned reports whether a live memtable holds indexes into num.
+func (p *memBlobPins) pinned(num base.FileNum) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n[num] > 0
+}
+
+// unfinished reports whether num is a memtable's blob file not yet
+// finished by its flush.
+func (p *memBlobPins) unfinished(num base.FileNum) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n[num] > 0 && !p.finished[num]
+}
+
+func (p *memBlobPins) markFinished(num base.FileNum) {
+	p.mu.Lock()
+	if p.n[num] > 0 {
+		p.finished[num] = true
+	}
+	p.mu.Unlock()
+}
+
+// writeSeparation says whether the commit path separates values under o,
+// and from which size.
+func (d *DB) writeSeparation(o *Options) (minSize int64, ok bool) {
+	ok = o.EnableBlobFiles && o.EnableBlobWriteSeparation && o.BlobFileStartingLevel == 0 &&
+		d.opts.SecondaryDeleteKey == nil && !d.readOnly
+	return max(o.MinBlobSize, 1), ok
+}
+
+// separateGroup writes the values of the group to separate to mem's blob
+// files and sets each writer's walData to its batch with blob indexes in
+// their place (nil: the batch goes as it is), hands the blob bytes to the
+// OS, and syncs them when the group syncs its WAL. The caller leads the
+// commit queue and does not hold d.mu.
+func (d *DB) separateGroup(mem *memTable, group []*writer, syncWAL bool) error {
+	o := d.mutableOptions()
+	minSize, ok := d.writeSeparation(o)
+	for _, w := range group {
+		w.walData = nil
+		if !ok || w.batch.maxSetValue < minSize {
+			continue
+		}
+		data, err := d.separateBatch(mem, w.batch.data, w.walBuf[:0], minSize, o)
+		if err != nil {
+			return err
+		}
+		w.walBuf, w.walData = data, data
+	}
+	a := mem.blobs.active()
+	if a == nil || !a.dirty {
+		return nil
+	}
+	if syncWAL {
+		return a.sync()
+	}
+	if err := a.w.Flush(); err != nil {
+		return err
+	}
+	a.noteHanded()
+	return nil
+}
+
+// noteHanded records that every record added so far is in the file.
+func (a *memBlobFile) noteHanded() {
+	a.handed.end, a.handed.bytes, a.handed.count, a.handed.values = a.w.Size(), a.bytes, a.count, a.values
+}
+
+// sync syncs the file's records.
+func (a *memBlobFile) sync() error {
+	if err := a.w.Sync(); err != nil {
+		return err
+	}
+	a.noteHanded()
+	a.dirty = false
+	return nil
+}
+
+// separateBatch returns data (an encoded batch) rewritten into dst with
+// the values of its Sets of at least minSize bytes in mem's blob files
+// and blob indexes in their place.
+func (d *DB) separateBatch(mem *memTable, data, dst []byte, minSize int64, o *Options) ([]byte, error) {
+	r, ok := newBatchReader(data)
+	if !ok {
+		return nil, base.CorruptionErrorf("batch", 0, "batch shorter than its header")
+	}
+	dst = append(dst, data[:batchHeaderLen]...)
+	var idx []byte
+	for {
+		kind, key, value, ok, malformed := r.next()
+		if malformed {
+			return nil, base.CorruptionErrorf("batch", 0, "malformed batch at seqnum %d", r.seq)
+		}
+		if !ok {
+			return dst, nil
+		}
+		if kind == base.KindSet && int64(len(value)) >= minSize {
+			x, err := d.appendMemBlob(mem, key, value, o)
+			if err != nil {
+				return nil, err
+			}
+			idx = blob.EncodeIndex(idx[:0], x)
+			kind, value = base.KindBlobIndex, idx
+		}
+		dst = appendBatchEntry(dst, kind, key, value)
+	}
+}
+
+// appendBatchEntry appends one entry to an encoded batch, as Batch.add
+// encodes it.
+func appendBatchEntry(dst []byte, kind base.Kind, key, value []byte) []byte {
+	dst = append(dst, byte(kind))
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	switch kind {
+	case base.KindDelete, base.KindSingleDelete, base.KindLogData:
+	default:
+		dst = binary.AppendUvarint(dst, uint64(len(value)))
+		dst = append(dst, value...)
+	}
+	return dst
+}
+
+// appendMemBlob writes the value of key to mem's active blob file,
+// starting one when there is none and rolling it (synced) once it reaches
+// BlobFileSize.
+func (d *DB) appendMemBlob(mem *memTable, key, value []byte, o *Options) (blob.Index, error) {
+	a := mem.blobs.active()
+	if a == nil {
+		var err error
+		if a, err = d.newMemBlobFile(mem, o); err != nil {
+			return blob.Index{}, err
+		}
+	}
+	x, err := a.w.Add(key, value)
+	if err != nil {
+		return blob.Index{}, err
+	}
+	a.bytes += blobRecordBytes(x)
+	a.count++
+	a.values += uint64(len(value))
+	a.dirty = true
+	mem.blobs.charge += len(value)
+	if int64(a.w.Size()) >= o.BlobFileSize {
+		// Only the active file may hold unsynced records.
+		if err := a.sync(); err != nil {
+			return blob.Index{}, err
+		}
+		mem.blobs.rolled = true
+	}
+	return x, nil
+}
+
+// newMemBlobFile creates a blob file for mem's values, with its directory
+// entry synced (a WAL record synced later may point into it).
+func (d *DB) newMemBlobFile(mem *memTable, o *Options) (*memBlobFile, error) {
+	num := d.versions.NewFileNum()
+	name := d.blobPath(num)
+	d.memBlobPins.pin(num)
+	f, err := d.fs.Create(name)
+	if err == nil {
+		if err = d.syncDir(); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		d.memBlobPins.unpin(num)
+		return nil, fmt.Errorf("shale: creating blob file %s: %w", name, err)
+	}
+	f, sumGen := d.newChecksummedFile(f, name)
+	a := &memBlobFile{num: num, sumGen: sumGen, w: blob.NewWriter(f, blob.WriterOptions{
+		FileNum: num, FileName: name, Compression: o.BlobCompression,
+		TargetFileSize: min(o.BlobFileSize, blobWritePrealloc), BytesPerSync: o.BytesPerSync})}
+	d.mu.Lock() // captureLiveFiles lists the files under d.mu
+	mem.blobs.files = append(mem.blobs.files, a)
+	d.mu.Unlock()
+	mem.blobs.rolled = false
+	return a, nil
+}
+
+// syncMemBlobs syncs the active blob file of mem, ahead of a sync of its
+// WAL. The caller leads the commit queue (or the DB is closing).
+func syncMemBlobs(mem *memTable) error {
+	if a := mem.blobs.active(); a != nil && a.dirty && !a.closed {
+		return a.sync()
+	}
+	return nil
+}
+
+// abortMemBlobs syncs and closes the blob files of an unflushed memtable
+// at Close: the WAL that indexes them is replayed at the next Open.
+func abortMemBlobs(mem *memTable) error {
+	err := syncMemBlobs(mem)
+	for _, a := range mem.blobs.files {
+		if !a.closed {
+			a.closed = true
+			a.w.Abort()
+		}
+	}
+	return err
+}
+
+// finishMemBlobs finishes (footer, sync, close) the blob files of m, an
+// immutable memtable about to be flushed by job jobID (which the listener
+// is told they were created by), and returns their metadata. A
+// flush that failed and runs again finds them finished.
+func (d *DB) finishMemBlobs(m *memTable, jobID int) ([]*manifest.BlobFileMetadata, error) {
+	var out []*manifest.BlobFileMetadata
+	for _, a := range m.blobs.files {
+		if a.meta == nil {
+			var meta *manifest.BlobFileMetadata
+			if !a.closed {
+				a.closed = true
+				if wm, err := a.w.Close(); err == nil {
+					sum, method := finishFileChecksum(a.sumGen)
+					meta = &manifest.BlobFileMetadata{FileNum: a.num, TotalCount: wm.Count, TotalBytes: a.bytes,
+						Size: wm.Size, ChecksumMethod: method, ChecksumValue: sum}
+				} else {
+					d.logger.Warn("finishing a memtable's blob file failed; sealing it where its records end", "file", a.num, "err", err)
+				}
+			}
+			if meta == nil {
+				var err error
+				if meta, err = d.sealMemBlob(a); err != nil {
+					return nil, err
+				}
+			}
+			a.meta = meta
+			d.opts.Statistics.add(TickerBlobFileBytesWritten, meta.Size)
+			d.eventBlobCreated(BlobFileInfo{JobID: jobID, FileNum: uint64(a.num), Path: d.blobPath(a.num), Size: meta.Size, Reason: FileReasonFlush})
+			d.memBlobPins.markFinished(a.num)
+			// A reader opened while the file was unfinished has no footer
+			// bounds: the next open reads the footer.
+			d.fileCache.evictUnfinished(a.num)
+		}
+		if a.meta.TotalCount > 0 {
+			out = append(out, a.meta)
+		}
+	}
+	return out, nil
+}
+
+// sealMemBlob finishes the blob file a, whose writer failed, where the
+// records handed to the OS end (blob.Seal): the memtable and its WAL index
+// none past there.
+func (d *DB) sealMemBlob(a *memBlobFile) (*manifest.BlobFileMetadata, error) {
+	name := d.blobPath(a.num)
+	h := a.handed
+	f, err := d.fs.OpenReadWrite(name)
+	if err != nil {
+		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+	}
+	// Truncate leaves a handle's append position where it was: the footer
+	// is appended through a handle opened after it.
+	err = f.Truncate(int64(h.end))
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+	}
+	if f, err = d.fs.OpenReadWrite(name); err != nil {
+		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+	}
+	wm, err := blob.Seal(f, name, h.end, h.count, h.values)
+	if err = errors.Join(err, f.Close()); err != nil {
+		return nil, err
+	}
+	meta := &manifest.BlobFileMetadata{FileNum: a.num, TotalCount: h.count, TotalBytes: h.bytes, Size: wm.Size}
+	if a.sumGen != nil {
+		// The DB's whole-file checksum, of the file as it now is.
+		if meta.ChecksumValue, meta.ChecksumMethod, err = computeFileChecksum(d.fs, name, fileChecksumFactory(d.opts), a.sumGen.Name()); err != nil {
+			return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+		}
+	}
+	return meta, nil
+}
+
+// memBlobGarbage returns the garbage a flush of files (a memtable's, in
+// full) makes: the values its tables do not reference (written, counted by
+// the flush's blobOutput), dated by date.
+func memBlobGarbage(files []*manifest.BlobFileMetadata, written map[base.FileNum]blobRefCount, date uint64) []manifest.BlobGarbage {
+	read := make(map[base.FileNum]blobRefCount, len(files))
+	for _, f := range files {
+		read[f.FileNum] = blobRefCount{count: f.TotalCount, bytes: f.TotalBytes}
+	}
+	return blobGarbage(read, written, nil, date)
+}
+
+// releaseMemBlobs unpins the blob files of a released memtable, closing any
+// writer left open (a memtable recovery or a failed Open dropped).
+func (d *DB) releaseMemBlobs(m *memTable) {
+	if len(m.blobs.files) == 0 {
+		return
+	}
+	for _, a := range m.blobs.files {
+		if !a.closed {
+			a.closed = true
+			a.w.Abort()
+		}
+		d.memBlobPins.unpin(a.num)
+	}
+	d.signalObsolete() // a deletion waiting for the pin may go now
+}
+
+// errStopReplay stops a WAL replay at a record whose blob value is lost.
+var errStopReplay = errors.New("shale: replay stopped at a lost blob value")
+
+// errBlobValueLost marks a WAL blob index whose value does not read back.
+var errBlobValueLost = errors.New("shale: blob value of a WAL record does not read back")
+
+// walBlobResolver replaces the blob indexes of WAL records by their values,
+// read from the blob files the commit path wrote (unfinished files, opened
+// as such). It is not safe for concurrent use.
+type walBlobResolver struct {
+	fs      vfs.FS
+	dir     string
+	readers map[base.FileNum]*blob.Reader
+	buf     []byte
+}
+
+func newWALBlobResolver(fs vfs.FS, dir string) *walBlobResolver {
+	return &walBlobResolver{fs: fs, dir: dir}
+}
+
+// resolve returns rec (a WAL record of the WAL at path, at offset off)
+// with every blob index replaced by its value, in memory reused by the
+// next call; rec itself when it holds none. A value that does not read
+// back is an error matching errBlobValueLost and base.ErrCorruption.
+func (r *walBlobResolver) resolve(path string, off int64, rec []byte) ([]byte, bool, error) {
+	br, ok := newBatchReader(rec)
+	if !ok || !batchHasBlobIndex(br) {
+		return rec, false, nil
+	}
+	out := append(r.buf[:0], rec[:batchHeaderLen]...)
+	for {
+		kind, key, value, ok, malformed := br.next()
+		if malformed {
+			return nil, false, base.CorruptionErrorf(path, off, "malformed batch at seqnum %d", br.seq)
+		}
+		if !ok {
+			break
+		}
+		if kind == base.KindBlobIndex {
+			v, lost, err := r.read(key, value)
+			switch {
+			case lost:
+				return nil, false, fmt.Errorf("%w: %w", errBlobValueLost, base.CorruptionErrorf(path, off, "blob value of key %q is not in its file: %v", truncKey(key), err))
+			case err != nil:
+				return nil, false, fmt.Errorf("%w: %w", base.CorruptionErrorf(path, off, "blob value of key %q", truncKey(key)), err)
+			}
+			kind, value = base.KindSet, v
+		}
+		out = appendBatchEntry(out, kind, key, value)
+	}
+	r.buf = out
+	return out, true, nil
+}
+
+// batchHasBlobIndex reports whether the batch r reads holds a blob index.
+func batchHasBlobIndex(r batchReader) bool {
+	for {
+		kind, _, _, ok, _ := r.next()
+		if !ok {
+			return false
+		}
+		if kind == base.KindBlobIndex {
+			return true
+		}
+	}
+}
+
+// read returns the value idx (of key) locates. lost says it is not in the
+// file: the file ends before the record, or the record's bytes are zeros
+// (a power loss took them, as it may take unsynced writes). Any other
+// failure (a record present and damaged, a file that cannot be read) is
+// an error with lost false.
+func (r *walBlobResolver) read(key, idx []byte) (_ []byte, lost bool, _ error) {
+	x, err := blob.DecodeIndex("blob index in a WAL record", idx)
+	if err != nil {
+		return nil, false, err
+	}
+	name := r.fs.PathJoin(r.dir, base.MakeFilename(base.FileTypeBlob, x.FileNum))
+	br := r.readers[x.FileNum]
+	if br == nil {
+		f, err := r.fs.Open(name)
+		if err != nil {
+			return nil, false, err
+		}
+		if br, err = blob.NewReader(f, blob.ReaderOptions{FileNum: x.FileNum, FileName: name, Unfinished: true}); err != nil {
+			// Only the header can be short: the file was created and
+			// synced empty, and the header is its first write.
+			return nil, errors.Is(err, blob.ErrNoFooter), err
+		}
+		if r.readers == nil {
+			r.readers = map[base.FileNum]*blob.Reader{}
+		}
+		r.readers[x.FileNum] = br
+	}
+	v, err := br.GetCounted(x, key, false, nil)
+	if err == nil {
+		return v, false, nil
+	}
+	return nil, r.notWritten(name, x), err
+}
+
+// notWritten reports whether the record x locates in the file name is
+// missing: past the file's end, or ending in zeros where its trailer should
+// be (a written trailer is zeros only when its checksum is 0, one chance in
+// 2^32): a page written back before a power loss and the next one not.
+func (r *walBlobResolver) notWritten(name string, x blob.Index) bool {
+	f, err := r.fs.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	const overhead = 4 + 5 // length in front, block trailer behind
+	if x.Offset < 4 || x.Size > 1<<32 {
+		return false
+	}
+	buf := make([]byte, x.Size+overhead)
+	n, _ := f.ReadAt(buf, int64(x.Offset-4))
+	if n < len(buf) {
+		return true
+	}
+	for _, b := range buf[len(buf)-5:] {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// files returns the blob files the resolver read from, ascending.
+func (r *walBlobResolver) files() []base.FileNum {
+	var out []base.FileNum
+	for n := range r.readers {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, compareFileNums)
+	return out
+}
+
+// close closes the resolver's readers.
+func (r *walBlobResolver) close() error {
+	var err error
+	for n, br := range r.readers {
+		err = errors.Join(err, br.Close())
+		delete(r.readers, n)
+	}
+	return err
+}
+
+// truncKey shortens a key for an error message.
+func truncKey(k []byte) []byte {
+	if len(k) > 64 {
+		return k[:64]
+	}
+	return k
+}

@@ -1,0 +1,381 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/vfs"
+)
+
+// blobWriteTestOptions are test options with values of at least 100 bytes
+// separated at commit, a 64 KiB write buffer and no automatic compactions.
+func blobWriteTestOptions(fs vfs.FS) *Options {
+	o := testOptions(fs)
+	o.Logger = discardLogger()
+	o.EnableBlobFiles = true
+	o.EnableBlobWriteSeparation = true
+	o.MinBlobSize = 100
+	o.WriteBufferSize = 64 << 10
+	o.DisableAutoCompactions = true
+	return o
+}
+
+// blobWriteValue is the value of key i in round r: 1000 bytes (separated)
+// for even i, 20 (inline) for odd i.
+func blobWriteValue(i, r int) []byte {
+	n := 1000
+	if i%2 == 1 {
+		n = 20
+	}
+	v := make([]byte, n)
+	for j := range v {
+		v[j] = byte('a' + (i+r+j)%26)
+	}
+	return v
+}
+
+func blobWriteKey(i int) []byte { return []byte(fmt.Sprintf("bw%05d", i)) }
+
+// expectBlobWriteValues reads keys [0, n) of round r through Get, MultiGet
+// and an iterator.
+func expectBlobWriteValues(t *testing.T, d *DB, n, r int) {
+	t.Helper()
+	keys := make([][]byte, n)
+	for i := range n {
+		keys[i] = blobWriteKey(i)
+		v, err := d.Get(keys[i], nil)
+		if err != nil || string(v) != string(blobWriteValue(i, r)) {
+			t.Fatalf("Get(%s): %d bytes, %v", keys[i], len(v), err)
+		}
+	}
+	vals, errs := d.MultiGet(keys, nil)
+	for i := range n {
+		if errs[i] != nil || string(vals[i]) != string(blobWriteValue(i, r)) {
+			t.Fatalf("MultiGet(%s): %d bytes, %v", keys[i], len(vals[i]), errs[i])
+		}
+	}
+	it := d.NewIterator(nil)
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if string(it.Key()) != string(keys[i]) || string(it.Value()) != string(blobWriteValue(i, r)) {
+			t.Fatalf("iterator at %d: key %s, %d bytes", i, it.Key(), len(it.Value()))
+		}
+		i++
+	}
+	if err := it.Close(); err != nil || i != n {
+		t.Fatalf("iterator saw %d keys, want %d: %v", i, n, err)
+	}
+}
+
+// walBytes sums the sizes of the WALs in /db.
+func walBytes(t *testing.T, fs vfs.FS) int64 {
+	t.Helper()
+	var n int64
+	for _, name := range listNames(t, fs, "/db") {
+		if ft, _, ok := base.ParseFilename(name); ok && ft == base.FileTypeLog {
+			n += int64(len(readFile(t, fs, "/db/"+name)))
+		}
+	}
+	return n
+}
+
+// TestBlobWriteSeparationWritesValuesOnce: with EnableBlobWriteSeparation
+// the large values go to blob files at commit and the WAL holds their
+// indexes (it stays far smaller than the values); reads find them in the
+// memtable, in blob files not yet in any version; the flush adds those
+// files to the version with tables of indexes, and values read back the
+// same before and after.
+func TestBlobWriteSeparationWritesValuesOnce(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("/db", blobWriteTestOptions(fs))
+	must(t, err)
+	defer func() { must(t, d.Close()) }()
+	const n = 40
+	for i := range n {
+		must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), nil))
+	}
+	if w := walBytes(t, fs); w > n/2*1000/4 {
+		t.Errorf("WAL holds %d bytes for %d values of 1000 bytes: values not separated", w, n/2)
+	}
+	onDisk := blobFileNums(t, fs)
+	if len(onDisk) == 0 {
+		t.Fatal("no blob file written at commit")
+	}
+	if m := d.Metrics(); m.Blob.Files != 0 {
+		t.Fatalf("blob files in the version before any flush: %d", m.Blob.Files)
+	}
+	expectBlobWriteValues(t, d, n, 0)
+	must(t, d.Flush())
+	v := d.versions.Current()
+	var inVersion []base.FileNum
+	for _, b := range v.BlobFiles {
+		inVersion = append(inVersion, b.FileNum)
+	}
+	v.Unref()
+	for _, num := range onDisk {
+		if !slices.Contains(inVersion, num) {
+			t.Errorf("blob file %s written at commit is not in the version after the flush (%v)", num, inVersion)
+		}
+	}
+	if got := checkBlobReferences(t, d); got != n/2 {
+		t.Errorf("%d blob indexes in tables, want %d", got, n/2)
+	}
+	expectBlobWriteValues(t, d, n, 0)
+}
+
+// TestBlobWriteSeparationFlushRecordsGarbage: values overwritten while in
+// one memtable are garbage of its blob file once flushed (the flush's
+// tables reference only the newest), and a file whose every value was
+// overwritten there is deleted by the next edit.
+func TestBlobWriteSeparationFlushRecordsGarbage(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("/db", blobWriteTestOptions(fs))
+	must(t, err)
+	defer func() { must(t, d.Close()) }()
+	const n = 20
+	for r := range 3 {
+		for i := range n {
+			must(t, d.Put(blobWriteKey(i), blobWriteValue(i, r), nil))
+		}
+	}
+	must(t, d.Flush())
+	v := d.versions.Current()
+	var total, garbage uint64
+	for _, b := range v.BlobFiles {
+		total += b.TotalCount
+		garbage += b.GarbageCount
+	}
+	v.Unref()
+	if total != 3*n/2 || garbage != 2*n/2 {
+		t.Errorf("blob files hold %d values with %d garbage, want %d with %d", total, garbage, 3*n/2, 2*n/2)
+	}
+	checkBlobReferences(t, d)
+	expectBlobWriteValues(t, d, n, 2)
+	// A memtable of overwrites only of its own values: its file is all
+	// garbage once flushed, and goes with the next edit.
+	for r := 3; r < 5; r++ {
+		for i := range n {
+			must(t, d.Put(blobWriteKey(i), blobWriteValue(i, r), nil))
+		}
+		must(t, d.Flush())
+	}
+	must(t, d.CompactRange(nil, nil))
+	d.deleteObsoleteFiles(false)
+	checkBlobReferences(t, d)
+	expectBlobWriteValues(t, d, n, 4)
+}
+
+// TestBlobWriteSeparationRecovery: values in blob files at commit survive
+// Close and Open (the WAL is replayed with them inline, flushed, and the
+// old files removed), a process crash (everything handed to the OS) and a
+// power loss after synced writes; nothing is lost and no file leaks.
+func TestBlobWriteSeparationRecovery(t *testing.T) {
+	for _, how := range []string{"close", "crash", "power-loss-synced"} {
+		t.Run(how, func(t *testing.T) {
+			mem := vfs.NewMem()
+			opts := blobWriteTestOptions(mem)
+			d, err := Open("/db", opts)
+			must(t, err)
+			wo := &WriteOptions{Sync: how == "power-loss-synced"}
+			const n = 60
+			for i := range n {
+				must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), wo))
+			}
+			fs := mem
+			switch how {
+			case "close":
+				must(t, d.Close())
+			case "crash":
+				fs = processCrashCopy(t, mem, "/db")
+				defer d.Close()
+			case "power-loss-synced":
+				fs = mem.CrashClone()
+				defer d.Close()
+			}
+			ro := *opts
+			ro.FS = fs
+			d2, err := Open("/db", &ro)
+			must(t, err)
+			expectBlobWriteValues(t, d2, n, 0)
+			if m := d2.Metrics(); m.Recovery.DroppedRecords != 0 {
+				t.Errorf("recovery dropped %d records", m.Recovery.DroppedRecords)
+			}
+			checkBlobReferences(t, d2)
+			// Every blob file on disk is in the version: the ones the old
+			// WAL pointed into were removed after the recovery's flush.
+			v := d2.versions.Current()
+			for _, num := range blobFileNums(t, fs) {
+				if v.BlobFile(num) == nil {
+					t.Errorf("blob file %s on disk after Open is not in the version", num)
+				}
+			}
+			v.Unref()
+			// Writes go on, into new blob files.
+			for i := range n {
+				must(t, d2.Put(blobWriteKey(i), blobWriteValue(i, 1), nil))
+			}
+			expectBlobWriteValues(t, d2, n, 1)
+			must(t, d2.Close())
+		})
+	}
+}
+
+// newestWALBlobFile returns the number of the newest blob file on disk
+// that no version holds (the active one of the memtable).
+func newestMemBlobFile(t *testing.T, fs vfs.FS, d *DB) base.FileNum {
+	t.Helper()
+	v := d.versions.Current()
+	defer v.Unref()
+	var newest base.FileNum
+	for _, num := range blobFileNums(t, fs) {
+		if v.BlobFile(num) == nil && num > newest {
+			newest = num
+		}
+	}
+	if newest == 0 {
+		t.Fatal("no memtable blob file on disk")
+	}
+	return newest
+}
+
+// TestBlobWriteSeparationLostValueEndsWAL: a value whose record is not in
+// its blob file (cut off, or zeros, as a power loss leaves unsynced bytes)
+// ends the WAL there, as a torn record does: Open recovers the writes
+// before it and reports the loss. A record present and damaged is
+// corruption: Open refuses, and Check reports it.
+func TestBlobWriteSeparationLostValueEndsWAL(t *testing.T) {
+	const n, cut = 40, 30 // keys; key cut's value (even) is the first lost
+	for _, damage := range []string{"truncate", "zeros", "flip"} {
+		t.Run(damage, func(t *testing.T) {
+			mem := vfs.NewMem()
+			opts := blobWriteTestOptions(mem)
+			d, err := Open("/db", opts)
+			must(t, err)
+			for i := range n {
+				must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), nil))
+			}
+			num := newestMemBlobFile(t, mem, d)
+			name := "/db/" + base.MakeFilename(base.FileTypeBlob, num)
+			must(t, d.Close())
+			data := readFile(t, mem, name)
+			// The record of key cut: find its key in the file.
+			at := -1
+			for i := range len(data) - 7 {
+				if string(data[i:i+7]) == string(blobWriteKey(cut)) {
+					at = i
+					break
+				}
+			}
+			if at < 0 {
+				t.Fatal("key not found in its blob file")
+			}
+			switch damage {
+			case "truncate":
+				data = data[:at]
+			case "zeros":
+				clear(data[at:])
+			case "flip":
+				data[at+100] ^= 0x40
+			}
+			writeFile(t, mem, name, data)
+			d2, err := Open("/db", opts)
+			if damage == "flip" {
+				if !errors.Is(err, ErrCorruption) {
+					t.Fatalf("Open with a damaged blob record: %v", err)
+				}
+				rep, err := Check("/db", &Options{FS: mem})
+				must(t, err)
+				if rep.OK() {
+					t.Errorf("Check found no damage:\n%s", rep)
+				}
+				return
+			}
+			must(t, err)
+			defer d2.Close()
+			m := d2.Metrics()
+			if m.Recovery.DroppedRecords == 0 {
+				t.Error("no loss reported")
+			}
+			for i := range n {
+				v, err := d2.Get(blobWriteKey(i), nil)
+				switch {
+				case i < cut && (err != nil || string(v) != string(blobWriteValue(i, 0))):
+					t.Fatalf("key %d before the lost value: %d bytes, %v", i, len(v), err)
+				case i >= cut && !errors.Is(err, ErrNotFound):
+					t.Fatalf("key %d at or after the lost value: %d bytes, %v", i, len(v), err)
+				}
+			}
+		})
+	}
+}
+
+// TestBlobWriteSeparationCheckpoint: a checkpoint taken while memtables
+// hold blob indexes carries their blob files with the WALs, and opens to
+// every value.
+func TestBlobWriteSeparationCheckpoint(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobWriteTestOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer func() { must(t, d.Close()) }()
+	const n = 50
+	for i := range n {
+		must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), nil))
+	}
+	must(t, d.Checkpoint("/cp"))
+	// Writes after the checkpoint are not in it.
+	must(t, d.Put(blobWriteKey(n), blobWriteValue(n, 0), nil))
+	co := *opts
+	cp, err := Open("/cp", &co)
+	must(t, err)
+	defer func() { must(t, cp.Close()) }()
+	expectBlobWriteValues(t, cp, n, 0)
+}
+
+// TestBlobWriteSeparationSetOptions: turning separation on and off while
+// open changes where new values go, never what reads return.
+func TestBlobWriteSeparationSetOptions(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobWriteTestOptions(mem)
+	opts.EnableBlobWriteSeparation = false
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer func() { must(t, d.Close()) }()
+	const n = 30
+	for r := range 4 {
+		must(t, d.SetOptions(map[string]string{"enable_blob_write_separation": fmt.Sprint(r%2 == 1)}))
+		before := walBytes(t, mem)
+		for i := range n {
+			must(t, d.Put(blobWriteKey(i), blobWriteValue(i, r), nil))
+		}
+		grew := walBytes(t, mem) - before
+		if separated := grew < n/2*1000/2; separated != (r%2 == 1) {
+			t.Errorf("round %d: WAL grew %d bytes with separation %v", r, grew, r%2 == 1)
+		}
+		expectBlobWriteValues(t, d, n, r)
+		if r == 1 {
+			must(t, d.Flush())
+		}
+	}
+	must(t, d.Flush())
+	checkBlobReferences(t, d)
+	expectBlobWriteValues(t, d, n, 3)
+}
+
+// processCrashCopy returns a MemFS holding dir as a crash of the process
+// leaves it now: every byte written, synced or not.
+func processCrashCopy(t *testing.T, fs vfs.FS, dir string) *vfs.MemFS {
+	t.Helper()
+	out := vfs.NewMem()
+	must(t, out.MkdirAll(dir, 0o755))
+	for _, name := range listNames(t, fs, dir) {
+		if name == "LOCK" {
+			continue
+		}
+		writeFile(t, out, out.PathJoin(dir, name), readFile(t, fs, fs.PathJoin(dir, name)))
+	}
+	return out
+}
