@@ -99,6 +99,10 @@ type gcReader struct {
 	f      *cachedFile
 	values *blob.ValueReader
 	file   vfs.File // the direct-IO handle, or nil
+	// opts are the values reader's options; next is where the record
+	// read last ends.
+	opts blob.IterOptions
+	next uint64
 }
 
 // relocates reports whether the values of blob file num move (g may be
@@ -119,6 +123,7 @@ func (g *blobGC) read(x blob.Index, key []byte) ([]byte, error) {
 		}
 		r = &gcReader{f: f}
 		o := blob.IterOptions{ReadaheadSize: g.readahead}
+		defer func() { r.opts = o }()
 		if g.direct {
 			name := g.d.blobPath(x.FileNum)
 			if r.file, err = g.d.fs.Open(name, vfs.DirectIO, vfs.SequentialAccess); err != nil {
@@ -130,6 +135,17 @@ func (g *blobGC) read(x blob.Index, key []byte) ([]byte, error) {
 		r.values = f.blobReader.NewValueReaderWith(o)
 		g.readers[x.FileNum] = r
 	}
+	if x.Offset < r.next && r.opts.ReadaheadSize > 0 {
+		// Values out of file order: a file written as values were
+		// committed (EnableBlobWriteSeparation) holds them in write
+		// order, not key order, and a fixed window per value would read
+		// it many times over. Automatic readahead serves the sequential
+		// runs there are.
+		r.values.Close()
+		r.opts.ReadaheadSize = 0
+		r.values = r.f.blobReader.NewValueReaderWith(r.opts)
+	}
+	r.next = x.Offset + x.Size
 	v, err := r.values.Get(x, key, false)
 	if err == nil {
 		g.relocated.count++

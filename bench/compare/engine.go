@@ -85,6 +85,9 @@ type engineConfig struct {
 	shaleBlobFiles   bool
 	shaleMinBlobSize int64
 	shaleBlobGC      bool
+	// shaleBlobWriteSeparation sets shale's
+	// Options.EnableBlobWriteSeparation (values to blob files at commit).
+	shaleBlobWriteSeparation bool
 	// shaleMmapReads sets shale's Options.AllowMmapReads (Badger reads
 	// its value log through mappings).
 	shaleMmapReads bool

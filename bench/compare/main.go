@@ -48,6 +48,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 	blobFiles := flags.Bool("shale_blob_files", false, "run shale with Options.EnableBlobFiles (key-value separation), to compare with Badger's value log")
 	minBlob := flags.Int64("shale_min_blob_size", 0, "shale's Options.MinBlobSize under --shale_blob_files; 0, shale's default, separates every non-empty value")
 	blobGC := flags.Bool("shale_blob_gc", false, "run shale with Options.EnableBlobGarbageCollection")
+	blobWriteSep := flags.Bool("shale_blob_write_separation", false, "run shale with Options.EnableBlobWriteSeparation under --shale_blob_files (values go to blob files at commit, the WAL holds their indexes)")
 	partition := flags.Bool("partition_index_and_filters", false, "shale and RocksDB with partitioned index and filters (two-level index, partitioned filters), as db_bench's flag")
 	mmapWrites := flags.Bool("shale_mmap_writes", false, "run shale with Options.AllowMmapWrites (the WAL written through a shared memory mapping; with --shale_wal_background_writes=false, shale's durability with no system call per write)")
 	mmapReads := flags.Bool("shale_mmap_reads", false, "run shale with Options.AllowMmapReads (tables and blob files read through memory mappings, as Badger reads its value log)")
@@ -121,6 +122,7 @@ func mainErr(args []string, out, progress io.Writer) (err error) {
 			shaleBlobFiles:           *blobFiles,
 			shaleMinBlobSize:         *minBlob,
 			shaleBlobGC:              *blobGC,
+			shaleBlobWriteSeparation: *blobWriteSep,
 			shaleMmapReads:           *mmapReads,
 			shaleMmapWrites:          *mmapWrites,
 			badgerValueThreshold:     *badgerThreshold,

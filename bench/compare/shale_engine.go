@@ -24,6 +24,7 @@ func openShale(dir string, cfg engineConfig) (engine, error) {
 		EnableBlobFiles:             cfg.shaleBlobFiles,
 		MinBlobSize:                 cfg.shaleMinBlobSize,
 		EnableBlobGarbageCollection: cfg.shaleBlobGC,
+		EnableBlobWriteSeparation:   cfg.shaleBlobWriteSeparation,
 		AllowMmapReads:              cfg.shaleMmapReads,
 		AllowMmapWrites:             cfg.shaleMmapWrites,
 		PartitionFilters:            cfg.partitionIndexAndFilters,
