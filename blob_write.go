@@ -67,6 +67,27 @@ type memBlobFile struct {
 	meta *manifest.BlobFileMetadata
 	// closed is set once the writer is closed or aborted.
 	closed bool
+	// file is the file the writer writes (for presync); presyncs is the
+	// background sync started as the memtable nears full, which the
+	// file's close waits for.
+	file     vfs.File
+	presyncs sync.WaitGroup
+	presync  bool
+}
+
+// startPresync syncs a's data in the background, so that the sync the
+// memtable's rotation makes before closing its WAL finds little left to
+// write: the commit leader waits for that one. Errors are left to it.
+func (a *memBlobFile) startPresync() {
+	if a.presync {
+		return
+	}
+	a.presync = true
+	a.presyncs.Add(1)
+	go func() {
+		defer a.presyncs.Done()
+		_ = a.file.SyncData()
+	}()
 }
 
 // memBlobs is the blob side of one memtable. Only the commit leader
@@ -275,6 +296,9 @@ func (d *DB) appendMemBlob(mem *memTable, key, value []byte, o *Options) (blob.I
 	a.values += uint64(len(value))
 	a.dirty = true
 	mem.blobs.charge += len(value)
+	if mem.blobs.charge >= mem.writeBufferSize-mem.writeBufferSize/8 {
+		a.startPresync()
+	}
 	if int64(a.w.Size()) >= o.BlobFileSize {
 		// Only the active file may hold unsynced records.
 		if err := a.sync(); err != nil {
@@ -302,7 +326,7 @@ func (d *DB) newMemBlobFile(mem *memTable, o *Options) (*memBlobFile, error) {
 		return nil, fmt.Errorf("shale: creating blob file %s: %w", name, err)
 	}
 	f, sumGen := d.newChecksummedFile(f, name)
-	a := &memBlobFile{num: num, sumGen: sumGen, w: blob.NewWriter(f, blob.WriterOptions{
+	a := &memBlobFile{num: num, sumGen: sumGen, file: f, w: blob.NewWriter(f, blob.WriterOptions{
 		FileNum: num, FileName: name, Compression: o.BlobCompression,
 		TargetFileSize: min(o.BlobFileSize, blobWritePrealloc), BytesPerSync: o.BytesPerSync})}
 	d.mu.Lock() // captureLiveFiles lists the files under d.mu
@@ -328,6 +352,7 @@ func abortMemBlobs(mem *memTable) error {
 	for _, a := range mem.blobs.files {
 		if !a.closed {
 			a.closed = true
+			a.presyncs.Wait()
 			a.w.Abort()
 		}
 	}
@@ -345,6 +370,7 @@ func (d *DB) finishMemBlobs(m *memTable, jobID int) ([]*manifest.BlobFileMetadat
 			var meta *manifest.BlobFileMetadata
 			if !a.closed {
 				a.closed = true
+				a.presyncs.Wait()
 				if wm, err := a.w.Close(); err == nil {
 					sum, method := finishFileChecksum(a.sumGen)
 					meta = &manifest.BlobFileMetadata{FileNum: a.num, TotalCount: wm.Count, TotalBytes: a.bytes,
@@ -430,6 +456,7 @@ func (d *DB) releaseMemBlobs(m *memTable) {
 	for _, a := range m.blobs.files {
 		if !a.closed {
 			a.closed = true
+			a.presyncs.Wait()
 			a.w.Abort()
 		}
 		d.memBlobPins.unpin(a.num)
