@@ -27,10 +27,20 @@ import (
 //     before its WAL record is: a crash of the process never leaves a WAL
 //     record whose value is not in the file.
 //   - A memtable's blob files other than its active one are synced when
-//     they are rolled (BlobFileSize), and the active one before every WAL
-//     sync that covers its records (a synced write, the sync before a
-//     secondary tombstone, the close of a WAL at rotation or Close): a
-//     synced WAL record never points at bytes a power loss can take.
+//     they are rolled (BlobFileSize), and the active one with every WAL
+//     sync that covers its records: before the sync before a secondary
+//     tombstone and the close of a WAL at rotation or Close, and beside
+//     the WAL's write and sync for a synced group, which is acknowledged
+//     once both are done. A power loss between the two leaves at worst an
+//     unacknowledged WAL record whose value is lost, and recovery ends the
+//     WAL there: an acknowledged synced write never points at lost bytes,
+//     and the older WALs never do.
+//   - A blob file whose write or sync failed is never finished and added
+//     to the version: its flush reads the memtable's values back from it
+//     (the page cache holds them, verified by their checksums) and writes
+//     them anew (relocatingIter), since after a failed sync the file's
+//     bytes on disk are not to be trusted. It stays on disk for the WAL
+//     until the next Open's sweep.
 //   - Every value of a memtable's blob files belongs to that memtable
 //     (files are per memtable): its flush adds them to the version with
 //     the tables, recording as garbage the values the flush dropped.
@@ -57,12 +67,10 @@ type memBlobFile struct {
 	// bytes are the record bytes written (blobRecordBytes), count the
 	// values, values their bytes.
 	bytes, count, values uint64
-	// handed is what the last successful Flush or Sync handed to the OS:
-	// every record a WAL record or the memtable indexes lies before its
-	// end. A file whose writer failed is finished there (sealMemBlob).
-	handed struct{ end, bytes, count, values uint64 }
 	// dirty says records were handed to the OS since the last sync.
 	dirty bool
+	// failed is set once a write or sync of the file failed.
+	failed bool
 	// meta is set once the file is finished (by its memtable's flush).
 	meta *manifest.BlobFileMetadata
 	// closed is set once the writer is closed or aborted.
@@ -70,9 +78,10 @@ type memBlobFile struct {
 	// file is the file the writer writes (for presync); presyncs is the
 	// background sync started as the memtable nears full, which the
 	// file's close waits for.
-	file     vfs.File
-	presyncs sync.WaitGroup
-	presync  bool
+	file       vfs.File
+	presyncs   sync.WaitGroup
+	presync    bool
+	presyncErr error
 }
 
 // startPresync syncs a's data in the background, so that the sync the
@@ -86,7 +95,9 @@ func (a *memBlobFile) startPresync() {
 	a.presyncs.Add(1)
 	go func() {
 		defer a.presyncs.Done()
-		_ = a.file.SyncData()
+		// A failure is reported by the next sync: the kernel reports a
+		// failed writeback once.
+		a.presyncErr = a.file.SyncData()
 	}()
 }
 
@@ -185,12 +196,21 @@ func (d *DB) writeSeparation(o *Options) (minSize int64, ok bool) {
 
 // separateGroup writes the values of the group to separate to mem's blob
 // files and sets each writer's walData to its batch with blob indexes in
-// their place (nil: the batch goes as it is), hands the blob bytes to the
-// OS, and syncs them when the group syncs its WAL. The caller leads the
-// commit queue and does not hold d.mu.
-func (d *DB) separateGroup(mem *memTable, group []*writer, syncWAL bool) error {
+// their place (nil: the batch goes as it is), and hands the blob bytes to
+// the OS. When the group syncs its WAL, the blob file's sync starts in the
+// background and synced returns its outcome: the caller waits for it
+// before acknowledging the group. The caller leads the commit queue and
+// does not hold d.mu.
+func (d *DB) separateGroup(mem *memTable, group []*writer, syncWAL bool) (synced func() error, err error) {
 	o := d.mutableOptions()
 	minSize, ok := d.writeSeparation(o)
+	defer func() {
+		if err != nil {
+			if a := mem.blobs.last(); a != nil {
+				a.failed = true
+			}
+		}
+	}()
 	for _, w := range group {
 		w.walData = nil
 		if !ok || w.batch.maxSetValue < minSize {
@@ -198,35 +218,63 @@ func (d *DB) separateGroup(mem *memTable, group []*writer, syncWAL bool) error {
 		}
 		data, err := d.separateBatch(mem, w.batch.data, w.walBuf[:0], minSize, o)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		w.walBuf, w.walData = data, data
 	}
 	a := mem.blobs.active()
 	if a == nil || !a.dirty {
-		return nil
-	}
-	if syncWAL {
-		return a.sync()
+		return nil, nil
 	}
 	if err := a.w.Flush(); err != nil {
-		return err
+		return nil, err
 	}
-	a.noteHanded()
-	return nil
+	if !syncWAL {
+		return nil, nil
+	}
+	if err := a.waitPresync(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.file.SyncData() }()
+	return func() error {
+		if err := <-done; err != nil {
+			a.failed = true
+			return fmt.Errorf("shale: syncing blob file %s: %w", a.num, err)
+		}
+		a.dirty = false
+		return nil
+	}, nil
 }
 
-// noteHanded records that every record added so far is in the file.
-func (a *memBlobFile) noteHanded() {
-	a.handed.end, a.handed.bytes, a.handed.count, a.handed.values = a.w.Size(), a.bytes, a.count, a.values
+// last returns the newest file, nil for none.
+func (m *memBlobs) last() *memBlobFile {
+	if len(m.files) == 0 {
+		return nil
+	}
+	return m.files[len(m.files)-1]
+}
+
+// waitPresync waits for the background sync and returns its failure,
+// marking the file failed.
+func (a *memBlobFile) waitPresync() error {
+	a.presyncs.Wait()
+	if err := a.presyncErr; err != nil {
+		a.failed = true
+		return fmt.Errorf("shale: syncing blob file %s: %w", a.num, err)
+	}
+	return nil
 }
 
 // sync syncs the file's records.
 func (a *memBlobFile) sync() error {
-	if err := a.w.Sync(); err != nil {
+	if err := a.waitPresync(); err != nil {
 		return err
 	}
-	a.noteHanded()
+	if err := a.w.Sync(); err != nil {
+		a.failed = true
+		return err
+	}
 	a.dirty = false
 	return nil
 }
@@ -289,6 +337,7 @@ func (d *DB) appendMemBlob(mem *memTable, key, value []byte, o *Options) (blob.I
 	}
 	x, err := a.w.Add(key, value)
 	if err != nil {
+		a.failed = true
 		return blob.Index{}, err
 	}
 	a.bytes += blobRecordBytes(x)
@@ -361,79 +410,112 @@ func abortMemBlobs(mem *memTable) error {
 
 // finishMemBlobs finishes (footer, sync, close) the blob files of m, an
 // immutable memtable about to be flushed by job jobID (which the listener
-// is told they were created by), and returns their metadata. A
-// flush that failed and runs again finds them finished.
-func (d *DB) finishMemBlobs(m *memTable, jobID int) ([]*manifest.BlobFileMetadata, error) {
+// is told they were created by), and returns their metadata. A flush that
+// failed and runs again finds them finished. The files whose write or sync
+// failed, or that cannot be finished, are not: relocate lists them, and
+// the flush writes their values anew (relocatingIter).
+func (d *DB) finishMemBlobs(m *memTable, jobID int) (_ []*manifest.BlobFileMetadata, relocate map[base.FileNum]bool, _ error) {
 	var out []*manifest.BlobFileMetadata
 	for _, a := range m.blobs.files {
-		if a.meta == nil {
-			var meta *manifest.BlobFileMetadata
+		if a.meta == nil && !a.failed {
+			if a.closed {
+				a.failed = true // closed unfinished by an earlier attempt
+			} else if err := a.waitPresync(); err == nil {
+				a.closed = true
+				wm, err := a.w.Close()
+				if err != nil {
+					d.logger.Warn("finishing a memtable's blob file failed: the flush writes its values anew", "file", a.num, "err", err)
+					a.failed = true
+				} else {
+					sum, method := finishFileChecksum(a.sumGen)
+					a.meta = &manifest.BlobFileMetadata{FileNum: a.num, TotalCount: wm.Count, TotalBytes: a.bytes,
+						Size: wm.Size, ChecksumMethod: method, ChecksumValue: sum}
+					d.opts.Statistics.add(TickerBlobFileBytesWritten, wm.Size)
+					d.eventBlobCreated(BlobFileInfo{JobID: jobID, FileNum: uint64(a.num), Path: d.blobPath(a.num), Size: wm.Size, Reason: FileReasonFlush})
+					d.memBlobPins.markFinished(a.num)
+					// A reader opened while the file was unfinished has no
+					// footer bounds: the next open reads the footer.
+					d.fileCache.evictUnfinished(a.num)
+				}
+			}
+		}
+		switch {
+		case a.failed:
 			if !a.closed {
 				a.closed = true
-				a.presyncs.Wait()
-				if wm, err := a.w.Close(); err == nil {
-					sum, method := finishFileChecksum(a.sumGen)
-					meta = &manifest.BlobFileMetadata{FileNum: a.num, TotalCount: wm.Count, TotalBytes: a.bytes,
-						Size: wm.Size, ChecksumMethod: method, ChecksumValue: sum}
-				} else {
-					d.logger.Warn("finishing a memtable's blob file failed; sealing it where its records end", "file", a.num, "err", err)
-				}
+				a.w.Abort()
 			}
-			if meta == nil {
-				var err error
-				if meta, err = d.sealMemBlob(a); err != nil {
-					return nil, err
-				}
+			if relocate == nil {
+				relocate = map[base.FileNum]bool{}
 			}
-			a.meta = meta
-			d.opts.Statistics.add(TickerBlobFileBytesWritten, meta.Size)
-			d.eventBlobCreated(BlobFileInfo{JobID: jobID, FileNum: uint64(a.num), Path: d.blobPath(a.num), Size: meta.Size, Reason: FileReasonFlush})
-			d.memBlobPins.markFinished(a.num)
-			// A reader opened while the file was unfinished has no footer
-			// bounds: the next open reads the footer.
-			d.fileCache.evictUnfinished(a.num)
-		}
-		if a.meta.TotalCount > 0 {
+			relocate[a.num] = true
+		case a.meta.TotalCount > 0:
 			out = append(out, a.meta)
 		}
 	}
-	return out, nil
+	return out, relocate, nil
 }
 
-// sealMemBlob finishes the blob file a, whose writer failed, where the
-// records handed to the OS end (blob.Seal): the memtable and its WAL index
-// none past there.
-func (d *DB) sealMemBlob(a *memBlobFile) (*manifest.BlobFileMetadata, error) {
-	name := d.blobPath(a.num)
-	h := a.handed
-	f, err := d.fs.OpenReadWrite(name)
+// relocatingIter is the iterator of a flushed memtable that turns its blob
+// indexes into the files in relocate into Set entries with their values,
+// read back (and verified) from those files through the file cache: the
+// flush writes them anew. A value that does not read back stops the
+// iteration with its error, failing the flush.
+type relocatingIter struct {
+	base.InternalIterator
+	d        *DB
+	relocate map[base.FileNum]bool
+	key      base.InternalKey
+	value    []byte
+	buf      []byte
+	err      error
+}
+
+func (r *relocatingIter) resolve(ok bool) bool {
+	if !ok || r.err != nil {
+		return false
+	}
+	k, v := r.InternalIterator.Key(), r.InternalIterator.Value()
+	r.key, r.value = k, v
+	if k.Kind() != base.KindBlobIndex {
+		return true
+	}
+	x, err := blob.DecodeIndex("blob index in a memtable", v)
 	if err != nil {
-		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+		r.err = err
+		return false
 	}
-	// Truncate leaves a handle's append position where it was: the footer
-	// is appended through a handle opened after it.
-	err = f.Truncate(int64(h.end))
-	if err == nil {
-		err = f.Sync()
+	if !r.relocate[x.FileNum] {
+		return true
 	}
-	if err = errors.Join(err, f.Close()); err != nil {
-		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+	val, err := r.d.readBlobValue(k.UserKey, v, false, nil)
+	if err != nil {
+		r.err = fmt.Errorf("shale: reading back a value of blob file %s, whose write failed: %w", x.FileNum, err)
+		return false
 	}
-	if f, err = d.fs.OpenReadWrite(name); err != nil {
-		return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
+	r.buf = append(r.buf[:0], val...)
+	r.key, r.value = base.MakeInternalKey(k.UserKey, k.SeqNum(), base.KindSet), r.buf
+	return true
+}
+
+func (r *relocatingIter) First() bool           { return r.resolve(r.InternalIterator.First()) }
+func (r *relocatingIter) Last() bool            { return r.resolve(r.InternalIterator.Last()) }
+func (r *relocatingIter) Next() bool            { return r.resolve(r.InternalIterator.Next()) }
+func (r *relocatingIter) Prev() bool            { return r.resolve(r.InternalIterator.Prev()) }
+func (r *relocatingIter) SeekGE(k []byte) bool  { return r.resolve(r.InternalIterator.SeekGE(k)) }
+func (r *relocatingIter) SeekLT(k []byte) bool  { return r.resolve(r.InternalIterator.SeekLT(k)) }
+func (r *relocatingIter) Key() base.InternalKey { return r.key }
+func (r *relocatingIter) Value() []byte         { return r.value }
+
+func (r *relocatingIter) Error() error {
+	if r.err != nil {
+		return r.err
 	}
-	wm, err := blob.Seal(f, name, h.end, h.count, h.values)
-	if err = errors.Join(err, f.Close()); err != nil {
-		return nil, err
-	}
-	meta := &manifest.BlobFileMetadata{FileNum: a.num, TotalCount: h.count, TotalBytes: h.bytes, Size: wm.Size}
-	if a.sumGen != nil {
-		// The DB's whole-file checksum, of the file as it now is.
-		if meta.ChecksumValue, meta.ChecksumMethod, err = computeFileChecksum(d.fs, name, fileChecksumFactory(d.opts), a.sumGen.Name()); err != nil {
-			return nil, fmt.Errorf("shale: sealing blob file %s: %w", name, err)
-		}
-	}
-	return meta, nil
+	return r.InternalIterator.Error()
+}
+
+func (r *relocatingIter) Close() error {
+	return errors.Join(r.InternalIterator.Close(), r.err)
 }
 
 // memBlobGarbage returns the garbage a flush of files (a memtable's, in

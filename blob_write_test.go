@@ -9,6 +9,7 @@ import (
 
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
+	"github.com/shaledb/shale/vfs/errorfs"
 )
 
 // blobWriteTestOptions are test options with values of at least 100 bytes
@@ -430,6 +431,77 @@ func expectBlobWriteValues2(t *testing.T, d *DB, n int) {
 		v, err := d.Get(blobWriteKey(2*i), nil)
 		if err != nil || string(v) != string(blobWriteValue(2*i, 0)) {
 			t.Fatalf("Get(%s): %d bytes, %v", blobWriteKey(2*i), len(v), err)
+		}
+	}
+}
+
+// TestBlobWriteSeparationFaults fails a write, a torn write or a sync of
+// the memtable's blob file under Puts (synced ones for the sync): the
+// write fails and the DB goes read-only, keeping every acknowledged value
+// readable; after Resume the flush writes the values of the failed file
+// anew (it is never finished and added to the version), and every
+// acknowledged value reads back, then and after a reopen.
+func TestBlobWriteSeparationFaults(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rule errorfs.Rule
+		sync bool
+	}{
+		{"write", errorfs.Rule{Op: errorfs.OpWrite, PathContains: ".blob"}, false},
+		{"torn-write-enospc", errorfs.Rule{Op: errorfs.OpWrite, PathContains: ".blob", ShortWrite: true, NoSpace: true}, false},
+		{"sync", errorfs.Rule{Op: errorfs.OpSync, PathContains: ".blob"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			ffs, opts, d := openFaultDB(t, mem, func(o *Options) {
+				bo := blobWriteTestOptions(o.FS)
+				*o = *bo
+			})
+			defer d.Close()
+			wo := &WriteOptions{Sync: c.sync}
+			const n = 30
+			for i := range n {
+				must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), wo))
+			}
+			ffs.AddRule(c.rule)
+			acked := n
+			for i := n; i < 2*n; i++ {
+				if err := d.Put(blobWriteKey(i), blobWriteValue(i, 0), wo); err != nil {
+					if !errors.Is(err, ErrReadOnly) {
+						t.Fatalf("Put with a failing blob %s: %v", c.name, err)
+					}
+					break
+				}
+				acked = i + 1
+			}
+			if ffs.Injected() == 0 {
+				t.Fatal("no fault injected")
+			}
+			if acked == 2*n {
+				t.Fatal("every Put succeeded under the fault")
+			}
+			ffs.ClearRules()
+			expectBlobWriteValuesUpTo(t, d, acked)
+			must(t, d.Resume())
+			must(t, d.Flush())
+			expectBlobWriteValuesUpTo(t, d, acked)
+			checkBlobReferences(t, d)
+			must(t, d.Close())
+			d2, err := Open("/db", opts)
+			must(t, err)
+			expectBlobWriteValuesUpTo(t, d2, acked)
+			must(t, d2.Close())
+		})
+	}
+}
+
+// expectBlobWriteValuesUpTo reads keys [0, n) of round 0 with Get.
+func expectBlobWriteValuesUpTo(t *testing.T, d *DB, n int) {
+	t.Helper()
+	for i := range n {
+		v, err := d.Get(blobWriteKey(i), nil)
+		if err != nil || string(v) != string(blobWriteValue(i, 0)) {
+			t.Fatalf("Get(%s): %d bytes, %v", blobWriteKey(i), len(v), err)
 		}
 	}
 }

@@ -234,11 +234,14 @@ var testHookFlushInstalled func()
 // and returned with the blob files the flush wrote, and garbage is what of
 // them the tables do not reference (values m held overwritten or deleted).
 func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq base.SeqNum, v *manifest.Version, jobID int) ([]*manifest.FileMetadata, []*manifest.BlobFileMetadata, []manifest.BlobGarbage, error) {
-	memBlobs, err := d.finishMemBlobs(m, jobID)
+	memBlobs, relocate, err := d.finishMemBlobs(m, jobID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	it := m.NewIter()
+	var it base.InternalIterator = m.NewIter()
+	if len(relocate) > 0 {
+		it = &relocatingIter{InternalIterator: it, d: d, relocate: relocate}
+	}
 	defer it.Close()
 	ro := compact.RunOptions{
 		Cmp:            d.cmp,

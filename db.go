@@ -701,7 +701,8 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 	d.mu.Unlock()
 
 	var err, walErr error
-	if walErr = d.separateGroup(mem, group, syncWAL); walErr != nil {
+	blobSynced, walErr := d.separateGroup(mem, group, syncWAL)
+	if walErr != nil {
 		walErr = fmt.Errorf("shale: writing values to blob files: %w", walErr)
 		err = walErr
 	}
@@ -721,6 +722,13 @@ func (d *DB) commitGroupLocked(group []*writer) error {
 			d.stats.walBytes.Add(uint64(logw.Size() - before))
 		}
 		err = walErr
+	}
+	if blobSynced != nil {
+		// The group's values were synced beside its WAL record.
+		if serr := blobSynced(); serr != nil && walErr == nil {
+			walErr = fmt.Errorf("shale: syncing values' blob file: %w", serr)
+			err = walErr
+		}
 	}
 	if err == nil {
 		for _, o := range group {
