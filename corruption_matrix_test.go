@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/vfs"
 )
@@ -296,7 +297,7 @@ func TestCorruptionMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
-	runCorruptionMatrix(t, false)
+	runCorruptionMatrix(t, nil)
 }
 
 // TestCorruptionMatrixBlobFiles is TestCorruptionMatrix with blob files on:
@@ -304,18 +305,28 @@ func TestCorruptionMatrix(t *testing.T) {
 // detected (by reads, scans or VerifyChecksum, and by Check), never read
 // as another value.
 func TestCorruptionMatrixBlobFiles(t *testing.T) {
-	runCorruptionMatrix(t, true)
+	runCorruptionMatrix(t, setBlobTestOptions)
+}
+
+// TestCorruptionMatrixBlobWriteSeparation is TestCorruptionMatrixBlobFiles
+// with values separated at commit: the last memtable's values are in an
+// unfinished blob file the WAL points into, whose damage counts as the
+// WAL's: a cut or zeroed record may end the WAL there (a prefix of the
+// batches), a flipped one is detected.
+func TestCorruptionMatrixBlobWriteSeparation(t *testing.T) {
+	runCorruptionMatrix(t, setBlobWriteSeparationTestOptions)
 }
 
 // runCorruptionMatrix damages the files of the matrix database, with blob
-// files when blobs.
-func runCorruptionMatrix(t *testing.T, blobs bool) {
+// files when blobSet (which sets their options) is not nil.
+func runCorruptionMatrix(t *testing.T, blobSet func(*Options)) {
 	seed := modelSeed(t)
 	t.Logf("seed %d (rerun with SHALE_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0xc0ffee))
+	blobs := blobSet != nil
 	var sets []func(*Options)
 	if blobs {
-		sets = append(sets, setBlobTestOptions)
+		sets = append(sets, blobSet)
 	}
 	m := buildMatrixDB(t, sets...)
 	names, err := m.fs.List("/db")
@@ -353,7 +364,9 @@ func runCorruptionMatrix(t *testing.T, blobs bool) {
 				writeFile(t, fs, "/db/"+name, dm.fn(slices.Clone(orig), off))
 				what := fmt.Sprintf("%s of %s (%d bytes) at offset %d (seed %d)", dm.what, name, len(orig), off, seed)
 				c.tried++
-				outcome, checkFound, sumChecked, sumFound := matrixTrial(t, m, fs, name, what, ft == base.FileTypeLog)
+				// A memtable's blob file (no footer) holds values of the WAL.
+				walDamage := ft == base.FileTypeLog || ft == base.FileTypeBlob && unfinishedBlob(orig)
+				outcome, checkFound, sumChecked, sumFound := matrixTrial(t, m, fs, name, what, walDamage)
 				if sumChecked {
 					c.sumChecked++
 				}
@@ -481,3 +494,27 @@ func rangeInts(n, step int) []int {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// unfinishedBlob reports whether data is a blob file without a footer (a
+// memtable's, written at commit).
+func unfinishedBlob(data []byte) bool {
+	mem := vfs.NewMem()
+	f, err := mem.Create("/b")
+	if err != nil {
+		return false
+	}
+	_, err = f.Write(data)
+	f.Close()
+	if err != nil {
+		return false
+	}
+	rf, err := mem.Open("/b")
+	if err != nil {
+		return false
+	}
+	r, err := blob.NewReader(rf, blob.ReaderOptions{})
+	if err == nil {
+		r.Close()
+	}
+	return errors.Is(err, blob.ErrNoFooter)
+}
