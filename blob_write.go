@@ -647,10 +647,15 @@ func (r *walBlobResolver) read(key, idx []byte) (_ []byte, lost bool, _ error) {
 	return nil, r.notWritten(name, x), err
 }
 
-// notWritten reports whether the record x locates in the file name is
-// missing: past the file's end, or ending in zeros where its trailer should
-// be (a written trailer is zeros only when its checksum is 0, one chance in
-// 2^32): a page written back before a power loss and the next one not.
+// notWritten reports whether the record x locates in the file name was
+// not written whole, as a power loss leaves unsynced bytes: the file ends
+// before the record's end, or a stretch of it between sector boundaries
+// (512 bytes) reads as zeros — a whole sector inside the record, or the
+// piece of a sector it begins or ends in (where its length field or
+// trailer lie). Sectors of unsynced data reach the disk in any order, and
+// one never written reads as zeros. A bit flip leaves no such stretch; a
+// record whose value holds a sector of zeros reads back and is never
+// asked about.
 func (r *walBlobResolver) notWritten(name string, x blob.Index) bool {
 	f, err := r.fs.Open(name)
 	if err != nil {
@@ -661,17 +666,35 @@ func (r *walBlobResolver) notWritten(name string, x blob.Index) bool {
 	if x.Offset < 4 || x.Size > 1<<32 {
 		return false
 	}
+	start := int64(x.Offset - 4)
 	buf := make([]byte, x.Size+overhead)
-	n, _ := f.ReadAt(buf, int64(x.Offset-4))
+	n, _ := f.ReadAt(buf, start)
 	if n < len(buf) {
 		return true
 	}
-	for _, b := range buf[len(buf)-5:] {
-		if b != 0 {
-			return false
+	// Sectors: the unit a device writes whole (a page may tear into them).
+	const page = 512
+	for lo := int64(0); lo < int64(len(buf)); {
+		hi := min((start+lo)/page*page+page-start, int64(len(buf)))
+		whole := (start+lo)%page == 0 && hi-lo == page
+		// An edge piece of 5 bytes or more holds a nonzero length field
+		// or a checksum when written.
+		edge := (lo == 0 || hi == int64(len(buf))) && hi-lo >= 5
+		if whole || edge {
+			zero := true
+			for _, b := range buf[lo:hi] {
+				if b != 0 {
+					zero = false
+					break
+				}
+			}
+			if zero {
+				return true
+			}
 		}
+		lo = hi
 	}
-	return true
+	return false
 }
 
 // files returns the blob files the resolver read from, ascending.

@@ -157,17 +157,28 @@ func (d *DB) captureLiveFiles() (_ *liveFileSet, err error) {
 		w, num := d.mu.log.w, d.mu.log.num
 		for _, m := range d.mu.mem.queue {
 			walNums = append(walNums, m.logNum)
-			memBlobNums = append(memBlobNums, m.blobs.nums()...)
 		}
-		memBlobNums = append(memBlobNums, d.mu.mem.mutable.blobs.nums()...)
 		d.mu.Unlock()
 		if w == nil {
 			return nil, ErrClosed
+		}
+		if testHookCaptureBeforeWALSize != nil {
+			testHookCaptureBeforeWALSize()
 		}
 		size, err := w.WrittenSize()
 		if err != nil {
 			return nil, fmt.Errorf("shale: WAL %s: %w", num, err)
 		}
+		// Listed after the WAL's size: a blob file is created before any
+		// WAL record points into it, so every record copied finds its file
+		// here. (Deletions are held: a memtable flushed since keeps its
+		// files on disk.)
+		d.mu.Lock()
+		for _, m := range d.mu.mem.queue {
+			memBlobNums = append(memBlobNums, m.blobs.nums()...)
+		}
+		memBlobNums = append(memBlobNums, d.mu.mem.mutable.blobs.nums()...)
+		d.mu.Unlock()
 		walNums = append(walNums, num)
 		cur.num, cur.size = num, size
 	}
@@ -435,3 +446,8 @@ func removeCheckpointDir(fs vfs.FS, tmp string) {
 	}
 	_ = fs.Remove(tmp)
 }
+
+// testHookCaptureBeforeWALSize, when set by a test, runs in
+// captureLiveFiles after the WALs are listed and before the current WAL's
+// size is read.
+var testHookCaptureBeforeWALSize func()

@@ -335,7 +335,7 @@ func (d *DB) replayFollowedWALs() (base.SeqNum, error) {
 				return err
 			}
 			resolved, _, err := blobs.resolve(name, off, rec)
-			if errors.Is(err, errBlobValueLost) {
+			if errors.Is(err, errBlobValueLost) || errors.Is(err, os.ErrNotExist) {
 				// The primary flushed the memtable and removed its file
 				// since the MANIFEST was read: the next catch-up finds the
 				// values in tables.
