@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
 	"github.com/shaledb/shale/internal/manifest"
+	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/vfs"
 )
 
@@ -71,6 +72,10 @@ type memBlobFile struct {
 	dirty bool
 	// failed is set once a write or sync of the file failed.
 	failed bool
+	// zeroEnd is where the zeros written ahead of the records end
+	// (zeroAhead); noZeros says the file cannot take them.
+	zeroEnd int64
+	noZeros bool
 	// meta is set once the file is finished (by its memtable's flush).
 	meta *manifest.BlobFileMetadata
 	// closed is set once the writer is closed or aborted.
@@ -243,8 +248,30 @@ func (d *DB) separateGroup(mem *memTable, group []*writer, syncWAL bool) (synced
 			return fmt.Errorf("shale: syncing blob file %s: %w", a.num, err)
 		}
 		a.dirty = false
+		d.zeroAhead(a, mem)
 		return nil
 	}, nil
+}
+
+// zeroAhead keeps zeros written ahead of the records of a, the active blob
+// file of mem, once synced writes use it, as the WAL does (wal.WriterOptions
+// ZeroFill): their fdatasync then writes data only, not the file's size and
+// block map. The zeros reach the second multiple of the step past the
+// records, renewed when the records come within half a step of their end;
+// the step is the WAL's (256 KiB, or the write buffer when smaller).
+func (d *DB) zeroAhead(a *memBlobFile, mem *memTable) {
+	step := min(int64(mem.writeBufferSize), wal.DefaultZeroFillStep)
+	size := int64(a.w.Size())
+	if step <= 0 || a.noZeros || a.zeroEnd-size > step/2 {
+		return
+	}
+	end := (size/step + 2) * step
+	if err := a.w.ZeroAhead(end); err != nil {
+		// A hint: the records are as they were; the file cannot.
+		a.noZeros = true
+		return
+	}
+	a.zeroEnd = end
 }
 
 // last returns the newest file, nil for none.

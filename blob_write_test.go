@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -538,4 +539,47 @@ func TestBlobWriteSeparationCheckpointRacesNewFile(t *testing.T) {
 	if err != nil || string(v) != string(blobWriteValue(0, 0)) {
 		t.Fatalf("value written during the capture: %d bytes, %v", len(v), err)
 	}
+}
+
+// TestBlobWriteSeparationZeroFillsForSyncedWrites: synced writes extend the
+// memtable's blob file with zeros ahead of its records (so that their
+// fdatasync writes data only); a power loss leaves a file whose zeros
+// recovery reads past, and the flush cuts them off: the finished file ends
+// in its footer.
+func TestBlobWriteSeparationZeroFillsForSyncedWrites(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobWriteTestOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer func() { must(t, d.Close()) }()
+	const n = 40
+	for i := range n {
+		must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), &WriteOptions{Sync: true}))
+	}
+	num := newestMemBlobFile(t, mem, d)
+	name := "/db/" + base.MakeFilename(base.FileTypeBlob, num)
+	data := readFile(t, mem, name)
+	records := len(bytes.TrimRight(data, "\x00"))
+	if len(data) <= records {
+		t.Fatalf("blob file of %d bytes holds no zeros after its %d bytes of records", len(data), records)
+	}
+	// Power loss now: every synced value is there.
+	co := *opts
+	co.FS = mem.CrashClone()
+	d2, err := Open("/db", &co)
+	must(t, err)
+	expectBlobWriteValuesUpTo(t, d2, n)
+	must(t, d2.Close())
+	must(t, d.Flush())
+	v := d.versions.Current()
+	meta := v.BlobFile(num)
+	v.Unref()
+	if meta == nil {
+		t.Fatalf("blob file %s not in the version after the flush", num)
+	}
+	if got := int64(len(readFile(t, mem, name))); got != int64(meta.Size) {
+		t.Errorf("finished blob file is %d bytes, the MANIFEST says %d: the zeros were not cut off", got, meta.Size)
+	}
+	expectBlobWriteValuesUpTo(t, d, n)
+	checkBlobReferences(t, d)
 }

@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -353,7 +354,14 @@ func runCorruptionMatrix(t *testing.T, blobSet func(*Options)) {
 		if len(orig) == 0 {
 			continue // an empty WAL has nothing to damage
 		}
-		for _, dm := range matrixDamages(rng, orig) {
+		sampled := orig
+		if ft == base.FileTypeBlob && unfinishedBlob(orig) {
+			// A memtable's blob file may end in zeros written ahead of its
+			// records for synced writes, which nothing reads (as a WAL's):
+			// its records are what is damaged.
+			sampled = bytes.TrimRight(orig, "\x00")
+		}
+		for _, dm := range matrixDamages(rng, sampled) {
 			c := counts[kind+" "+dm.what]
 			if c == nil {
 				c = &matrixCount{}

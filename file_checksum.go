@@ -153,6 +153,10 @@ func (f *checksummedFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// WriteZeros passes zeros written ahead of the data on to the wrapped file,
+// unhashed: the data written over them later is what the checksum covers.
+func (f *checksummedFile) WriteZeros(off, n int64) error { return vfs.WriteZeros(f.File, off, n) }
+
 // Alignment reports the wrapped file's, as a wrapping file must (vfs.Aligner).
 func (f *checksummedFile) Alignment() int { return vfs.Alignment(f.File) }
 

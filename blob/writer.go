@@ -59,7 +59,9 @@ type Writer struct {
 	count  uint64
 	values uint64
 	// err is the first error; every later call returns it.
-	err     error
+	err error
+	// zeroEnd is the end of the zeros written ahead (ZeroAhead).
+	zeroEnd int64
 	closed  bool
 	raw     []byte
 	compBuf []byte
@@ -179,6 +181,32 @@ func (w *Writer) Sync() error {
 		w.err = fmt.Errorf("shale: syncing blob file %s: %w", w.o.FileName, err)
 		return w.err
 	}
+	return nil
+}
+
+// ZeroAhead hands the buffered records to the file and writes zeros after
+// them up to end (when end is past them and past earlier zeros), without
+// moving where records are appended, and starts their writeback. Records
+// written later overwrite blocks already allocated and written, inside the
+// file's size, so that syncing them changes neither the file's size nor
+// its block map: an fdatasync that writes the data only (vfs.WriteZeros).
+// Close cuts off the zeros left. An error (a file that cannot write zeros
+// at an offset matches vfs.ErrZerosUnsupported) leaves the records as they
+// were; zeros are a hint.
+func (w *Writer) ZeroAhead(end int64) error {
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	from := max(int64(w.offset), w.zeroEnd)
+	if end <= from {
+		return nil
+	}
+	if err := vfs.WriteZeros(w.f, from, end-from); err != nil {
+		return err
+	}
+	w.zeroEnd = end
+	w.sink.NoteExtended(end)
+	_ = w.f.StartWriteback(from, end-from)
 	return nil
 }
 

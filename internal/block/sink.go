@@ -15,6 +15,8 @@ type Sink struct {
 	// range whose writeback was last started.
 	written, preallocated, writebackAt int64
 	step, bytesPerSync                 int64
+	// extended is the end of zeros written ahead of the data (NoteExtended).
+	extended int64
 }
 
 // NewSink returns a Sink appending to f. targetSize > 0 preallocates in
@@ -60,11 +62,16 @@ func (s *Sink) Write(p []byte) (int, error) {
 // Written returns the bytes written to the file so far.
 func (s *Sink) Written() int64 { return s.written }
 
+// NoteExtended records that the file was extended to end with zeros
+// written ahead of the data (vfs.WriteZeros), which Trim cuts off.
+func (s *Sink) NoteExtended(end int64) { s.extended = max(s.extended, end) }
+
 // Trim gives back the space reserved past the end of what was written
-// (fallocate with KEEP_SIZE holds it until the file is cut to its size);
-// call it once the last byte is written.
+// (fallocate with KEEP_SIZE holds it until the file is cut to its size)
+// and the zeros written ahead of it; call it once the last byte is
+// written.
 func (s *Sink) Trim() error {
-	if s.preallocated > s.written {
+	if max(s.preallocated, s.extended) > s.written {
 		return s.f.Truncate(s.written)
 	}
 	return nil

@@ -96,3 +96,31 @@ func TestSinkHints(t *testing.T) {
 		t.Fatalf("hints without options: %v %v %v", plain.preallocs, plain.writebacks, plain.truncates)
 	}
 }
+
+// TestSinkTrimCutsZerosAhead: zeros written ahead of the data (noted with
+// NoteExtended) are cut off by Trim even when nothing was preallocated.
+func TestSinkTrimCutsZerosAhead(t *testing.T) {
+	mem := vfs.NewMem()
+	f, err := mem.Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := NewSink(f, 0, 0)
+	if _, err := s.Write(bytes.Repeat([]byte{7}, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.WriteZeros(f, 100, 4000); err != nil {
+		t.Fatal(err)
+	}
+	s.NoteExtended(4100)
+	if _, err := s.Write([]byte{8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Trim(); err != nil {
+		t.Fatal(err)
+	}
+	if size, err := f.Size(); err != nil || size != 101 {
+		t.Fatalf("size after Trim: %d, %v; want 101", size, err)
+	}
+}
