@@ -675,14 +675,13 @@ func (r *walBlobResolver) read(key, idx []byte) (_ []byte, lost bool, _ error) {
 }
 
 // notWritten reports whether the record x locates in the file name was
-// not written whole, as a power loss leaves unsynced bytes: the file ends
-// before the record's end, or a stretch of it between sector boundaries
-// (512 bytes) reads as zeros — a whole sector inside the record, or the
-// piece of a sector it begins or ends in (where its length field or
-// trailer lie). Sectors of unsynced data reach the disk in any order, and
-// one never written reads as zeros. A bit flip leaves no such stretch; a
-// record whose value holds a sector of zeros reads back and is never
-// asked about.
+// cut by a power loss: the file ends before the record does, or the record
+// ends in zeros where its trailer should be (a written trailer is zeros
+// only when its checksum is 0, one chance in 2^32) — the WAL's rule for
+// torn records: a tear leaves the end unwritten. A record whose end was
+// written and whose middle reads wrong is damage, even as zeros: a value
+// may hold zeros, and a bit flip elsewhere in it must not pass for a tear
+// that silently ends the WAL.
 func (r *walBlobResolver) notWritten(name string, x blob.Index) bool {
 	f, err := r.fs.Open(name)
 	if err != nil {
@@ -693,35 +692,17 @@ func (r *walBlobResolver) notWritten(name string, x blob.Index) bool {
 	if x.Offset < 4 || x.Size > 1<<32 {
 		return false
 	}
-	start := int64(x.Offset - 4)
 	buf := make([]byte, x.Size+overhead)
-	n, _ := f.ReadAt(buf, start)
+	n, _ := f.ReadAt(buf, int64(x.Offset-4))
 	if n < len(buf) {
 		return true
 	}
-	// Sectors: the unit a device writes whole (a page may tear into them).
-	const page = 512
-	for lo := int64(0); lo < int64(len(buf)); {
-		hi := min((start+lo)/page*page+page-start, int64(len(buf)))
-		whole := (start+lo)%page == 0 && hi-lo == page
-		// An edge piece of 5 bytes or more holds a nonzero length field
-		// or a checksum when written.
-		edge := (lo == 0 || hi == int64(len(buf))) && hi-lo >= 5
-		if whole || edge {
-			zero := true
-			for _, b := range buf[lo:hi] {
-				if b != 0 {
-					zero = false
-					break
-				}
-			}
-			if zero {
-				return true
-			}
+	for _, b := range buf[len(buf)-5:] {
+		if b != 0 {
+			return false
 		}
-		lo = hi
 	}
-	return false
+	return true
 }
 
 // files returns the blob files the resolver read from, ascending.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/shaledb/shale/internal/base"
@@ -83,6 +85,16 @@ func walBytes(t *testing.T, fs vfs.FS) int64 {
 		}
 	}
 	return n
+}
+
+// currentWALBytes returns the bytes of records in the DB's current WAL
+// (its zeros written ahead not counted).
+func currentWALBytes(t *testing.T, fs vfs.FS, d *DB) int64 {
+	t.Helper()
+	d.mu.Lock()
+	num := d.mu.log.num
+	d.mu.Unlock()
+	return int64(len(bytes.TrimRight(readFile(t, fs, "/db/"+base.MakeFilename(base.FileTypeLog, num)), "\x00")))
 }
 
 // TestBlobWriteSeparationWritesValuesOnce: with EnableBlobWriteSeparation
@@ -245,10 +257,11 @@ func newestMemBlobFile(t *testing.T, fs vfs.FS, d *DB) base.FileNum {
 }
 
 // TestBlobWriteSeparationLostValueEndsWAL: a value whose record is not in
-// its blob file (cut off, or zeros, as a power loss leaves unsynced bytes)
-// ends the WAL there, as a torn record does: Open recovers the writes
-// before it and reports the loss. A record present and damaged is
-// corruption: Open refuses, and Check reports it.
+// its blob file (cut off, or ending in zeros, as a power loss leaves
+// unsynced bytes) ends the WAL there, as a torn record does: Open recovers
+// the writes before it and reports the loss. A record whose end is there
+// and whose bytes are wrong (a flip, or zeros inside it) is corruption:
+// Open refuses, and Check reports it.
 func TestBlobWriteSeparationLostValueEndsWAL(t *testing.T) {
 	const n, cut = 40, 30 // keys; key cut's value (even) is the first lost
 	for _, damage := range []string{"truncate", "zeros", "zero-sector", "flip"} {
@@ -281,8 +294,8 @@ func TestBlobWriteSeparationLostValueEndsWAL(t *testing.T) {
 			case "zeros":
 				clear(data[at:])
 			case "zero-sector":
-				// A sector inside the record never written (its trailer
-				// was): sectors of unsynced data land in any order.
+				// Zeros inside the record, its end written: damage (a
+				// value may hold zeros; a tear leaves the end unwritten).
 				s := (at + 100) / 512 * 512
 				clear(data[s : s+512])
 			case "flip":
@@ -290,7 +303,7 @@ func TestBlobWriteSeparationLostValueEndsWAL(t *testing.T) {
 			}
 			writeFile(t, mem, name, data)
 			d2, err := Open("/db", opts)
-			if damage == "flip" {
+			if damage == "flip" || damage == "zero-sector" {
 				if !errors.Is(err, ErrCorruption) {
 					t.Fatalf("Open with a damaged blob record: %v", err)
 				}
@@ -355,11 +368,11 @@ func TestBlobWriteSeparationSetOptions(t *testing.T) {
 	const n = 30
 	for r := range 4 {
 		must(t, d.SetOptions(map[string]string{"enable_blob_write_separation": fmt.Sprint(r%2 == 1)}))
-		before := walBytes(t, mem)
+		before := currentWALBytes(t, mem, d)
 		for i := range n {
 			must(t, d.Put(blobWriteKey(i), blobWriteValue(i, r), nil))
 		}
-		grew := walBytes(t, mem) - before
+		grew := currentWALBytes(t, mem, d) - before
 		if separated := grew < n/2*1000/2; separated != (r%2 == 1) {
 			t.Errorf("round %d: WAL grew %d bytes with separation %v", r, grew, r%2 == 1)
 		}
@@ -582,4 +595,103 @@ func TestBlobWriteSeparationZeroFillsForSyncedWrites(t *testing.T) {
 	}
 	expectBlobWriteValuesUpTo(t, d, n)
 	checkBlobReferences(t, d)
+}
+
+// partialZerosFS makes blob files that cannot be preallocated (ENOSPC) and
+// whose WriteZeros writes half its zeros and then fails with ENOSPC, as a
+// chunked write of zeros does on a disk that fills.
+type partialZerosFS struct{ vfs.FS }
+
+type partialZerosFile struct{ vfs.File }
+
+func (fs partialZerosFS) Create(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.Create(name, opts...)
+	if err != nil || !strings.HasSuffix(name, ".blob") {
+		return f, err
+	}
+	return &partialZerosFile{f}, nil
+}
+
+func (f *partialZerosFile) Preallocate(off, n int64) error { return syscall.ENOSPC }
+
+func (f *partialZerosFile) WriteZeros(off, n int64) error {
+	if err := vfs.WriteZeros(f.File, off, n/2); err != nil {
+		return err
+	}
+	return syscall.ENOSPC
+}
+
+// TestBlobWriteSeparationPartialZeroFill: zeros written ahead for synced
+// writes that fail part way still extend the file; with nothing
+// preallocated either, the finished file must still be cut to its records
+// and footer, and every value read back.
+func TestBlobWriteSeparationPartialZeroFill(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobWriteTestOptions(partialZerosFS{mem})
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer func() { must(t, d.Close()) }()
+	const n = 10
+	for i := range n {
+		must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), &WriteOptions{Sync: true}))
+	}
+	num := newestMemBlobFile(t, mem, d)
+	name := "/db/" + base.MakeFilename(base.FileTypeBlob, num)
+	must(t, d.Flush())
+	v := d.versions.Current()
+	meta := v.BlobFile(num)
+	v.Unref()
+	if meta == nil {
+		t.Fatalf("blob file %s not in the version after the flush", num)
+	}
+	if got := int64(len(readFile(t, mem, name))); got != int64(meta.Size) {
+		t.Errorf("finished blob file is %d bytes, the MANIFEST says %d", got, meta.Size)
+	}
+	expectBlobWriteValuesUpTo(t, d, n)
+}
+
+// TestBlobWriteSeparationFlipBesideZerosIsDamage: a bit flip in a synced
+// value that holds a run of zeros is damage (Open refuses), not a torn
+// record that would silently end the WAL and drop the acknowledged synced
+// writes after it.
+func TestBlobWriteSeparationFlipBesideZerosIsDamage(t *testing.T) {
+	const n, cut = 20, 10
+	val := func(i int) []byte {
+		v := make([]byte, 3000)
+		for j := range v {
+			v[j] = byte('a' + (i+j)%26)
+		}
+		clear(v[1000:2200]) // at least one whole 512-byte sector
+		return v
+	}
+	mem := vfs.NewMem()
+	opts := blobWriteTestOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	for i := range n {
+		must(t, d.Put(blobWriteKey(i), val(i), &WriteOptions{Sync: true}))
+	}
+	num := newestMemBlobFile(t, mem, d)
+	name := "/db/" + base.MakeFilename(base.FileTypeBlob, num)
+	must(t, d.Close())
+	data := readFile(t, mem, name)
+	at := strings.Index(string(data), string(blobWriteKey(cut)))
+	if at < 0 {
+		t.Fatal("key not found in its blob file")
+	}
+	data[at+100] ^= 0x40
+	writeFile(t, mem, name, data)
+	d2, err := Open("/db", opts)
+	if errors.Is(err, ErrCorruption) {
+		return
+	}
+	must(t, err)
+	defer d2.Close()
+	lost := 0
+	for i := range n {
+		if _, err := d2.Get(blobWriteKey(i), nil); errors.Is(err, ErrNotFound) {
+			lost++
+		}
+	}
+	t.Errorf("Open succeeded after a bit flip in a synced blob record: %d of %d acknowledged synced writes gone", lost, n)
 }

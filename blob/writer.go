@@ -201,11 +201,13 @@ func (w *Writer) ZeroAhead(end int64) error {
 	if end <= from {
 		return nil
 	}
+	// Noted first: zeros written in part still extend the file, and Trim
+	// must cut them off.
+	w.sink.NoteExtended(end)
 	if err := vfs.WriteZeros(w.f, from, end-from); err != nil {
 		return err
 	}
 	w.zeroEnd = end
-	w.sink.NoteExtended(end)
 	_ = w.f.StartWriteback(from, end-from)
 	return nil
 }
