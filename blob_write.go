@@ -9,6 +9,7 @@ import (
 
 	"github.com/shaledb/shale/blob"
 	"github.com/shaledb/shale/internal/base"
+	"github.com/shaledb/shale/internal/block"
 	"github.com/shaledb/shale/internal/manifest"
 	"github.com/shaledb/shale/internal/wal"
 	"github.com/shaledb/shale/vfs"
@@ -209,13 +210,6 @@ func (d *DB) writeSeparation(o *Options) (minSize int64, ok bool) {
 func (d *DB) separateGroup(mem *memTable, group []*writer, syncWAL bool) (synced func() error, err error) {
 	o := d.mutableOptions()
 	minSize, ok := d.writeSeparation(o)
-	defer func() {
-		if err != nil {
-			if a := mem.blobs.last(); a != nil {
-				a.failed = true
-			}
-		}
-	}()
 	for _, w := range group {
 		w.walData = nil
 		if !ok || w.batch.maxSetValue < minSize {
@@ -232,6 +226,7 @@ func (d *DB) separateGroup(mem *memTable, group []*writer, syncWAL bool) (synced
 		return nil, nil
 	}
 	if err := a.w.Flush(); err != nil {
+		a.failed = true
 		return nil, err
 	}
 	if !syncWAL {
@@ -272,14 +267,6 @@ func (d *DB) zeroAhead(a *memBlobFile, mem *memTable) {
 		return
 	}
 	a.zeroEnd = end
-}
-
-// last returns the newest file, nil for none.
-func (m *memBlobs) last() *memBlobFile {
-	if len(m.files) == 0 {
-		return nil
-	}
-	return m.files[len(m.files)-1]
 }
 
 // waitPresync waits for the background sync and returns its failure,
@@ -324,7 +311,9 @@ func (d *DB) separateBatch(mem *memTable, data, dst []byte, minSize int64, o *Op
 		if !ok {
 			return dst, nil
 		}
-		if kind == base.KindSet && int64(len(value)) >= minSize {
+		// A value too large for a blob record stays inline: the write
+		// goes on as without write-time separation.
+		if kind == base.KindSet && int64(len(value)) >= minSize && len(key)+len(value)+binary.MaxVarintLen64 <= block.MaxLen {
 			x, err := d.appendMemBlob(mem, key, value, o)
 			if err != nil {
 				return nil, err
