@@ -647,9 +647,9 @@ func (r *walBlobResolver) read(key, idx []byte) (_ []byte, lost bool, _ error) {
 			return nil, false, err
 		}
 		if br, err = blob.NewReader(f, blob.ReaderOptions{FileNum: x.FileNum, FileName: name, Unfinished: true}); err != nil {
-			// Only the header can be short: the file was created and
-			// synced empty, and the header is its first write.
-			return nil, errors.Is(err, blob.ErrNoFooter), err
+			// Only the header can be short, or zeros: the file was created
+			// and synced empty, and the header is its first write.
+			return nil, errors.Is(err, blob.ErrNoFooter) || r.zeroHeader(name), err
 		}
 		if r.readers == nil {
 			r.readers = map[base.FileNum]*blob.Reader{}
@@ -661,6 +661,21 @@ func (r *walBlobResolver) read(key, idx []byte) (_ []byte, lost bool, _ error) {
 		return v, false, nil
 	}
 	return nil, r.notWritten(name, x), err
+}
+
+// zeroHeader reports whether the file name begins with a header's worth of
+// zeros: a header a power loss took.
+func (r *walBlobResolver) zeroHeader(name string) bool {
+	f, err := r.fs.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var hb [blob.HeaderLen]byte
+	if n, _ := f.ReadAt(hb[:], 0); n < len(hb) {
+		return true
+	}
+	return hb == [blob.HeaderLen]byte{}
 }
 
 // notWritten reports whether the record x locates in the file name was
