@@ -599,12 +599,14 @@ func TestBlobFilesCorruptionDetected(t *testing.T) {
 // flush writes are in the cache, and reading them reads no blob file;
 // without it, reads after the flush read the blob files.
 func TestBlobFilesPrepopulateBlobCache(t *testing.T) {
-	for _, prepopulate := range []bool{false, true} {
-		t.Run(fmt.Sprint(prepopulate), func(t *testing.T) {
+	for _, c := range []struct{ prepopulate, atWrite bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		prepopulate := c.prepopulate
+		t.Run(fmt.Sprintf("%v-separated-at-write-%v", prepopulate, c.atWrite), func(t *testing.T) {
 			fs := &blobReadCountingFS{FS: vfs.NewMem()}
 			opts := blobTestOptions(fs)
 			opts.DisableAutoCompactions = true
 			opts.PrepopulateBlobCache = prepopulate
+			opts.EnableBlobWriteSeparation = c.atWrite
 			const n = 100
 			d := writeBlobDB(t, fs, opts, n)
 			defer d.Close()

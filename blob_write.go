@@ -120,6 +120,31 @@ type memBlobs struct {
 	// rolled is set when the last file reached BlobFileSize: the next
 	// value starts another.
 	rolled bool
+	// fresh are the values the current group wrote, for the blob cache
+	// (PrepopulateBlobCache); their key and value alias the batches.
+	fresh []freshBlob
+}
+
+// freshBlob is a value written at commit, for the blob cache.
+type freshBlob struct {
+	num        base.FileNum
+	x          blob.Index
+	key, value []byte
+}
+
+// prepopulateMemBlobs puts the values the group wrote into the blob cache
+// (PrepopulateBlobCache, which RocksDB applies to the values a flush
+// writes: here they are written at commit). Their records are in the
+// files by now, so their readers open; a file that does not is skipped.
+func (d *DB) prepopulateMemBlobs(mem *memTable) {
+	for _, fb := range mem.blobs.fresh {
+		f, err := d.fileCache.findBlob(fb.num)
+		if err != nil {
+			continue
+		}
+		f.blobReader.AddToCache(fb.x, fb.key, fb.value)
+		f.release()
+	}
 }
 
 // nums returns the numbers of the files. The caller holds d.mu, under
@@ -221,14 +246,17 @@ func (d *DB) separateGroup(mem *memTable, group []*writer, syncWAL bool) (synced
 		}
 		w.walBuf, w.walData = data, data
 	}
+	defer func() { clear(mem.blobs.fresh); mem.blobs.fresh = mem.blobs.fresh[:0] }()
 	a := mem.blobs.active()
 	if a == nil || !a.dirty {
+		d.prepopulateMemBlobs(mem)
 		return nil, nil
 	}
 	if err := a.w.Flush(); err != nil {
 		a.failed = true
 		return nil, err
 	}
+	d.prepopulateMemBlobs(mem)
 	if !syncWAL {
 		return nil, nil
 	}
@@ -317,6 +345,9 @@ func (d *DB) separateBatch(mem *memTable, data, dst []byte, minSize int64, o *Op
 			x, err := d.appendMemBlob(mem, key, value, o)
 			if err != nil {
 				return nil, err
+			}
+			if o.PrepopulateBlobCache && d.blobCache != nil {
+				mem.blobs.fresh = append(mem.blobs.fresh, freshBlob{num: x.FileNum, x: x, key: key, value: value})
 			}
 			idx = blob.EncodeIndex(idx[:0], x)
 			kind, value = base.KindBlobIndex, idx
@@ -450,8 +481,12 @@ func (d *DB) finishMemBlobs(m *memTable, jobID int) (_ []*manifest.BlobFileMetad
 					d.eventBlobCreated(BlobFileInfo{JobID: jobID, FileNum: uint64(a.num), Path: d.blobPath(a.num), Size: wm.Size, Reason: FileReasonFlush})
 					d.memBlobPins.markFinished(a.num)
 					// A reader opened while the file was unfinished has no
-					// footer bounds: the next open reads the footer.
+					// footer bounds: the finished file is opened again now
+					// (not by the next read of one of its values).
 					d.fileCache.evictUnfinished(a.num)
+					if f, err := d.fileCache.findBlob(a.num); err == nil {
+						f.release()
+					}
 				}
 			}
 		}
