@@ -50,9 +50,10 @@ import (
 // Recovery reads each blob index of a WAL back from its file and replays
 // the value inline (walBlobResolver), so the recovered memtables hold
 // values, and the old files are deleted once the flush of what they held
-// is in the MANIFEST. An index that does not read back (an unsynced value
-// a power loss took while its WAL record survived) ends the WAL there, as
-// a torn record does.
+// is in the MANIFEST. A value whose record is cut off or ends in zeros (an
+// unsynced value a power loss took while its WAL record survived) ends the
+// WAL there, as a torn record does; a record present and wrong is
+// corruption (walBlobResolver.notWritten).
 //
 // Reads of a memtable's blob index go through the file cache as those of
 // a table's do: an unfinished file is opened with blob.ReaderOptions
@@ -66,9 +67,9 @@ type memBlobFile struct {
 	num    base.FileNum
 	w      *blob.Writer
 	sumGen FileChecksumGenerator
-	// bytes are the record bytes written (blobRecordBytes), count the
-	// values, values their bytes.
-	bytes, count, values uint64
+	// bytes are the record bytes written (blobRecordBytes): the file's
+	// TotalBytes once finished.
+	bytes uint64
 	// dirty says records were handed to the OS since the last sync.
 	dirty bool
 	// failed is set once a write or sync of the file failed.
@@ -388,8 +389,6 @@ func (d *DB) appendMemBlob(mem *memTable, key, value []byte, o *Options) (blob.I
 		return blob.Index{}, err
 	}
 	a.bytes += blobRecordBytes(x)
-	a.count++
-	a.values += uint64(len(value))
 	a.dirty = true
 	mem.blobs.charge += len(value)
 	if mem.blobs.charge >= mem.writeBufferSize-mem.writeBufferSize/8 {
