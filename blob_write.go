@@ -121,6 +121,10 @@ type memBlobs struct {
 	// rolled is set when the last file reached BlobFileSize: the next
 	// value starts another.
 	rolled bool
+	// unadded are the files the memtable's flush did not add to the
+	// version (no table references them): they are removed once the
+	// memtable is released after the flush installed.
+	unadded []base.FileNum
 	// fresh are the values the current group wrote, for the blob cache
 	// (PrepopulateBlobCache); their key and value alias the batches.
 	fresh []freshBlob
@@ -174,6 +178,11 @@ type memBlobPins struct {
 	// finished are the pinned files whose flush has finished them: the
 	// file cache opens them as finished files.
 	finished map[base.FileNum]bool
+	// dropped are pinned files their memtable's flush left out of the
+	// version; obsolete those of them no memtable holds any more, for
+	// deleteObsoleteFiles.
+	dropped  map[base.FileNum]bool
+	obsolete []base.FileNum
 }
 
 func (p *memBlobPins) pin(num base.FileNum) {
@@ -181,6 +190,7 @@ func (p *memBlobPins) pin(num base.FileNum) {
 	if p.n == nil {
 		p.n = map[base.FileNum]int{}
 		p.finished = map[base.FileNum]bool{}
+		p.dropped = map[base.FileNum]bool{}
 	}
 	p.n[num]++
 	p.mu.Unlock()
@@ -189,10 +199,33 @@ func (p *memBlobPins) pin(num base.FileNum) {
 func (p *memBlobPins) unpin(num base.FileNum) {
 	p.mu.Lock()
 	if p.n[num]--; p.n[num] <= 0 {
+		if p.dropped[num] {
+			p.obsolete = append(p.obsolete, num)
+		}
 		delete(p.n, num)
 		delete(p.finished, num)
+		delete(p.dropped, num)
 	}
 	p.mu.Unlock()
+}
+
+// drop marks num, pinned, as left out of the version by its memtable's
+// flush: it is obsolete once unpinned.
+func (p *memBlobPins) drop(num base.FileNum) {
+	p.mu.Lock()
+	if p.n[num] > 0 {
+		p.dropped[num] = true
+	}
+	p.mu.Unlock()
+}
+
+// takeObsolete returns the dropped files no memtable holds any more.
+func (p *memBlobPins) takeObsolete() []base.FileNum {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.obsolete
+	p.obsolete = nil
+	return out
 }
 
 // pinned reports whether a live memtable holds indexes into num.

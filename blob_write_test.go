@@ -169,13 +169,38 @@ func TestBlobWriteSeparationFlushRecordsGarbage(t *testing.T) {
 	}
 	checkBlobReferences(t, d)
 	expectBlobWriteValues(t, d, n, 2)
-	// A memtable of overwrites only of its own values: its file is all
-	// garbage once flushed, and goes with the next edit.
+	// A memtable whose values are overwritten within it: its first file
+	// holds only garbage once flushed, is never added to the version,
+	// and leaves the disk once the memtable is released.
+	must(t, d.SetOptions(map[string]string{"blob_file_size": "4096"})) // files of ~4 values
 	for r := 3; r < 5; r++ {
 		for i := range n {
 			must(t, d.Put(blobWriteKey(i), blobWriteValue(i, r), nil))
 		}
-		must(t, d.Flush())
+	}
+	onDisk := blobFileNums(t, fs)
+	d.mu.Lock()
+	memFiles := len(d.mu.mem.mutable.blobs.files)
+	d.mu.Unlock()
+	must(t, d.Flush())
+	d.deleteObsoleteFiles(false)
+	v = d.versions.Current()
+	for _, num := range blobFileNums(t, fs) {
+		if v.BlobFile(num) == nil {
+			t.Errorf("blob file %s on disk after the flush is in no version", num)
+		}
+	}
+	gone := 0
+	for _, num := range onDisk {
+		if b := v.BlobFile(num); b != nil && b.GarbageCount == b.TotalCount {
+			t.Errorf("blob file %s holding only garbage was added to the version", num)
+		} else if !slices.Contains(blobFileNums(t, fs), num) {
+			gone++
+		}
+	}
+	v.Unref()
+	if gone == 0 || gone >= memFiles {
+		t.Errorf("%d of the memtable's %d blob files left the disk: want its first ones (overwritten values only)", gone, memFiles)
 	}
 	must(t, d.CompactRange(nil, nil))
 	d.deleteObsoleteFiles(false)

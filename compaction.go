@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/shaledb/shale/internal/base"
@@ -166,6 +167,10 @@ func (d *DB) backgroundFlush() {
 		}
 		d.mu.mem.queue = d.mu.mem.queue[1:]
 		d.mu.log.obsolete = append(d.mu.log.obsolete, m.logNum)
+		for _, num := range m.blobs.unadded {
+			// In no version, and no WAL needs it any more.
+			d.memBlobPins.drop(num)
+		}
 		close(m.flushed)
 		d.publishReadStateLocked()
 		d.releaseMemTable(m) // the list's hold: m is in tables now
@@ -284,6 +289,21 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq bas
 		return metas, blobs, nil, err
 	}
 	d.recordDrops(stats, 0)
+	// The memtable's blob files that no table references (every value
+	// overwritten or deleted in it, or relocated) are not added: the
+	// version would hold a blob file no table references until the next
+	// edit. They go once the memtable is released (memBlobPins.drop).
+	m.blobs.unadded = m.blobs.unadded[:0]
+	for num := range relocate {
+		m.blobs.unadded = append(m.blobs.unadded, num)
+	}
+	memBlobs = slices.DeleteFunc(memBlobs, func(b *manifest.BlobFileMetadata) bool {
+		if blobOut.written[b.FileNum].count > 0 {
+			return false
+		}
+		m.blobs.unadded = append(m.blobs.unadded, b.FileNum)
+		return true
+	})
 	var garbage []manifest.BlobGarbage
 	if len(memBlobs) > 0 {
 		// Dropped values are no older than the memtable, or its oldest

@@ -841,6 +841,19 @@ func (d *DB) deleteObsoleteFiles(full bool) {
 			sizes[b.FileNum] = b.Size
 		}
 	}
+	// Memtable blob files their flush left out of the version, now that no
+	// memtable holds them (blob_write.go).
+	for _, num := range d.memBlobPins.takeObsolete() {
+		victims = append(victims, victim{base.FileTypeBlob, num})
+		if d.events != nil {
+			if sizes == nil {
+				sizes = make(map[base.FileNum]uint64)
+			}
+			if fi, err := d.fs.Stat(d.blobPath(num)); err == nil {
+				sizes[num] = uint64(fi.Size())
+			}
+		}
+	}
 	d.mu.Lock()
 	for _, n := range d.mu.log.obsolete {
 		victims = append(victims, victim{base.FileTypeLog, n})
