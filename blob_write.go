@@ -671,9 +671,9 @@ func (r *walBlobResolver) resolve(path string, off int64, rec []byte) ([]byte, b
 			v, lost, err := r.read(key, value)
 			switch {
 			case lost:
-				return nil, false, fmt.Errorf("%w: %w", errBlobValueLost, base.CorruptionErrorf(path, off, "blob value of key %q is not in its file: %v", truncKey(key), err))
+				return nil, false, fmt.Errorf("%w: %w", errBlobValueLost, base.CorruptionErrorf(path, off, "blob value of key %q is not in its file: %v", base.KeyForError(key), err))
 			case err != nil:
-				return nil, false, fmt.Errorf("%w: %w", base.CorruptionErrorf(path, off, "blob value of key %q", truncKey(key)), err)
+				return nil, false, fmt.Errorf("%w: %w", base.CorruptionErrorf(path, off, "blob value of key %q", base.KeyForError(key)), err)
 			}
 			kind, value = base.KindSet, v
 		}
@@ -730,19 +730,10 @@ func (r *walBlobResolver) read(key, idx []byte) (_ []byte, lost bool, _ error) {
 	return nil, r.notWritten(name, x), err
 }
 
-// zeroHeader reports whether the file name begins with a header's worth of
-// zeros: a header a power loss took.
+// zeroHeader reports whether the file name's header was lost to a power
+// loss: the file is shorter, or its header reads as zeros.
 func (r *walBlobResolver) zeroHeader(name string) bool {
-	f, err := r.fs.Open(name)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var hb [blob.HeaderLen]byte
-	if n, _ := f.ReadAt(hb[:], 0); n < len(hb) {
-		return true
-	}
-	return hb == [blob.HeaderLen]byte{}
+	return r.cutOrZeros(name, 0, blob.HeaderLen, blob.HeaderLen)
 }
 
 // notWritten reports whether the record x locates in the file name was
@@ -754,21 +745,27 @@ func (r *walBlobResolver) zeroHeader(name string) bool {
 // may hold zeros, and a bit flip elsewhere in it must not pass for a tear
 // that silently ends the WAL.
 func (r *walBlobResolver) notWritten(name string, x blob.Index) bool {
+	const lengthLen = blobRecordOverhead - block.TrailerLen // in front of the record's block
+	if x.Offset < lengthLen || x.Size > 1<<32 {
+		return false
+	}
+	return r.cutOrZeros(name, int64(x.Offset-lengthLen), int64(x.Size+blobRecordOverhead), block.TrailerLen)
+}
+
+// cutOrZeros reports whether the file name ends before off+n, or its last
+// tail bytes before off+n read as zeros. A file that cannot be opened is
+// neither.
+func (r *walBlobResolver) cutOrZeros(name string, off, n, tail int64) bool {
 	f, err := r.fs.Open(name)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	const overhead = 4 + 5 // length in front, block trailer behind
-	if x.Offset < 4 || x.Size > 1<<32 {
-		return false
-	}
-	buf := make([]byte, x.Size+overhead)
-	n, _ := f.ReadAt(buf, int64(x.Offset-4))
-	if n < len(buf) {
+	buf := make([]byte, tail)
+	if k, _ := f.ReadAt(buf, off+n-tail); k < len(buf) {
 		return true
 	}
-	for _, b := range buf[len(buf)-5:] {
+	for _, b := range buf {
 		if b != 0 {
 			return false
 		}
@@ -794,12 +791,4 @@ func (r *walBlobResolver) close() error {
 		delete(r.readers, n)
 	}
 	return err
-}
-
-// truncKey shortens a key for an error message.
-func truncKey(k []byte) []byte {
-	if len(k) > 64 {
-		return k[:64]
-	}
-	return k
 }

@@ -184,37 +184,40 @@ func (d *DB) captureLiveFiles() (_ *liveFileSet, err error) {
 	}
 	slices.Sort(walNums)
 	walNums = slices.Compact(walNums)
-	for _, num := range walNums {
-		name := base.MakeFilename(base.FileTypeLog, num)
+	// addOpen opens file (t, num) for copying, into the set (which closes
+	// it on release), sized size, or as it is now when size is negative.
+	addOpen := func(t base.FileType, num base.FileNum, what string, size int64) error {
+		name := base.MakeFilename(t, num)
 		f, err := d.fs.Open(d.fs.PathJoin(d.dirname, name), vfs.SequentialAccess)
 		if err != nil {
-			return nil, fmt.Errorf("shale: opening WAL %s: %w", name, err)
+			return fmt.Errorf("shale: opening %s %s: %w", what, name, err)
 		}
-		lf := liveFile{fileType: base.FileTypeLog, num: num, name: name, src: f}
+		set.files = append(set.files, liveFile{fileType: t, num: num, name: name, src: f})
+		if size < 0 {
+			if size, err = f.Size(); err != nil {
+				return fmt.Errorf("shale: %s %s: %w", what, name, err)
+			}
+		}
+		set.files[len(set.files)-1].size = size
+		return nil
+	}
+	for _, num := range walNums {
+		// Older WALs were closed, whole, when their memtable became
+		// immutable: copied as they are.
+		size := int64(-1)
 		if !d.readOnly && num == cur.num {
-			lf.size = cur.size
-		} else if lf.size, err = f.Size(); err != nil {
-			// Older WALs were closed, whole, when their memtable
-			// became immutable.
-			set.files = append(set.files, lf)
-			return nil, fmt.Errorf("shale: WAL %s: %w", name, err)
+			size = cur.size
 		}
-		set.files = append(set.files, lf)
+		if err := addOpen(base.FileTypeLog, num, "WAL", size); err != nil {
+			return nil, err
+		}
 	}
 	// A value is in its blob file before its WAL record is in the WAL: the
 	// files' sizes, taken after the WAL's, cover every record copied.
 	for _, num := range memBlobNums {
-		name := base.MakeFilename(base.FileTypeBlob, num)
-		f, err := d.fs.Open(d.fs.PathJoin(d.dirname, name), vfs.SequentialAccess)
-		if err != nil {
-			return nil, fmt.Errorf("shale: opening blob file %s: %w", name, err)
+		if err := addOpen(base.FileTypeBlob, num, "blob file", -1); err != nil {
+			return nil, err
 		}
-		lf := liveFile{fileType: base.FileTypeBlob, num: num, name: name, src: f}
-		set.files = append(set.files, lf)
-		if lf.size, err = f.Size(); err != nil {
-			return nil, fmt.Errorf("shale: blob file %s: %w", name, err)
-		}
-		set.files[len(set.files)-1] = lf
 	}
 
 	// Then the MANIFEST and the version it gives.

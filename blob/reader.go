@@ -295,15 +295,7 @@ func (r *Reader) splitContents(h block.Handle, b []byte) (key, value []byte, err
 }
 
 func (r *Reader) keyMismatch(x Index, stored, want []byte) error {
-	return r.bf.Corruptf(x.handle(), "blob record holds key %q, not %q", truncKey(stored), truncKey(want))
-}
-
-// truncKey shortens a key for an error message.
-func truncKey(k []byte) []byte {
-	if len(k) > 64 {
-		return k[:64]
-	}
-	return k
+	return r.bf.Corruptf(x.handle(), "blob record holds key %q, not %q", base.KeyForError(stored), base.KeyForError(want))
 }
 
 // verifyChunk is the size of the reads of VerifyFileChecksum.

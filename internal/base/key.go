@@ -159,3 +159,11 @@ func InternalCompare(cmp Compare, a, b InternalKey) int {
 // Visible reports whether an entry at seq is visible to a reader at snapshot:
 // a snapshot sees every entry committed at or before it.
 func Visible(seq, snapshot SeqNum) bool { return seq <= snapshot }
+
+// KeyForError returns k cut to 64 bytes, for an error message to quote.
+func KeyForError(k []byte) []byte {
+	if len(k) > 64 {
+		return k[:64]
+	}
+	return k
+}
