@@ -145,45 +145,33 @@ func TestBlobFilesFlushSeparatesValues(t *testing.T) {
 // with a delete persistence threshold (blob files rewritten at deadlines).
 func TestModelBlobFiles(t *testing.T) {
 	ops := bySize(3000, 1200, 20000)
+	gc := func(o *Options) {
+		setBlobTestOptions(o)
+		setBlobGCTestOptions(o)
+		o.WriteBufferSize = 8 << 10
+		o.TargetFileSizeBase = 4 << 10
+	}
 	variants := []struct {
 		name string
 		cfg  dbRunConfig
 		set  func(*Options)
 	}{
-		{name: "tiny", set: func(o *Options) {
-			setBlobTestOptions(o)
-			o.WriteBufferSize = 4 << 10
-			o.TargetFileSizeBase = 4 << 10
-		}},
+		{name: "tiny", set: setBlobTinyTestOptions},
 		{name: "min-100-starting-level-1", set: func(o *Options) {
 			setBlobTestOptions(o)
 			o.MinBlobSize = 100
 			o.BlobFileStartingLevel = 1
 		}},
 		{name: "set-options", cfg: dbRunConfig{setOptions: true}, set: setBlobTestOptions},
-		{name: "gc", set: func(o *Options) {
-			setBlobTestOptions(o)
-			setBlobGCTestOptions(o)
-			o.WriteBufferSize = 8 << 10
-			o.TargetFileSizeBase = 4 << 10
-		}},
+		{name: "gc", set: gc},
 		{name: "mmap-reads-gc", set: func(o *Options) {
 			setBlobTestOptions(o)
 			setBlobGCTestOptions(o)
 			o.AllowMmapReads = true
 		}},
 		{name: "delete-persistence", set: setBlobDeletePersistenceTestOptions},
-		{name: "write-separation-tiny", set: func(o *Options) {
-			setBlobWriteSeparationTestOptions(o)
-			o.WriteBufferSize = 4 << 10
-			o.TargetFileSizeBase = 4 << 10
-		}},
-		{name: "write-separation-gc", set: func(o *Options) {
-			setBlobWriteSeparationTestOptions(o)
-			setBlobGCTestOptions(o)
-			o.WriteBufferSize = 8 << 10
-			o.TargetFileSizeBase = 4 << 10
-		}},
+		{name: "write-separation-tiny", set: withBlobWriteSeparation(setBlobTinyTestOptions)},
+		{name: "write-separation-gc", set: withBlobWriteSeparation(gc)},
 		{name: "write-separation-set-options", cfg: dbRunConfig{setOptions: true}, set: setBlobWriteSeparationTestOptions},
 	}
 	for _, v := range variants {

@@ -263,9 +263,9 @@ func TestBlobWriteSeparationRecovery(t *testing.T) {
 	}
 }
 
-// newestWALBlobFile returns the number of the newest blob file on disk
-// that no version holds (the active one of the memtable).
-func newestMemBlobFile(t *testing.T, fs vfs.FS, d *DB) base.FileNum {
+// newestMemBlobFile returns the number and path of the newest blob file in
+// /db that no version holds (the active one of the memtable).
+func newestMemBlobFile(t *testing.T, fs vfs.FS, d *DB) (base.FileNum, string) {
 	t.Helper()
 	v := d.versions.Current()
 	defer v.Unref()
@@ -278,7 +278,24 @@ func newestMemBlobFile(t *testing.T, fs vfs.FS, d *DB) base.FileNum {
 	if newest == 0 {
 		t.Fatal("no memtable blob file on disk")
 	}
-	return newest
+	return newest, "/db/" + base.MakeFilename(base.FileTypeBlob, newest)
+}
+
+// flushFinishesMemBlobFile flushes d and checks that the memtable blob
+// file num (at name) is then in the version, as long on disk as the
+// MANIFEST says: cut to its records and footer.
+func flushFinishesMemBlobFile(t *testing.T, fs vfs.FS, d *DB, num base.FileNum, name string) {
+	t.Helper()
+	must(t, d.Flush())
+	v := d.versions.Current()
+	meta := v.BlobFile(num)
+	v.Unref()
+	if meta == nil {
+		t.Fatalf("blob file %s not in the version after the flush", num)
+	}
+	if got := int64(len(readFile(t, fs, name))); got != int64(meta.Size) {
+		t.Errorf("finished blob file is %d bytes, the MANIFEST says %d: zeros written ahead were not cut off", got, meta.Size)
+	}
 }
 
 // TestBlobWriteSeparationLostValueEndsWAL: a value whose record is not in
@@ -298,8 +315,7 @@ func TestBlobWriteSeparationLostValueEndsWAL(t *testing.T) {
 			for i := range n {
 				must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), nil))
 			}
-			num := newestMemBlobFile(t, mem, d)
-			name := "/db/" + base.MakeFilename(base.FileTypeBlob, num)
+			_, name := newestMemBlobFile(t, mem, d)
 			must(t, d.Close())
 			data := readFile(t, mem, name)
 			// The record of key cut: find its key in the file.
@@ -594,8 +610,7 @@ func TestBlobWriteSeparationZeroFillsForSyncedWrites(t *testing.T) {
 	for i := range n {
 		must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), &WriteOptions{Sync: true}))
 	}
-	num := newestMemBlobFile(t, mem, d)
-	name := "/db/" + base.MakeFilename(base.FileTypeBlob, num)
+	num, name := newestMemBlobFile(t, mem, d)
 	data := readFile(t, mem, name)
 	records := len(bytes.TrimRight(data, "\x00"))
 	if len(data) <= records {
@@ -608,16 +623,7 @@ func TestBlobWriteSeparationZeroFillsForSyncedWrites(t *testing.T) {
 	must(t, err)
 	expectBlobWriteValuesUpTo(t, d2, n)
 	must(t, d2.Close())
-	must(t, d.Flush())
-	v := d.versions.Current()
-	meta := v.BlobFile(num)
-	v.Unref()
-	if meta == nil {
-		t.Fatalf("blob file %s not in the version after the flush", num)
-	}
-	if got := int64(len(readFile(t, mem, name))); got != int64(meta.Size) {
-		t.Errorf("finished blob file is %d bytes, the MANIFEST says %d: the zeros were not cut off", got, meta.Size)
-	}
+	flushFinishesMemBlobFile(t, mem, d, num, name)
 	expectBlobWriteValuesUpTo(t, d, n)
 	checkBlobReferences(t, d)
 }
@@ -660,18 +666,8 @@ func TestBlobWriteSeparationPartialZeroFill(t *testing.T) {
 	for i := range n {
 		must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), &WriteOptions{Sync: true}))
 	}
-	num := newestMemBlobFile(t, mem, d)
-	name := "/db/" + base.MakeFilename(base.FileTypeBlob, num)
-	must(t, d.Flush())
-	v := d.versions.Current()
-	meta := v.BlobFile(num)
-	v.Unref()
-	if meta == nil {
-		t.Fatalf("blob file %s not in the version after the flush", num)
-	}
-	if got := int64(len(readFile(t, mem, name))); got != int64(meta.Size) {
-		t.Errorf("finished blob file is %d bytes, the MANIFEST says %d", got, meta.Size)
-	}
+	num, name := newestMemBlobFile(t, mem, d)
+	flushFinishesMemBlobFile(t, mem, d, num, name)
 	expectBlobWriteValuesUpTo(t, d, n)
 }
 
@@ -696,8 +692,7 @@ func TestBlobWriteSeparationFlipBesideZerosIsDamage(t *testing.T) {
 	for i := range n {
 		must(t, d.Put(blobWriteKey(i), val(i), &WriteOptions{Sync: true}))
 	}
-	num := newestMemBlobFile(t, mem, d)
-	name := "/db/" + base.MakeFilename(base.FileTypeBlob, num)
+	_, name := newestMemBlobFile(t, mem, d)
 	must(t, d.Close())
 	data := readFile(t, mem, name)
 	at := strings.Index(string(data), string(blobWriteKey(cut)))
@@ -735,8 +730,7 @@ func TestBlobWriteSeparationZeroHeaderIsLost(t *testing.T) {
 	for i := 10; i < 20; i++ {
 		must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), nil))
 	}
-	num := newestMemBlobFile(t, mem, d)
-	name := "/db/" + base.MakeFilename(base.FileTypeBlob, num)
+	_, name := newestMemBlobFile(t, mem, d)
 	must(t, d.Close())
 	data := readFile(t, mem, name)
 	clear(data)

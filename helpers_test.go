@@ -363,9 +363,23 @@ func setBlobTestOptions(o *Options) {
 // setBlobWriteSeparationTestOptions is setBlobTestOptions with values
 // separated as they are written (EnableBlobWriteSeparation): the WAL and
 // memtables hold blob indexes into the memtables' blob files.
-func setBlobWriteSeparationTestOptions(o *Options) {
+var setBlobWriteSeparationTestOptions = withBlobWriteSeparation(setBlobTestOptions)
+
+// withBlobWriteSeparation returns set followed by
+// EnableBlobWriteSeparation: set's variant with values separated at commit.
+func withBlobWriteSeparation(set func(*Options)) func(*Options) {
+	return func(o *Options) {
+		set(o)
+		o.EnableBlobWriteSeparation = true
+	}
+}
+
+// setBlobTinyTestOptions is setBlobTestOptions with 4 KiB memtables and
+// tables: flushes and compactions all the time.
+func setBlobTinyTestOptions(o *Options) {
 	setBlobTestOptions(o)
-	o.EnableBlobWriteSeparation = true
+	o.WriteBufferSize = 4 << 10
+	o.TargetFileSizeBase = 4 << 10
 }
 
 // setBlobDeletePersistenceTestOptions turns blob files on

@@ -165,17 +165,9 @@ var metamorphicSets = []metaOptionSet{
 	// Key-value separation: values in blob files, read by every kind of
 	// read, passed through compactions, their files deleted once no table
 	// references them.
-	{name: "blob-files-tiny", set: func(o *Options) {
-		setBlobTestOptions(o)
-		o.WriteBufferSize = 4 << 10
-		o.TargetFileSizeBase = 4 << 10
-	}},
+	{name: "blob-files-tiny", set: setBlobTinyTestOptions},
 	// Values separated at commit: the WAL and memtables hold blob indexes.
-	{name: "blob-write-separation-tiny", set: func(o *Options) {
-		setBlobWriteSeparationTestOptions(o)
-		o.WriteBufferSize = 4 << 10
-		o.TargetFileSizeBase = 4 << 10
-	}},
+	{name: "blob-write-separation-tiny", set: withBlobWriteSeparation(setBlobTinyTestOptions)},
 	{name: "blob-write-separation-gc-sync-every-write", set: func(o *Options) {
 		setBlobWriteSeparationTestOptions(o)
 		setBlobGCTestOptions(o)
