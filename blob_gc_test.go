@@ -487,7 +487,6 @@ func TestBlobGCTrivialMoveRefused(t *testing.T) {
 			d.startCompactionLocked(c)
 			d.mu.Unlock()
 			err := d.runCompaction(c, v)
-			v.Unref()
 			d.mu.Lock()
 			d.finishCompactionLocked(c)
 			d.mu.Unlock()

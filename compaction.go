@@ -270,9 +270,12 @@ func (d *DB) writeLevel0Tables(m *memTable, snapshots []base.SeqNum, snapSeq bas
 	// tombstone, is not in the list, and applying that tombstone would
 	// delete what it sees. Compactions need no such cut: their version is
 	// older than their snapshot list.
+	// Only the list is kept (versions are immutable): held for the whole
+	// flush, cur would keep on disk the blob files compactions delete
+	// meanwhile.
 	cur := d.versions.Current()
-	defer cur.Unref()
 	tombs := cur.SecondaryTombstones
+	cur.Unref()
 	for len(tombs) > 0 && tombs[len(tombs)-1].Seq > snapSeq {
 		tombs = tombs[:len(tombs)-1]
 	}
@@ -636,7 +639,6 @@ func (d *DB) openNewTables(metas []*manifest.FileMetadata, level int) error {
 // backgroundCompaction runs one picked compaction and schedules more.
 func (d *DB) backgroundCompaction(c *compact.Compaction, v *manifest.Version) {
 	err := d.runCompaction(c, v)
-	v.Unref()
 	d.mu.Lock()
 	d.finishCompactionLocked(c)
 	if err != nil && !d.mu.closing {
@@ -649,7 +651,8 @@ func (d *DB) backgroundCompaction(c *compact.Compaction, v *manifest.Version) {
 
 // runCompaction merges the inputs of c into new tables of c.OutputLevel (or
 // moves the single input file there) and installs the result, telling the
-// listener of its begin and end.
+// listener of its begin and end. It takes over the caller's reference to
+// v, the version c was picked from, and releases it.
 func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 	start := time.Now()
 	info := CompactionInfo{JobID: d.newJobID(), Reason: c.Reason, InputLevel: c.Level, OutputLevel: c.OutputLevel}
@@ -686,8 +689,9 @@ func (d *DB) runCompaction(c *compact.Compaction, v *manifest.Version) error {
 
 // runCompactionJob is runCompaction's work; it fills in what info reports
 // of the result before it installs the result, calling installed (when not
-// nil) as it does.
+// nil) as it does. It releases v.
 func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *CompactionInfo, installed func()) error {
+	defer func() { v.Unref() }() // v as it is then: see jv below
 	start := time.Now()
 	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
 	levels := [2]int{c.Level, c.OutputLevel}
@@ -718,7 +722,15 @@ func (d *DB) runCompactionJob(c *compact.Compaction, v *manifest.Version, info *
 		oldestTombstone = 0
 	}
 	mo := d.mutableOptions()
-	gc := d.blobGCFor(c, v, mo)
+	gc := d.blobGCFor(c, v, mo) // from all of v's blob files: it picks the oldest
+	// The job reads blob values only through its inputs' references (GC,
+	// the compaction filter, merges): from here it holds a version with
+	// only their blob files, so that the blob files other jobs' edits
+	// delete meanwhile leave the disk at once rather than when this job
+	// ends. Nothing below looks up any other blob file in v.
+	jv := v.WithBlobFilesOf(inputs)
+	v.Unref()
+	v = jv
 	// A compaction filter sees the data it moves down: no trivial moves.
 	if c.IsTrivialMove() && !gc.collectsFrom(v, c.Inputs[0][0]) && !d.hasCompactionFilter() {
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
@@ -1112,7 +1124,6 @@ func (d *DB) CompactRangeWithOptions(start, end []byte, o *CompactRangeOptions) 
 		d.startCompactionLocked(c)
 		d.mu.Unlock()
 		err := d.runCompaction(c, v)
-		v.Unref()
 		d.mu.Lock()
 		d.finishCompactionLocked(c)
 		if err != nil {

@@ -579,7 +579,6 @@ func TestDeletePersistenceBlobVersionsBeforeDelete(t *testing.T) {
 	db.startCompactionLocked(c)
 	db.mu.Unlock()
 	err = db.runCompaction(c, v)
-	v.Unref()
 	db.mu.Lock()
 	db.finishCompactionLocked(c)
 	db.mu.Unlock()

@@ -317,12 +317,27 @@ func (v *Version) checkBlobFiles() error {
 // TablesOnly returns a referenced version holding the tables of v (and its
 // secondary tombstones and merge operator name) but no blob files, for a
 // job that reads v's tables and never its blob files (a flush, which looks
-// up older keys in the tables). Held for a whole job, v itself would keep
-// on disk the blob files that other jobs' edits delete meanwhile; this
-// version keeps only the tables. Release it with Unref.
-func (v *Version) TablesOnly() *Version {
+// up older keys in the tables). Release it with Unref.
+func (v *Version) TablesOnly() *Version { return v.WithBlobFilesOf(nil) }
+
+// WithBlobFilesOf returns a referenced version holding the tables of v
+// (and its secondary tombstones and merge operator name) and, of its blob
+// files, only those the given tables reference: for a job that reads blob
+// values only through those tables (a compaction, of its inputs). Held
+// for a whole job, v itself would keep on disk the blob files that other
+// jobs' edits delete meanwhile, which the job never reads; this version
+// keeps only what it may read. Release it with Unref.
+func (v *Version) WithBlobFilesOf(tables []*FileMetadata) *Version {
 	t := &Version{Levels: v.Levels, SecondaryTombstones: v.SecondaryTombstones,
 		MergeOperatorName: v.MergeOperatorName, tracker: v.tracker}
+	for _, b := range v.BlobFiles {
+		for _, f := range tables {
+			if f.ReferencesBlob(b.FileNum) {
+				t.BlobFiles = append(t.BlobFiles, b)
+				break
+			}
+		}
+	}
 	t.Ref()
 	return t
 }

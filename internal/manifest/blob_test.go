@@ -679,3 +679,63 @@ func TestVersionTablesOnlyPinsNoBlobFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestVersionWithBlobFilesOfPinsOnlyTheirBlobFiles: a version from
+// WithBlobFilesOf (what a compaction holds) keeps every table of the
+// version it was made from and the blob files its tables reference, but a
+// blob file only other tables reference goes as soon as an edit deletes it.
+func TestVersionWithBlobFilesOfPinsOnlyTheirBlobFiles(t *testing.T) {
+	o := testOptions(t)
+	vs, err := Create(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobA, blobB, tableA, tableB := vs.NewFileNum(), vs.NewFileNum(), vs.NewFileNum(), vs.NewFileNum()
+	if err := vs.LogAndApply(&VersionEdit{
+		NewBlobFiles: []*BlobFileMetadata{{FileNum: blobA, TotalCount: 4, TotalBytes: 400, Size: 500},
+			{FileNum: blobB, TotalCount: 4, TotalBytes: 400, Size: 500}},
+		NewFiles: []NewFileEntry{{Level: 0, Meta: blobTable(tableA, "a", 1, blobA)},
+			{Level: 0, Meta: blobTable(tableB, "b", 2, blobB)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cur := vs.Current()
+	job := cur.WithBlobFilesOf([]*FileMetadata{cur.Levels[0][1]}) // tableA (L0 is newest first)
+	cur.Unref()
+	if len(job.BlobFiles) != 1 || job.BlobFiles[0].FileNum != blobA || len(job.Levels[0]) != 2 {
+		t.Fatalf("WithBlobFilesOf(tableA): levels %v, blob files %v", job.Levels, job.BlobFiles)
+	}
+	// Another job rewrites tableB without blob references: blobB goes
+	// with the edit; blobA, which the job may read, does not.
+	out := vs.NewFileNum()
+	e := &VersionEdit{
+		DeletedFiles: map[DeletedFileEntry]bool{{Level: 0, FileNum: tableB}: true},
+		NewFiles:     []NewFileEntry{{Level: 1, Meta: blobTable(out, "b", 2)}},
+		BlobGarbage:  []BlobGarbage{{FileNum: blobB, Count: 4, Bytes: 400}},
+	}
+	cur = vs.Current()
+	e.DeletedBlobFiles = cur.UnreferencedBlobFiles(e)
+	cur.Unref()
+	if !slices.Equal(e.DeletedBlobFiles, []base.FileNum{blobB}) {
+		t.Fatalf("unreferenced %v, want [%s]", e.DeletedBlobFiles, blobB)
+	}
+	if err := vs.LogAndApply(e); err != nil {
+		t.Fatal(err)
+	}
+	if got := vs.TakeObsoleteBlobFiles(); len(got) != 1 || got[0].FileNum != blobB {
+		t.Fatalf("obsolete blob files %v while the job holds only blobA, want [%s]", got, blobB)
+	}
+	if got := vs.TakeObsoleteTables(); len(got) != 0 {
+		t.Fatalf("obsolete tables %v while the job's version holds them", got)
+	}
+	if _, ok := vs.LiveBlobFileNums()[blobA]; !ok {
+		t.Fatal("the job's blob file is not live")
+	}
+	job.Unref()
+	if got := vs.TakeObsoleteTables(); len(got) != 1 || got[0].FileNum != tableB {
+		t.Fatalf("obsolete tables %v after the release, want [%s]", got, tableB)
+	}
+	if err := vs.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
