@@ -495,8 +495,59 @@ func expectBlobWriteValues2(t *testing.T, d *DB, n int) {
 	}
 }
 
+// putSynced puts key i's value unsynced (a synced group keeps its values
+// inline) and then makes it durable with a synced write of a short marker
+// value: the group syncs the memtable's blob file, holding the value,
+// beside its WAL.
+func putSynced(d *DB, key, value []byte) error {
+	if err := d.Put(key, value, nil); err != nil {
+		return err
+	}
+	return d.Put([]byte("~synced"), []byte("s"), &WriteOptions{Sync: true})
+}
+
+// TestBlobWriteSeparationSyncedWritesStayInline: a synced write keeps its
+// values in the WAL (one file to sync) and creates no blob file; a synced
+// write after unsynced separated ones syncs their blob file, so they
+// survive a power loss; the flush separates the inline values, and every
+// value reads back.
+func TestBlobWriteSeparationSyncedWritesStayInline(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := blobWriteTestOptions(mem)
+	d, err := Open("/db", opts)
+	must(t, err)
+	defer func() { must(t, d.Close()) }()
+	synced := &WriteOptions{Sync: true}
+	must(t, d.Put(blobWriteKey(0), blobWriteValue(0, 0), synced))
+	if got := blobFileNums(t, mem); len(got) != 0 {
+		t.Fatalf("a synced write created blob files %v", got)
+	}
+	must(t, d.Put(blobWriteKey(2), blobWriteValue(2, 0), nil))
+	num, name := newestMemBlobFile(t, mem, d)
+	must(t, d.Put(blobWriteKey(4), blobWriteValue(4, 0), synced))
+	if n2, _ := newestMemBlobFile(t, mem, d); n2 != num {
+		t.Fatalf("blob file %s after the second synced write, want only %s", n2, num)
+	}
+	if !bytes.Contains(readFile(t, mem, name), blobWriteValue(2, 0)) || bytes.Contains(readFile(t, mem, name), blobWriteValue(4, 0)) {
+		t.Fatal("the memtable's blob file does not hold exactly the unsynced value")
+	}
+	// Power loss now: all three were made durable by the synced writes.
+	co := *opts
+	co.FS = mem.CrashClone()
+	d2, err := Open("/db", &co)
+	must(t, err)
+	expectBlobWriteValues2(t, d2, 3)
+	must(t, d2.Close())
+	flushFinishesMemBlobFile(t, mem, d, num, name)
+	expectBlobWriteValues2(t, d, 3)
+	if n := checkBlobReferences(t, d); n != 3 {
+		t.Fatalf("%d blob indexes in the tables after the flush, want 3 (inline values separated by the flush)", n)
+	}
+}
+
 // TestBlobWriteSeparationFaults fails a write, a torn write or a sync of
-// the memtable's blob file under Puts (synced ones for the sync): the
+// the memtable's blob file under Puts (each followed by a synced write for
+// the sync): the
 // write fails and the DB goes read-only, keeping every acknowledged value
 // readable; after Resume the flush writes the values of the failed file
 // anew (it is never finished and added to the version), and every
@@ -518,15 +569,20 @@ func TestBlobWriteSeparationFaults(t *testing.T) {
 				*o = *bo
 			})
 			defer d.Close()
-			wo := &WriteOptions{Sync: c.sync}
+			put := func(i int) error {
+				if c.sync {
+					return putSynced(d, blobWriteKey(i), blobWriteValue(i, 0))
+				}
+				return d.Put(blobWriteKey(i), blobWriteValue(i, 0), nil)
+			}
 			const n = 30
 			for i := range n {
-				must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), wo))
+				must(t, put(i))
 			}
 			ffs.AddRule(c.rule)
 			acked := n
 			for i := n; i < 2*n; i++ {
-				if err := d.Put(blobWriteKey(i), blobWriteValue(i, 0), wo); err != nil {
+				if err := put(i); err != nil {
 					if !errors.Is(err, ErrReadOnly) {
 						t.Fatalf("Put with a failing blob %s: %v", c.name, err)
 					}
@@ -608,7 +664,7 @@ func TestBlobWriteSeparationZeroFillsForSyncedWrites(t *testing.T) {
 	defer func() { must(t, d.Close()) }()
 	const n = 40
 	for i := range n {
-		must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), &WriteOptions{Sync: true}))
+		must(t, putSynced(d, blobWriteKey(i), blobWriteValue(i, 0)))
 	}
 	num, name := newestMemBlobFile(t, mem, d)
 	data := readFile(t, mem, name)
@@ -664,7 +720,7 @@ func TestBlobWriteSeparationPartialZeroFill(t *testing.T) {
 	defer func() { must(t, d.Close()) }()
 	const n = 10
 	for i := range n {
-		must(t, d.Put(blobWriteKey(i), blobWriteValue(i, 0), &WriteOptions{Sync: true}))
+		must(t, putSynced(d, blobWriteKey(i), blobWriteValue(i, 0)))
 	}
 	num, name := newestMemBlobFile(t, mem, d)
 	flushFinishesMemBlobFile(t, mem, d, num, name)
@@ -690,7 +746,7 @@ func TestBlobWriteSeparationFlipBesideZerosIsDamage(t *testing.T) {
 	d, err := Open("/db", opts)
 	must(t, err)
 	for i := range n {
-		must(t, d.Put(blobWriteKey(i), val(i), &WriteOptions{Sync: true}))
+		must(t, putSynced(d, blobWriteKey(i), val(i)))
 	}
 	_, name := newestMemBlobFile(t, mem, d)
 	must(t, d.Close())

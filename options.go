@@ -425,8 +425,9 @@ type Options struct {
 	// MinBlobSize bytes to a blob file of the mutable memtable, and the WAL
 	// and memtable hold its blob index, so the value is written once
 	// instead of twice (WAL, then flush). It takes effect with
-	// EnableBlobFiles and BlobFileStartingLevel 0. A synced write also
-	// syncs its values' blob file. Default false.
+	// EnableBlobFiles and BlobFileStartingLevel 0. A synced write keeps
+	// its values in the WAL (its flush separates them), so that it syncs
+	// one file, not two. Default false.
 	EnableBlobWriteSeparation bool
 	// MinBlobSize (min_blob_size) is the smallest value that goes to a blob
 	// file. Default 0: every non-empty value, as in RocksDB.
