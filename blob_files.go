@@ -129,7 +129,9 @@ func (b *blobOutput) add(o *tableOutput, k base.InternalKey, v []byte) error {
 		if err != nil {
 			// The path is made only for the error: made for every entry,
 			// it cost 7% of the CPU of a blob-heavy compaction.
-			_, err = blob.DecodeIndex(b.d.tablePath(o.fileNum), v)
+			if _, named := blob.DecodeIndex(b.d.tablePath(o.fileNum), v); named != nil {
+				err = named
+			}
 			return err
 		}
 		if b.gc.relocates(x.FileNum) {

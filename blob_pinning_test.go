@@ -53,8 +53,9 @@ func putBlobRound(t *testing.T, d *DB, prefix string, r int) {
 
 // compactManually runs, as CompactRange does one step, the compaction of
 // level into the next (or in place, for the last level) over [start, end].
-func compactManually(t *testing.T, d *DB, level int, start, end []byte) error {
-	t.Helper()
+// It reports, rather than fails the test, so that it may run in a
+// goroutine.
+func compactManually(d *DB, level int, start, end []byte) error {
 	d.mu.Lock()
 	v := d.versions.Current()
 	co := d.compactOptions()
@@ -62,7 +63,7 @@ func compactManually(t *testing.T, d *DB, level int, start, end []byte) error {
 	if c == nil {
 		v.Unref()
 		d.mu.Unlock()
-		t.Fatalf("no compaction of L%d over [%s, %s]", level, start, end)
+		return fmt.Errorf("no compaction of L%d over [%s, %s]", level, start, end)
 	}
 	d.startCompactionLocked(c)
 	d.mu.Unlock()
@@ -108,8 +109,12 @@ func TestBlobFilesDeletedWhileAFlushRuns(t *testing.T) {
 	fs.arm(".sst")
 	flushed := make(chan error, 1)
 	go func() { flushed <- d.Flush() }()
-	<-fs.reached // the flush is writing its table
-	if err := compactManually(t, d, 0, nil, nil); err != nil {
+	select {
+	case <-fs.reached: // the flush is writing its table
+	case err := <-flushed:
+		t.Fatalf("the flush ended before writing its table: %v", err)
+	}
+	if err := compactManually(d, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	d.deleteObsoleteFiles(false)
@@ -164,9 +169,13 @@ func TestBlobFilesDeletedWhileACompactionRuns(t *testing.T) {
 	// output, holds the version that has the b keys' first files.
 	fs.arm(".sst")
 	rewritten := make(chan error, 1)
-	go func() { rewritten <- compactManually(t, d, last, []byte("a"), []byte("a9")) }()
-	<-fs.reached
-	if err := compactManually(t, d, 0, []byte("b"), []byte("b9")); err != nil {
+	go func() { rewritten <- compactManually(d, last, []byte("a"), []byte("a9")) }()
+	select {
+	case <-fs.reached:
+	case err := <-rewritten:
+		t.Fatalf("the rewrite ended before writing its output: %v", err)
+	}
+	if err := compactManually(d, 0, []byte("b"), []byte("b9")); err != nil {
 		close(fs.release)
 		<-rewritten
 		t.Fatal(err)

@@ -20,10 +20,15 @@ import (
 // The commit leader appends each Set value of at least MinBlobSize bytes
 // of its group to the active blob file of the mutable memtable, and the
 // WAL record and the memtable get the batch rewritten with a KindBlobIndex
-// entry in its place. A group that syncs its WAL is left as it is (its
-// values inline, separated by the flush): one file to sync, not two. A value is then written once (to its blob file)
-// instead of twice (WAL, then the flush's blob file), and a flush writes a
-// table of indexes only.
+// entry in its place. A value is then written once (to its blob file)
+// instead of twice (WAL, then the flush's blob file), and a flush of
+// such entries writes a table of indexes only.
+//
+// A group that syncs its WAL is left as it is: its values stay inline (in
+// the WAL and the memtable, written twice, as without the option) and the
+// flush separates them into blob files of its own. The group then syncs
+// one file, not two, unless earlier unsynced groups left the memtable's
+// blob file dirty: it syncs that too, beside the WAL (see below).
 //
 // Invariants, relied on by recovery:
 //   - The blob bytes of a group are handed to the OS (blob.Writer.Flush)

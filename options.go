@@ -427,7 +427,8 @@ type Options struct {
 	// instead of twice (WAL, then flush). It takes effect with
 	// EnableBlobFiles and BlobFileStartingLevel 0. A synced write keeps
 	// its values in the WAL (its flush separates them), so that it syncs
-	// one file, not two. Default false.
+	// one file, not two, unless unsynced writes before it left their blob
+	// file unsynced. Default false.
 	EnableBlobWriteSeparation bool
 	// MinBlobSize (min_blob_size) is the smallest value that goes to a blob
 	// file. Default 0: every non-empty value, as in RocksDB.
