@@ -45,9 +45,20 @@ func (d *DB) memtableOnArena(capacity int) (*memtable.Memtable, *offheap.Words) 
 	// A spare of another size (this memtable is sized for a large batch,
 	// or WriteBufferSize changed) stays for the next memtable of its size.
 	words := memtable.ArenaWords(capacity)
-	spare := d.spareArena.Load()
-	if spare != nil && len(spare.W) == words && d.spareArena.CompareAndSwap(spare, nil) {
-		return memtable.NewOnArena(d.cmp, spare.W), spare
+	// The spare is taken before its size is read: a spare only loaded may
+	// be swapped out and freed by a releaseMemTable meanwhile (its Free
+	// writes the W this would read).
+	if spare := d.spareArena.Swap(nil); spare != nil {
+		if len(spare.W) == words {
+			return memtable.NewOnArena(d.cmp, spare.W), spare
+		}
+		// Put back, unless an arena released meanwhile took the place.
+		if !d.spareArena.CompareAndSwap(nil, spare) {
+			spare.Free()
+		} else if d.closed.Load() {
+			// Close may have freed the spare before it was put back.
+			d.spareArena.Swap(nil).Free()
+		}
 	}
 	arena := offheap.Alloc(words)
 	return memtable.NewOnArena(d.cmp, arena.W), arena
