@@ -52,13 +52,7 @@ func (d *DB) memtableOnArena(capacity int) (*memtable.Memtable, *offheap.Words) 
 		if len(spare.W) == words {
 			return memtable.NewOnArena(d.cmp, spare.W), spare
 		}
-		// Put back, unless an arena released meanwhile took the place.
-		if !d.spareArena.CompareAndSwap(nil, spare) {
-			spare.Free()
-		} else if d.closed.Load() {
-			// Close may have freed the spare before it was put back.
-			d.spareArena.Swap(nil).Free()
-		}
+		d.keepSpare(spare) // for the next memtable of its size
 	}
 	arena := offheap.Alloc(words)
 	return memtable.NewOnArena(d.cmp, arena.W), arena
@@ -84,6 +78,12 @@ func (d *DB) releaseMemTable(m *memTable) {
 		arena.Free()
 		return
 	}
+	d.keepSpare(arena)
+}
+
+// keepSpare makes arena the spare one, freeing the spare it replaces (an
+// arena released meanwhile, when the caller had taken the spare out).
+func (d *DB) keepSpare(arena *offheap.Words) {
 	d.spareArena.Swap(arena).Free()
 	if d.closed.Load() {
 		// Close may have freed the spare before the Swap above.

@@ -129,7 +129,7 @@ func TestMemtableArenaSpareTakenWhileReleased(t *testing.T) {
 					t.Errorf("goroutine %d: no memtable", g)
 					return
 				}
-				d.spareArena.Swap(arena).Free() // as releaseMemTable does
+				d.keepSpare(arena) // as releaseMemTable does
 			}
 		}()
 	}
