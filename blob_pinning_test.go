@@ -85,12 +85,10 @@ func onDisk(t *testing.T, fs vfs.FS, nums []base.FileNum) []base.FileNum {
 	return found
 }
 
-// TestBlobFilesDeletedWhileAFlushRuns: a blob file that a compaction's
-// edit deletes leaves the disk at once, even while a flush that started
-// before the edit is still writing: a flush reads tables only and pins no
-// blob file. (It once held the whole current version for its secondary
-// tombstones, keeping every blob file GC freed on disk until it ended.)
-func TestBlobFilesDeletedWhileAFlushRuns(t *testing.T) {
+// openBlockingBlobDB opens a DB with blob files (blobTestOptions) and no
+// automatic compactions on a createBlockingFS.
+func openBlockingBlobDB(t *testing.T) (*createBlockingFS, *DB) {
+	t.Helper()
 	fs := &createBlockingFS{FS: vfs.NewMem()}
 	opts := blobTestOptions(fs)
 	opts.DisableAutoCompactions = true
@@ -98,6 +96,39 @@ func TestBlobFilesDeletedWhileAFlushRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fs, d
+}
+
+// whileJobBlocked starts job, waits until it blocks creating a table,
+// runs during, and then lets the job finish, failing the test if it
+// fails. The job is released even when during fails the test, so that
+// the DB can close.
+func whileJobBlocked(t *testing.T, fs *createBlockingFS, job func() error, during func()) {
+	t.Helper()
+	fs.arm(".sst")
+	done := make(chan error, 1)
+	go func() { done <- job() }()
+	select {
+	case <-fs.reached:
+	case err := <-done:
+		t.Fatalf("the job ended before writing its table: %v", err)
+	}
+	defer func() {
+		close(fs.release)
+		if err := <-done; err != nil {
+			t.Errorf("the blocked job: %v", err)
+		}
+	}()
+	during()
+}
+
+// TestBlobFilesDeletedWhileAFlushRuns: a blob file that a compaction's
+// edit deletes leaves the disk at once, even while a flush that started
+// before the edit is still writing: a flush reads tables only and pins no
+// blob file. (It once held the whole current version for its secondary
+// tombstones, keeping every blob file GC freed on disk until it ended.)
+func TestBlobFilesDeletedWhileAFlushRuns(t *testing.T) {
+	fs, d := openBlockingBlobDB(t)
 	defer d.Close()
 	putBlobRound(t, d, "k", 0)
 	must(t, d.Flush())
@@ -106,23 +137,14 @@ func TestBlobFilesDeletedWhileAFlushRuns(t *testing.T) {
 	must(t, d.Flush())
 
 	putBlobRound(t, d, "z", 2)
-	fs.arm(".sst")
-	flushed := make(chan error, 1)
-	go func() { flushed <- d.Flush() }()
-	select {
-	case <-fs.reached: // the flush is writing its table
-	case err := <-flushed:
-		t.Fatalf("the flush ended before writing its table: %v", err)
-	}
-	if err := compactManually(d, 0, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	d.deleteObsoleteFiles(false)
-	left := onDisk(t, fs, first)
-	close(fs.release)
-	if err := <-flushed; err != nil {
-		t.Fatal(err)
-	}
+	var left []base.FileNum
+	whileJobBlocked(t, fs, d.Flush, func() {
+		if err := compactManually(d, 0, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		d.deleteObsoleteFiles(false)
+		left = onDisk(t, fs, first)
+	})
 	if len(left) > 0 {
 		t.Fatalf("blob files %v, all garbage and deleted by the compaction, stayed on disk while a flush ran", left)
 	}
@@ -133,13 +155,7 @@ func TestBlobFilesDeletedWhileAFlushRuns(t *testing.T) {
 // files its inputs reference; a blob file that another compaction's edit
 // deletes meanwhile leaves the disk at once, not when the first ends.
 func TestBlobFilesDeletedWhileACompactionRuns(t *testing.T) {
-	fs := &createBlockingFS{FS: vfs.NewMem()}
-	opts := blobTestOptions(fs)
-	opts.DisableAutoCompactions = true
-	d, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, d := openBlockingBlobDB(t)
 	defer d.Close()
 	putBlobRound(t, d, "a", 0)
 	must(t, d.CompactRange(nil, nil)) // the a keys in the last level
@@ -167,25 +183,15 @@ func TestBlobFilesDeletedWhileACompactionRuns(t *testing.T) {
 
 	// A rewrite of the a keys in the last level, blocked writing its
 	// output, holds the version that has the b keys' first files.
-	fs.arm(".sst")
-	rewritten := make(chan error, 1)
-	go func() { rewritten <- compactManually(d, last, []byte("a"), []byte("a9")) }()
-	select {
-	case <-fs.reached:
-	case err := <-rewritten:
-		t.Fatalf("the rewrite ended before writing its output: %v", err)
-	}
-	if err := compactManually(d, 0, []byte("b"), []byte("b9")); err != nil {
-		close(fs.release)
-		<-rewritten
-		t.Fatal(err)
-	}
-	d.deleteObsoleteFiles(false)
-	left := onDisk(t, fs, bFiles)
-	close(fs.release)
-	if err := <-rewritten; err != nil {
-		t.Fatal(err)
-	}
+	var left []base.FileNum
+	rewrite := func() error { return compactManually(d, last, []byte("a"), []byte("a9")) }
+	whileJobBlocked(t, fs, rewrite, func() {
+		if err := compactManually(d, 0, []byte("b"), []byte("b9")); err != nil {
+			t.Fatal(err)
+		}
+		d.deleteObsoleteFiles(false)
+		left = onDisk(t, fs, bFiles)
+	})
 	if len(left) > 0 {
 		t.Fatalf("blob files %v, all garbage and deleted by a compaction, stayed on disk while another compaction ran", left)
 	}
